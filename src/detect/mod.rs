@@ -1,0 +1,276 @@
+//! Detector families: faithful ports of the loop detectors agents ship.
+//!
+//! A [`Family`] declares its parameters and named profiles and builds, for one
+//! configuration, a set of independent [`Check`]s. A check reads one session
+//! and returns every detection it would make if the agent cleared the
+//! detection and went on (Gemini CLI's `clearDetection()`); the first of them
+//! is the original's sticky first detection. Checks of one configuration are
+//! independent, so their detections merge by event order, and a check whose
+//! parameters are shared by many configurations of a sweep runs once (see
+//! [`Check::key`]). Detectors know nothing of files or reports.
+
+pub mod gemini;
+pub mod params;
+pub mod prepared;
+
+use crate::error::{Error, Result};
+pub use params::{ParamKind, ParamSet, ParamSpec, ParamValue, Policy, POLICY, POLICY_SPEC};
+pub use prepared::Prepared;
+
+/// One detection, as a detector reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detection {
+    /// Kind: for `gemini` one of `tool_call`, `tool_name`, `content`, `llm`;
+    /// other families use their originals' names.
+    pub kind: &'static str,
+    /// 1-based index of the triggering record in its session.
+    pub event: u32,
+    /// Turn of that record.
+    pub turn: u32,
+    /// Prompt ordinal (0-based) in which it fell; strikes are counted per prompt.
+    pub prompt: u32,
+    /// Strike: the 1-based count of detections so far in this prompt (set by [`merge`]).
+    pub strike: u32,
+    /// Human-readable detail (what repeated).
+    pub detail: String,
+}
+
+/// An independent part of a detector (e.g. Gemini CLI's tool-call check).
+pub trait Check: Send + Sync {
+    /// A stable key naming the check and every parameter value it reads.
+    /// Configurations whose checks have equal keys share one run per session.
+    fn key(&self) -> String;
+    /// Every detection on this session, in event order, stopping after `limit` if given.
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection>;
+}
+
+/// A named set of parameter values.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// Profile name, e.g. `gemini-latest`.
+    pub name: &'static str,
+    /// What it reproduces (original, version, dates).
+    pub about: &'static str,
+    /// Values. The family's first profile lists every parameter; the others list
+    /// only what differs from it.
+    pub values: Vec<(&'static str, ParamValue)>,
+}
+
+/// A detector family.
+pub trait Family: Send + Sync {
+    /// Family name, e.g. `gemini`.
+    fn name(&self) -> &'static str;
+    /// One line on the original it ports.
+    fn about(&self) -> &'static str;
+    /// Every parameter (the shared `policy` included).
+    fn params(&self) -> Vec<ParamSpec>;
+    /// Named profiles; the first is the family's default.
+    fn profiles(&self) -> Vec<Profile>;
+    /// Build the checks of one configuration (parameters already validated).
+    fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>>;
+}
+
+/// Every family looptune knows, in display order.
+pub fn families() -> Vec<&'static dyn Family> {
+    vec![&gemini::Gemini]
+}
+
+/// Find a family by name.
+pub fn family(name: &str) -> Result<&'static dyn Family> {
+    families()
+        .into_iter()
+        .find(|f| f.name() == name)
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "unknown detector family `{name}` (known: {})",
+                families()
+                    .iter()
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
+/// Find the family of a profile.
+pub fn family_of_profile(profile: &str) -> Result<&'static dyn Family> {
+    families()
+        .into_iter()
+        .find(|f| f.profiles().iter().any(|p| p.name == profile))
+        .ok_or_else(|| {
+            let all: Vec<String> = families()
+                .iter()
+                .flat_map(|f| f.profiles().into_iter().map(|p| p.name.to_string()))
+                .collect();
+            Error::Config(format!(
+                "unknown profile `{profile}` (known: {})",
+                all.join(", ")
+            ))
+        })
+}
+
+/// One fully resolved detector configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DetectorConfig {
+    /// Family name.
+    pub family: &'static str,
+    /// Base profile name.
+    pub profile: String,
+    /// Every parameter's value.
+    pub params: ParamSet,
+}
+
+impl DetectorConfig {
+    /// Resolve a profile (or a family's default profile) plus overrides.
+    ///
+    /// `family` and `profile` may both be given; they must agree.
+    pub fn resolve(
+        family_name: Option<&str>,
+        profile: Option<&str>,
+        overrides: &[(String, ParamValue)],
+    ) -> Result<DetectorConfig> {
+        let fam = match (family_name, profile) {
+            (_, Some(p)) => {
+                let f = family_of_profile(p)?;
+                if let Some(fname) = family_name {
+                    if fname != f.name() {
+                        return Err(Error::Config(format!(
+                            "profile `{p}` belongs to family `{}`, not `{fname}`",
+                            f.name()
+                        )));
+                    }
+                }
+                f
+            }
+            (Some(f), None) => family(f)?,
+            (None, None) => family("gemini")?,
+        };
+        let profiles = fam.profiles();
+        let base = &profiles[0];
+        let chosen = match profile {
+            Some(p) => profiles.iter().find(|x| x.name == p).expect("found above"),
+            None => base,
+        };
+        let specs = fam.params();
+        let mut params = ParamSet::default();
+        for (k, v) in base.values.iter().chain(chosen.values.iter()) {
+            params.0.insert((*k).to_string(), v.clone());
+        }
+        for spec in &specs {
+            if !params.0.contains_key(spec.name) {
+                panic!("family {} profile {} lacks parameter {}", fam.name(), base.name, spec.name);
+            }
+        }
+        for (k, v) in overrides {
+            let spec = specs.iter().find(|s| s.name == k).ok_or_else(|| {
+                Error::Config(format!(
+                    "unknown parameter `{k}` for family `{}` (known: {})",
+                    fam.name(),
+                    specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                ))
+            })?;
+            params.0.insert(k.clone(), spec.check(v.clone())?);
+        }
+        Ok(DetectorConfig {
+            family: fam.name(),
+            profile: chosen.name.to_string(),
+            params,
+        })
+    }
+
+    /// Parse `KEY=VALUE` overrides against this configuration's family.
+    pub fn parse_sets(family_name: &str, sets: &[String]) -> Result<Vec<(String, ParamValue)>> {
+        let fam = family(family_name)?;
+        let specs = fam.params();
+        sets.iter()
+            .map(|s| {
+                let (k, v) = s.split_once('=').ok_or_else(|| {
+                    Error::Usage(format!("--set `{s}`: expected KEY=VALUE"))
+                })?;
+                let k = k.trim();
+                let spec = specs.iter().find(|x| x.name == k).ok_or_else(|| {
+                    Error::Config(format!(
+                        "--set `{s}`: unknown parameter `{k}` for family `{}` (known: {})",
+                        fam.name(),
+                        specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                    ))
+                })?;
+                Ok((k.to_string(), spec.parse(v)?))
+            })
+            .collect()
+    }
+
+    /// Build this configuration's checks.
+    pub fn checks(&self) -> Result<Vec<Box<dyn Check>>> {
+        family(self.family)?.checks(&self.params)
+    }
+
+    /// The post-detection policy.
+    pub fn policy(&self) -> Policy {
+        self.params.policy()
+    }
+}
+
+/// Merge the detections of independent checks by event (ties keep check order)
+/// and number the strikes per prompt.
+pub fn merge(mut per_check: Vec<Vec<Detection>>) -> Vec<Detection> {
+    let mut all: Vec<Detection> = if per_check.len() == 1 {
+        per_check.pop().unwrap_or_default()
+    } else {
+        let mut v: Vec<Detection> = per_check.into_iter().flatten().collect();
+        v.sort_by_key(|d| d.event); // stable: ties keep check order
+        v
+    };
+    let mut prompt = u32::MAX;
+    let mut strike = 0;
+    for d in &mut all {
+        if d.prompt != prompt {
+            prompt = d.prompt;
+            strike = 0;
+        }
+        strike += 1;
+        d.strike = strike;
+    }
+    all
+}
+
+/// Run a configuration's checks on one session.
+pub fn run_checks(checks: &[Box<dyn Check>], session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+    let mut merged = merge(checks.iter().map(|c| c.run(session, limit)).collect());
+    if let Some(n) = limit {
+        merged.truncate(n);
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(event: u32, prompt: u32) -> Detection {
+        Detection {
+            kind: "x",
+            event,
+            turn: 0,
+            prompt,
+            strike: 0,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn merge_orders_by_event_and_counts_strikes_per_prompt() {
+        let m = merge(vec![vec![d(5, 0), d(9, 1)], vec![d(3, 0), d(12, 1)]]);
+        let got: Vec<(u32, u32)> = m.iter().map(|x| (x.event, x.strike)).collect();
+        assert_eq!(got, vec![(3, 1), (5, 2), (9, 1), (12, 2)]);
+    }
+
+    #[test]
+    fn resolve_rejects_unknown_and_mismatched() {
+        assert!(DetectorConfig::resolve(None, Some("nope"), &[]).is_err());
+        let e = DetectorConfig::parse_sets("gemini", &["bogus=1".into()]).unwrap_err();
+        assert!(e.to_string().contains("unknown parameter `bogus`"));
+        let e = DetectorConfig::parse_sets("gemini", &["tool_call_threshold=abc".into()]).unwrap_err();
+        assert!(e.to_string().contains("not an integer"));
+    }
+}

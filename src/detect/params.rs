@@ -1,0 +1,333 @@
+//! Named detector parameters: their types, ranges, units and provenance, and
+//! the resolved values of one configuration.
+
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A parameter value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamValue {
+    /// Whole number.
+    Int(i64),
+    /// Real number.
+    Float(f64),
+    /// Switch.
+    Bool(bool),
+    /// One word (an enumeration or policy).
+    Str(String),
+    /// A list of words (tool names).
+    List(Vec<String>),
+}
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamValue::Int(i) => write!(f, "{i}"),
+            ParamValue::Float(x) => write!(f, "{}", crate::js::number_to_string(*x)),
+            ParamValue::Bool(b) => write!(f, "{b}"),
+            ParamValue::Str(s) => write!(f, "{s}"),
+            ParamValue::List(items) => write!(f, "{}", items.join(";")),
+        }
+    }
+}
+
+impl ParamValue {
+    /// As TOML, for printing grids.
+    pub fn to_toml(&self) -> String {
+        match self {
+            ParamValue::Str(s) => format!("{s:?}"),
+            ParamValue::List(items) => format!(
+                "[{}]",
+                items.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
+            ),
+            ParamValue::Float(x) if x.fract() == 0.0 => format!("{x:.1}"),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The type and valid range of a parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamKind {
+    /// Integer in `min..=max`.
+    Int {
+        /// Smallest allowed value.
+        min: i64,
+        /// Largest allowed value.
+        max: i64,
+    },
+    /// Real number in `min..=max`.
+    Float {
+        /// Smallest allowed value.
+        min: f64,
+        /// Largest allowed value.
+        max: f64,
+    },
+    /// Boolean switch.
+    Bool,
+    /// One of the given words.
+    Choice(&'static [&'static str]),
+    /// A post-detection policy: `stop`, `warn:N`, `ask`, `ignore`.
+    Policy,
+    /// A list of names (comma-separated on the command line).
+    List,
+}
+
+/// One named parameter of a detector family.
+#[derive(Debug, Clone)]
+pub struct ParamSpec {
+    /// Name, exactly as used in `--set`, grids and CSV columns.
+    pub name: &'static str,
+    /// Type and range.
+    pub kind: ParamKind,
+    /// Unit (`calls`, `UTF-16 units`, `turns`, ...), or empty.
+    pub unit: &'static str,
+    /// What it does, in one line.
+    pub doc: &'static str,
+    /// Where the value comes from: file and version of the original.
+    pub source: &'static str,
+}
+
+impl ParamSpec {
+    /// Parse a command-line or TOML string into a value of this parameter's type.
+    pub fn parse(&self, raw: &str) -> Result<ParamValue> {
+        let raw = raw.trim();
+        let bad = |what: &str| {
+            Error::Config(format!(
+                "parameter `{}`: `{raw}` is not {what}",
+                self.name
+            ))
+        };
+        let v = match &self.kind {
+            ParamKind::Int { .. } => ParamValue::Int(raw.parse().map_err(|_| bad("an integer"))?),
+            ParamKind::Float { .. } => {
+                let x: f64 = raw.parse().map_err(|_| bad("a number"))?;
+                ParamValue::Float(x)
+            }
+            ParamKind::Bool => ParamValue::Bool(match raw {
+                "true" | "on" | "yes" | "1" => true,
+                "false" | "off" | "no" | "0" => false,
+                _ => return Err(bad("true or false")),
+            }),
+            ParamKind::Choice(_) | ParamKind::Policy => ParamValue::Str(raw.to_string()),
+            ParamKind::List => ParamValue::List(
+                raw.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect(),
+            ),
+        };
+        self.check(v)
+    }
+
+    /// Check a value's type and range, converting integers to floats where a float is wanted.
+    pub fn check(&self, v: ParamValue) -> Result<ParamValue> {
+        let name = self.name;
+        match (&self.kind, v) {
+            (ParamKind::Int { min, max }, ParamValue::Int(i)) => {
+                if i < *min || i > *max {
+                    Err(Error::Config(format!(
+                        "parameter `{name}`: {i} is out of range ({min}..={max})"
+                    )))
+                } else {
+                    Ok(ParamValue::Int(i))
+                }
+            }
+            (ParamKind::Float { .. }, ParamValue::Int(i)) => self.check(ParamValue::Float(i as f64)),
+            (ParamKind::Float { min, max }, ParamValue::Float(x)) => {
+                if !x.is_finite() || x < *min || x > *max {
+                    Err(Error::Config(format!(
+                        "parameter `{name}`: {x} is out of range ({min}..={max})"
+                    )))
+                } else {
+                    Ok(ParamValue::Float(x))
+                }
+            }
+            (ParamKind::Bool, ParamValue::Bool(b)) => Ok(ParamValue::Bool(b)),
+            (ParamKind::Choice(choices), ParamValue::Str(s)) => {
+                if choices.contains(&s.as_str()) {
+                    Ok(ParamValue::Str(s))
+                } else {
+                    Err(Error::Config(format!(
+                        "parameter `{name}`: `{s}` is not one of {}",
+                        choices.join(", ")
+                    )))
+                }
+            }
+            (ParamKind::Policy, ParamValue::Str(s)) => {
+                Policy::parse(&s).map_err(|m| Error::Config(format!("parameter `{name}`: {m}")))?;
+                Ok(ParamValue::Str(s))
+            }
+            (ParamKind::List, ParamValue::List(l)) => Ok(ParamValue::List(l)),
+            (ParamKind::List, ParamValue::Str(s)) => self.parse(&s),
+            (kind, v) => Err(Error::Config(format!(
+                "parameter `{name}`: value `{v}` has the wrong type (expected {})",
+                kind_name(kind)
+            ))),
+        }
+    }
+}
+
+fn kind_name(kind: &ParamKind) -> &'static str {
+    match kind {
+        ParamKind::Int { .. } => "an integer",
+        ParamKind::Float { .. } => "a number",
+        ParamKind::Bool => "true or false",
+        ParamKind::Choice(_) => "a word",
+        ParamKind::Policy => "a policy (stop, warn:N, ask, ignore)",
+        ParamKind::List => "a list of names",
+    }
+}
+
+/// Resolved parameter values of one configuration, by name (sorted).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParamSet(pub BTreeMap<String, ParamValue>);
+
+impl ParamSet {
+    /// An integer parameter (panics if the family did not declare it: a bug).
+    pub fn int(&self, name: &str) -> i64 {
+        match self.0.get(name) {
+            Some(ParamValue::Int(i)) => *i,
+            Some(ParamValue::Float(x)) => *x as i64,
+            other => panic!("parameter {name} is not an integer: {other:?}"),
+        }
+    }
+    /// A real parameter.
+    pub fn float(&self, name: &str) -> f64 {
+        match self.0.get(name) {
+            Some(ParamValue::Float(x)) => *x,
+            Some(ParamValue::Int(i)) => *i as f64,
+            other => panic!("parameter {name} is not a number: {other:?}"),
+        }
+    }
+    /// A boolean parameter.
+    pub fn bool(&self, name: &str) -> bool {
+        match self.0.get(name) {
+            Some(ParamValue::Bool(b)) => *b,
+            other => panic!("parameter {name} is not a boolean: {other:?}"),
+        }
+    }
+    /// A word parameter.
+    pub fn str(&self, name: &str) -> &str {
+        match self.0.get(name) {
+            Some(ParamValue::Str(s)) => s,
+            other => panic!("parameter {name} is not a word: {other:?}"),
+        }
+    }
+    /// A list parameter.
+    pub fn list(&self, name: &str) -> &[String] {
+        match self.0.get(name) {
+            Some(ParamValue::List(l)) => l,
+            other => panic!("parameter {name} is not a list: {other:?}"),
+        }
+    }
+    /// The post-detection policy.
+    pub fn policy(&self) -> Policy {
+        Policy::parse(self.str(POLICY)).expect("policy was validated")
+    }
+    /// A stable text key over the named parameters, for caching check results.
+    pub fn key_of(&self, names: &[&str]) -> String {
+        let mut k = String::new();
+        for n in names {
+            k.push_str(n);
+            k.push('=');
+            if let Some(v) = self.0.get(*n) {
+                k.push_str(&v.to_string());
+            }
+            k.push(';');
+        }
+        k
+    }
+}
+
+/// Name of the policy parameter every family has.
+pub const POLICY: &str = "policy";
+
+/// The spec of the `policy` parameter, shared by every family.
+pub const POLICY_SPEC: ParamSpec = ParamSpec {
+    name: POLICY,
+    kind: ParamKind::Policy,
+    unit: "",
+    doc: "what happens after a detection: stop (end the session), warn:N (warn N times, stop at the next), ask (a person must answer), ignore (nobody acts). Replay cannot know how the model would have reacted to a warning: the recorded continuation counts as the model not changing course",
+    source: "looptune; Gemini CLI client.ts (stop until 2026-03, warn:1 after), Blade maxWarnings (warn:2), OpenCode/Roo (ask), DeepV VS Code extension (ignore)",
+};
+
+/// What happens after a detection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// The first detection ends the session.
+    Stop,
+    /// A detection warns; the (N+1)-th strike stops.
+    Warn(u32),
+    /// A person is asked; counted as a stop.
+    Ask,
+    /// The detection is emitted and nobody acts on it.
+    Ignore,
+}
+
+impl Policy {
+    /// Parse `stop`, `warn:N`, `ask`, `ignore`.
+    pub fn parse(s: &str) -> std::result::Result<Policy, String> {
+        match s {
+            "stop" => Ok(Policy::Stop),
+            "ask" => Ok(Policy::Ask),
+            "ignore" => Ok(Policy::Ignore),
+            _ => match s.strip_prefix("warn:").map(str::parse::<u32>) {
+                Some(Ok(n)) => Ok(Policy::Warn(n)),
+                _ => Err(format!(
+                    "`{s}` is not a policy (stop, warn:N, ask, ignore)"
+                )),
+            },
+        }
+    }
+
+    /// The strike (1-based, counted per prompt) at which this policy stops the session.
+    pub fn stop_strike(self) -> Option<u32> {
+        match self {
+            Policy::Stop | Policy::Ask => Some(1),
+            Policy::Warn(n) => Some(n + 1),
+            Policy::Ignore => None,
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Policy::Stop => write!(f, "stop"),
+            Policy::Warn(n) => write!(f, "warn:{n}"),
+            Policy::Ask => write!(f, "ask"),
+            Policy::Ignore => write!(f, "ignore"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_and_stop() {
+        assert_eq!(Policy::parse("warn:2").unwrap().stop_strike(), Some(3));
+        assert_eq!(Policy::parse("stop").unwrap().stop_strike(), Some(1));
+        assert_eq!(Policy::parse("ignore").unwrap().stop_strike(), None);
+        assert!(Policy::parse("warn:x").is_err());
+    }
+
+    #[test]
+    fn spec_checks_type_and_range() {
+        let s = ParamSpec {
+            name: "n",
+            kind: ParamKind::Int { min: 1, max: 10 },
+            unit: "",
+            doc: "",
+            source: "",
+        };
+        assert_eq!(s.parse("3").unwrap(), ParamValue::Int(3));
+        assert!(s.parse("0").unwrap_err().to_string().contains("out of range"));
+        assert!(s.parse("x").unwrap_err().to_string().contains("not an integer"));
+        assert!(s.check(ParamValue::Bool(true)).is_err());
+    }
+}

@@ -1,0 +1,422 @@
+//! The canonical vocabulary: sessions as ordered records, with the spec's turn
+//! and event numbering already resolved. No I/O here; `input` builds these and
+//! detectors read them.
+//!
+//! See `docs/transcript-format.md` for the format these types mirror.
+
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// One record of a session, as the spec's record table defines it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// Session metadata; the last value of each field wins (see [`SessionMeta`]).
+    Session {
+        /// Agent name, e.g. `gemini-cli`.
+        agent: Option<String>,
+        /// Model name, e.g. `gemini-2.5-pro`.
+        model: Option<String>,
+        /// Mode, e.g. `plan`.
+        mode: Option<String>,
+        /// Free-form metadata.
+        meta: Option<Map<String, Value>>,
+    },
+    /// A user message; starts a new prompt unless `prompt_id` repeats the one in force.
+    User {
+        /// The message.
+        text: String,
+        /// Prompt id, when the agent keeps one across continuations.
+        prompt_id: Option<String>,
+    },
+    /// An explicit new model request (Gemini CLI's `turnStarted`).
+    Turn,
+    /// One streamed chunk of model text.
+    Content {
+        /// The chunk exactly as streamed.
+        text: String,
+    },
+    /// Model reasoning (not content).
+    Thought {
+        /// The reasoning text.
+        text: String,
+    },
+    /// A tool call the model asked for.
+    ToolCall {
+        /// Tool name.
+        name: String,
+        /// Arguments, key order kept as in the file.
+        args: Map<String, Value>,
+        /// Call id.
+        id: Option<String>,
+    },
+    /// What a tool returned.
+    ToolResult {
+        /// Id of the call it answers.
+        id: Option<String>,
+        /// Tool name.
+        name: Option<String>,
+        /// Output text.
+        output: Option<String>,
+        /// Whether the tool reported an error.
+        error: Option<bool>,
+    },
+    /// Tokens spent by the current turn.
+    Usage {
+        /// Prompt tokens.
+        input_tokens: Option<u64>,
+        /// Completion tokens.
+        output_tokens: Option<u64>,
+    },
+    /// A recorded LLM-judge verdict.
+    Judge {
+        /// Confidence that the conversation is stuck, 0.0 to 1.0.
+        confidence: f64,
+        /// Judge model.
+        model: Option<String>,
+        /// The judge's analysis.
+        analysis: Option<String>,
+    },
+    /// What the live agent's own detector reported.
+    LoopDetected {
+        /// Loop kind as the agent named it.
+        kind: Option<String>,
+        /// Detail text.
+        detail: Option<String>,
+    },
+    /// Inline ground truth.
+    Label {
+        /// Whether the session loops.
+        is_loop: bool,
+        /// First turn of the looping behaviour.
+        onset_turn: Option<u32>,
+    },
+    /// A record of a type this version does not know (kept for numbering, counted).
+    Unknown {
+        /// Its `type` field.
+        record_type: String,
+    },
+}
+
+impl Record {
+    /// The record's `type` string as it appears in JSONL.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Record::Session { .. } => "session",
+            Record::User { .. } => "user",
+            Record::Turn => "turn",
+            Record::Content { .. } => "content",
+            Record::Thought { .. } => "thought",
+            Record::ToolCall { .. } => "tool_call",
+            Record::ToolResult { .. } => "tool_result",
+            Record::Usage { .. } => "usage",
+            Record::Judge { .. } => "judge",
+            Record::LoopDetected { .. } => "loop_detected",
+            Record::Label { .. } => "label",
+            Record::Unknown { record_type } => record_type,
+        }
+    }
+}
+
+/// Where a record came from, for error messages and report excerpts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Origin {
+    /// Index into [`Corpus::files`].
+    pub file: u32,
+    /// 1-based line number in that file (0 when the importer has no lines).
+    pub line: u32,
+}
+
+/// A record placed in its session: its turn (0 before the first turn) and origin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The record.
+    pub record: Record,
+    /// Turn in force at this record (spec numbering; 0 before the first turn).
+    pub turn: u32,
+    /// True when this record starts `turn` (explicitly or implicitly).
+    pub starts_turn: bool,
+    /// Where it was read.
+    pub origin: Origin,
+}
+
+/// Session metadata after "last one wins per field".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionMeta {
+    /// Agent name.
+    pub agent: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Mode (`plan`, `default`, ...).
+    pub mode: Option<String>,
+    /// Free-form metadata (merged by key, last wins).
+    pub meta: Map<String, Value>,
+}
+
+/// An inline or file label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Label {
+    /// Loop or clean.
+    pub is_loop: bool,
+    /// First turn of the looping behaviour (required for loops in label files).
+    pub onset_turn: Option<u32>,
+}
+
+/// One session: its records in order, with turns resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// Session id.
+    pub id: String,
+    /// Records, in reading order. Event numbers are indices + 1.
+    pub events: Vec<Event>,
+    /// Resolved metadata.
+    pub meta: SessionMeta,
+    /// The last inline `label` record, if any.
+    pub inline_label: Option<Label>,
+    /// Number of turns (the highest turn number).
+    pub turns: u32,
+    /// Content came from whole messages, not stream chunks (set by importers).
+    pub whole_messages: bool,
+}
+
+impl Session {
+    /// Build a session from records in order, resolving turns and metadata.
+    pub fn from_records(id: String, records: Vec<(Record, Origin)>) -> Session {
+        let explicit = records.iter().any(|(r, _)| matches!(r, Record::Turn));
+        let mut turn = 0u32;
+        // Implicit rule: a turn starts at the first model record after the
+        // session start, a `user` record or a `tool_result` record.
+        let mut armed = true;
+        let mut meta = SessionMeta::default();
+        let mut inline_label = None;
+        let mut events = Vec::with_capacity(records.len());
+        for (record, origin) in records {
+            let mut starts_turn = false;
+            if explicit {
+                if matches!(record, Record::Turn) {
+                    turn += 1;
+                    starts_turn = true;
+                }
+            } else {
+                match record {
+                    Record::User { .. } | Record::ToolResult { .. } => armed = true,
+                    Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. } => {
+                        if armed {
+                            turn += 1;
+                            starts_turn = true;
+                            armed = false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            match &record {
+                Record::Session {
+                    agent,
+                    model,
+                    mode,
+                    meta: m,
+                } => {
+                    if agent.is_some() {
+                        meta.agent.clone_from(agent);
+                    }
+                    if model.is_some() {
+                        meta.model.clone_from(model);
+                    }
+                    if mode.is_some() {
+                        meta.mode.clone_from(mode);
+                    }
+                    if let Some(m) = m {
+                        for (k, v) in m {
+                            meta.meta.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                Record::Label {
+                    is_loop,
+                    onset_turn,
+                } => {
+                    inline_label = Some(Label {
+                        is_loop: *is_loop,
+                        onset_turn: *onset_turn,
+                    })
+                }
+                _ => {}
+            }
+            events.push(Event {
+                record,
+                turn,
+                starts_turn,
+                origin,
+            });
+        }
+        Session {
+            id,
+            events,
+            meta,
+            inline_label,
+            turns: turn,
+            whole_messages: false,
+        }
+    }
+
+    /// Number of tool calls.
+    pub fn tool_calls(&self) -> usize {
+        self.events
+            .iter()
+            .filter(|e| matches!(e.record, Record::ToolCall { .. }))
+            .count()
+    }
+}
+
+/// An input file as read: path as given and the SHA-256 of its bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceFile {
+    /// Path as the user gave it (or found by walking a folder); `-` for stdin.
+    pub path: String,
+    /// Input format name (`canonical`, `claude-code`, ...).
+    pub format: String,
+    /// SHA-256 of the file's bytes as stored (compressed bytes for `.gz`).
+    pub sha256: String,
+    /// Size in bytes as stored.
+    pub bytes: u64,
+    /// Lines skipped with `--lenient`.
+    pub skipped_lines: u64,
+    /// Records of unknown types.
+    pub unknown_records: u64,
+}
+
+/// Everything read in one run.
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    /// Input files in reading order.
+    pub files: Vec<SourceFile>,
+    /// Sessions sorted by id.
+    pub sessions: Vec<Arc<Session>>,
+    /// First messages of skipped lines (`FILE:LINE: ...`), for the summary.
+    pub skipped: Vec<String>,
+}
+
+impl Corpus {
+    /// Total number of records over all sessions.
+    pub fn events(&self) -> usize {
+        self.sessions.iter().map(|s| s.events.len()).sum()
+    }
+    /// Total number of turns over all sessions.
+    pub fn turns(&self) -> u64 {
+        self.sessions.iter().map(|s| s.turns as u64).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o() -> Origin {
+        Origin { file: 0, line: 0 }
+    }
+
+    fn content(t: &str) -> (Record, Origin) {
+        (
+            Record::Content {
+                text: t.to_string(),
+            },
+            o(),
+        )
+    }
+
+    #[test]
+    fn implicit_turns_start_after_user_and_tool_result() {
+        let recs = vec![
+            (
+                Record::User {
+                    text: "x".into(),
+                    prompt_id: None,
+                },
+                o(),
+            ),
+            content("a"),
+            content("b"),
+            (
+                Record::ToolCall {
+                    name: "t".into(),
+                    args: Map::new(),
+                    id: None,
+                },
+                o(),
+            ),
+            (
+                Record::ToolResult {
+                    id: None,
+                    name: None,
+                    output: None,
+                    error: None,
+                },
+                o(),
+            ),
+            (
+                Record::Judge {
+                    confidence: 0.5,
+                    model: None,
+                    analysis: None,
+                },
+                o(),
+            ),
+            content("c"),
+        ];
+        let s = Session::from_records("s".into(), recs);
+        let turns: Vec<u32> = s.events.iter().map(|e| e.turn).collect();
+        assert_eq!(turns, vec![0, 1, 1, 1, 1, 1, 2]);
+        assert_eq!(s.turns, 2);
+        assert!(s.events[1].starts_turn && s.events[6].starts_turn);
+    }
+
+    #[test]
+    fn explicit_turns_only_when_present() {
+        let recs = vec![
+            content("a"),
+            (Record::Turn, o()),
+            content("b"),
+            (
+                Record::ToolResult {
+                    id: None,
+                    name: None,
+                    output: None,
+                    error: None,
+                },
+                o(),
+            ),
+            content("c"),
+        ];
+        let s = Session::from_records("s".into(), recs);
+        let turns: Vec<u32> = s.events.iter().map(|e| e.turn).collect();
+        assert_eq!(turns, vec![0, 1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn session_meta_last_wins_per_field() {
+        let recs = vec![
+            (
+                Record::Session {
+                    agent: Some("a".into()),
+                    model: Some("m1".into()),
+                    mode: None,
+                    meta: None,
+                },
+                o(),
+            ),
+            (
+                Record::Session {
+                    agent: None,
+                    model: Some("m2".into()),
+                    mode: Some("plan".into()),
+                    meta: None,
+                },
+                o(),
+            ),
+        ];
+        let s = Session::from_records("s".into(), recs);
+        assert_eq!(s.meta.agent.as_deref(), Some("a"));
+        assert_eq!(s.meta.model.as_deref(), Some("m2"));
+        assert_eq!(s.meta.mode.as_deref(), Some("plan"));
+    }
+}

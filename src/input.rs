@@ -1,0 +1,619 @@
+//! Reading sessions from disk: canonical JSONL (`.jsonl`, `.jsonl.gz`, stdin)
+//! exactly as `docs/transcript-format.md` says, and native agent logs through
+//! [`crate::import`]. Strict by default; `--lenient` skips and counts bad lines.
+
+use crate::error::{Error, Result};
+use crate::event::{Corpus, Origin, Record, Session, SourceFile};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How to read inputs.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Skip and count bad lines instead of stopping at the first.
+    pub lenient: bool,
+    /// Force one input format for every file (`canonical`, or an importer's name).
+    pub format: Option<String>,
+    /// Compute the SHA-256 of every input file (for `summary.json`).
+    pub digests: bool,
+}
+
+/// How many skipped-line messages a corpus keeps for its summary.
+const KEEP_SKIPPED: usize = 50;
+
+/// What one file contributes: sessions with their records, in file order.
+#[derive(Debug, Default)]
+pub struct FileSessions {
+    /// Format name.
+    pub format: String,
+    /// `(session id, records)` in order of first appearance.
+    pub sessions: Vec<(String, Vec<(Record, u32)>)>,
+    /// Lines skipped with `--lenient`: `(line, message)`.
+    pub skipped: Vec<(u64, String)>,
+    /// Records of unknown types.
+    pub unknown: u64,
+    /// Content came from whole messages rather than stream chunks.
+    pub whole_messages: bool,
+    /// Extra metadata per session (e.g. a subagent's parent), merged into the session.
+    pub session_meta: HashMap<String, Map<String, Value>>,
+}
+
+/// Read every path (files, folders, `-`) into one corpus, sessions sorted by id.
+pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
+    let files = collect_files(paths)?;
+    if files.is_empty() {
+        return Err(Error::Usage(format!(
+            "no input files found in {} (looked for *.jsonl, *.jsonl.gz and native agent logs)",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let mut corpus = Corpus::default();
+    // Session id -> records, in reading order; sessions with the same id in
+    // several files form one session.
+    let mut order: Vec<String> = Vec::new();
+    let mut by_id: HashMap<String, Vec<(Record, Origin)>> = HashMap::new();
+    let mut whole: HashMap<String, bool> = HashMap::new();
+    let mut extra_meta: HashMap<String, Map<String, Value>> = HashMap::new();
+    for found in &files {
+        let (bytes, display) = load(found)?;
+        let sha256 = if opts.digests {
+            hex(&Sha256::digest(&bytes))
+        } else {
+            String::new()
+        };
+        let stored = bytes.len() as u64;
+        let fs = parse_bytes(&display, found.stem(), bytes, opts)?;
+        let file_idx = corpus.files.len() as u32;
+        for (line, msg) in &fs.skipped {
+            if corpus.skipped.len() < KEEP_SKIPPED {
+                corpus.skipped.push(format!("{display}:{line}: {msg}"));
+            }
+        }
+        corpus.files.push(SourceFile {
+            path: display.clone(),
+            format: fs.format.clone(),
+            sha256,
+            bytes: stored,
+            skipped_lines: fs.skipped.len() as u64,
+            unknown_records: fs.unknown,
+        });
+        for (id, meta) in fs.session_meta {
+            extra_meta.entry(id).or_default().extend(meta);
+        }
+        for (id, records) in fs.sessions {
+            let slot = by_id.entry(id.clone()).or_insert_with(|| {
+                order.push(id.clone());
+                Vec::new()
+            });
+            if fs.whole_messages {
+                whole.insert(id.clone(), true);
+            }
+            slot.extend(records.into_iter().map(|(r, line)| {
+                (
+                    r,
+                    Origin {
+                        file: file_idx,
+                        line,
+                    },
+                )
+            }));
+        }
+    }
+    let mut sessions: Vec<Arc<Session>> = order
+        .into_iter()
+        .map(|id| {
+            let records = by_id.remove(&id).unwrap_or_default();
+            let mut s = Session::from_records(id.clone(), records);
+            s.whole_messages = whole.get(&id).copied().unwrap_or(false);
+            if let Some(m) = extra_meta.remove(&id) {
+                for (k, v) in m {
+                    s.meta.meta.entry(k).or_insert(v);
+                }
+            }
+            Arc::new(s)
+        })
+        .collect();
+    sessions.sort_by(|a, b| a.id.cmp(&b.id));
+    corpus.sessions = sessions;
+    Ok(corpus)
+}
+
+/// A file to read: a path, or stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// Standard input (`-`).
+    Stdin,
+    /// A file on disk; `walked` when found by walking a folder.
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// Found by walking a folder (unrecognised files are skipped, not errors).
+        walked: bool,
+    },
+}
+
+impl Found {
+    /// Default session id for records without a `session` field: the file stem.
+    fn stem(&self) -> String {
+        match self {
+            Found::Stdin => "stdin".to_string(),
+            Found::Path { path, .. } => file_stem(path),
+        }
+    }
+}
+
+/// The stem of `runs/a1.jsonl` or `runs/a1.jsonl.gz` is `a1`.
+pub fn file_stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    match name.rfind('.') {
+        Some(i) if i > 0 => name[..i].to_string(),
+        _ => name.to_string(),
+    }
+}
+
+/// Expand folders recursively (byte order of paths); keep files and `-` in the order given.
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<Found>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" {
+            out.push(Found::Stdin);
+            continue;
+        }
+        let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
+        if meta.is_dir() {
+            let mut found = Vec::new();
+            walk(p, &mut found)?;
+            // Byte order of the full paths, as the spec requires.
+            found.sort_by(|a: &PathBuf, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
+            out.extend(found.into_iter().map(|path| Found::Path { path, walked: true }));
+        } else {
+            out.push(Found::Path {
+                path: p.clone(),
+                walked: false,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if ft.is_dir() {
+            walk(&path, out)?;
+        } else if is_candidate(&path) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Files a folder walk picks up: canonical JSONL and the native formats' extensions.
+fn is_candidate(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    name.ends_with(".jsonl") || crate::import::walk_extension(name)
+}
+
+/// Read a file's bytes as stored, and its display name.
+fn load(found: &Found) -> Result<(Vec<u8>, String)> {
+    match found {
+        Found::Stdin => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| Error::io("-", e))?;
+            Ok((buf, "-".to_string()))
+        }
+        Found::Path { path, .. } => {
+            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            Ok((bytes, path.display().to_string()))
+        }
+    }
+}
+
+/// Decompress gzip input; a truncated stream is an error at the line it broke.
+fn gunzip(display: &str, bytes: &[u8]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut dec = flate2::read::MultiGzDecoder::new(bytes);
+    if let Err(e) = dec.read_to_end(&mut out) {
+        let line = out.iter().filter(|b| **b == b'\n').count() as u64 + 1;
+        return Err(Error::Line {
+            path: display.to_string(),
+            line,
+            message: format!("gzip stream is damaged or truncated ({e})"),
+        });
+    }
+    Ok(out)
+}
+
+fn is_gzip(bytes: &[u8]) -> bool {
+    bytes.len() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b
+}
+
+/// Parse one file's bytes (canonical or native) into sessions.
+pub fn parse_bytes(display: &str, stem: String, bytes: Vec<u8>, opts: &ReadOptions) -> Result<FileSessions> {
+    let bytes = if is_gzip(&bytes) {
+        gunzip(display, &bytes)?
+    } else {
+        bytes
+    };
+    let forced = opts.format.as_deref().filter(|f| *f != "auto");
+    match forced {
+        Some("canonical") => parse_canonical(display, &stem, &bytes, opts.lenient),
+        Some(name) => crate::import::import_as(name, display, &stem, &bytes, opts.lenient),
+        None => {
+            if looks_canonical(&bytes) {
+                parse_canonical(display, &stem, &bytes, opts.lenient)
+            } else {
+                crate::import::import_auto(display, &stem, &bytes, opts.lenient)
+            }
+        }
+    }
+}
+
+/// Canonical JSONL is recognised by its first non-blank line: an object whose
+/// `type` is one of the spec's record types.
+pub fn looks_canonical(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(64 * 1024)]);
+    for line in text.lines() {
+        let line = line.trim_start_matches('\u{feff}').trim();
+        if line.is_empty() {
+            continue;
+        }
+        let Ok(Value::Object(m)) = serde_json::from_str::<Value>(line) else {
+            // A broken or cut-off first line: decide on the `type` prefix alone.
+            return KNOWN_TYPES
+                .iter()
+                .any(|t| line.starts_with(&format!("{{\"type\":\"{t}\"")));
+        };
+        return matches!(m.get("type"), Some(Value::String(t)) if KNOWN_TYPES.contains(&t.as_str()));
+    }
+    // An empty file is an empty canonical file.
+    true
+}
+
+const KNOWN_TYPES: &[&str] = &[
+    "session",
+    "user",
+    "turn",
+    "content",
+    "thought",
+    "tool_call",
+    "tool_result",
+    "usage",
+    "judge",
+    "loop_detected",
+    "label",
+];
+
+/// Fast path: the fields of every record type, borrowed where possible.
+#[derive(Deserialize)]
+struct Fast<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    session: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    args: Option<Map<String, Value>>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    output: Option<String>,
+    #[serde(default)]
+    error: Option<bool>,
+    #[serde(default)]
+    prompt_id: Option<String>,
+}
+
+/// Parse canonical JSONL.
+pub fn parse_canonical(display: &str, stem: &str, bytes: &[u8], lenient: bool) -> Result<FileSessions> {
+    let mut fs = FileSessions {
+        format: "canonical".into(),
+        ..Default::default()
+    };
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut line_no = 0u64;
+    for raw in bytes.split(|b| *b == b'\n') {
+        line_no += 1;
+        let mut raw = raw;
+        if line_no == 1 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
+            raw = &raw[3..];
+        }
+        if let Some(r) = raw.strip_suffix(b"\r") {
+            raw = r;
+        }
+        if raw.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        let parsed = std::str::from_utf8(raw)
+            .map_err(|e| format!("line is not valid UTF-8 ({e})"))
+            .and_then(parse_line);
+        match parsed {
+            Ok((session, record)) => {
+                if matches!(record, Record::Unknown { .. }) {
+                    fs.unknown += 1;
+                }
+                let sid = session.unwrap_or_else(|| stem.to_string());
+                let slot = *index.entry(sid.clone()).or_insert_with(|| {
+                    fs.sessions.push((sid, Vec::new()));
+                    fs.sessions.len() - 1
+                });
+                fs.sessions[slot].1.push((record, line_no as u32));
+            }
+            Err(message) => {
+                if lenient {
+                    fs.skipped.push((line_no, message));
+                } else {
+                    return Err(Error::Line {
+                        path: display.to_string(),
+                        line: line_no,
+                        message,
+                    });
+                }
+            }
+        }
+    }
+    Ok(fs)
+}
+
+/// Parse one canonical line into its session id and record; errors name the field.
+pub fn parse_line(line: &str) -> std::result::Result<(Option<String>, Record), String> {
+    // The typed fast path covers well-formed common records; anything it
+    // rejects is re-read as a generic value so the error names the field
+    // (and so duplicate keys behave as JSON.parse: last one wins).
+    if let Ok(f) = serde_json::from_str::<Fast>(line) {
+        let rec = match f.ty.as_ref() {
+            "turn" => Some(Record::Turn),
+            "content" => f.text.map(|text| Record::Content { text }),
+            "thought" => f.text.map(|text| Record::Thought { text }),
+            "tool_call" => f.name.map(|name| Record::ToolCall {
+                name,
+                args: f.args.unwrap_or_default(),
+                id: f.id,
+            }),
+            "tool_result" => Some(Record::ToolResult {
+                id: f.id,
+                name: f.name,
+                output: f.output,
+                error: f.error,
+            }),
+            "user" => f.text.map(|text| Record::User {
+                text,
+                prompt_id: f.prompt_id,
+            }),
+            _ => None,
+        };
+        if let Some(rec) = rec {
+            // `args` is required for tool_call; the fast path defaulted it.
+            if !matches!(rec, Record::ToolCall { .. }) || line.contains("\"args\"") {
+                return Ok((f.session, rec));
+            }
+        }
+    }
+    let value: Value = serde_json::from_str(line).map_err(|e| format!("not valid JSON ({e})"))?;
+    let Value::Object(obj) = value else {
+        return Err("not a JSON object".to_string());
+    };
+    record_from_object(&obj)
+}
+
+/// Validate a record object field by field.
+pub fn record_from_object(obj: &Map<String, Value>) -> std::result::Result<(Option<String>, Record), String> {
+    let ty = match obj.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(_) => return Err("field `type` must be a string".into()),
+        None => return Err("missing field `type`".into()),
+    };
+    let session = opt_str(obj, "session")?;
+    let rec = match ty {
+        "session" => Record::Session {
+            agent: opt_str(obj, "agent")?,
+            model: opt_str(obj, "model")?,
+            mode: opt_str(obj, "mode")?,
+            meta: match obj.get("meta") {
+                None | Some(Value::Null) => None,
+                Some(Value::Object(m)) => Some(m.clone()),
+                Some(_) => return Err("field `meta` must be an object".into()),
+            },
+        },
+        "user" => Record::User {
+            text: req_str(obj, "text")?,
+            prompt_id: opt_str(obj, "prompt_id")?,
+        },
+        "turn" => Record::Turn,
+        "content" => Record::Content {
+            text: req_str(obj, "text")?,
+        },
+        "thought" => Record::Thought {
+            text: req_str(obj, "text")?,
+        },
+        "tool_call" => Record::ToolCall {
+            name: req_str(obj, "name")?,
+            args: match obj.get("args") {
+                Some(Value::Object(m)) => m.clone(),
+                Some(_) => return Err("field `args` must be an object".into()),
+                None => return Err("missing field `args`".into()),
+            },
+            id: opt_str(obj, "id")?,
+        },
+        "tool_result" => Record::ToolResult {
+            id: opt_str(obj, "id")?,
+            name: opt_str(obj, "name")?,
+            output: opt_str(obj, "output")?,
+            error: opt_bool(obj, "error")?,
+        },
+        "usage" => Record::Usage {
+            input_tokens: opt_u64(obj, "input_tokens")?,
+            output_tokens: opt_u64(obj, "output_tokens")?,
+        },
+        "judge" => Record::Judge {
+            confidence: match obj.get("confidence") {
+                Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+                Some(_) => return Err("field `confidence` must be a number".into()),
+                None => return Err("missing field `confidence`".into()),
+            },
+            model: opt_str(obj, "model")?,
+            analysis: opt_str(obj, "analysis")?,
+        },
+        "loop_detected" => Record::LoopDetected {
+            kind: opt_str(obj, "kind")?,
+            detail: opt_str(obj, "detail")?,
+        },
+        "label" => Record::Label {
+            is_loop: match obj.get("loop") {
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err("field `loop` must be a boolean".into()),
+                None => return Err("missing field `loop`".into()),
+            },
+            onset_turn: opt_u64(obj, "onset_turn")?
+                .map(|n| u32::try_from(n).map_err(|_| "field `onset_turn` is too large".to_string()))
+                .transpose()?,
+        },
+        other => Record::Unknown {
+            record_type: other.to_string(),
+        },
+    };
+    Ok((session, rec))
+}
+
+fn opt_str(obj: &Map<String, Value>, field: &str) -> std::result::Result<Option<String>, String> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("field `{field}` must be a string")),
+    }
+}
+
+fn req_str(obj: &Map<String, Value>, field: &str) -> std::result::Result<String, String> {
+    opt_str(obj, field)?.ok_or_else(|| format!("missing field `{field}`"))
+}
+
+fn opt_bool(obj: &Map<String, Value>, field: &str) -> std::result::Result<Option<bool>, String> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(format!("field `{field}` must be a boolean")),
+    }
+}
+
+fn opt_u64(obj: &Map<String, Value>, field: &str) -> std::result::Result<Option<u64>, String> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("field `{field}` must be a non-negative integer")),
+        Some(_) => Err(format!("field `{field}` must be a non-negative integer")),
+    }
+}
+
+/// Lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_errors_name_the_field() {
+        assert_eq!(
+            parse_line(r#"{"type":"content","text":5}"#).unwrap_err(),
+            "field `text` must be a string"
+        );
+        assert_eq!(
+            parse_line(r#"{"type":"tool_call","name":"x"}"#).unwrap_err(),
+            "missing field `args`"
+        );
+        assert_eq!(
+            parse_line(r#"{"type":"tool_call","name":"x","args":[]}"#).unwrap_err(),
+            "field `args` must be an object"
+        );
+        assert_eq!(parse_line(r#"{"text":"x"}"#).unwrap_err(), "missing field `type`");
+        assert_eq!(parse_line("[1]").unwrap_err(), "not a JSON object");
+        assert!(parse_line("{").unwrap_err().starts_with("not valid JSON"));
+        assert_eq!(
+            parse_line(r#"{"type":"judge"}"#).unwrap_err(),
+            "missing field `confidence`"
+        );
+        assert_eq!(
+            parse_line(r#"{"type":"label","loop":true,"onset_turn":-1}"#).unwrap_err(),
+            "field `onset_turn` must be a non-negative integer"
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_last_wins_like_json_parse() {
+        let (_, r) = parse_line(r#"{"type":"content","text":"a","text":"b"}"#).unwrap();
+        assert_eq!(r, Record::Content { text: "b".into() });
+    }
+
+    #[test]
+    fn unknown_types_are_kept_as_unknown() {
+        let (_, r) = parse_line(r#"{"type":"future","text":5}"#).unwrap();
+        assert_eq!(
+            r,
+            Record::Unknown {
+                record_type: "future".into()
+            }
+        );
+    }
+
+    #[test]
+    fn sessions_by_field_or_stem_with_bom_crlf_blank() {
+        let data = "\u{feff}{\"type\":\"turn\"}\r\n\r\n{\"type\":\"turn\",\"session\":\"B\"}\n{\"type\":\"content\",\"text\":\"x\"}";
+        let fs = parse_canonical("f.jsonl", "f", data.as_bytes(), false).unwrap();
+        assert_eq!(fs.sessions.len(), 2);
+        assert_eq!(fs.sessions[0].0, "f");
+        assert_eq!(fs.sessions[0].1.len(), 2);
+        assert_eq!(fs.sessions[0].1[1].1, 4);
+        assert_eq!(fs.sessions[1].0, "B");
+    }
+
+    #[test]
+    fn strict_stops_lenient_counts() {
+        let data = b"{\"type\":\"turn\"}\n{\"type\":\"content\"}\n{\"type\":\"turn\"}\n";
+        let err = parse_canonical("f.jsonl", "f", data, false).unwrap_err();
+        assert_eq!(err.to_string(), "f.jsonl:2: missing field `text`");
+        let fs = parse_canonical("f.jsonl", "f", data, true).unwrap();
+        assert_eq!(fs.skipped.len(), 1);
+        assert_eq!(fs.sessions[0].1.len(), 2);
+    }
+
+    #[test]
+    fn stems() {
+        assert_eq!(file_stem(Path::new("runs/a1.jsonl")), "a1");
+        assert_eq!(file_stem(Path::new("runs/a1.jsonl.gz")), "a1");
+        assert_eq!(file_stem(Path::new("x/m.traj.json")), "m.traj");
+    }
+}

@@ -1,0 +1,293 @@
+//! JavaScript compatibility: the exact strings and lengths the original
+//! (TypeScript) detectors compute, so that ports compare what they compared.
+//!
+//! - [`stringify`] is V8's `JSON.stringify` on a value that came from
+//!   `JSON.parse`: integer-like keys first in ascending order, then the other
+//!   keys in insertion order; numbers in JS `Number#toString` form (`1.0` is
+//!   `1`, `1e21` is `1e+21`); non-ASCII written raw.
+//! - [`utf16`] gives `String.length` units; windows and indices in the ports
+//!   are counted in them.
+
+use serde_json::{Map, Number, Value};
+use std::fmt::Write;
+
+/// `JSON.stringify(value)` exactly as V8 writes it.
+pub fn stringify(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, KeyOrder::V8);
+    out
+}
+
+/// `JSON.stringify` of an object (the `args` of a tool call).
+pub fn stringify_object(map: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    write_object(&mut out, map, KeyOrder::V8);
+    out
+}
+
+/// JSON with object keys sorted by UTF-16 code units, recursively (the
+/// `Object.keys().sort()` / stable-stringify form some peers use).
+pub fn stringify_sorted(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, KeyOrder::Sorted);
+    out
+}
+
+#[derive(Clone, Copy)]
+enum KeyOrder {
+    /// Integer-like keys ascending, then insertion order.
+    V8,
+    /// All keys sorted by UTF-16 code units.
+    Sorted,
+}
+
+fn write_value(out: &mut String, value: &Value, order: KeyOrder) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item, order);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => write_object(out, map, order),
+    }
+}
+
+fn write_object(out: &mut String, map: &Map<String, Value>, order: KeyOrder) {
+    out.push('{');
+    let mut first = true;
+    let mut emit = |out: &mut String, k: &str, v: &Value| {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        write_string(out, k);
+        out.push(':');
+        write_value(out, v, order);
+    };
+    match order {
+        KeyOrder::V8 => {
+            // V8 stores array-index keys apart and enumerates them first.
+            let mut indexed: Vec<(u32, &String, &Value)> = map
+                .iter()
+                .filter_map(|(k, v)| array_index(k).map(|i| (i, k, v)))
+                .collect();
+            if indexed.is_empty() {
+                for (k, v) in map {
+                    emit(out, k, v);
+                }
+            } else {
+                indexed.sort_by_key(|(i, _, _)| *i);
+                for (_, k, v) in &indexed {
+                    emit(out, k, v);
+                }
+                for (k, v) in map {
+                    if array_index(k).is_none() {
+                        emit(out, k, v);
+                    }
+                }
+            }
+        }
+        KeyOrder::Sorted => {
+            let mut keys: Vec<(&String, &Value)> = map.iter().collect();
+            keys.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            for (k, v) in keys {
+                emit(out, k, v);
+            }
+        }
+    }
+    out.push('}');
+}
+
+/// An ECMAScript array index: the canonical decimal form of 0..=2^32-2.
+fn array_index(key: &str) -> Option<u32> {
+    if key.is_empty() || key.len() > 10 || !key.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if key.len() > 1 && key.starts_with('0') {
+        return None;
+    }
+    let n: u64 = key.parse().ok()?;
+    (n <= 4_294_967_294).then_some(n as u32)
+}
+
+/// JSON string quoting as `JSON.stringify` does it (well-formed variant).
+pub fn write_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A JSON number as JavaScript prints it after `JSON.parse`.
+fn write_number(out: &mut String, n: &Number) {
+    // JSON.parse turns every number into an f64; so do we, with correct rounding.
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    out.push_str(&number_to_string(f));
+}
+
+/// `Number.prototype.toString()` for finite values (shortest round-trip digits).
+pub fn number_to_string(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if f == 0.0 {
+        return "0".into(); // -0 prints as 0
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: "d.ddddde-7".
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("exponent is an integer");
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let k = digits.len() as i32;
+    let n = exp + 1; // decimal point position, as in ECMA-262 Number::toString
+    let mut s = String::new();
+    if f < 0.0 {
+        s.push('-');
+    }
+    if k <= n && n <= 21 {
+        s.push_str(&digits);
+        s.extend(std::iter::repeat_n('0', (n - k) as usize));
+    } else if 0 < n && n <= 21 {
+        s.push_str(&digits[..n as usize]);
+        s.push('.');
+        s.push_str(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        s.push_str("0.");
+        s.extend(std::iter::repeat_n('0', (-n) as usize));
+        s.push_str(&digits);
+    } else {
+        s.push_str(&digits[..1]);
+        if k > 1 {
+            s.push('.');
+            s.push_str(&digits[1..]);
+        }
+        s.push('e');
+        s.push(if n - 1 >= 0 { '+' } else { '-' });
+        let _ = write!(s, "{}", (n - 1).abs());
+    }
+    s
+}
+
+/// The string as UTF-16 code units (`String.length` counts these).
+pub fn utf16(s: &str) -> Vec<u16> {
+    s.encode_utf16().collect()
+}
+
+/// Length in UTF-16 code units.
+pub fn utf16_len(s: &str) -> usize {
+    s.chars().map(char::len_utf16).sum()
+}
+
+/// Decode UTF-16 units, with lone surrogates as U+FFFD (what Node's UTF-8 encoder does).
+pub fn from_utf16_lossy(units: &[u16]) -> String {
+    String::from_utf16_lossy(units)
+}
+
+/// JavaScript's `\s` as a predicate over one UTF-16 unit.
+pub fn is_js_space(u: u16) -> bool {
+    matches!(
+        u,
+        0x09..=0x0d | 0x20 | 0xa0 | 0x1680 | 0x2000..=0x200a | 0x2028 | 0x2029 | 0x202f | 0x205f | 0x3000 | 0xfeff
+    )
+}
+
+/// JavaScript's `String.prototype.trim` over UTF-16 units (whitespace + line terminators).
+pub fn js_trim(units: &[u16]) -> &[u16] {
+    let start = units.iter().position(|u| !is_js_space(*u)).unwrap_or(units.len());
+    let end = units
+        .iter()
+        .rposition(|u| !is_js_space(*u))
+        .map_or(start, |p| p + 1);
+    &units[start..end.max(start)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn s(v: &str) -> String {
+        stringify(&serde_json::from_str::<Value>(v).unwrap())
+    }
+
+    #[test]
+    fn keeps_insertion_order() {
+        assert_eq!(s(r#"{"b":1,"a":2}"#), r#"{"b":1,"a":2}"#);
+        assert_ne!(s(r#"{"b":1,"a":2}"#), s(r#"{"a":2,"b":1}"#));
+    }
+
+    #[test]
+    fn integer_like_keys_first_ascending() {
+        assert_eq!(
+            s(r#"{"b":1,"10":2,"2":3,"01":4,"-1":5,"4294967295":6}"#),
+            r#"{"2":3,"10":2,"b":1,"01":4,"-1":5,"4294967295":6}"#
+        );
+        // nested objects too
+        assert_eq!(s(r#"{"x":{"z":1,"0":2}}"#), r#"{"x":{"0":2,"z":1}}"#);
+    }
+
+    #[test]
+    fn numbers_as_javascript_prints_them() {
+        assert_eq!(s("[1.0, 1, 1e0, -0, 0.5, 100, 1e21, 1e20, 1.5e-7, 0.000001, 123456789012345678901234]"),
+            "[1,1,1,0,0.5,100,1e+21,100000000000000000000,1.5e-7,0.000001,1.2345678901234568e+23]");
+        assert_eq!(s("[12345678901234567890]"), "[12345678901234567000]");
+        assert_eq!(s("[0.1, 2.5e-5, -3.75]"), "[0.1,0.000025,-3.75]");
+    }
+
+    #[test]
+    fn strings_escape_like_json_stringify() {
+        assert_eq!(
+            stringify(&json!("a\"b\\c\n\t\u{1}\u{7f}é😀\u{2028}")),
+            "\"a\\\"b\\\\c\\n\\t\\u0001\u{7f}é😀\u{2028}\""
+        );
+    }
+
+    #[test]
+    fn sorted_form_sorts_recursively() {
+        assert_eq!(
+            stringify_sorted(&json!({"b": {"d": 1, "c": 2}, "a": [ {"y":1,"x":2} ]})),
+            r#"{"a":[{"x":2,"y":1}],"b":{"c":2,"d":1}}"#
+        );
+    }
+
+    #[test]
+    fn utf16_lengths() {
+        assert_eq!(utf16_len("😀"), 2);
+        assert_eq!(utf16_len("中文"), 2);
+        assert_eq!(utf16("a😀").len(), 3);
+    }
+
+    #[test]
+    fn js_trim_matches_js_whitespace() {
+        let u = utf16("\u{feff}\u{a0} x \u{3000}\n");
+        assert_eq!(js_trim(&u), &utf16("x")[..]);
+        // U+0085 is not JS whitespace
+        let u = utf16("\u{85}x");
+        assert_eq!(js_trim(&u).len(), 2);
+    }
+}
