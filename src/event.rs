@@ -199,12 +199,10 @@ impl Session {
             } else {
                 match record {
                     Record::User { .. } | Record::ToolResult { .. } => armed = true,
-                    Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. } => {
-                        if armed {
-                            turn += 1;
-                            starts_turn = true;
-                            armed = false;
-                        }
+                    Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. } if armed => {
+                        turn += 1;
+                        starts_turn = true;
+                        armed = false;
                     }
                     _ => {}
                 }

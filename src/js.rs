@@ -187,7 +187,7 @@ pub fn number_to_string(f: f64) -> String {
             s.push_str(&digits[1..]);
         }
         s.push('e');
-        s.push(if n - 1 >= 0 { '+' } else { '-' });
+        s.push(if n > 0 { '+' } else { '-' });
         let _ = write!(s, "{}", (n - 1).abs());
     }
     s
@@ -218,7 +218,10 @@ pub fn is_js_space(u: u16) -> bool {
 
 /// JavaScript's `String.prototype.trim` over UTF-16 units (whitespace + line terminators).
 pub fn js_trim(units: &[u16]) -> &[u16] {
-    let start = units.iter().position(|u| !is_js_space(*u)).unwrap_or(units.len());
+    let start = units
+        .iter()
+        .position(|u| !is_js_space(*u))
+        .unwrap_or(units.len());
     let end = units
         .iter()
         .rposition(|u| !is_js_space(*u))
@@ -253,8 +256,13 @@ mod tests {
 
     #[test]
     fn numbers_as_javascript_prints_them() {
+        // Expected strings are what Node 20 prints for JSON.stringify(JSON.parse(...)).
         assert_eq!(s("[1.0, 1, 1e0, -0, 0.5, 100, 1e21, 1e20, 1.5e-7, 0.000001, 123456789012345678901234]"),
-            "[1,1,1,0,0.5,100,1e+21,100000000000000000000,1.5e-7,0.000001,1.2345678901234568e+23]");
+            "[1,1,1,0,0.5,100,1e+21,100000000000000000000,1.5e-7,0.000001,1.2345678901234569e+23]");
+        assert_eq!(
+            s("[5e-324, 1.7976931348623157e308, 123e-20]"),
+            "[5e-324,1.7976931348623157e+308,1.23e-18]"
+        );
         assert_eq!(s("[12345678901234567890]"), "[12345678901234567000]");
         assert_eq!(s("[0.1, 2.5e-5, -3.75]"), "[0.1,0.000025,-3.75]");
     }

@@ -3,11 +3,16 @@
 //!
 //! Data flows one way: [`input`] (and [`import`] for native agent logs) ->
 //! [`event`] -> [`detect`] -> [`replay`] -> [`metrics`] -> [`report`].
+//! [`run`] wires those steps into the commands; the binary only parses arguments.
 #![warn(missing_docs)]
 
+pub mod detect;
 pub mod error;
 pub mod event;
-pub mod js;
-pub mod detect;
 pub mod import;
 pub mod input;
+pub mod js;
+pub mod progress;
+pub mod replay;
+pub mod report;
+pub mod run;

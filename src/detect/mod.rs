@@ -42,6 +42,12 @@ pub trait Check: Send + Sync {
     fn key(&self) -> String;
     /// Every detection on this session, in event order, stopping after `limit` if given.
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection>;
+    /// For checks that consult an LLM judge: every check the schedule made
+    /// due, as `(event, had a recorded verdict)`, when going on after each
+    /// detection. `None` for checks without a judge.
+    fn judge_due(&self, _session: &Prepared) -> Option<Vec<(u32, bool)>> {
+        None
+    }
 }
 
 /// A named set of parameter values.
@@ -158,7 +164,12 @@ impl DetectorConfig {
         }
         for spec in &specs {
             if !params.0.contains_key(spec.name) {
-                panic!("family {} profile {} lacks parameter {}", fam.name(), base.name, spec.name);
+                panic!(
+                    "family {} profile {} lacks parameter {}",
+                    fam.name(),
+                    base.name,
+                    spec.name
+                );
             }
         }
         for (k, v) in overrides {
@@ -184,9 +195,9 @@ impl DetectorConfig {
         let specs = fam.params();
         sets.iter()
             .map(|s| {
-                let (k, v) = s.split_once('=').ok_or_else(|| {
-                    Error::Usage(format!("--set `{s}`: expected KEY=VALUE"))
-                })?;
+                let (k, v) = s
+                    .split_once('=')
+                    .ok_or_else(|| Error::Usage(format!("--set `{s}`: expected KEY=VALUE")))?;
                 let k = k.trim();
                 let spec = specs.iter().find(|x| x.name == k).ok_or_else(|| {
                     Error::Config(format!(
@@ -235,7 +246,11 @@ pub fn merge(mut per_check: Vec<Vec<Detection>>) -> Vec<Detection> {
 }
 
 /// Run a configuration's checks on one session.
-pub fn run_checks(checks: &[Box<dyn Check>], session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+pub fn run_checks(
+    checks: &[Box<dyn Check>],
+    session: &Prepared,
+    limit: Option<usize>,
+) -> Vec<Detection> {
     let mut merged = merge(checks.iter().map(|c| c.run(session, limit)).collect());
     if let Some(n) = limit {
         merged.truncate(n);
@@ -270,7 +285,8 @@ mod tests {
         assert!(DetectorConfig::resolve(None, Some("nope"), &[]).is_err());
         let e = DetectorConfig::parse_sets("gemini", &["bogus=1".into()]).unwrap_err();
         assert!(e.to_string().contains("unknown parameter `bogus`"));
-        let e = DetectorConfig::parse_sets("gemini", &["tool_call_threshold=abc".into()]).unwrap_err();
+        let e =
+            DetectorConfig::parse_sets("gemini", &["tool_call_threshold=abc".into()]).unwrap_err();
         assert!(e.to_string().contains("not an integer"));
     }
 }

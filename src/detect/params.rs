@@ -39,7 +39,11 @@ impl ParamValue {
             ParamValue::Str(s) => format!("{s:?}"),
             ParamValue::List(items) => format!(
                 "[{}]",
-                items.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
+                items
+                    .iter()
+                    .map(|s| format!("{s:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             ParamValue::Float(x) if x.fract() == 0.0 => format!("{x:.1}"),
             other => other.to_string(),
@@ -93,12 +97,8 @@ impl ParamSpec {
     /// Parse a command-line or TOML string into a value of this parameter's type.
     pub fn parse(&self, raw: &str) -> Result<ParamValue> {
         let raw = raw.trim();
-        let bad = |what: &str| {
-            Error::Config(format!(
-                "parameter `{}`: `{raw}` is not {what}",
-                self.name
-            ))
-        };
+        let bad =
+            |what: &str| Error::Config(format!("parameter `{}`: `{raw}` is not {what}", self.name));
         let v = match &self.kind {
             ParamKind::Int { .. } => ParamValue::Int(raw.parse().map_err(|_| bad("an integer"))?),
             ParamKind::Float { .. } => {
@@ -135,7 +135,9 @@ impl ParamSpec {
                     Ok(ParamValue::Int(i))
                 }
             }
-            (ParamKind::Float { .. }, ParamValue::Int(i)) => self.check(ParamValue::Float(i as f64)),
+            (ParamKind::Float { .. }, ParamValue::Int(i)) => {
+                self.check(ParamValue::Float(i as f64))
+            }
             (ParamKind::Float { min, max }, ParamValue::Float(x)) => {
                 if !x.is_finite() || x < *min || x > *max {
                     Err(Error::Config(format!(
@@ -276,9 +278,7 @@ impl Policy {
             "ignore" => Ok(Policy::Ignore),
             _ => match s.strip_prefix("warn:").map(str::parse::<u32>) {
                 Some(Ok(n)) => Ok(Policy::Warn(n)),
-                _ => Err(format!(
-                    "`{s}` is not a policy (stop, warn:N, ask, ignore)"
-                )),
+                _ => Err(format!("`{s}` is not a policy (stop, warn:N, ask, ignore)")),
             },
         }
     }
@@ -326,8 +326,16 @@ mod tests {
             source: "",
         };
         assert_eq!(s.parse("3").unwrap(), ParamValue::Int(3));
-        assert!(s.parse("0").unwrap_err().to_string().contains("out of range"));
-        assert!(s.parse("x").unwrap_err().to_string().contains("not an integer"));
+        assert!(s
+            .parse("0")
+            .unwrap_err()
+            .to_string()
+            .contains("out of range"));
+        assert!(s
+            .parse("x")
+            .unwrap_err()
+            .to_string()
+            .contains("not an integer"));
         assert!(s.check(ParamValue::Bool(true)).is_err());
     }
 }

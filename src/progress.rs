@@ -1,0 +1,64 @@
+//! Progress reporting behind a small trait, so library code and tests never
+//! touch indicatif. The bar is drawn only on a terminal and never with `--quiet`.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+/// Something that counts finished work.
+pub trait Progress: Sync {
+    /// Total units of work.
+    fn set_length(&self, n: u64);
+    /// `n` more units done.
+    fn inc(&self, n: u64);
+    /// Remove the bar.
+    fn finish(&self);
+}
+
+/// No progress output.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn set_length(&self, _: u64) {}
+    fn inc(&self, _: u64) {}
+    fn finish(&self) {}
+}
+
+/// An indicatif bar on stderr.
+pub struct TerminalProgress(ProgressBar);
+
+impl TerminalProgress {
+    /// A bar with a message, e.g. `replaying`.
+    pub fn new(message: &'static str) -> TerminalProgress {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg} [{bar:30}] {pos}/{len} checks x sessions, {per_sec}, ETA {eta}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        bar.set_message(message);
+        TerminalProgress(bar)
+    }
+}
+
+impl Progress for TerminalProgress {
+    fn set_length(&self, n: u64) {
+        self.0.set_length(n);
+    }
+    fn inc(&self, n: u64) {
+        self.0.inc(n);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+/// A terminal bar when stderr is a terminal and not `quiet`, else nothing.
+pub fn for_stderr(quiet: bool, message: &'static str) -> Box<dyn Progress> {
+    if !quiet && std::io::stderr().is_terminal() {
+        Box::new(TerminalProgress::new(message))
+    } else {
+        Box::new(NoProgress)
+    }
+}

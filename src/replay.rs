@@ -1,0 +1,305 @@
+//! The replay engine: every configuration over every session, in parallel and
+//! deterministically.
+//!
+//! Configurations are decomposed into their checks; checks with equal keys
+//! (the same parameters) are run once per session and shared. The work list
+//! is (session x distinct check), run on a local rayon pool; `collect` on an
+//! indexed parallel iterator keeps job order, so results never depend on
+//! `--jobs`. Policies are applied afterwards, per configuration and session.
+
+use crate::detect::{merge, Check, Detection, DetectorConfig, Policy, Prepared};
+use crate::error::{Error, Result};
+use crate::event::{Corpus, Record, Session};
+use crate::progress::Progress;
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+/// How to replay.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    /// Worker threads (0 = all cores).
+    pub jobs: usize,
+    /// Report every detection (`clearDetection()` after each), not only up to the policy's stop.
+    pub all: bool,
+}
+
+/// Where a policy ends a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopPoint {
+    /// 1-based event index of the stopping detection.
+    pub event: u32,
+    /// Its turn.
+    pub turn: u32,
+}
+
+/// One configuration on one session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    /// Detections: up to and including the stop (every one with `--all` or policy `ignore`).
+    pub detections: Vec<Detection>,
+    /// Where the policy stops the session (`stop`, `ask`, `warn:N`); `None` if it runs to the end.
+    pub stop: Option<StopPoint>,
+    /// Warnings issued before the stop (`warn:N`).
+    pub warnings: u32,
+    /// Detections nobody acted on (`ignore`).
+    pub unheeded: u32,
+    /// Judge checks due before the stop (inclusive).
+    pub judge_due: u32,
+    /// Of those, checks with no recorded verdict.
+    pub judge_no_verdict: u32,
+    /// Turns the recording spent after the stop point.
+    pub turns_after_stop: u32,
+    /// Tokens (`usage` records) the recording spent after the stop point.
+    pub tokens_after_stop: u64,
+}
+
+impl Outcome {
+    /// The first detection, if any (what decides true or false positive).
+    pub fn first(&self) -> Option<&Detection> {
+        self.detections.first()
+    }
+}
+
+/// Results of a replay: `outcomes[config][session]`, sessions in corpus order.
+#[derive(Debug)]
+pub struct Replay {
+    /// Configurations, in the order given.
+    pub configs: Vec<DetectorConfig>,
+    /// Outcomes per configuration, per session.
+    pub outcomes: Vec<Vec<Outcome>>,
+    /// Distinct checks that ran (after sharing).
+    pub distinct_checks: usize,
+}
+
+/// One check on one session: its detections and, for judges, the due checks.
+type CheckRun = (Vec<Detection>, Option<Vec<(u32, bool)>>);
+
+/// Build a local thread pool (`jobs` = 0 means all cores).
+pub fn pool(jobs: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| Error::Usage(format!("cannot start {jobs} worker threads: {e}")))
+}
+
+/// Replay every configuration over the corpus.
+pub fn replay(
+    corpus: &Corpus,
+    configs: Vec<DetectorConfig>,
+    opts: &ReplayOptions,
+    progress: &dyn Progress,
+) -> Result<Replay> {
+    // Decompose and share checks.
+    let mut checks: Vec<Box<dyn Check>> = Vec::new();
+    let mut limits: Vec<Option<usize>> = Vec::new();
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    let mut config_checks: Vec<Vec<usize>> = Vec::new();
+    for cfg in &configs {
+        // Only the first detection matters to `stop`/`ask` without --all.
+        let need = match (opts.all, cfg.policy()) {
+            (false, Policy::Stop | Policy::Ask) => Some(1),
+            _ => None,
+        };
+        let mut ids = Vec::new();
+        for c in cfg.checks()? {
+            let key = c.key();
+            let id = *by_key.entry(key).or_insert_with(|| {
+                checks.push(c);
+                limits.push(need);
+                checks.len() - 1
+            });
+            limits[id] = match (limits[id], need) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            };
+            ids.push(id);
+        }
+        config_checks.push(ids);
+    }
+    let prepared: Vec<Prepared> = corpus
+        .sessions
+        .iter()
+        .map(|s| Prepared::new(s.clone()))
+        .collect();
+    let n_checks = checks.len();
+    progress.set_length((prepared.len() * n_checks) as u64);
+    let pool = pool(opts.jobs)?;
+    // Session-major job order: one session's prepared data stays hot in one thread.
+    let runs: Vec<CheckRun> = pool.install(|| {
+        (0..prepared.len() * n_checks)
+            .into_par_iter()
+            .map(|job| {
+                let (si, ci) = (job / n_checks, job % n_checks);
+                let check = &checks[ci];
+                let dets = check.run(&prepared[si], limits[ci]);
+                let due = check.judge_due(&prepared[si]);
+                progress.inc(1);
+                (dets, due)
+            })
+            .collect()
+    });
+    let outcomes: Vec<Vec<Outcome>> = pool.install(|| {
+        configs
+            .par_iter()
+            .zip(config_checks.par_iter())
+            .map(|(cfg, ids)| {
+                let policy = cfg.policy();
+                (0..prepared.len())
+                    .map(|si| {
+                        let per: Vec<Vec<Detection>> = ids
+                            .iter()
+                            .map(|ci| runs[si * n_checks + ci].0.clone())
+                            .collect();
+                        let dues: Vec<&Vec<(u32, bool)>> = ids
+                            .iter()
+                            .filter_map(|ci| runs[si * n_checks + ci].1.as_ref())
+                            .collect();
+                        outcome(&prepared[si].session, merge(per), &dues, policy, opts.all)
+                    })
+                    .collect()
+            })
+            .collect()
+    });
+    Ok(Replay {
+        configs,
+        outcomes,
+        distinct_checks: n_checks,
+    })
+}
+
+/// Apply a policy to a session's merged detections.
+pub fn outcome(
+    session: &Session,
+    mut dets: Vec<Detection>,
+    dues: &[&Vec<(u32, bool)>],
+    policy: Policy,
+    all: bool,
+) -> Outcome {
+    let stop_at = policy
+        .stop_strike()
+        .and_then(|s| dets.iter().position(|d| d.strike >= s));
+    let stop = stop_at.map(|i| StopPoint {
+        event: dets[i].event,
+        turn: dets[i].turn,
+    });
+    let (warnings, unheeded) = match (policy, stop_at) {
+        (Policy::Warn(_), Some(i)) => (i as u32, 0),
+        (Policy::Warn(_), None) => (dets.len() as u32, 0),
+        (Policy::Ignore, _) => (0, dets.len() as u32),
+        _ => (0, 0),
+    };
+    if let (Some(i), false) = (stop_at, all) {
+        dets.truncate(i + 1);
+    }
+    let until = stop.map_or(u32::MAX, |s| s.event);
+    let mut judge_due = 0;
+    let mut judge_no_verdict = 0;
+    for list in dues {
+        for (ev, had) in list.iter() {
+            if *ev <= until {
+                judge_due += 1;
+                if !had {
+                    judge_no_verdict += 1;
+                }
+            }
+        }
+    }
+    let (turns_after_stop, tokens_after_stop) = match stop {
+        Some(s) => after(session, s.event),
+        None => (0, 0),
+    };
+    Outcome {
+        detections: dets,
+        stop,
+        warnings,
+        unheeded,
+        judge_due,
+        judge_no_verdict,
+        turns_after_stop,
+        tokens_after_stop,
+    }
+}
+
+/// Turns and `usage` tokens the recording spent after event `event`.
+pub fn after(session: &Session, event: u32) -> (u32, u64) {
+    let turn = session.events.get(event as usize - 1).map_or(0, |e| e.turn);
+    let tokens = tokens_after(session, event);
+    (session.turns.saturating_sub(turn), tokens)
+}
+
+/// Tokens of `usage` records after event `event` (1-based).
+pub fn tokens_after(session: &Session, event: u32) -> u64 {
+    session.events[(event as usize).min(session.events.len())..]
+        .iter()
+        .map(|e| match e.record {
+            Record::Usage {
+                input_tokens,
+                output_tokens,
+            } => input_tokens.unwrap_or(0) + output_tokens.unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn det(event: u32, strike: u32) -> Detection {
+        Detection {
+            kind: "tool_call",
+            event,
+            turn: event,
+            prompt: 1,
+            strike,
+            detail: String::new(),
+        }
+    }
+
+    fn session() -> Session {
+        let mut recs = Vec::new();
+        for _ in 0..10 {
+            recs.push((
+                crate::event::Record::Turn,
+                crate::event::Origin { file: 0, line: 0 },
+            ));
+            recs.push((
+                crate::event::Record::Usage {
+                    input_tokens: Some(10),
+                    output_tokens: Some(1),
+                },
+                crate::event::Origin { file: 0, line: 0 },
+            ));
+        }
+        Session::from_records("s".into(), recs)
+    }
+
+    #[test]
+    fn policies_stop_where_they_should() {
+        let s = session();
+        let dets = vec![det(3, 1), det(5, 2), det(7, 3)];
+        let o = outcome(&s, dets.clone(), &[], Policy::Stop, false);
+        assert_eq!(o.stop, Some(StopPoint { event: 3, turn: 3 }));
+        assert_eq!(o.detections.len(), 1);
+        // events 4..20 hold usage records at even events 4,6,...,20 -> 9 records of 11 tokens
+        assert_eq!(o.tokens_after_stop, 9 * 11);
+        let o = outcome(&s, dets.clone(), &[], Policy::Warn(1), false);
+        assert_eq!(o.stop.unwrap().event, 5);
+        assert_eq!(o.warnings, 1);
+        assert_eq!(o.detections.len(), 2);
+        let o = outcome(&s, dets.clone(), &[], Policy::Ignore, false);
+        assert_eq!(o.stop, None);
+        assert_eq!(o.unheeded, 3);
+        assert_eq!(o.tokens_after_stop, 0);
+        let o = outcome(&s, dets, &[], Policy::Warn(5), false);
+        assert_eq!((o.stop, o.warnings), (None, 3));
+    }
+
+    #[test]
+    fn judge_dues_count_until_stop() {
+        let s = session();
+        let due = vec![(2, true), (3, false), (9, false)];
+        let o = outcome(&s, vec![det(3, 1)], &[&due], Policy::Stop, false);
+        assert_eq!((o.judge_due, o.judge_no_verdict), (2, 1));
+    }
+}

@@ -1,0 +1,3 @@
+//! Report writers: terminal and JSON output, CSV, Markdown, JUnit and HTML.
+
+pub mod text;
