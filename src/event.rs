@@ -199,7 +199,9 @@ impl Session {
             } else {
                 match record {
                     Record::User { .. } | Record::ToolResult { .. } => armed = true,
-                    Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. } if armed => {
+                    Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. }
+                        if armed =>
+                    {
                         turn += 1;
                         starts_turn = true;
                         armed = false;

@@ -7,7 +7,7 @@ use crate::event::{Corpus, Origin, Record, Session, SourceFile};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,9 +41,22 @@ pub struct FileSessions {
     pub whole_messages: bool,
     /// Extra metadata per session (e.g. a subagent's parent), merged into the session.
     pub session_meta: HashMap<String, Map<String, Value>>,
+    /// Per session, one de-duplication key per record (parallel to its records),
+    /// e.g. the Claude Code `uuid` of the native record it came from. When
+    /// several native files give the same session id, they form one session
+    /// only if their keys overlap (a resumed session copying earlier records),
+    /// and records whose key an earlier file already gave are dropped. Empty
+    /// for formats without such keys.
+    pub record_keys: HashMap<String, Vec<Option<String>>>,
 }
 
 /// Read every path (files, folders, `-`) into one corpus, sessions sorted by id.
+///
+/// Files found by walking a folder that no importer recognises are skipped with
+/// a note in [`Corpus::skipped`] (`FILE: skipped file (...)`); a file named
+/// explicitly is an error. Native logs whose session ids clash across files are
+/// told apart by parent folders unless their records overlap (see
+/// [`FileSessions::record_keys`]).
 pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
     let files = collect_files(paths)?;
     if files.is_empty() {
@@ -57,12 +70,8 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
         )));
     }
     let mut corpus = Corpus::default();
-    // Session id -> records, in reading order; sessions with the same id in
-    // several files form one session.
-    let mut order: Vec<String> = Vec::new();
-    let mut by_id: HashMap<String, Vec<(Record, Origin)>> = HashMap::new();
-    let mut whole: HashMap<String, bool> = HashMap::new();
-    let mut extra_meta: HashMap<String, Map<String, Value>> = HashMap::new();
+    // Every file is read before merging: clashing native ids need all files.
+    let mut read: Vec<ReadFile> = Vec::new();
     for found in &files {
         let (bytes, display) = load(found)?;
         let sha256 = if opts.digests {
@@ -71,7 +80,19 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
             String::new()
         };
         let stored = bytes.len() as u64;
-        let fs = parse_bytes(&display, found.stem(), bytes, opts)?;
+        let walked = matches!(found, Found::Path { walked: true, .. });
+        let fs = match parse_bytes(&display, found.stem(), bytes, opts) {
+            Ok(fs) => fs,
+            Err(Error::File { message, .. })
+                if walked && message.starts_with(crate::import::UNRECOGNISED) =>
+            {
+                corpus
+                    .skipped
+                    .push(format!("{display}: skipped file ({message})"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let file_idx = corpus.files.len() as u32;
         for (line, msg) in &fs.skipped {
             if corpus.skipped.len() < KEEP_SKIPPED {
@@ -86,6 +107,23 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
             skipped_lines: fs.skipped.len() as u64,
             unknown_records: fs.unknown,
         });
+        let path = match found {
+            Found::Path { path, .. } => Some(path.clone()),
+            Found::Stdin => None,
+        };
+        read.push(ReadFile { file_idx, path, fs });
+    }
+    separate_native_ids(&mut read);
+    // Session id -> records, in reading order; sessions with the same id in
+    // several files form one session.
+    let mut order: Vec<String> = Vec::new();
+    let mut by_id: HashMap<String, Vec<(Record, Origin)>> = HashMap::new();
+    let mut whole: HashMap<String, bool> = HashMap::new();
+    let mut extra_meta: HashMap<String, Map<String, Value>> = HashMap::new();
+    // Keys of native records already taken per session (resume copies).
+    let mut seen_keys: HashMap<String, HashSet<String>> = HashMap::new();
+    for ReadFile { file_idx, fs, .. } in read {
+        let mut record_keys = fs.record_keys;
         for (id, meta) in fs.session_meta {
             extra_meta.entry(id).or_default().extend(meta);
         }
@@ -97,15 +135,28 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
             if fs.whole_messages {
                 whole.insert(id.clone(), true);
             }
-            slot.extend(records.into_iter().map(|(r, line)| {
-                (
+            let keys = record_keys.remove(&id).unwrap_or_default();
+            let seen = seen_keys.entry(id.clone()).or_default();
+            let before: HashSet<String> = if keys.is_empty() {
+                HashSet::new()
+            } else {
+                seen.clone()
+            };
+            for (i, (r, line)) in records.into_iter().enumerate() {
+                if let Some(Some(k)) = keys.get(i) {
+                    if before.contains(k) {
+                        continue;
+                    }
+                    seen.insert(k.clone());
+                }
+                slot.push((
                     r,
                     Origin {
                         file: file_idx,
                         line,
                     },
-                )
-            }));
+                ));
+            }
         }
     }
     let mut sessions: Vec<Arc<Session>> = order
@@ -125,6 +176,127 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
     sessions.sort_by(|a, b| a.id.cmp(&b.id));
     corpus.sessions = sessions;
     Ok(corpus)
+}
+
+/// One file as read, before its sessions are merged into the corpus.
+struct ReadFile {
+    file_idx: u32,
+    path: Option<PathBuf>,
+    fs: FileSessions,
+}
+
+/// Native files that give the same session id hold different sessions unless
+/// their record keys overlap (a resume copy): rename each group of such
+/// sessions `<parent folders>/<id>`, with as many trailing parent folders of
+/// its file as it takes to tell the groups apart. Canonical files keep the
+/// spec's rule (same id = one session) and are left alone.
+fn separate_native_ids(read: &mut [ReadFile]) {
+    // id -> (file position, session position) over native files.
+    let mut by_id: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for (fi, rf) in read.iter().enumerate() {
+        if rf.fs.format == "canonical" {
+            continue;
+        }
+        for (si, (id, _)) in rf.fs.sessions.iter().enumerate() {
+            let v = by_id.entry(id.clone()).or_insert_with(|| {
+                order.push(id.clone());
+                Vec::new()
+            });
+            v.push((fi, si));
+        }
+    }
+    for id in order {
+        let entries = &by_id[&id];
+        if entries.len() < 2 {
+            continue;
+        }
+        // Group entries whose key sets intersect (union by first match).
+        let key_sets: Vec<HashSet<&str>> = entries
+            .iter()
+            .map(|&(fi, _)| {
+                read[fi]
+                    .fs
+                    .record_keys
+                    .get(&id)
+                    .map(|ks| ks.iter().flatten().map(String::as_str).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let mut group: Vec<usize> = (0..entries.len()).collect();
+        for i in 0..entries.len() {
+            if let Some(j) = (0..i).find(|&j| !key_sets[i].is_disjoint(&key_sets[j])) {
+                group[i] = group[j];
+            }
+        }
+        let heads: Vec<usize> = (0..entries.len()).filter(|&i| group[i] == i).collect();
+        if heads.len() < 2 {
+            continue;
+        }
+        let folders: Vec<Vec<String>> = heads
+            .iter()
+            .map(|&h| {
+                read[entries[h].0]
+                    .path
+                    .as_deref()
+                    .and_then(Path::parent)
+                    .map(|p| {
+                        p.components()
+                            .filter_map(|c| match c {
+                                std::path::Component::Normal(n) => {
+                                    Some(n.to_string_lossy().into_owned())
+                                }
+                                _ => None,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        let deepest = folders.iter().map(Vec::len).max().unwrap_or(0);
+        let mut names: Vec<String> = Vec::new();
+        for k in 1..=deepest.max(1) {
+            names = folders
+                .iter()
+                .map(|f| {
+                    let tail = &f[f.len().saturating_sub(k)..];
+                    if tail.is_empty() {
+                        id.clone()
+                    } else {
+                        format!("{}/{id}", tail.join("/"))
+                    }
+                })
+                .collect();
+            let distinct: HashSet<&String> = names.iter().collect();
+            if distinct.len() == names.len() {
+                break;
+            }
+        }
+        // Same folders all the way up (one file given twice): number them.
+        let distinct: HashSet<&String> = names.iter().collect();
+        if distinct.len() != names.len() {
+            names = names
+                .iter()
+                .enumerate()
+                .map(|(n, s)| format!("{s}#{}", n + 1))
+                .collect();
+        }
+        for (hi, &h) in heads.iter().enumerate() {
+            for (i, &(fi, si)) in entries.iter().enumerate() {
+                if group[i] != h {
+                    continue;
+                }
+                let fs = &mut read[fi].fs;
+                fs.sessions[si].0 = names[hi].clone();
+                if let Some(m) = fs.session_meta.remove(&id) {
+                    fs.session_meta.insert(names[hi].clone(), m);
+                }
+                if let Some(k) = fs.record_keys.remove(&id) {
+                    fs.record_keys.insert(names[hi].clone(), k);
+                }
+            }
+        }
+    }
 }
 
 /// A file to read: a path, or stdin.
@@ -177,8 +349,16 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<Found>> {
             let mut found = Vec::new();
             walk(p, &mut found)?;
             // Byte order of the full paths, as the spec requires.
-            found.sort_by(|a: &PathBuf, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
-            out.extend(found.into_iter().map(|path| Found::Path { path, walked: true }));
+            found.sort_by(|a: &PathBuf, b| {
+                a.as_os_str()
+                    .as_encoded_bytes()
+                    .cmp(b.as_os_str().as_encoded_bytes())
+            });
+            out.extend(
+                found
+                    .into_iter()
+                    .map(|path| Found::Path { path, walked: true }),
+            );
         } else {
             out.push(Found::Path {
                 path: p.clone(),
@@ -251,7 +431,12 @@ fn is_gzip(bytes: &[u8]) -> bool {
 }
 
 /// Parse one file's bytes (canonical or native) into sessions.
-pub fn parse_bytes(display: &str, stem: String, bytes: Vec<u8>, opts: &ReadOptions) -> Result<FileSessions> {
+pub fn parse_bytes(
+    display: &str,
+    stem: String,
+    bytes: Vec<u8>,
+    opts: &ReadOptions,
+) -> Result<FileSessions> {
     let bytes = if is_gzip(&bytes) {
         gunzip(display, &bytes)?
     } else {
@@ -286,7 +471,10 @@ pub fn looks_canonical(bytes: &[u8]) -> bool {
                 .iter()
                 .any(|t| line.starts_with(&format!("{{\"type\":\"{t}\"")));
         };
-        return matches!(m.get("type"), Some(Value::String(t)) if KNOWN_TYPES.contains(&t.as_str()));
+        // Native logs reuse some type names (`user` in Claude Code and Gemini
+        // CLI JSONL): let the importers claim their own lines first.
+        return matches!(m.get("type"), Some(Value::String(t)) if KNOWN_TYPES.contains(&t.as_str()))
+            && !crate::import::claims_line(&m);
     }
     // An empty file is an empty canonical file.
     true
@@ -330,7 +518,12 @@ struct Fast<'a> {
 }
 
 /// Parse canonical JSONL.
-pub fn parse_canonical(display: &str, stem: &str, bytes: &[u8], lenient: bool) -> Result<FileSessions> {
+pub fn parse_canonical(
+    display: &str,
+    stem: &str,
+    bytes: &[u8],
+    lenient: bool,
+) -> Result<FileSessions> {
     let mut fs = FileSessions {
         format: "canonical".into(),
         ..Default::default()
@@ -422,7 +615,9 @@ pub fn parse_line(line: &str) -> std::result::Result<(Option<String>, Record), S
 }
 
 /// Validate a record object field by field.
-pub fn record_from_object(obj: &Map<String, Value>) -> std::result::Result<(Option<String>, Record), String> {
+pub fn record_from_object(
+    obj: &Map<String, Value>,
+) -> std::result::Result<(Option<String>, Record), String> {
     let ty = match obj.get("type") {
         Some(Value::String(t)) => t.as_str(),
         Some(_) => return Err("field `type` must be a string".into()),
@@ -490,7 +685,9 @@ pub fn record_from_object(obj: &Map<String, Value>) -> std::result::Result<(Opti
                 None => return Err("missing field `loop`".into()),
             },
             onset_turn: opt_u64(obj, "onset_turn")?
-                .map(|n| u32::try_from(n).map_err(|_| "field `onset_turn` is too large".to_string()))
+                .map(|n| {
+                    u32::try_from(n).map_err(|_| "field `onset_turn` is too large".to_string())
+                })
                 .transpose()?,
         },
         other => Record::Unknown {
@@ -559,7 +756,10 @@ mod tests {
             parse_line(r#"{"type":"tool_call","name":"x","args":[]}"#).unwrap_err(),
             "field `args` must be an object"
         );
-        assert_eq!(parse_line(r#"{"text":"x"}"#).unwrap_err(), "missing field `type`");
+        assert_eq!(
+            parse_line(r#"{"text":"x"}"#).unwrap_err(),
+            "missing field `type`"
+        );
         assert_eq!(parse_line("[1]").unwrap_err(), "not a JSON object");
         assert!(parse_line("{").unwrap_err().starts_with("not valid JSON"));
         assert_eq!(

@@ -1,0 +1,418 @@
+//! Shared plumbing for the importers: collecting records per session, strict or
+//! lenient error handling, JSONL line iteration, argument parsing and the line
+//! numbers of array elements inside single-JSON files.
+
+use crate::error::{Error, Result};
+use crate::event::Record;
+use crate::input::FileSessions;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// Prefix of the error message for a file no importer recognises; `read_corpus`
+/// skips walked files whose error starts with it.
+pub const UNRECOGNISED: &str = "not a recognised session log";
+
+/// What an importer is reading.
+pub(crate) struct Ctx<'a> {
+    /// File as given, for messages.
+    pub display: &'a str,
+    /// File stem: the default session id.
+    pub stem: &'a str,
+    /// The file's (decompressed) bytes.
+    pub bytes: &'a [u8],
+    /// Skip and count bad lines instead of failing.
+    pub lenient: bool,
+}
+
+impl Ctx<'_> {
+    /// A whole-file error.
+    pub fn file_err(&self, message: impl Into<String>) -> Error {
+        Error::File {
+            path: self.display.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Builds a [`FileSessions`]: records per session in order of first appearance,
+/// with optional de-duplication keys.
+pub(crate) struct Out {
+    fs: FileSessions,
+    index: HashMap<String, usize>,
+    keys: Vec<Vec<Option<String>>>,
+}
+
+impl Out {
+    /// An empty result for `format`; every importer reads whole messages.
+    pub fn new(format: &str) -> Out {
+        Out {
+            fs: FileSessions {
+                format: format.to_string(),
+                whole_messages: true,
+                ..Default::default()
+            },
+            index: HashMap::new(),
+            keys: Vec::new(),
+        }
+    }
+
+    fn slot(&mut self, sid: &str) -> usize {
+        if let Some(i) = self.index.get(sid) {
+            return *i;
+        }
+        self.fs.sessions.push((sid.to_string(), Vec::new()));
+        self.keys.push(Vec::new());
+        let i = self.fs.sessions.len() - 1;
+        self.index.insert(sid.to_string(), i);
+        i
+    }
+
+    /// Make sure a session exists even if it gets no records.
+    pub fn open(&mut self, sid: &str) {
+        self.slot(sid);
+    }
+
+    /// Append a record.
+    pub fn push(&mut self, sid: &str, rec: Record, line: u32) {
+        self.push_keyed(sid, rec, line, None);
+    }
+
+    /// Append a record with a de-duplication key (the native record it came from).
+    pub fn push_keyed(&mut self, sid: &str, rec: Record, line: u32, key: Option<&str>) {
+        let i = self.slot(sid);
+        self.fs.sessions[i].1.push((rec, line));
+        self.keys[i].push(key.map(str::to_string));
+    }
+
+    /// Add a metadata entry for a session (merged into its resolved metadata).
+    pub fn meta(&mut self, sid: &str, key: &str, value: Value) {
+        self.fs
+            .session_meta
+            .entry(sid.to_string())
+            .or_default()
+            .insert(key.to_string(), value);
+    }
+
+    /// Count a native record of a type this importer does not know.
+    pub fn unknown(&mut self) {
+        self.fs.unknown += 1;
+    }
+
+    /// Strict: the error; lenient: record the skip and go on.
+    pub fn bad(&mut self, ctx: &Ctx, line: u64, message: String) -> Result<()> {
+        if ctx.lenient {
+            self.fs.skipped.push((line, message));
+            Ok(())
+        } else {
+            Err(Error::Line {
+                path: ctx.display.to_string(),
+                line,
+                message,
+            })
+        }
+    }
+
+    /// The finished result; key lists are kept only for sessions that have keys.
+    pub fn finish(mut self) -> FileSessions {
+        for ((sid, _), keys) in self.fs.sessions.iter().zip(self.keys) {
+            if keys.iter().any(Option::is_some) {
+                self.fs.record_keys.insert(sid.clone(), keys);
+            }
+        }
+        self.fs
+    }
+}
+
+/// Non-blank lines of a JSONL file as `(1-based line, text)`; BOM and CR
+/// stripped. Lines that are not UTF-8 come back as `Err`.
+pub(crate) fn lines(
+    bytes: &[u8],
+) -> impl Iterator<Item = (u32, std::result::Result<&str, String>)> {
+    bytes
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .filter_map(|(i, raw)| {
+            let mut raw = raw;
+            if i == 0 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
+                raw = &raw[3..];
+            }
+            if let Some(r) = raw.strip_suffix(b"\r") {
+                raw = r;
+            }
+            if raw.iter().all(|b| b.is_ascii_whitespace()) {
+                return None;
+            }
+            let text =
+                std::str::from_utf8(raw).map_err(|e| format!("line is not valid UTF-8 ({e})"));
+            Some(((i + 1) as u32, text))
+        })
+}
+
+/// Parse one JSONL line into an object, or say why not.
+pub(crate) fn parse_object(
+    text: std::result::Result<&str, String>,
+) -> std::result::Result<Map<String, Value>, String> {
+    let text = text?;
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err("not a JSON object".to_string()),
+        Err(e) => Err(format!("not valid JSON ({e})")),
+    }
+}
+
+/// Parse a whole file as one JSON value (BOM tolerated).
+pub(crate) fn parse_doc(bytes: &[u8]) -> std::result::Result<Value, serde_json::Error> {
+    let bytes = bytes.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(bytes);
+    serde_json::from_slice(bytes)
+}
+
+/// Parse a whole single-JSON file; a parse failure is an error at its line,
+/// or with lenient a skipped line (and `None`).
+pub(crate) fn doc_or_skip(ctx: &Ctx, out: &mut Out) -> Result<Option<Value>> {
+    match parse_doc(ctx.bytes) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) => {
+            out.bad(ctx, e.line() as u64, format!("not valid JSON ({e})"))?;
+            Ok(None)
+        }
+    }
+}
+
+/// Tool-call arguments from a JSON string: the object it encodes (key order
+/// kept), else `{"_raw": string}` so repeats stay comparable.
+pub(crate) fn args_from_str(s: &str) -> Map<String, Value> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(Value::Object(m)) => m,
+        _ => raw_args(Value::String(s.to_string())),
+    }
+}
+
+/// Tool-call arguments from any JSON value: objects as they are, strings
+/// parsed, null empty, anything else kept under `_raw`.
+pub(crate) fn args_from_value(v: Option<&Value>) -> Map<String, Value> {
+    match v {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(Value::String(s)) => args_from_str(s),
+        Some(other) => raw_args(Value::String(other.to_string())),
+    }
+}
+
+fn raw_args(v: Value) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("_raw".to_string(), v);
+    m
+}
+
+/// A string field, if present and a string.
+pub(crate) fn s<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    m.get(key).and_then(Value::as_str)
+}
+
+/// A field that must be a string when present: `Err` names it otherwise.
+pub(crate) fn opt_str<'a>(
+    m: &'a Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> std::result::Result<Option<&'a str>, String> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(v)) => Ok(Some(v)),
+        Some(_) => Err(format!("field `{path}` must be a string")),
+    }
+}
+
+/// A field that must be a string.
+pub(crate) fn req_str<'a>(
+    m: &'a Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> std::result::Result<&'a str, String> {
+    opt_str(m, key, path)?.ok_or_else(|| format!("missing field `{path}`"))
+}
+
+/// A field that must be an object.
+pub(crate) fn req_obj<'a>(
+    m: &'a Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> std::result::Result<&'a Map<String, Value>, String> {
+    match m.get(key) {
+        Some(Value::Object(o)) => Ok(o),
+        Some(_) => Err(format!("field `{path}` must be an object")),
+        None => Err(format!("missing field `{path}`")),
+    }
+}
+
+/// A field that must be an array when present (missing or null = empty).
+pub(crate) fn opt_arr<'a>(
+    m: &'a Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> std::result::Result<&'a [Value], String> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => Err(format!("field `{path}` must be an array")),
+    }
+}
+
+/// Text of a message content: a string, or the `text` of its text-like parts
+/// joined with newlines (images become `[image]`).
+pub(crate) fn text_of(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(parts)) => {
+            let mut out: Vec<String> = Vec::new();
+            for p in parts {
+                match p {
+                    Value::String(t) => out.push(t.clone()),
+                    Value::Object(o) => {
+                        if let Some(t) = s(o, "text") {
+                            out.push(t.to_string());
+                        } else if matches!(
+                            s(o, "type"),
+                            Some("image" | "image_url" | "input_image")
+                        ) {
+                            out.push("[image]".to_string());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out.join("\n")
+        }
+        Some(Value::Object(o)) => s(o, "text").unwrap_or_default().to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Shorthand for a `session` record.
+pub(crate) fn session_rec(agent: &str, model: Option<String>, meta: Map<String, Value>) -> Record {
+    Record::Session {
+        agent: Some(agent.to_string()),
+        model,
+        mode: None,
+        meta: if meta.is_empty() { None } else { Some(meta) },
+    }
+}
+
+/// 1-based line numbers of the elements of an array inside a single JSON
+/// document: the root array (`key == None`) or the array under a top-level
+/// key of the root object. Empty when the document has no such array. A tiny
+/// tokenizer: it tracks strings, escapes and nesting, nothing else.
+pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut line = 1u32;
+    let mut depth = 0usize;
+    let mut in_str = false;
+    let mut esc = false;
+    let mut str_start = 0usize;
+    // The last string seen at depth 1 (object keys of the root).
+    let mut last_key: Option<(usize, usize)> = None;
+    // Depth of the target array once entered.
+    let mut target: Option<usize> = None;
+    let mut expect_elem = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' {
+            line += 1;
+        }
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+                if depth == 1 {
+                    last_key = Some((str_start, i));
+                }
+            }
+            continue;
+        }
+        if expect_elem && !b.is_ascii_whitespace() && b != b']' {
+            out.push(line);
+            expect_elem = false;
+        }
+        match b {
+            b'"' => {
+                in_str = true;
+                str_start = i + 1;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                if b == b'[' && target.is_none() {
+                    let hit = match key {
+                        None => depth == 1,
+                        Some(k) => {
+                            depth == 2
+                                && last_key.is_some_and(|(a, z)| &bytes[a..z] == k.as_bytes())
+                        }
+                    };
+                    if hit {
+                        target = Some(depth);
+                        expect_elem = true;
+                    }
+                }
+            }
+            b'}' | b']' => {
+                if target == Some(depth) {
+                    return out;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b',' if target == Some(depth) => expect_elem = true,
+            b':' if depth == 1 => {}
+            _ => {}
+        }
+        if depth == 1 && b == b',' {
+            last_key = None;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_keep_order_or_raw() {
+        let m = args_from_str(r#"{"b":1,"a":2}"#);
+        assert_eq!(m.keys().collect::<Vec<_>>(), vec!["b", "a"]);
+        assert_eq!(
+            args_from_str("[REDACTED len=3]")["_raw"],
+            "[REDACTED len=3]"
+        );
+        assert_eq!(args_from_str("[1,2]")["_raw"], "[1,2]");
+        assert!(args_from_value(None).is_empty());
+    }
+
+    #[test]
+    fn element_lines_of_root_key_and_root_array() {
+        let doc = b"{\n \"a\": \"[x\",\n \"messages\": [\n  {\"k\": [1,2]},\n  {\"k\": \"]\"}\n ],\n \"z\": []\n}";
+        assert_eq!(element_lines(doc, Some("messages")), vec![4, 5]);
+        assert_eq!(
+            element_lines(b"[\n{},\n{\"messages\":[1]}\n]", None),
+            vec![2, 3]
+        );
+        assert!(element_lines(b"{\"x\":{\"messages\":[1]}}", Some("messages")).is_empty());
+    }
+
+    #[test]
+    fn lines_skip_blank_and_strip_bom_cr() {
+        let got: Vec<(u32, String)> = lines(b"\xef\xbb\xbf{}\r\n\n  \n{\"a\":1}")
+            .map(|(n, t)| (n, t.unwrap().to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(1, "{}".to_string()), (4, "{\"a\":1}".to_string())]
+        );
+    }
+
+    #[test]
+    fn text_of_parts() {
+        let v: Value = serde_json::json!([{"type":"text","text":"a"},{"type":"image"},{"type":"text","text":"b"}]);
+        assert_eq!(text_of(Some(&v)), "a\n[image]\nb");
+    }
+}

@@ -1,0 +1,311 @@
+//! The canonical JSONL writer behind `looptune import`: one JSON object per
+//! record, `type` and `session` first, readable back by `input::parse_canonical`.
+
+use crate::event::{Record, Session};
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::sync::Arc;
+
+/// Write every record of `sessions` as canonical JSONL: one object per line
+/// with keys `type`, `session`, then the record's fields in spec order. Session
+/// metadata that came from outside the records (e.g. a subagent's
+/// `parent_session`) is merged into the session's first `session` record.
+/// With `redact`, credentials in text fields and in string values inside tool
+/// arguments and metadata are masked (see [`super::redact`]).
+pub fn write_canonical(
+    sessions: &[Arc<Session>],
+    out: &mut dyn Write,
+    redact: bool,
+) -> std::io::Result<()> {
+    for s in sessions {
+        let extra = extra_meta(s);
+        let mut extra_done = extra.is_empty();
+        if !extra_done
+            && !s
+                .events
+                .iter()
+                .any(|e| matches!(e.record, Record::Session { .. }))
+        {
+            let rec = Record::Session {
+                agent: None,
+                model: None,
+                mode: None,
+                meta: Some(extra.clone()),
+            };
+            write_line(out, &s.id, &rec, redact)?;
+            extra_done = true;
+        }
+        for e in &s.events {
+            match (&e.record, extra_done) {
+                (
+                    Record::Session {
+                        agent,
+                        model,
+                        mode,
+                        meta,
+                    },
+                    false,
+                ) => {
+                    let mut m = meta.clone().unwrap_or_default();
+                    for (k, v) in &extra {
+                        m.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                    let rec = Record::Session {
+                        agent: agent.clone(),
+                        model: model.clone(),
+                        mode: mode.clone(),
+                        meta: Some(m),
+                    };
+                    write_line(out, &s.id, &rec, redact)?;
+                    extra_done = true;
+                }
+                (rec, _) => write_line(out, &s.id, rec, redact)?,
+            }
+        }
+    }
+    out.flush()
+}
+
+/// Resolved metadata keys that no `session` record of the session carries.
+fn extra_meta(s: &Session) -> Map<String, Value> {
+    let mut from_records: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for e in &s.events {
+        if let Record::Session { meta: Some(m), .. } = &e.record {
+            from_records.extend(m.keys().map(String::as_str));
+        }
+    }
+    s.meta
+        .meta
+        .iter()
+        .filter(|(k, _)| !from_records.contains(k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn write_line(
+    out: &mut dyn Write,
+    session: &str,
+    rec: &Record,
+    redact: bool,
+) -> std::io::Result<()> {
+    let obj = to_object(session, rec, redact);
+    serde_json::to_writer(&mut *out, &Value::Object(obj))?;
+    out.write_all(b"\n")
+}
+
+fn text(t: &str, redact: bool) -> Value {
+    Value::String(if redact {
+        super::redact(t)
+    } else {
+        t.to_string()
+    })
+}
+
+fn deep(v: &Value, redact: bool) -> Value {
+    if !redact {
+        return v.clone();
+    }
+    match v {
+        Value::String(t) => Value::String(super::redact(t)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| deep(x, true)).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, x)| (k.clone(), deep(x, true))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// The canonical object for one record.
+fn to_object(session: &str, rec: &Record, redact: bool) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::String(rec.type_name().to_string()));
+    m.insert("session".into(), Value::String(session.to_string()));
+    let opt = |m: &mut Map<String, Value>, k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            m.insert(k.to_string(), v);
+        }
+    };
+    match rec {
+        Record::Session {
+            agent,
+            model,
+            mode,
+            meta,
+        } => {
+            opt(&mut m, "agent", agent.clone().map(Value::String));
+            opt(&mut m, "model", model.clone().map(Value::String));
+            opt(&mut m, "mode", mode.clone().map(Value::String));
+            opt(
+                &mut m,
+                "meta",
+                meta.as_ref()
+                    .map(|x| deep(&Value::Object(x.clone()), redact)),
+            );
+        }
+        Record::User { text: t, prompt_id } => {
+            m.insert("text".into(), text(t, redact));
+            opt(&mut m, "prompt_id", prompt_id.clone().map(Value::String));
+        }
+        Record::Turn | Record::Unknown { .. } => {}
+        Record::Content { text: t } | Record::Thought { text: t } => {
+            m.insert("text".into(), text(t, redact));
+        }
+        Record::ToolCall { name, args, id } => {
+            m.insert("name".into(), Value::String(name.clone()));
+            m.insert("args".into(), deep(&Value::Object(args.clone()), redact));
+            opt(&mut m, "id", id.clone().map(Value::String));
+        }
+        Record::ToolResult {
+            id,
+            name,
+            output,
+            error,
+        } => {
+            opt(&mut m, "id", id.clone().map(Value::String));
+            opt(&mut m, "name", name.clone().map(Value::String));
+            opt(&mut m, "output", output.as_deref().map(|o| text(o, redact)));
+            opt(&mut m, "error", error.map(Value::Bool));
+        }
+        Record::Usage {
+            input_tokens,
+            output_tokens,
+        } => {
+            opt(&mut m, "input_tokens", input_tokens.map(Value::from));
+            opt(&mut m, "output_tokens", output_tokens.map(Value::from));
+        }
+        Record::Judge {
+            confidence,
+            model,
+            analysis,
+        } => {
+            m.insert("confidence".into(), Value::from(*confidence));
+            opt(&mut m, "model", model.clone().map(Value::String));
+            opt(
+                &mut m,
+                "analysis",
+                analysis.as_deref().map(|a| text(a, redact)),
+            );
+        }
+        Record::LoopDetected { kind, detail } => {
+            opt(&mut m, "kind", kind.clone().map(Value::String));
+            opt(&mut m, "detail", detail.as_deref().map(|d| text(d, redact)));
+        }
+        Record::Label {
+            is_loop,
+            onset_turn,
+        } => {
+            m.insert("loop".into(), Value::Bool(*is_loop));
+            opt(&mut m, "onset_turn", onset_turn.map(Value::from));
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Origin;
+
+    fn session() -> Arc<Session> {
+        let o = Origin { file: 0, line: 0 };
+        let mut args = Map::new();
+        args.insert("z".into(), Value::from("sk-abcdefghijklmnopqrstu"));
+        args.insert("a".into(), Value::from(1));
+        let recs = vec![
+            (
+                Record::Session {
+                    agent: Some("codex".into()),
+                    model: None,
+                    mode: None,
+                    meta: None,
+                },
+                o,
+            ),
+            (
+                Record::User {
+                    text: "hi".into(),
+                    prompt_id: Some("p".into()),
+                },
+                o,
+            ),
+            (Record::Turn, o),
+            (
+                Record::ToolCall {
+                    name: "bash".into(),
+                    args,
+                    id: None,
+                },
+                o,
+            ),
+            (
+                Record::ToolResult {
+                    id: None,
+                    name: Some("bash".into()),
+                    output: Some("x".into()),
+                    error: Some(true),
+                },
+                o,
+            ),
+            (
+                Record::Usage {
+                    input_tokens: Some(3),
+                    output_tokens: None,
+                },
+                o,
+            ),
+            (
+                Record::Judge {
+                    confidence: 0.25,
+                    model: None,
+                    analysis: None,
+                },
+                o,
+            ),
+            (
+                Record::LoopDetected {
+                    kind: Some("k".into()),
+                    detail: None,
+                },
+                o,
+            ),
+            (
+                Record::Label {
+                    is_loop: true,
+                    onset_turn: Some(2),
+                },
+                o,
+            ),
+        ];
+        let mut s = Session::from_records("S".into(), recs);
+        s.meta
+            .meta
+            .insert("parent_session".into(), Value::from("P"));
+        Arc::new(s)
+    }
+
+    #[test]
+    fn round_trips_through_the_canonical_reader() {
+        let s = session();
+        let mut buf = Vec::new();
+        write_canonical(std::slice::from_ref(&s), &mut buf, false).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(text.starts_with(
+            r#"{"type":"session","session":"S","agent":"codex","meta":{"parent_session":"P"}}"#
+        ));
+        assert!(text.contains(r#"{"type":"tool_call","session":"S","name":"bash","args":{"z":"sk-abcdefghijklmnopqrstu","a":1}}"#));
+        let fs = crate::input::parse_canonical("o.jsonl", "o", &buf, false).unwrap();
+        assert_eq!(fs.sessions.len(), 1);
+        let back: Vec<Record> = fs.sessions[0].1.iter().map(|(r, _)| r.clone()).collect();
+        let orig: Vec<Record> = s.events.iter().map(|e| e.record.clone()).collect();
+        assert_eq!(back[1..], orig[1..]);
+    }
+
+    #[test]
+    fn redacts_text_and_args() {
+        let mut buf = Vec::new();
+        write_canonical(&[session()], &mut buf, true).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(!text.contains("sk-abc"));
+        assert!(text.contains(r#""z":"[REDACTED]""#));
+    }
+}
