@@ -11,6 +11,7 @@
 
 pub mod gemini;
 pub mod params;
+pub mod peers;
 pub mod prepared;
 
 use crate::error::{Error, Result};
@@ -78,7 +79,16 @@ pub trait Family: Send + Sync {
 
 /// Every family looptune knows, in display order.
 pub fn families() -> Vec<&'static dyn Family> {
-    vec![&gemini::Gemini]
+    vec![
+        &gemini::Gemini,
+        &peers::OpenCode,
+        &peers::Blade,
+        &peers::OpenHands,
+        &peers::Roo,
+        &peers::Cline,
+        &peers::Goose,
+        &peers::MaxTurns,
+    ]
 }
 
 /// Find a family by name.

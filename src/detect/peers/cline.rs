@@ -1,0 +1,236 @@
+//! Cline's loop detection: the SDK `LoopDetectionTracker` (soft notice at
+//! exactly 3 identical calls in a row, hard stop from 5 on; peer-mappings
+//! section 4) and, as a profile, the extension's PR #9933 rule.
+
+use super::common::{detection, full, int};
+use crate::detect::{
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
+    POLICY, POLICY_SPEC,
+};
+use crate::error::Result;
+use crate::event::Record;
+use crate::js::stringify_sorted;
+use serde_json::{Map, Value};
+
+const SRC_SDK: &str =
+    "cline/cline sdk/packages/core/src/runtime/safety/loop-detection.ts @21cb8d2525 (blob e34900732a)";
+const SRC_EXT: &str = "cline/cline src/core/task/loop-detection.ts @f3a3f30db5 (PR #9933)";
+
+/// The `cline` family.
+pub struct Cline;
+
+impl Family for Cline {
+    fn name(&self) -> &'static str {
+        "cline"
+    }
+    fn about(&self) -> &'static str {
+        "Cline LoopDetectionTracker: consecutive identical calls (name + recursively key-sorted JSON); soft notice at exactly 3, hard stop at 5 or more"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            POLICY_SPEC,
+            int(
+                "soft_threshold",
+                1,
+                100_000,
+                "calls",
+                "consecutive identical calls that give the soft notice (fires when the count equals it)",
+                SRC_SDK,
+            ),
+            int(
+                "hard_threshold",
+                1,
+                100_000,
+                "calls",
+                "consecutive identical calls that stop the run (fires when the count reaches it, and on every later identical call)",
+                SRC_SDK,
+            ),
+            ParamSpec {
+                name: "ignored_params",
+                kind: ParamKind::List,
+                unit: "argument names",
+                doc: "top-level arguments left out of the signature (the extension's IGNORED_PARAMS)",
+                source: SRC_EXT,
+            },
+            ParamSpec {
+                name: "rearm_after_hard",
+                kind: ParamKind::Bool,
+                unit: "",
+                doc: "after a hard detection the count starts over (the extension re-arms when the user continues); otherwise every further identical call is hard",
+                source: SRC_EXT,
+            },
+        ]
+    }
+    fn profiles(&self) -> Vec<Profile> {
+        vec![
+            Profile {
+                name: "cline",
+                about: "Cline SDK @21cb8d2525 (2026-08): soft at 3, hard at >= 5, one tracker per session fed on every tool-started event. Policy warn:1 = the soft notice warns, the hard verdict stops (strikes are counted per run of identical calls)",
+                values: vec![
+                    (POLICY, ParamValue::Str("warn:1".into())),
+                    ("soft_threshold", ParamValue::Int(3)),
+                    ("hard_threshold", ParamValue::Int(5)),
+                    ("ignored_params", ParamValue::List(vec![])),
+                    ("rearm_after_hard", ParamValue::Bool(false)),
+                ],
+            },
+            Profile {
+                name: "cline-extension",
+                about: "Cline extension @f3a3f30db5 (PR #9933, 2026-03): task_progress ignored, hard at exactly 5 (mistake-limit ask), then re-armed",
+                values: vec![
+                    (
+                        "ignored_params",
+                        ParamValue::List(vec!["task_progress".into()]),
+                    ),
+                    ("rearm_after_hard", ParamValue::Bool(true)),
+                ],
+            },
+        ]
+    }
+    fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        Ok(vec![Box::new(ClineCheck {
+            key: params.key_of(&[
+                "soft_threshold",
+                "hard_threshold",
+                "ignored_params",
+                "rearm_after_hard",
+            ]),
+            soft: params.int("soft_threshold"),
+            hard: params.int("hard_threshold"),
+            ignored: params.list("ignored_params").to_vec(),
+            rearm: params.bool("rearm_after_hard"),
+        })])
+    }
+}
+
+/// What one call gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing.
+    Ok,
+    /// The soft notice.
+    Soft,
+    /// The hard stop.
+    Hard,
+}
+
+/// The tracker's state, usable on its own (for the original's test cases).
+#[derive(Debug, Clone)]
+pub struct ClineTracker {
+    soft: i64,
+    hard: i64,
+    ignored: Vec<String>,
+    rearm: bool,
+    last: Option<(String, String)>,
+    count: i64,
+    at_call: i64,
+}
+
+impl ClineTracker {
+    /// A tracker with the given thresholds; `ignored` arguments are dropped
+    /// from signatures, and `rearm` resets the state after a hard verdict.
+    pub fn new(soft: i64, hard: i64, ignored: Vec<String>, rearm: bool) -> ClineTracker {
+        ClineTracker {
+            soft,
+            hard,
+            ignored,
+            rearm,
+            last: None,
+            count: 0,
+            at_call: 0,
+        }
+    }
+
+    /// The signature of an argument object: JSON with keys sorted recursively.
+    pub fn signature(&self, args: &Map<String, Value>) -> String {
+        let kept: Map<String, Value> = args
+            .iter()
+            .filter(|(k, _)| !self.ignored.iter().any(|i| i == *k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        stringify_sorted(&Value::Object(kept))
+    }
+
+    /// `inspect({name, input})`, plus whether this call started a new run of
+    /// identical calls.
+    pub fn inspect(&mut self, name: &str, args: &Map<String, Value>) -> (Verdict, bool) {
+        let sig = self.signature(args);
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|(n, s)| n == name && *s == sig);
+        self.count = if same { self.count + 1 } else { 1 };
+        self.at_call = self.count;
+        self.last = Some((name.to_string(), sig));
+        // The hard verdict is checked first, as in the original.
+        let v = if self.count >= self.hard {
+            if self.rearm {
+                self.last = None;
+                self.count = 0;
+            }
+            Verdict::Hard
+        } else if self.count == self.soft {
+            Verdict::Soft
+        } else {
+            Verdict::Ok
+        };
+        (v, !same)
+    }
+
+    /// The count of consecutive identical calls at the last inspected call.
+    pub fn count_at_call(&self) -> i64 {
+        self.at_call
+    }
+}
+
+struct ClineCheck {
+    key: String,
+    soft: i64,
+    hard: i64,
+    ignored: Vec<String>,
+    rearm: bool,
+}
+
+impl Check for ClineCheck {
+    fn key(&self) -> String {
+        format!("cline:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut t = ClineTracker::new(self.soft, self.hard, self.ignored.clone(), self.rearm);
+        let mut out = Vec::new();
+        // Strikes are counted per run of identical calls: the soft notice of a
+        // run warns and its hard verdict stops, while a later run's soft
+        // notice is a fresh warning. (The tracker itself never resets.)
+        let mut streak = 0u32;
+        let mut first = true;
+        for (i, e) in s.events.iter().enumerate() {
+            let Record::ToolCall { name, args, .. } = &e.record else {
+                continue;
+            };
+            let (v, new_run) = t.inspect(name, args);
+            if new_run && !first {
+                streak += 1;
+            }
+            first = false;
+            let kind = match v {
+                Verdict::Ok => continue,
+                Verdict::Soft => "soft",
+                Verdict::Hard => "hard",
+            };
+            let n = t.count_at_call();
+            out.push(detection(
+                s,
+                i,
+                kind,
+                streak,
+                format!("{n} consecutive identical calls to `{name}`"),
+            ));
+            if full(&out, limit) {
+                break;
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,199 @@
+//! Small pieces the peer ports share: building detections, matching tool
+//! results to calls, Blade-style model-turn segments and Python equality.
+
+use crate::detect::{Detection, ParamKind, ParamSpec};
+use crate::event::{Record, Session};
+use serde_json::Value;
+
+/// A detection at the 0-based record index `idx` of `session`.
+pub(crate) fn detection(
+    session: &Session,
+    idx: usize,
+    kind: &'static str,
+    prompt: u32,
+    detail: String,
+) -> Detection {
+    Detection {
+        kind,
+        event: idx as u32 + 1,
+        turn: session.events[idx].turn,
+        prompt,
+        strike: 0,
+        detail,
+    }
+}
+
+/// True once `limit` detections are collected.
+pub(crate) fn full(out: &[Detection], limit: Option<usize>) -> bool {
+    limit.is_some_and(|n| out.len() >= n)
+}
+
+/// An integer parameter spec.
+pub(crate) const fn int(
+    name: &'static str,
+    min: i64,
+    max: i64,
+    unit: &'static str,
+    doc: &'static str,
+    source: &'static str,
+) -> ParamSpec {
+    ParamSpec {
+        name,
+        kind: ParamKind::Int { min, max },
+        unit,
+        doc,
+        source,
+    }
+}
+
+/// Calls not yet answered, in call order, for the peers' result-matching rule:
+/// a result with an `id` answers the oldest unanswered call with that id; else
+/// with a `name`, the oldest unanswered call of that name; else the oldest.
+#[derive(Debug)]
+pub(crate) struct Unanswered<T> {
+    calls: Vec<(Option<String>, String, T)>,
+}
+
+impl<T> Default for Unanswered<T> {
+    fn default() -> Self {
+        Unanswered { calls: Vec::new() }
+    }
+}
+
+impl<T> Unanswered<T> {
+    /// Remember a call.
+    pub(crate) fn push(&mut self, id: Option<&str>, name: &str, value: T) {
+        self.calls
+            .push((id.map(String::from), name.to_string(), value));
+    }
+
+    /// Take the call a result answers, if any.
+    pub(crate) fn answer(&mut self, id: Option<&str>, name: Option<&str>) -> Option<T> {
+        let pos = match (id, name) {
+            (Some(id), _) => self.calls.iter().position(|c| c.0.as_deref() == Some(id)),
+            (None, Some(n)) => self.calls.iter().position(|c| c.1 == n),
+            (None, None) => (!self.calls.is_empty()).then_some(0),
+        }?;
+        Some(self.calls.remove(pos).2)
+    }
+}
+
+/// One segment of a session as Blade (and Goose) cut it: before every record
+/// that starts a turn and before every `user` record (peer-mappings 5.1).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Segment {
+    /// First record (0-based).
+    pub start: usize,
+    /// One past the last record.
+    pub end: usize,
+    /// Whether it is a model turn (one LLM call).
+    pub model_turn: bool,
+}
+
+/// Cut a session into segments.
+pub(crate) fn segments(session: &Session) -> Vec<Segment> {
+    let ev = &session.events;
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 0..=ev.len() {
+        let cut = i == ev.len()
+            || (i > start && (ev[i].starts_turn || matches!(ev[i].record, Record::User { .. })));
+        if cut && i > start {
+            let model_turn = ev[start].starts_turn
+                || ev[start..i].iter().any(|e| {
+                    matches!(
+                        e.record,
+                        Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. }
+                    )
+                });
+            out.push(Segment {
+                start,
+                end: i,
+                model_turn,
+            });
+            start = i;
+        }
+    }
+    out
+}
+
+/// Python `==` between two values from `json.loads`: dicts ignore key order,
+/// numbers compare by value across int, float and bool, `"1" != 1`.
+pub(crate) fn py_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| py_eq(v, w)))
+        }
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Bool(_) | Value::Number(_), Value::Bool(_) | Value::Number(_)) => {
+            py_num(a) == py_num(b)
+        }
+        _ => false,
+    }
+}
+
+/// A number as Python holds it: exact integers stay integers.
+#[derive(Debug, PartialEq)]
+enum PyNum {
+    Int(i128),
+    Float(f64),
+}
+
+fn py_num(v: &Value) -> PyNum {
+    let n = match v {
+        Value::Bool(b) => return PyNum::Int(*b as i128),
+        Value::Number(n) => n,
+        _ => unreachable!("py_num on a non-number"),
+    };
+    if let Some(i) = n.as_i64() {
+        return PyNum::Int(i as i128);
+    }
+    if let Some(u) = n.as_u64() {
+        return PyNum::Int(u as i128);
+    }
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    // Python compares int and float exactly; an integral float within range
+    // equals the integer of the same value.
+    if f.fract() == 0.0 && f.abs() < 1e38 {
+        PyNum::Int(f as i128)
+    } else {
+        PyNum::Float(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn python_equality() {
+        assert!(py_eq(
+            &json!({"a": 1, "b": [1.0, true]}),
+            &json!({"b": [1, 1], "a": 1.0})
+        ));
+        assert!(py_eq(&json!(0), &json!(false)));
+        assert!(!py_eq(&json!("1"), &json!(1)));
+        assert!(!py_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!py_eq(&json!(0.5), &json!(1)));
+        assert!(py_eq(&json!(0.5), &json!(0.5)));
+    }
+
+    #[test]
+    fn unanswered_matching_rule() {
+        let mut u = Unanswered::default();
+        u.push(Some("a"), "x", 1);
+        u.push(None, "y", 2);
+        u.push(Some("c"), "x", 3);
+        assert_eq!(u.answer(None, Some("x")), Some(1));
+        assert_eq!(u.answer(Some("zz"), Some("y")), None);
+        assert_eq!(u.answer(None, None), Some(2));
+        assert_eq!(u.answer(Some("c"), None), Some(3));
+        assert_eq!(u.answer(None, None), None);
+    }
+}

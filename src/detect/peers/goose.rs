@@ -1,0 +1,280 @@
+//! Goose's `RepetitionInspector` (`crates/goose/src/tool_monitor.rs`): REP-002
+//! denies a tool that returned the same error 3 times in a row; REP-001
+//! (identical calls) is off in the shipped agent and kept as a what-if.
+
+use super::common::{detection, full, int, Unanswered};
+use crate::detect::{
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    POLICY_SPEC,
+};
+use crate::error::Result;
+use crate::event::Record;
+use serde_json::{Map, Value};
+
+const SRC: &str = "aaif-goose/goose crates/goose/src/tool_monitor.rs @37c043b954";
+
+/// The `goose` family.
+pub struct Goose;
+
+impl Family for Goose {
+    fn name(&self) -> &'static str {
+        "goose"
+    }
+    fn about(&self) -> &'static str {
+        "Goose RepetitionInspector: REP-002 denies the next call of a tool whose last 3 results were the same error (first 100 chars); REP-001 (identical calls) is off as shipped"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            POLICY_SPEC,
+            int(
+                "error_repeats",
+                1,
+                100_000,
+                "results",
+                "same-tool same-error results in a row after which the tool's next call is denied (MAX_CONSECUTIVE_ERROR_FINGERPRINTS)",
+                SRC,
+            ),
+            int(
+                "error_chars",
+                0,
+                1_000_000,
+                "chars",
+                "leading characters (Unicode scalar values) of the error text that form its fingerprint",
+                SRC,
+            ),
+            int(
+                "max_repetitions",
+                0,
+                100_000,
+                "calls",
+                "REP-001: identical consecutive calls allowed (0 = None, as the agent installs it). What-if: the shipped inspect() never commits its state, so REP-001 cannot fire there; here each call is committed as check_tool_call does",
+                SRC,
+            ),
+        ]
+    }
+    fn profiles(&self) -> Vec<Profile> {
+        vec![Profile {
+            name: "goose",
+            about: "Goose @37c043b954 (2026): REP-002 after 3 identical errors of one tool; REP-001 disabled (RepetitionInspector::new(None)). A denial returns a declined result to the model and the run goes on, hence policy ignore",
+            values: vec![
+                (POLICY, ParamValue::Str("ignore".into())),
+                ("error_repeats", ParamValue::Int(3)),
+                ("error_chars", ParamValue::Int(100)),
+                ("max_repetitions", ParamValue::Int(0)),
+            ],
+        }]
+    }
+    fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        // The two findings keep separate state and never affect each other.
+        let mut v: Vec<Box<dyn Check>> = vec![Box::new(ErrorCheck {
+            key: params.key_of(&["error_repeats", "error_chars"]),
+            repeats: params.int("error_repeats") as u32,
+            chars: params.int("error_chars") as usize,
+        })];
+        let max = params.int("max_repetitions");
+        if max > 0 {
+            v.push(Box::new(RepeatCheck {
+                key: params.key_of(&["max_repetitions"]),
+                max: max as u32,
+            }));
+        }
+        Ok(v)
+    }
+}
+
+/// REP-002's error state (`record_error` / `record_success`).
+#[derive(Debug, Clone, Default)]
+pub struct ErrorState {
+    last: Option<(String, String)>,
+    count: u32,
+}
+
+impl ErrorState {
+    /// `record_error(tool, text)`, keeping the first `chars` characters.
+    pub fn record_error(&mut self, tool: &str, text: &str, chars: usize) {
+        let fp: String = text.chars().take(chars).collect();
+        match &self.last {
+            Some((t, e)) if t == tool && *e == fp => self.count += 1,
+            _ => {
+                self.last = Some((tool.to_string(), fp));
+                self.count = 1;
+            }
+        }
+    }
+
+    /// `record_success()`.
+    pub fn record_success(&mut self) {
+        self.last = None;
+        self.count = 0;
+    }
+
+    /// The REP-002 half of `inspect(requests)`: the indices of the denied
+    /// requests (by tool name). The count is reset once it reached `repeats`,
+    /// whether or not a request was denied.
+    pub fn inspect(&mut self, requests: &[&str], repeats: u32) -> Vec<usize> {
+        if self.count < repeats {
+            return vec![];
+        }
+        let denied = match &self.last {
+            Some((tool, _)) => requests
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| **r == tool)
+                .map(|(i, _)| i)
+                .collect(),
+            None => vec![],
+        };
+        self.count = 0;
+        denied
+    }
+}
+
+/// REP-001's `check_tool_call`, with `Some(max)`.
+#[derive(Debug, Clone)]
+pub struct RepeatState {
+    max: u32,
+    last: Option<(String, Value)>,
+    count: u32,
+}
+
+impl RepeatState {
+    /// A checker allowing `max` identical calls in a row.
+    pub fn new(max: u32) -> RepeatState {
+        RepeatState {
+            max,
+            last: None,
+            count: 0,
+        }
+    }
+
+    /// Whether the call is allowed; a denied call does not become the last call.
+    pub fn check_tool_call(&mut self, name: &str, args: &Map<String, Value>) -> bool {
+        // serde_json Value equality: objects ignore key order, 1 != 1.0.
+        let params = Value::Object(args.clone());
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|(n, p)| n == name && *p == params);
+        if same {
+            self.count += 1;
+            if self.count > self.max {
+                return false;
+            }
+        } else {
+            self.count = 1;
+        }
+        self.last = Some((name.to_string(), params));
+        true
+    }
+}
+
+struct ErrorCheck {
+    key: String,
+    repeats: u32,
+    chars: usize,
+}
+
+impl Check for ErrorCheck {
+    fn key(&self) -> String {
+        format!("goose:rep002:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut state = ErrorState::default();
+        let mut calls: Unanswered<String> = Unanswered::default();
+        let mut out = Vec::new();
+        let mut inspected_turn = None;
+        for (i, e) in s.events.iter().enumerate() {
+            match &e.record {
+                Record::ToolCall { name, id, .. } => {
+                    calls.push(id.as_deref(), name, name.clone());
+                    // The batch (the turn's calls) is inspected once, before any runs.
+                    if inspected_turn == Some(e.turn) {
+                        continue;
+                    }
+                    inspected_turn = Some(e.turn);
+                    let batch: Vec<(usize, &str)> = s.events[i..]
+                        .iter()
+                        .enumerate()
+                        .take_while(|(_, x)| x.turn == e.turn)
+                        .filter_map(|(k, x)| match &x.record {
+                            Record::ToolCall { name, .. } => Some((i + k, name.as_str())),
+                            _ => None,
+                        })
+                        .collect();
+                    let names: Vec<&str> = batch.iter().map(|b| b.1).collect();
+                    let count = state.count;
+                    let text = state.last.as_ref().map(|l| l.1.clone()).unwrap_or_default();
+                    if let Some(&first) = state.inspect(&names, self.repeats).first() {
+                        let (at, tool) = batch[first];
+                        out.push(detection(
+                            s,
+                            at,
+                            "REP-002",
+                            0,
+                            format!(
+                                "Tool '{tool}' has returned the same error {count} consecutive times: '{text}'"
+                            ),
+                        ));
+                        if full(&out, limit) {
+                            break;
+                        }
+                    }
+                }
+                Record::ToolResult {
+                    id,
+                    name,
+                    output,
+                    error,
+                } => {
+                    let tool = calls
+                        .answer(id.as_deref(), name.as_deref())
+                        .or_else(|| name.clone())
+                        .unwrap_or_default();
+                    if *error == Some(true) {
+                        state.record_error(&tool, output.as_deref().unwrap_or(""), self.chars);
+                    } else {
+                        state.record_success();
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+struct RepeatCheck {
+    key: String,
+    max: u32,
+}
+
+impl Check for RepeatCheck {
+    fn key(&self) -> String {
+        format!("goose:rep001:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut state = RepeatState::new(self.max);
+        let mut out = Vec::new();
+        for (i, e) in s.events.iter().enumerate() {
+            if let Record::ToolCall { name, args, .. } = &e.record {
+                if !state.check_tool_call(name, args) {
+                    out.push(detection(
+                        s,
+                        i,
+                        "REP-001",
+                        0,
+                        format!("Tool '{name}' has exceeded maximum repetitions"),
+                    ));
+                    if full(&out, limit) {
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,133 @@
+//! A turn cap, the only guard some agents have: the baseline every loop
+//! detector should beat.
+
+use super::common::{detection, full, int};
+use crate::detect::{
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
+    POLICY, POLICY_SPEC,
+};
+use crate::error::Result;
+use crate::event::Record;
+
+/// The `max-turns` family.
+pub struct MaxTurns;
+
+impl Family for MaxTurns {
+    fn name(&self) -> &'static str {
+        "max-turns"
+    }
+    fn about(&self) -> &'static str {
+        "Turn cap: the agent refuses to start turn N+1 (per session or per prompt); a baseline, not a loop detector"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            POLICY_SPEC,
+            int(
+                "max_turns",
+                1,
+                100_000_000,
+                "turns",
+                "turns allowed; the record that starts the next one is the detection",
+                "looptune baseline; Gemini CLI MAX_TURNS = 100 (client.ts @5411f113ca), Blade SAFETY_LIMIT = 100 (Agent.ts @b52d9f2bec), OpenHands SDK max_iteration_per_run = 500 (local_conversation.py)",
+            ),
+            ParamSpec {
+                name: "per_prompt",
+                kind: ParamKind::Bool,
+                unit: "",
+                doc: "count turns per prompt (a `user` record with a new prompt id starts one) instead of per session",
+                source: "looptune",
+            },
+        ]
+    }
+    fn profiles(&self) -> Vec<Profile> {
+        vec![
+            Profile {
+                name: "max-turns",
+                about: "stop when a session would start its 101st turn",
+                values: vec![
+                    (POLICY, ParamValue::Str("stop".into())),
+                    ("max_turns", ParamValue::Int(100)),
+                    ("per_prompt", ParamValue::Bool(false)),
+                ],
+            },
+            Profile {
+                name: "gemini-max-turns",
+                about: "Gemini CLI bounded turns: MAX_TURNS = 100 per sendMessageStream chain (client.ts @5411f113ca)",
+                values: vec![("per_prompt", ParamValue::Bool(true))],
+            },
+            Profile {
+                name: "blade-safety-limit",
+                about: "Blade Agent.ts @b52d9f2bec: maxTurns -1 means SAFETY_LIMIT = 100 turns per submitted command",
+                values: vec![("per_prompt", ParamValue::Bool(true))],
+            },
+            Profile {
+                name: "openhands-v1-iterations",
+                about: "OpenHands SDK LocalConversation max_iteration_per_run = 500 per run (one run per user message)",
+                values: vec![
+                    ("max_turns", ParamValue::Int(500)),
+                    ("per_prompt", ParamValue::Bool(true)),
+                ],
+            },
+        ]
+    }
+    fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        Ok(vec![Box::new(MaxTurnsCheck {
+            key: params.key_of(&["max_turns", "per_prompt"]),
+            max: params.int("max_turns") as u64,
+            per_prompt: params.bool("per_prompt"),
+        })])
+    }
+}
+
+struct MaxTurnsCheck {
+    key: String,
+    max: u64,
+    per_prompt: bool,
+}
+
+impl Check for MaxTurnsCheck {
+    fn key(&self) -> String {
+        format!("max-turns:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut out = Vec::new();
+        let mut turns = 0u64;
+        let mut prompt_id: Option<&str> = None;
+        let mut prompts = 0u32;
+        for (i, e) in s.events.iter().enumerate() {
+            if let Record::User { prompt_id: pid, .. } = &e.record {
+                let same = pid.is_some() && pid.as_deref() == prompt_id;
+                if !same {
+                    prompts += 1;
+                    if self.per_prompt {
+                        turns = 0;
+                    }
+                }
+                prompt_id = pid.as_deref();
+            }
+            if e.starts_turn {
+                turns += 1;
+                if turns > self.max {
+                    let prompt = if self.per_prompt {
+                        prompts.saturating_sub(1)
+                    } else {
+                        0
+                    };
+                    out.push(detection(
+                        s,
+                        i,
+                        "max_turns",
+                        prompt,
+                        format!("turn {turns} exceeds the limit of {}", self.max),
+                    ));
+                    if full(&out, limit) {
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
+}

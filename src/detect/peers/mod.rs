@@ -1,0 +1,20 @@
+//! The peer detector families: faithful ports of the loop detectors other
+//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose) and a
+//! turn-cap baseline.
+
+pub mod blade;
+pub mod cline;
+mod common;
+pub mod goose;
+pub mod max_turns;
+pub mod opencode;
+pub mod openhands;
+pub mod roo;
+
+pub use blade::Blade;
+pub use cline::Cline;
+pub use goose::Goose;
+pub use max_turns::MaxTurns;
+pub use opencode::OpenCode;
+pub use openhands::OpenHands;
+pub use roo::Roo;

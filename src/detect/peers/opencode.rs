@@ -1,0 +1,319 @@
+//! OpenCode's doom-loop rule (`session/processor.ts`) and Kilo Code's
+//! session-wide variant (`session/loop-detection.ts`), driven by canonical
+//! records as peer-mappings section 3 says.
+
+use super::common::{detection, full, int, Unanswered};
+use crate::detect::{
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
+    POLICY, POLICY_SPEC,
+};
+use crate::error::Result;
+use crate::event::Record;
+use crate::js::stringify_object;
+
+const SRC_OPENCODE: &str = "anomalyco/opencode packages/opencode/src/session/processor.ts @36160ef28f (same rule @002d98228a)";
+const SRC_KILO: &str =
+    "Kilo-Org/kilocode packages/opencode/src/session/loop-detection.ts @9b65079630";
+
+/// The `opencode` family.
+pub struct OpenCode;
+
+impl Family for OpenCode {
+    fn name(&self) -> &'static str {
+        "opencode"
+    }
+    fn about(&self) -> &'static str {
+        "OpenCode doom loop: the last 3 parts of one assistant step are the same tool with identical JSON.stringify input (profile kilo: Kilo Code's scan of the last 30 session parts, reset by write tools)"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            POLICY_SPEC,
+            ParamSpec {
+                name: "scope",
+                kind: ParamKind::Choice(&["step", "session"]),
+                unit: "",
+                doc: "step: OpenCode's last parts of the current assistant message; session: Kilo Code's scan of recent session parts",
+                source: SRC_OPENCODE,
+            },
+            int(
+                "threshold",
+                1,
+                1000,
+                "calls",
+                "identical calls that trigger (DOOM_LOOP_THRESHOLD / TOOL_THRESHOLD)",
+                "DOOM_LOOP_THRESHOLD = 3, processor.ts @36160ef28f; TOOL_THRESHOLD = 3, loop-detection.ts @9b65079630",
+            ),
+            int(
+                "scan_parts",
+                1,
+                100_000,
+                "parts",
+                "session scope: how many recent session parts are scanned (TOOL_SCAN_LIMIT = TOOL_THRESHOLD * 10)",
+                SRC_KILO,
+            ),
+            ParamSpec {
+                name: "write_tools",
+                kind: ParamKind::List,
+                unit: "tool names",
+                doc: "session scope: tools whose call between matches resets the run (WRITE_TOOLS)",
+                source: SRC_KILO,
+            },
+        ]
+    }
+    fn profiles(&self) -> Vec<Profile> {
+        vec![
+            Profile {
+                name: "opencode",
+                about: "OpenCode processor.ts @36160ef28f (2026): 3 identical tool parts in a row within one step; permission doom_loop (default ask)",
+                values: vec![
+                    (POLICY, ParamValue::Str("ask".into())),
+                    ("scope", ParamValue::Str("step".into())),
+                    ("threshold", ParamValue::Int(3)),
+                    ("scan_parts", ParamValue::Int(30)),
+                    (
+                        "write_tools",
+                        ParamValue::List(
+                            ["edit", "multiedit", "write", "apply_patch"]
+                                .map(String::from)
+                                .to_vec(),
+                        ),
+                    ),
+                ],
+            },
+            Profile {
+                name: "kilo",
+                about: "Kilo Code CLI loop-detection.ts @9b65079630: 2 earlier finished identical calls among the last 30 session parts plus the current one; reset by a write tool",
+                values: vec![("scope", ParamValue::Str("session".into()))],
+            },
+        ]
+    }
+    fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let threshold = params.int("threshold") as usize;
+        Ok(vec![if params.str("scope") == "step" {
+            Box::new(StepCheck {
+                key: params.key_of(&["scope", "threshold"]),
+                threshold,
+            }) as Box<dyn Check>
+        } else {
+            Box::new(SessionCheck {
+                key: params.key_of(&["scope", "threshold", "scan_parts", "write_tools"]),
+                threshold,
+                scan: params.int("scan_parts") as usize,
+                write_tools: params.list("write_tools").to_vec(),
+            })
+        }])
+    }
+}
+
+/// A message part, as far as the rules look at it.
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    /// `step-start`, `step-finish` or a user message's text.
+    Other,
+    Text,
+    Reasoning,
+    Tool {
+        name: String,
+        input: String,
+        /// Completed or errored (a result arrived).
+        finished: bool,
+    },
+}
+
+/// OpenCode upstream: parts of the current assistant message only.
+struct StepCheck {
+    key: String,
+    threshold: usize,
+}
+
+impl Check for StepCheck {
+    fn key(&self) -> String {
+        format!("opencode:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut out = Vec::new();
+        let mut parts = vec![Part::Other]; // step-start
+        for (i, e) in s.events.iter().enumerate() {
+            // A new step (turn) or a user message means a new assistant message.
+            if e.starts_turn || matches!(e.record, Record::User { .. }) {
+                parts.clear();
+                parts.push(Part::Other);
+            }
+            match &e.record {
+                // Streamed text extends the current text (reasoning) part.
+                Record::Content { .. } if parts.last() != Some(&Part::Text) => {
+                    parts.push(Part::Text);
+                }
+                Record::Thought { .. } if parts.last() != Some(&Part::Reasoning) => {
+                    parts.push(Part::Reasoning);
+                }
+                Record::ToolCall { name, args, .. } => {
+                    let input = stringify_object(args);
+                    // Status is "running" now; completed or errored later:
+                    // never "pending", so every tool part qualifies.
+                    parts.push(Part::Tool {
+                        name: name.clone(),
+                        input: input.clone(),
+                        finished: false,
+                    });
+                    let n = self.threshold;
+                    let hit = parts.len() >= n
+                        && parts[parts.len() - n..].iter().all(|p| {
+                            matches!(p, Part::Tool { name: t, input: x, .. } if t == name && *x == input)
+                        });
+                    if hit {
+                        out.push(detection(
+                            s,
+                            i,
+                            "doom_loop",
+                            0,
+                            format!("{name} called {n} times in a row with input {input}"),
+                        ));
+                        if full(&out, limit) {
+                            return out;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// Kilo Code: the last `scan` parts of the whole session.
+struct SessionCheck {
+    key: String,
+    threshold: usize,
+    scan: usize,
+    write_tools: Vec<String>,
+}
+
+impl Check for SessionCheck {
+    fn key(&self) -> String {
+        format!("opencode:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut out = Vec::new();
+        // Session-wide parts. A step is step-start .. step-finish; the user's
+        // message contributes one text part.
+        let mut parts: Vec<Part> = Vec::new();
+        let mut step_open = false;
+        let mut step_empty = false;
+        let mut pending: Unanswered<usize> = Unanswered::default();
+        let open_step = |parts: &mut Vec<Part>, step_open: &mut bool, step_empty: &mut bool| {
+            if *step_open && *step_empty {
+                return; // a step that has nothing yet needs no second start
+            }
+            if *step_open {
+                parts.push(Part::Other); // step-finish
+            }
+            parts.push(Part::Other); // step-start
+            *step_open = true;
+            *step_empty = true;
+        };
+        for (i, e) in s.events.iter().enumerate() {
+            if let Record::User { .. } = e.record {
+                if step_open {
+                    parts.push(Part::Other); // step-finish
+                }
+                parts.push(Part::Other); // the user's text part
+                step_open = false;
+                step_empty = false;
+            }
+            if e.starts_turn {
+                open_step(&mut parts, &mut step_open, &mut step_empty);
+            }
+            match &e.record {
+                Record::Content { .. } | Record::Thought { .. } => {
+                    if !step_open {
+                        open_step(&mut parts, &mut step_open, &mut step_empty);
+                    }
+                    let kind = if matches!(e.record, Record::Content { .. }) {
+                        Part::Text
+                    } else {
+                        Part::Reasoning
+                    };
+                    if !step_empty && parts.last() == Some(&kind) {
+                        continue;
+                    }
+                    parts.push(kind);
+                    step_empty = false;
+                }
+                Record::ToolCall { name, args, id } => {
+                    if !step_open {
+                        open_step(&mut parts, &mut step_open, &mut step_empty);
+                    }
+                    let input = stringify_object(args);
+                    pending.push(id.as_deref(), name, parts.len());
+                    parts.push(Part::Tool {
+                        name: name.clone(),
+                        input: input.clone(),
+                        finished: false,
+                    });
+                    step_empty = false;
+                    let from = parts.len().saturating_sub(self.scan);
+                    let run = self.run_length(&parts[from..], name, &input);
+                    if run + 1 >= self.threshold {
+                        out.push(detection(
+                            s,
+                            i,
+                            "doom_loop",
+                            0,
+                            format!(
+                                "\"{name}\" has been called {} times with identical input",
+                                run + 1
+                            ),
+                        ));
+                        if full(&out, limit) {
+                            return out;
+                        }
+                    }
+                }
+                Record::ToolResult { id, name, .. } => {
+                    if let Some(k) = pending.answer(id.as_deref(), name.as_deref()) {
+                        if let Part::Tool { finished, .. } = &mut parts[k] {
+                            *finished = true;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+impl SessionCheck {
+    /// `checkToolCall`'s count of earlier finished identical calls, oldest to newest.
+    fn run_length(&self, window: &[Part], name: &str, input: &str) -> usize {
+        let mut run = 0;
+        let mut matched = false;
+        for p in window {
+            let Part::Tool {
+                name: t,
+                input: x,
+                finished,
+            } = p
+            else {
+                continue;
+            };
+            let is_write = self.write_tools.iter().any(|w| w == t);
+            let same_tool_other_input = t == name && *finished && x != input;
+            if (is_write || same_tool_other_input) && matched {
+                run = 0;
+                matched = false;
+                continue;
+            }
+            if *finished && t == name && x == input {
+                run += 1;
+                matched = true;
+            }
+        }
+        run
+    }
+}

@@ -1,0 +1,1061 @@
+//! OpenHands' `StuckDetector`: V0 (`openhands/controller/stuck.py`, headless,
+//! driven per event as peer-mappings section 1 says) and the V1 SDK
+//! (`openhands/sdk/conversation/stuck_detector.py`) as a profile.
+
+use super::common::{detection, full, int, py_eq, Unanswered};
+use crate::detect::{
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
+    POLICY, POLICY_SPEC,
+};
+use crate::error::Result;
+use crate::event::{Record, Session};
+use serde_json::{Map, Value};
+use std::borrow::Borrow;
+
+const SRC_V0: &str =
+    "OpenHands/OpenHands openhands/controller/stuck.py @d6fab190bf (blob 092be02efe, last changed 17e32af6)";
+const SRC_V1: &str =
+    "OpenHands/software-agent-sdk openhands-sdk/openhands/sdk/conversation/stuck_detector.py @1c2e6b5183";
+
+/// The `openhands` family.
+pub struct OpenHands;
+
+impl Family for OpenHands {
+    fn name(&self) -> &'static str {
+        "openhands"
+    }
+    fn about(&self) -> &'static str {
+        "OpenHands StuckDetector: repeated action/observation (4), action/error (3), monologue (3), alternating pattern (6), condensation loop"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            POLICY_SPEC,
+            ParamSpec {
+                name: "version",
+                kind: ParamKind::Choice(&["v0", "v1"]),
+                unit: "",
+                doc: "v0: the controller's StuckDetector with dataclass equality; v1: the SDK's, over the last events after the last user message",
+                source: "looptune (OpenHands V0 vs software-agent-sdk)",
+            },
+            ParamSpec {
+                name: "headless",
+                kind: ParamKind::Bool,
+                unit: "",
+                doc: "v0: is_stuck(headless_mode): true checks the whole history, false only what follows the last user message",
+                source: SRC_V0,
+            },
+            int(
+                "action_observation",
+                1,
+                1000,
+                "pairs",
+                "v1: identical actions and identical observations that make a loop (V0 fixes 4)",
+                SRC_V1,
+            ),
+            int(
+                "action_error",
+                1,
+                1000,
+                "pairs",
+                "v1: identical actions all answered by errors (V0 fixes 3)",
+                SRC_V1,
+            ),
+            int(
+                "monologue",
+                1,
+                1000,
+                "messages",
+                "v1: consecutive agent messages (V0 fixes 3 equal ones)",
+                SRC_V1,
+            ),
+            int(
+                "alternating_pattern",
+                3,
+                1000,
+                "events",
+                "v1: actions and observations compared two apart (V0 fixes 6)",
+                SRC_V1,
+            ),
+            int(
+                "scan_events",
+                1,
+                1_000_000,
+                "events",
+                "v1: only the last events are scanned (MAX_EVENTS_TO_SCAN_FOR_STUCK_DETECTION)",
+                SRC_V1,
+            ),
+        ]
+    }
+    fn profiles(&self) -> Vec<Profile> {
+        vec![
+            Profile {
+                name: "openhands-v0",
+                about: "OpenHands V0 stuck.py @d6fab190bf (2025-11), headless: 4 equal action/observation pairs, 3 equal actions with errors, 3 equal agent messages, ABABAB over 6, 10 condensations",
+                values: vec![
+                    (POLICY, ParamValue::Str("stop".into())),
+                    ("version", ParamValue::Str("v0".into())),
+                    ("headless", ParamValue::Bool(true)),
+                    ("action_observation", ParamValue::Int(4)),
+                    ("action_error", ParamValue::Int(3)),
+                    ("monologue", ParamValue::Int(3)),
+                    ("alternating_pattern", ParamValue::Int(6)),
+                    ("scan_events", ParamValue::Int(20)),
+                ],
+            },
+            Profile {
+                name: "openhands-v1",
+                about: "OpenHands software-agent-sdk @1c2e6b5183: StuckDetectionThresholds 4/3/3/6 over the last 20 events after the last user message; status STUCK stops the run",
+                values: vec![("version", ParamValue::Str("v1".into()))],
+            },
+        ]
+    }
+    fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        Ok(vec![if params.str("version") == "v0" {
+            Box::new(V0Check {
+                key: params.key_of(&["version", "headless"]),
+                headless: params.bool("headless"),
+            }) as Box<dyn Check>
+        } else {
+            Box::new(V1Check {
+                key: params.key_of(&[
+                    "version",
+                    "action_observation",
+                    "action_error",
+                    "monologue",
+                    "alternating_pattern",
+                    "scan_events",
+                ]),
+                th: Thresholds {
+                    action_observation: params.int("action_observation") as usize,
+                    action_error: params.int("action_error") as usize,
+                    monologue: params.int("monologue") as usize,
+                    alternating_pattern: params.int("alternating_pattern") as usize,
+                    scan: params.int("scan_events") as usize,
+                },
+            })
+        }])
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Canonical records -> OpenHands events (peer-mappings 1, "Event mapping")
+// ---------------------------------------------------------------------------
+
+/// A tool call as the mapping sees it.
+#[derive(Debug, Clone)]
+struct Call {
+    name: String,
+    args: Value,
+    /// `Some(command)` when it became a `CmdRunAction`.
+    shell: Option<String>,
+}
+
+/// One event the mapping gives, before it becomes a V0 or V1 event.
+#[derive(Debug, Clone)]
+enum Mapped {
+    User(String),
+    AgentMessage(String),
+    Call {
+        call: Call,
+        thought: String,
+    },
+    Result {
+        call: Option<Call>,
+        name: Option<String>,
+        output: String,
+        error: bool,
+    },
+}
+
+/// Whether a tool name is a shell tool (`/shell|bash|exec|command|terminal|cmd/i`).
+fn shell_name(name: &str) -> bool {
+    // Python's IGNORECASE also folds U+017F to s and U+212A to k.
+    let folded: String = name
+        .chars()
+        .map(|c| match c {
+            '\u{17f}' => 's',
+            '\u{212a}' => 'k',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    ["shell", "bash", "exec", "command", "terminal", "cmd"]
+        .iter()
+        .any(|w| folded.contains(w))
+}
+
+/// Map a session's records to OpenHands events: `(record index, event)`.
+fn map_session(s: &Session) -> Vec<(usize, Mapped)> {
+    let n = s.turns as usize + 1;
+    let mut has_call = vec![false; n];
+    let mut last_content = vec![None; n];
+    let mut text = vec![String::new(); n];
+    for (i, e) in s.events.iter().enumerate() {
+        let t = e.turn as usize;
+        match &e.record {
+            Record::ToolCall { .. } => has_call[t] = true,
+            Record::Content { text: x } => {
+                last_content[t] = Some(i);
+                text[t].push_str(x);
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    // Text of the current turn before its first call (the first action's thought).
+    let mut before_call = String::new();
+    let mut seen_call = false;
+    let mut cur_turn = u32::MAX;
+    let mut pending: Unanswered<Call> = Unanswered::default();
+    for (i, e) in s.events.iter().enumerate() {
+        if e.turn != cur_turn {
+            cur_turn = e.turn;
+            before_call.clear();
+            seen_call = false;
+        }
+        let t = e.turn as usize;
+        match &e.record {
+            Record::User { text, .. } => out.push((i, Mapped::User(text.clone()))),
+            Record::Content { text: x } => {
+                if has_call[t] {
+                    if !seen_call {
+                        before_call.push_str(x);
+                    }
+                } else if last_content[t] == Some(i) {
+                    out.push((i, Mapped::AgentMessage(text[t].clone())));
+                }
+            }
+            Record::ToolCall { name, args, id } => {
+                let thought = if seen_call {
+                    String::new()
+                } else {
+                    std::mem::take(&mut before_call)
+                };
+                seen_call = true;
+                let shell = match args.get("command") {
+                    Some(Value::String(c)) if shell_name(name) => Some(c.clone()),
+                    _ => None,
+                };
+                let call = Call {
+                    name: name.clone(),
+                    args: Value::Object(args.clone()),
+                    shell,
+                };
+                pending.push(id.as_deref(), name, call.clone());
+                out.push((i, Mapped::Call { call, thought }));
+            }
+            Record::ToolResult {
+                id,
+                name,
+                output,
+                error,
+            } => {
+                let call = pending.answer(id.as_deref(), name.as_deref());
+                out.push((
+                    i,
+                    Mapped::Result {
+                        call,
+                        name: name.clone(),
+                        output: output.clone().unwrap_or_default(),
+                        error: *error == Some(true),
+                    },
+                ));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// V0
+// ---------------------------------------------------------------------------
+
+/// Who sent a `MessageAction`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The user.
+    User,
+    /// The agent.
+    Agent,
+}
+
+/// The V0 events the detector distinguishes, with their dataclass fields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OhEvent {
+    /// `MessageAction` (source is not a dataclass field).
+    Message {
+        /// Sender (`None` when unset).
+        source: Option<Source>,
+        /// Text.
+        content: String,
+        /// `wait_for_response`.
+        wait_for_response: bool,
+    },
+    /// `CmdRunAction`.
+    CmdRun {
+        /// Command.
+        command: String,
+        /// Thought.
+        thought: String,
+    },
+    /// `IPythonRunCellAction`.
+    IPythonRunCell {
+        /// Code.
+        code: String,
+        /// Thought.
+        thought: String,
+    },
+    /// `FileReadAction`.
+    FileRead {
+        /// Path.
+        path: String,
+    },
+    /// `MCPAction`, OpenHands' generic named tool call.
+    Mcp {
+        /// Tool name.
+        name: String,
+        /// Arguments (`json.loads`).
+        arguments: Value,
+        /// Thought.
+        thought: String,
+    },
+    /// `NullAction`.
+    NullAction,
+    /// `CmdOutputObservation`.
+    CmdOutput {
+        /// Command.
+        command: String,
+        /// Exit code.
+        exit_code: i64,
+        /// Output text (ignored by the detector).
+        content: String,
+    },
+    /// `IPythonRunCellObservation`.
+    IPythonOutput {
+        /// Output text.
+        content: String,
+        /// Code.
+        code: String,
+    },
+    /// `FileReadObservation`.
+    FileReadOutput {
+        /// Content.
+        content: String,
+        /// Path.
+        path: String,
+    },
+    /// `ErrorObservation`.
+    Error {
+        /// Text.
+        content: String,
+    },
+    /// `MCPObservation`.
+    McpOutput {
+        /// Output text.
+        content: String,
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        arguments: Value,
+    },
+    /// `AgentCondensationObservation`.
+    Condensation {
+        /// Text.
+        content: String,
+    },
+    /// `NullObservation`.
+    NullObservation,
+}
+
+impl OhEvent {
+    fn is_action(&self) -> bool {
+        matches!(
+            self,
+            OhEvent::Message { .. }
+                | OhEvent::CmdRun { .. }
+                | OhEvent::IPythonRunCell { .. }
+                | OhEvent::FileRead { .. }
+                | OhEvent::Mcp { .. }
+                | OhEvent::NullAction
+        )
+    }
+    fn is_observation(&self) -> bool {
+        !self.is_action()
+    }
+    fn filtered_out(&self) -> bool {
+        matches!(
+            self,
+            OhEvent::Message {
+                source: Some(Source::User),
+                ..
+            } | OhEvent::NullAction
+                | OhEvent::NullObservation
+        )
+    }
+}
+
+/// Dataclass `==`: same class and equal fields (arguments by Python `==`).
+fn dc_eq(a: &OhEvent, b: &OhEvent) -> bool {
+    use OhEvent::*;
+    match (a, b) {
+        (
+            Message {
+                content: c1,
+                wait_for_response: w1,
+                ..
+            },
+            Message {
+                content: c2,
+                wait_for_response: w2,
+                ..
+            },
+        ) => c1 == c2 && w1 == w2,
+        (
+            Mcp {
+                name: n1,
+                arguments: a1,
+                thought: t1,
+            },
+            Mcp {
+                name: n2,
+                arguments: a2,
+                thought: t2,
+            },
+        ) => n1 == n2 && t1 == t2 && py_eq(a1, a2),
+        (
+            McpOutput {
+                content: c1,
+                name: n1,
+                arguments: a1,
+            },
+            McpOutput {
+                content: c2,
+                name: n2,
+                arguments: a2,
+            },
+        ) => c1 == c2 && n1 == n2 && py_eq(a1, a2),
+        _ => a == b,
+    }
+}
+
+/// `_eq_no_pid`: dataclass equality with the detector's two overrides.
+fn eq_no_pid(a: &OhEvent, b: &OhEvent) -> bool {
+    use OhEvent::*;
+    match (a, b) {
+        (IPythonRunCell { code: c1, .. }, IPythonRunCell { code: c2, .. })
+            if c1.contains("edit_file_by_replace(") && c2.contains("edit_file_by_replace(") =>
+        {
+            let l1: Vec<&str> = c1.split('\n').collect();
+            let l2: Vec<&str> = c2.split('\n').collect();
+            l1.len() > 2 && l1[..3] == l2[..l2.len().min(3)]
+        }
+        (
+            CmdOutput {
+                command: c1,
+                exit_code: e1,
+                ..
+            },
+            CmdOutput {
+                command: c2,
+                exit_code: e2,
+                ..
+            },
+        ) => c1 == c2 && e1 == e2,
+        _ => dc_eq(a, b),
+    }
+}
+
+/// What `is_stuck` sets in `stuck_analysis`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StuckAnalysis {
+    /// `loop_type`.
+    pub loop_type: &'static str,
+    /// `loop_repeat_times`.
+    pub loop_repeat_times: u32,
+    /// `loop_start_idx` (index in the filtered history plus the offset).
+    pub loop_start_idx: usize,
+}
+
+/// Where a loop starts: the first event equal to a given one, or a position.
+enum Start {
+    FirstEqual(usize),
+    At(usize),
+}
+
+const SYNTAX_ERRORS: [&str; 3] = [
+    "SyntaxError: unterminated string literal (detected at line",
+    "SyntaxError: invalid syntax. Perhaps you forgot a comma?",
+    "SyntaxError: incomplete input",
+];
+
+/// Python `str.strip()`.
+fn py_strip(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+}
+
+fn consistent_line_error(obs: &[&str], msg: &str) -> bool {
+    let mut lines_found = Vec::new();
+    for content in obs {
+        let lines: Vec<&str> = py_strip(content).split('\n').collect();
+        if lines.len() < 3 {
+            return false;
+        }
+        let last = &lines[lines.len() - 3..];
+        if !(last[1].starts_with("[Jupyter current working directory:")
+            && last[2].starts_with("[Jupyter Python interpreter:"))
+        {
+            return false;
+        }
+        if last[0].contains(msg) {
+            lines_found.push(last[0]);
+        }
+    }
+    lines_found.len() == 3 && lines_found.iter().all(|l| *l == lines_found[0])
+}
+
+fn consistent_invalid_syntax(obs: &[&str], msg: &str) -> bool {
+    let mut first_lines = Vec::new();
+    let mut valid = Vec::new();
+    for content in obs {
+        let lines: Vec<&str> = py_strip(content).split('\n').collect();
+        if lines.len() < 6 {
+            return false;
+        }
+        let line1 = py_strip(lines[0]);
+        if !line1.starts_with("Cell In[1], line") {
+            return false;
+        }
+        first_lines.push(line1);
+        let n = lines.len();
+        if lines[n - 1].starts_with("[Jupyter Python interpreter:")
+            && lines[n - 2].starts_with("[Jupyter current working directory:")
+            && lines[n - 3].contains(msg)
+        {
+            valid.push(lines[n - 3]);
+        }
+    }
+    first_lines.iter().all(|l| *l == first_lines[0])
+        && valid.len() == 3
+        && valid.iter().all(|l| *l == valid[0])
+}
+
+/// The scenarios of `is_stuck` on an already filtered history.
+/// `condensations` is how many `AgentCondensationObservation`s it holds.
+fn analyze<E: Borrow<OhEvent>>(
+    filtered: &[E],
+    condensations: usize,
+) -> Option<(&'static str, u32, Start)> {
+    let f = |i: usize| filtered[i].borrow();
+    let len = filtered.len();
+    if len < 3 {
+        return None;
+    }
+    // The newest 4 actions and 4 observations, wherever they are.
+    let mut acts: Vec<usize> = Vec::with_capacity(4);
+    let mut obs: Vec<usize> = Vec::with_capacity(4);
+    for i in (0..len).rev() {
+        if f(i).is_action() && acts.len() < 4 {
+            acts.push(i);
+        } else if f(i).is_observation() && obs.len() < 4 {
+            obs.push(i);
+        }
+        if acts.len() == 4 && obs.len() == 4 {
+            break;
+        }
+    }
+    // 1. repeating action/observation
+    if acts.len() == 4
+        && obs.len() == 4
+        && acts.iter().all(|&a| eq_no_pid(f(acts[0]), f(a)))
+        && obs.iter().all(|&o| eq_no_pid(f(obs[0]), f(o)))
+    {
+        return Some((
+            "repeating_action_observation",
+            4,
+            Start::FirstEqual(acts[3]),
+        ));
+    }
+    // 2. repeating action/error
+    if acts.len() >= 3 && obs.len() >= 3 && acts[..3].iter().all(|&a| eq_no_pid(f(acts[0]), f(a))) {
+        let start = Start::FirstEqual(*acts.last().expect("3 or more"));
+        if obs[..3]
+            .iter()
+            .all(|&o| matches!(f(o), OhEvent::Error { .. }))
+        {
+            return Some(("repeating_action_error", 3, start));
+        }
+        let cells: Vec<&str> = obs[..3]
+            .iter()
+            .filter_map(|&o| match f(o) {
+                OhEvent::IPythonOutput { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        if cells.len() == 3 {
+            for msg in SYNTAX_ERRORS {
+                let hit = if msg.starts_with(SYNTAX_ERRORS[0]) {
+                    consistent_line_error(&cells, msg)
+                } else {
+                    consistent_invalid_syntax(&cells, msg)
+                };
+                if hit {
+                    return Some(("repeating_action_error", 3, start));
+                }
+            }
+        }
+    }
+    // 3. monologue: the last 3 agent messages equal, no observation between.
+    let mut msgs: Vec<usize> = Vec::with_capacity(3);
+    for i in (0..len).rev() {
+        if matches!(
+            f(i),
+            OhEvent::Message {
+                source: Some(Source::Agent),
+                ..
+            }
+        ) {
+            msgs.push(i);
+            if msgs.len() == 3 {
+                break;
+            }
+        }
+    }
+    if msgs.len() == 3 {
+        let (first, last) = (msgs[2], msgs[0]);
+        if msgs.iter().all(|&m| dc_eq(f(first), f(m)))
+            && !(first + 1..last).any(|i| f(i).is_observation())
+        {
+            return Some(("monologue", 3, Start::At(first)));
+        }
+    }
+    // 4. alternating pattern over the last six actions and observations
+    if len >= 6 {
+        let mut a6: Vec<usize> = Vec::with_capacity(6);
+        let mut o6: Vec<usize> = Vec::with_capacity(6);
+        for i in (0..len).rev() {
+            if f(i).is_action() && a6.len() < 6 {
+                a6.push(i);
+            } else if f(i).is_observation() && o6.len() < 6 {
+                o6.push(i);
+            }
+            if a6.len() == 6 && o6.len() == 6 {
+                break;
+            }
+        }
+        let alt = |v: &[usize]| {
+            eq_no_pid(f(v[0]), f(v[2]))
+                && eq_no_pid(f(v[0]), f(v[4]))
+                && eq_no_pid(f(v[1]), f(v[3]))
+                && eq_no_pid(f(v[1]), f(v[5]))
+        };
+        if a6.len() == 6 && o6.len() == 6 && alt(&a6) && alt(&o6) {
+            return Some((
+                "repeating_action_observation_pattern",
+                3,
+                Start::FirstEqual(a6[5]),
+            ));
+        }
+    }
+    // 5. condensation loop: among the last 10 condensations, two adjacent ones.
+    if len >= 10 && condensations >= 10 {
+        let cond: Vec<usize> = (0..len)
+            .filter(|&i| matches!(f(i), OhEvent::Condensation { .. }))
+            .collect();
+        let last10 = &cond[cond.len() - 10..];
+        for w in last10.windows(2) {
+            if w[1] == w[0] + 1 {
+                return Some(("context_window_error", 2, Start::At(w[0])));
+            }
+        }
+    }
+    None
+}
+
+/// `StuckDetector.is_stuck(headless_mode)` on a whole history, with the
+/// analysis it records (as the original's tests read it).
+pub fn is_stuck_v0(history: &[OhEvent], headless: bool) -> Option<StuckAnalysis> {
+    let offset = if headless {
+        0
+    } else {
+        history
+            .iter()
+            .rposition(|e| {
+                matches!(
+                    e,
+                    OhEvent::Message {
+                        source: Some(Source::User),
+                        ..
+                    }
+                )
+            })
+            .map_or(0, |i| i + 1)
+    };
+    let filtered: Vec<&OhEvent> = history[offset..]
+        .iter()
+        .filter(|e| !e.filtered_out())
+        .collect();
+    let cond = filtered
+        .iter()
+        .filter(|e| matches!(e, OhEvent::Condensation { .. }))
+        .count();
+    let (loop_type, times, start) = analyze(&filtered, cond)?;
+    let idx = match start {
+        // list.index uses plain ==, so it finds the first equal event.
+        Start::FirstEqual(i) => filtered
+            .iter()
+            .position(|e| dc_eq(e, filtered[i]))
+            .unwrap_or(i),
+        Start::At(i) => i,
+    };
+    Some(StuckAnalysis {
+        loop_type,
+        loop_repeat_times: times,
+        loop_start_idx: idx + offset,
+    })
+}
+
+fn to_v0(m: &Mapped) -> OhEvent {
+    match m {
+        Mapped::User(text) => OhEvent::Message {
+            source: Some(Source::User),
+            content: text.clone(),
+            wait_for_response: false,
+        },
+        Mapped::AgentMessage(text) => OhEvent::Message {
+            source: Some(Source::Agent),
+            content: text.clone(),
+            wait_for_response: true,
+        },
+        Mapped::Call { call, thought } => match &call.shell {
+            Some(command) => OhEvent::CmdRun {
+                command: command.clone(),
+                thought: thought.clone(),
+            },
+            None => OhEvent::Mcp {
+                name: call.name.clone(),
+                arguments: call.args.clone(),
+                thought: thought.clone(),
+            },
+        },
+        Mapped::Result {
+            call,
+            name,
+            output,
+            error,
+        } => match call {
+            Some(Call {
+                shell: Some(command),
+                ..
+            }) => OhEvent::CmdOutput {
+                command: command.clone(),
+                exit_code: if *error { 1 } else { 0 },
+                content: output.clone(),
+            },
+            _ if *error => OhEvent::Error {
+                content: output.clone(),
+            },
+            Some(c) => OhEvent::McpOutput {
+                content: output.clone(),
+                name: c.name.clone(),
+                arguments: c.args.clone(),
+            },
+            None => OhEvent::McpOutput {
+                content: output.clone(),
+                name: name.clone().unwrap_or_default(),
+                arguments: Value::Object(Map::new()),
+            },
+        },
+    }
+}
+
+struct V0Check {
+    key: String,
+    headless: bool,
+}
+
+impl Check for V0Check {
+    fn key(&self) -> String {
+        format!("openhands:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut out = Vec::new();
+        // The filtered history, kept as is_stuck would rebuild it each time.
+        let mut filtered: Vec<OhEvent> = Vec::new();
+        let mut condensations = 0;
+        let mut users = 0u32;
+        for (i, m) in map_session(s) {
+            let ev = to_v0(&m);
+            if matches!(m, Mapped::User(_)) {
+                users += 1;
+                if !self.headless {
+                    filtered.clear();
+                    condensations = 0;
+                }
+            }
+            if ev.filtered_out() {
+                // Still a call of is_stuck, on an unchanged filtered history.
+            } else {
+                if matches!(ev, OhEvent::Condensation { .. }) {
+                    condensations += 1;
+                }
+                filtered.push(ev);
+            }
+            if let Some((kind, _, _)) = analyze(&filtered, condensations) {
+                let prompt = if self.headless {
+                    0
+                } else {
+                    users.saturating_sub(1)
+                };
+                out.push(detection(s, i, kind, prompt, String::from(kind)));
+                if full(&out, limit) {
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------------------
+// V1 SDK
+// ---------------------------------------------------------------------------
+
+/// The V1 SDK events the detector distinguishes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum V1Event {
+    /// `MessageEvent` from the user.
+    UserMessage(String),
+    /// `MessageEvent` from the agent.
+    AgentMessage(String),
+    /// `ActionEvent`.
+    Action {
+        /// `tool_name`.
+        tool_name: String,
+        /// The action's fields (the call's arguments).
+        args: Value,
+        /// `thought` text.
+        thought: String,
+    },
+    /// `ObservationEvent`.
+    Observation {
+        /// `tool_name`.
+        tool_name: String,
+        /// The observation's content.
+        content: String,
+    },
+    /// `AgentErrorEvent`.
+    AgentError {
+        /// `error`.
+        error: String,
+    },
+    /// `CondensationSummaryEvent`.
+    CondensationSummary,
+}
+
+/// `StuckDetectionThresholds` plus the scan window.
+#[derive(Debug, Clone, Copy)]
+pub struct Thresholds {
+    /// `action_observation` (4).
+    pub action_observation: usize,
+    /// `action_error` (3).
+    pub action_error: usize,
+    /// `monologue` (3).
+    pub monologue: usize,
+    /// `alternating_pattern` (6).
+    pub alternating_pattern: usize,
+    /// `MAX_EVENTS_TO_SCAN_FOR_STUCK_DETECTION` (20).
+    pub scan: usize,
+}
+
+impl Default for Thresholds {
+    fn default() -> Thresholds {
+        Thresholds {
+            action_observation: 4,
+            action_error: 3,
+            monologue: 3,
+            alternating_pattern: 6,
+            scan: 20,
+        }
+    }
+}
+
+/// `_event_eq`.
+fn v1_eq(a: &V1Event, b: &V1Event) -> bool {
+    use V1Event::*;
+    match (a, b) {
+        (
+            Action {
+                tool_name: n1,
+                args: a1,
+                thought: t1,
+            },
+            Action {
+                tool_name: n2,
+                args: a2,
+                thought: t2,
+            },
+        ) => n1 == n2 && t1 == t2 && py_eq(a1, a2),
+        _ => a == b,
+    }
+}
+
+/// `StuckDetector.is_stuck()` of the SDK: the scenario that fired, by V0's names.
+pub fn is_stuck_v1(events: &[V1Event], th: &Thresholds) -> Option<&'static str> {
+    let start = events.len().saturating_sub(th.scan);
+    let mut ev = &events[start..];
+    if let Some(u) = ev
+        .iter()
+        .rposition(|e| matches!(e, V1Event::UserMessage(_)))
+    {
+        ev = &ev[u + 1..];
+    }
+    let min = th.action_observation.min(th.action_error).min(th.monologue);
+    if ev.len() < min {
+        return None;
+    }
+    let max_needed = th.action_observation.max(th.action_error);
+    let is_obs =
+        |e: &V1Event| matches!(e, V1Event::Observation { .. } | V1Event::AgentError { .. });
+    let mut acts: Vec<&V1Event> = Vec::new();
+    let mut obs: Vec<&V1Event> = Vec::new();
+    for e in ev.iter().rev() {
+        if matches!(e, V1Event::Action { .. }) && acts.len() < max_needed {
+            acts.push(e);
+        } else if is_obs(e) && obs.len() < max_needed {
+            obs.push(e);
+        }
+        if acts.len() >= max_needed && obs.len() >= max_needed {
+            break;
+        }
+    }
+    let n = th.action_observation;
+    if acts.len() >= n
+        && obs.len() >= n
+        && acts[..n].iter().all(|a| v1_eq(acts[0], a))
+        && obs[..n].iter().all(|o| v1_eq(obs[0], o))
+    {
+        return Some("repeating_action_observation");
+    }
+    let n = th.action_error;
+    if acts.len() >= n
+        && obs.len() >= n
+        && acts[..n].iter().all(|a| v1_eq(acts[0], a))
+        && obs[..n]
+            .iter()
+            .all(|o| matches!(o, V1Event::AgentError { .. }))
+    {
+        return Some("repeating_action_error");
+    }
+    if ev.len() >= th.monologue {
+        let mut count = 0;
+        for e in ev.iter().rev() {
+            match e {
+                V1Event::AgentMessage(_) => count += 1,
+                V1Event::CondensationSummary => continue,
+                _ => break,
+            }
+        }
+        if count >= th.monologue {
+            return Some("monologue");
+        }
+    }
+    let n = th.alternating_pattern;
+    if ev.len() >= n {
+        let mut a: Vec<&V1Event> = Vec::new();
+        let mut o: Vec<&V1Event> = Vec::new();
+        for e in ev.iter().rev() {
+            if matches!(e, V1Event::Action { .. }) && a.len() < n {
+                a.push(e);
+            } else if is_obs(e) && o.len() < n {
+                o.push(e);
+            }
+            if a.len() == n && o.len() == n {
+                break;
+            }
+        }
+        if a.len() == n
+            && o.len() == n
+            && (0..n - 2).all(|i| v1_eq(a[i], a[i + 2]))
+            && (0..n - 2).all(|i| v1_eq(o[i], o[i + 2]))
+        {
+            return Some("repeating_action_observation_pattern");
+        }
+    }
+    None
+}
+
+fn to_v1(m: &Mapped) -> V1Event {
+    match m {
+        Mapped::User(t) => V1Event::UserMessage(t.clone()),
+        Mapped::AgentMessage(t) => V1Event::AgentMessage(t.clone()),
+        Mapped::Call { call, thought } => V1Event::Action {
+            tool_name: call.name.clone(),
+            args: call.args.clone(),
+            thought: thought.clone(),
+        },
+        Mapped::Result {
+            call,
+            name,
+            output,
+            error,
+        } => {
+            if *error {
+                V1Event::AgentError {
+                    error: output.clone(),
+                }
+            } else {
+                V1Event::Observation {
+                    tool_name: call
+                        .as_ref()
+                        .map(|c| c.name.clone())
+                        .or_else(|| name.clone())
+                        .unwrap_or_default(),
+                    content: output.clone(),
+                }
+            }
+        }
+    }
+}
+
+struct V1Check {
+    key: String,
+    th: Thresholds,
+}
+
+impl Check for V1Check {
+    fn key(&self) -> String {
+        format!("openhands:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut out = Vec::new();
+        let mut events: Vec<V1Event> = Vec::new();
+        let mut users = 0u32;
+        for (i, m) in map_session(s) {
+            if matches!(m, Mapped::User(_)) {
+                users += 1;
+            }
+            events.push(to_v1(&m));
+            // Only the window matters; keep the history short.
+            if events.len() > 4 * self.th.scan.max(64) {
+                events.drain(..events.len() - self.th.scan);
+            }
+            if let Some(kind) = is_stuck_v1(&events, &self.th) {
+                out.push(detection(
+                    s,
+                    i,
+                    kind,
+                    users.saturating_sub(1),
+                    kind.to_string(),
+                ));
+                if full(&out, limit) {
+                    break;
+                }
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,172 @@
+//! Roo Code's `ToolRepetitionDetector`: the (limit+1)-th consecutive identical
+//! tool call is blocked (peer-mappings section 2).
+
+use super::common::{detection, full, int};
+use crate::detect::{
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    POLICY_SPEC,
+};
+use crate::error::Result;
+use crate::event::Record;
+use crate::js::{stringify, stringify_sorted};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+const SRC: &str = "RooCodeInc/Roo-Code src/core/tools/ToolRepetitionDetector.ts @cb83656718";
+
+/// The `roo` family.
+pub struct Roo;
+
+impl Family for Roo {
+    fn name(&self) -> &'static str {
+        "roo"
+    }
+    fn about(&self) -> &'static str {
+        "Roo Code ToolRepetitionDetector: consecutive identical calls (name + stable-stringified params); the call after `limit` repeats is blocked and the user asked"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            POLICY_SPEC,
+            int(
+                "limit",
+                -1,
+                100_000,
+                "repeats",
+                "allowed repeats of the previous call (consecutiveMistakeLimit); the next identical call is blocked; 0 or less never blocks",
+                SRC,
+            ),
+        ]
+    }
+    fn profiles(&self) -> Vec<Profile> {
+        vec![Profile {
+            name: "roo",
+            about: "Roo Code @cb83656718 (2026-04): default limit 3 (the 4th identical call is blocked), one detector per task, asks the user",
+            values: vec![
+                (POLICY, ParamValue::Str("ask".into())),
+                ("limit", ParamValue::Int(3)),
+            ],
+        }]
+    }
+    fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        Ok(vec![Box::new(RooCheck {
+            key: params.key_of(&["limit"]),
+            limit: params.int("limit"),
+        })])
+    }
+}
+
+/// The detector's state, usable on its own (the original's tests drive it directly).
+#[derive(Debug, Clone)]
+pub struct RooDetector {
+    limit: i64,
+    previous: Option<String>,
+    count: i64,
+}
+
+impl RooDetector {
+    /// A detector allowing `limit` repeats (`consecutiveMistakeLimit`).
+    pub fn new(limit: i64) -> RooDetector {
+        RooDetector {
+            limit,
+            previous: None,
+            count: 0,
+        }
+    }
+
+    /// `check(block)` for a native tool call: `params[k]` is the string itself
+    /// or its `JSON.stringify`, and `nativeArgs` is the argument object.
+    /// Returns whether the call may execute.
+    pub fn check_call(&mut self, name: &str, args: &Map<String, Value>) -> bool {
+        let params: BTreeMap<String, String> = args
+            .iter()
+            .map(|(k, v)| {
+                let s = match v {
+                    Value::String(s) => s.clone(),
+                    other => stringify(other),
+                };
+                (k.clone(), s)
+            })
+            .collect();
+        let native = Value::Object(args.clone());
+        self.check_block(name, &params, Some(&native))
+    }
+
+    /// `check(block)` on a block given by its parts, as the original's tests
+    /// build them. Returns whether the call may execute.
+    pub fn check_block(
+        &mut self,
+        name: &str,
+        params: &BTreeMap<String, String>,
+        native_args: Option<&Value>,
+    ) -> bool {
+        let sig = serialize(name, params, native_args);
+        if self.previous.as_deref() == Some(sig.as_str()) {
+            self.count += 1;
+        } else {
+            self.count = 0;
+            self.previous = Some(sig);
+        }
+        if self.limit > 0 && self.count >= self.limit {
+            self.count = 0;
+            self.previous = None;
+            return false;
+        }
+        true
+    }
+}
+
+/// safe-stable-stringify of `{name, params, nativeArgs?}`: keys sorted at
+/// every level; `nativeArgs` only when it is a non-empty object.
+fn serialize(name: &str, params: &BTreeMap<String, String>, native: Option<&Value>) -> String {
+    let mut obj = Map::new();
+    obj.insert("name".into(), Value::String(name.to_string()));
+    obj.insert(
+        "params".into(),
+        Value::Object(
+            params
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        ),
+    );
+    if let Some(Value::Object(m)) = native {
+        if !m.is_empty() {
+            obj.insert("nativeArgs".into(), Value::Object(m.clone()));
+        }
+    }
+    stringify_sorted(&Value::Object(obj))
+}
+
+struct RooCheck {
+    key: String,
+    limit: i64,
+}
+
+impl Check for RooCheck {
+    fn key(&self) -> String {
+        format!("roo:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut det = RooDetector::new(self.limit);
+        let mut out = Vec::new();
+        for (i, e) in s.events.iter().enumerate() {
+            if let Record::ToolCall { name, args, .. } = &e.record {
+                if !det.check_call(name, args) {
+                    out.push(detection(
+                        s,
+                        i,
+                        "tool_repetition",
+                        0,
+                        format!("{name} repeated {} times in a row", self.limit + 1),
+                    ));
+                    if full(&out, limit) {
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
+}

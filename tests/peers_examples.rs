@@ -1,0 +1,200 @@
+//! Worked examples from the research notes for the peer families without an
+//! upstream test file (Kilo Code, Goose on sessions, the turn cap), and the
+//! families' declarations.
+
+use looptune::detect::{family, run_checks, DetectorConfig, Prepared};
+use looptune::event::{Origin, Record, Session};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+fn o() -> Origin {
+    Origin { file: 0, line: 0 }
+}
+
+fn call(name: &str, args: Value) -> Record {
+    let args: Map<String, Value> = args.as_object().unwrap().clone();
+    Record::ToolCall {
+        name: name.into(),
+        args,
+        id: None,
+    }
+}
+
+fn result(out: &str, error: bool) -> Record {
+    Record::ToolResult {
+        id: None,
+        name: None,
+        output: Some(out.into()),
+        error: Some(error),
+    }
+}
+
+fn session(recs: Vec<Record>) -> Arc<Session> {
+    Arc::new(Session::from_records(
+        "s".into(),
+        recs.into_iter().map(|r| (r, o())).collect(),
+    ))
+}
+
+/// One turn per call, each answered.
+fn turns(calls: &[(&str, Value, &str, bool)]) -> Arc<Session> {
+    let mut recs = vec![Record::User {
+        text: "go".into(),
+        prompt_id: None,
+    }];
+    for (n, a, out, e) in calls {
+        recs.extend([Record::Turn, call(n, a.clone()), result(out, *e)]);
+    }
+    session(recs)
+}
+
+fn events(profile: &str, s: &Arc<Session>, sets: &[(&str, &str)]) -> Vec<(&'static str, u32)> {
+    let fam = DetectorConfig::resolve(None, Some(profile), &[])
+        .unwrap()
+        .family;
+    let sets: Vec<String> = sets.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let over = DetectorConfig::parse_sets(fam, &sets).unwrap();
+    let cfg = DetectorConfig::resolve(None, Some(profile), &over).unwrap();
+    run_checks(&cfg.checks().unwrap(), &Prepared::new(s.clone()), None)
+        .iter()
+        .map(|d| (d.kind, d.event))
+        .collect()
+}
+
+#[test]
+fn kilo_unrelated_tools_do_not_reset() {
+    // peers.md 4.3: read a, grep x, read a, grep y, read a -> triggers on the
+    // third read, across steps (upstream OpenCode never compares across steps).
+    let s = turns(&[
+        ("read", json!({"p": "a"}), "", false),
+        ("grep", json!({"q": "x"}), "", false),
+        ("read", json!({"p": "a"}), "", false),
+        ("grep", json!({"q": "y"}), "", false),
+        ("read", json!({"p": "a"}), "", false),
+    ]);
+    assert_eq!(events("kilo", &s, &[]), [("doom_loop", 15)]);
+    assert!(events("opencode", &s, &[]).is_empty());
+}
+
+#[test]
+fn kilo_write_tool_resets() {
+    let s = turns(&[
+        ("read", json!({"p": "a"}), "", false),
+        ("read", json!({"p": "a"}), "", false),
+        ("edit", json!({"p": "a"}), "", false),
+        ("read", json!({"p": "a"}), "", false),
+        ("read", json!({"p": "a"}), "", false),
+        ("read", json!({"p": "a"}), "", false),
+    ]);
+    // The edit clears the two earlier reads: the third read after it fires.
+    assert_eq!(events("kilo", &s, &[]), [("doom_loop", 18)]);
+    // Same tool, other input, after a match: reset too.
+    let s = turns(&[
+        ("read", json!({"p": "a"}), "", false),
+        ("read", json!({"p": "a"}), "", false),
+        ("read", json!({"p": "b"}), "", false),
+        ("read", json!({"p": "a"}), "", false),
+    ]);
+    assert!(events("kilo", &s, &[]).is_empty());
+}
+
+#[test]
+fn goose_denies_the_next_call_after_three_same_errors() {
+    let s = turns(&[
+        ("fetch", json!({"u": 1}), "404 Not Found", true),
+        ("fetch", json!({"u": 2}), "404 Not Found", true),
+        ("fetch", json!({"u": 3}), "404 Not Found", true),
+        ("fetch", json!({"u": 4}), "ok", false),
+        ("fetch", json!({"u": 5}), "404 Not Found", true),
+    ]);
+    assert_eq!(events("goose", &s, &[]), [("REP-002", 12)]);
+    // REP-001 as a what-if: 3 identical calls with max 2.
+    let s = turns(&vec![("t", json!({"a": 1}), "ok", false); 3]);
+    assert!(events("goose", &s, &[]).is_empty());
+    assert_eq!(
+        events("goose", &s, &[("max_repetitions", "2")]),
+        [("REP-001", 9)]
+    );
+}
+
+#[test]
+fn max_turns_fires_when_the_next_turn_starts() {
+    let s = turns(&vec![("t", json!({}), "", false); 4]);
+    assert_eq!(
+        events("max-turns", &s, &[("max_turns", "3")]),
+        [("max_turns", 11)]
+    );
+    assert!(events("max-turns", &s, &[("max_turns", "4")]).is_empty());
+}
+
+#[test]
+fn every_family_declares_its_parameters_and_profiles() {
+    for name in [
+        "opencode",
+        "blade",
+        "openhands",
+        "roo",
+        "cline",
+        "goose",
+        "max-turns",
+    ] {
+        let f = family(name).unwrap();
+        let params = f.params();
+        assert!(
+            params.iter().any(|p| p.name == "policy"),
+            "{name} has policy"
+        );
+        for p in &params {
+            assert!(
+                !p.doc.is_empty() && !p.source.is_empty(),
+                "{name}.{}",
+                p.name
+            );
+        }
+        let profiles = f.profiles();
+        for p in &params {
+            assert!(
+                profiles[0].values.iter().any(|(k, _)| *k == p.name),
+                "{name}: default profile lists {}",
+                p.name
+            );
+        }
+        for prof in &profiles {
+            let cfg = DetectorConfig::resolve(Some(name), Some(prof.name), &[]).unwrap();
+            assert!(!cfg.checks().unwrap().is_empty(), "{}", prof.name);
+        }
+    }
+}
+
+#[test]
+fn every_peer_profile_runs_on_the_gemini_edge_cases() {
+    // Quirky transcripts (implicit turns, turn 0, interleaving, judges): no
+    // profile may panic, and detections come in event order.
+    let dir =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/gemini-edge");
+    let corpus = looptune::input::read_corpus(&[dir], &Default::default()).unwrap();
+    for name in [
+        "opencode",
+        "blade",
+        "openhands",
+        "roo",
+        "cline",
+        "goose",
+        "max-turns",
+    ] {
+        for prof in family(name).unwrap().profiles() {
+            let cfg = DetectorConfig::resolve(None, Some(prof.name), &[]).unwrap();
+            let checks = cfg.checks().unwrap();
+            for s in &corpus.sessions {
+                let d = run_checks(&checks, &Prepared::new(s.clone()), None);
+                assert!(
+                    d.windows(2).all(|w| w[0].event <= w[1].event),
+                    "{}",
+                    prof.name
+                );
+                let first = run_checks(&checks, &Prepared::new(s.clone()), Some(1));
+                assert_eq!(first.first(), d.first(), "{} {}", prof.name, s.id);
+            }
+        }
+    }
+}

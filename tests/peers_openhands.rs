@@ -1,0 +1,458 @@
+//! OpenHands' own tests/unit/controller/test_is_stuck.py (`TestStuckDetector`),
+//! ported to the V0 port, plus V1 SDK cases.
+
+use looptune::detect::peers::openhands::{
+    is_stuck_v0, is_stuck_v1, OhEvent, Source, StuckAnalysis, Thresholds, V1Event,
+};
+use serde_json::json;
+
+fn user(c: &str) -> OhEvent {
+    OhEvent::Message {
+        source: Some(Source::User),
+        content: c.into(),
+        wait_for_response: false,
+    }
+}
+fn agent(c: &str) -> OhEvent {
+    OhEvent::Message {
+        source: Some(Source::Agent),
+        content: c.into(),
+        wait_for_response: false,
+    }
+}
+/// A `MessageAction` whose `_source` was never set.
+fn message(c: &str) -> OhEvent {
+    OhEvent::Message {
+        source: None,
+        content: c.into(),
+        wait_for_response: false,
+    }
+}
+fn cmd(c: &str) -> OhEvent {
+    OhEvent::CmdRun {
+        command: c.into(),
+        thought: String::new(),
+    }
+}
+fn cmd_obs(c: &str, content: &str) -> OhEvent {
+    OhEvent::CmdOutput {
+        command: c.into(),
+        exit_code: 0,
+        content: content.into(),
+    }
+}
+fn read(p: &str) -> OhEvent {
+    OhEvent::FileRead { path: p.into() }
+}
+fn read_obs(content: &str, p: &str) -> OhEvent {
+    OhEvent::FileReadOutput {
+        content: content.into(),
+        path: p.into(),
+    }
+}
+fn err(c: &str) -> OhEvent {
+    OhEvent::Error { content: c.into() }
+}
+fn cond() -> OhEvent {
+    OhEvent::Condensation {
+        content: "Trimming prompt to meet context window limitations".into(),
+    }
+}
+const N: OhEvent = OhEvent::NullObservation;
+
+fn analysis(t: &'static str, times: u32, start: usize) -> Option<StuckAnalysis> {
+    Some(StuckAnalysis {
+        loop_type: t,
+        loop_repeat_times: times,
+        loop_start_idx: start,
+    })
+}
+
+const CODE: &str = "\nedit_file_by_replace(\n    'book_store.py',\n    to_replace=\"\"\"def total(basket):\n    if not basket:\n        return 0\n";
+const JUPYTER: &str = "\n[Jupyter current working directory:\n[Jupyter Python interpreter:";
+
+fn syntax_error_events(msg: &str, random_line: bool, incidents: usize) -> Vec<OhEvent> {
+    let mut h = Vec::new();
+    for i in 0..incidents {
+        h.push(OhEvent::IPythonRunCell {
+            code: CODE.into(),
+            thought: String::new(),
+        });
+        let number = if random_line {
+            ((i + 1) * 10).to_string()
+        } else {
+            "42".into()
+        };
+        let extra = if random_line {
+            "\n".repeat(i + 1)
+        } else {
+            String::new()
+        };
+        h.push(OhEvent::IPythonOutput {
+            content: format!(
+                "  Cell In[1], line {number}\nto_replace=\"\"\"def largest(min_factor, max_factor):\n            ^\n{msg}{extra}{JUPYTER}"
+            ),
+            code: CODE.into(),
+        });
+    }
+    h
+}
+
+fn unterminated_events(random_line: bool, incidents: usize) -> Vec<OhEvent> {
+    let mut h = Vec::new();
+    for i in 0..incidents {
+        h.push(OhEvent::IPythonRunCell {
+            code: CODE.into(),
+            thought: String::new(),
+        });
+        let n = if random_line {
+            ((i + 1) * 10).to_string()
+        } else {
+            "1".into()
+        };
+        h.push(OhEvent::IPythonOutput {
+            content: format!(
+                "print(\"  Cell In[1], line {n}\nhello\n       ^\nSyntaxError: unterminated string literal (detected at line {n}){JUPYTER}"
+            ),
+            code: CODE.into(),
+        });
+    }
+    h
+}
+
+const COMMA: &str = "SyntaxError: invalid syntax. Perhaps you forgot a comma?";
+const INCOMPLETE: &str = "SyntaxError: incomplete input";
+
+#[test]
+fn history_too_short() {
+    let h = vec![
+        user("Hello"),
+        N,
+        cmd("ls"),
+        cmd_obs("ls", "file1.txt\nfile2.txt"),
+    ];
+    assert_eq!(is_stuck_v0(&h, true), None);
+}
+
+#[test]
+fn interactive_mode_resets_after_user_message() {
+    let mut h = Vec::new();
+    for _ in 0..4 {
+        h.push(cmd("ls"));
+        h.push(cmd_obs("ls", ""));
+    }
+    assert!(is_stuck_v0(&h, true).is_some());
+    assert!(is_stuck_v0(&h, false).is_some());
+    h.push(user("Hello"));
+    assert!(is_stuck_v0(&h, false).is_none());
+    assert!(is_stuck_v0(&h, true).is_some());
+    for _ in 0..2 {
+        h.push(cmd("ls"));
+        h.push(cmd_obs("ls", ""));
+    }
+    assert!(is_stuck_v0(&h, false).is_none());
+    for _ in 0..2 {
+        h.push(cmd("ls"));
+        h.push(cmd_obs("ls", ""));
+    }
+    assert!(is_stuck_v0(&h, false).is_some());
+}
+
+#[test]
+fn repeating_action_observation() {
+    let mut h = vec![message("Hello"), N];
+    for _ in 0..2 {
+        h.push(cmd("ls"));
+        h.push(cmd_obs("ls", ""));
+    }
+    h.push(user("Done"));
+    h.push(N);
+    assert_eq!(is_stuck_v0(&h, true), None);
+    h.push(cmd("ls"));
+    h.push(cmd_obs("ls", ""));
+    assert_eq!(h.len(), 10);
+    assert_eq!(is_stuck_v0(&h, true), None);
+    h.push(cmd("ls"));
+    h.push(cmd_obs("ls", ""));
+    assert_eq!(h.len(), 12);
+    assert_eq!(
+        is_stuck_v0(&h, true),
+        analysis("repeating_action_observation", 4, 1)
+    );
+}
+
+#[test]
+fn repeating_action_error() {
+    let h = vec![
+        message("Hello"),
+        N,
+        cmd("invalid_command"),
+        err("Command not found"),
+        cmd("invalid_command"),
+        err("Command still not found or another error"),
+        user("Done"),
+        N,
+        cmd("invalid_command"),
+        err("Different error"),
+        cmd("invalid_command"),
+        err("Command not found"),
+    ];
+    assert_eq!(
+        is_stuck_v0(&h, true),
+        analysis("repeating_action_error", 3, 1)
+    );
+}
+
+#[test]
+fn invalid_syntax_error() {
+    assert!(is_stuck_v0(&syntax_error_events(COMMA, false, 4), true).is_some());
+}
+
+#[test]
+fn not_stuck_invalid_syntax_error_random_lines() {
+    assert!(is_stuck_v0(&syntax_error_events(COMMA, true, 4), true).is_none());
+}
+
+#[test]
+fn not_stuck_invalid_syntax_error_only_three_incidents() {
+    assert!(is_stuck_v0(&syntax_error_events(COMMA, true, 3), true).is_none());
+}
+
+#[test]
+fn incomplete_input_error() {
+    assert!(is_stuck_v0(&syntax_error_events(INCOMPLETE, false, 4), true).is_some());
+}
+
+#[test]
+fn not_stuck_incomplete_input_error() {
+    assert!(is_stuck_v0(&syntax_error_events(INCOMPLETE, true, 4), true).is_none());
+}
+
+#[test]
+fn not_stuck_unterminated_string_error_random_lines() {
+    assert!(is_stuck_v0(&unterminated_events(true, 4), true).is_none());
+}
+
+#[test]
+fn not_stuck_unterminated_string_error_only_two_incidents() {
+    assert!(is_stuck_v0(&unterminated_events(false, 2), true).is_none());
+}
+
+#[test]
+fn unterminated_string_error() {
+    assert!(is_stuck_v0(&unterminated_events(false, 4), true).is_some());
+}
+
+#[test]
+fn not_stuck_syntax_error_not_at_end() {
+    let code = "print(\"hello";
+    let outs = [
+        "print(\"hello\n       ^\nSyntaxError: unterminated string literal (detected at line 1)\nThis is some additional output",
+        "print(\"hello\n       ^\nSyntaxError: unterminated string literal (detected at line 1)\nToo much output here on and on",
+        "print(\"hello\n       ^\nSyntaxError: unterminated string literal (detected at line 3)\nEnough",
+        "print(\"hello\n       ^\nSyntaxError: unterminated string literal (detected at line 2)\nLast line of output",
+    ];
+    let mut h = Vec::new();
+    for o in outs {
+        h.push(OhEvent::IPythonRunCell {
+            code: code.into(),
+            thought: String::new(),
+        });
+        h.push(OhEvent::IPythonOutput {
+            content: o.into(),
+            code: code.into(),
+        });
+    }
+    assert!(is_stuck_v0(&h, true).is_none());
+}
+
+#[test]
+fn repeating_action_observation_pattern() {
+    let files = "file1.txt\nfile2.txt";
+    let mut h = vec![user("Come on"), N];
+    for _ in 0..2 {
+        h.extend([
+            cmd("ls"),
+            cmd_obs("ls", files),
+            read("file1.txt"),
+            read_obs("File content", "file1.txt"),
+        ]);
+    }
+    h.extend([user("Come on"), N]);
+    h.extend([
+        cmd("ls"),
+        cmd_obs("ls", files),
+        read("file1.txt"),
+        read_obs("File content", "file1.txt"),
+    ]);
+    assert_eq!(
+        is_stuck_v0(&h, true),
+        analysis("repeating_action_observation_pattern", 3, 0)
+    );
+}
+
+#[test]
+fn not_stuck() {
+    let h = vec![
+        message("Hello"),
+        N,
+        cmd("ls"),
+        cmd_obs("ls", "file1.txt\nfile2.txt"),
+        read("file1.txt"),
+        read_obs("File content", "file1.txt"),
+        cmd("pwd"),
+        cmd_obs("pwd", "/home/user"),
+        read("file2.txt"),
+        read_obs("Another file content", "file2.txt"),
+        user("Done"),
+        N,
+        cmd("pwd"),
+        cmd_obs("pwd", "/home/user"),
+        read("file2.txt"),
+        read_obs("Another file content", "file2.txt"),
+    ];
+    assert!(is_stuck_v0(&h, true).is_none());
+}
+
+#[test]
+fn monologue() {
+    let x = "I'm doing well, thanks for asking.";
+    let mut h = vec![
+        user("Hi there!"),
+        agent("Hi there!"),
+        user("How are you?"),
+        OhEvent::CmdRun {
+            command: "echo 42".into(),
+            thought: "I'm not stuck, he's stuck".into(),
+        },
+        agent(x),
+        agent(x),
+        agent(x),
+    ];
+    assert_eq!(is_stuck_v0(&h, true), analysis("monologue", 3, 2));
+    h.push(OhEvent::CmdOutput {
+        command: "storybook".into(),
+        exit_code: 0,
+        content: "OK, I was stuck, but no more.".into(),
+    });
+    h.push(agent(x));
+    h.push(agent(x));
+    assert!(is_stuck_v0(&h, true).is_none());
+}
+
+#[test]
+fn context_window_error_loop() {
+    let mut h = vec![user("Hello"), N];
+    h.extend((0..10).map(|_| cond()));
+    assert_eq!(
+        is_stuck_v0(&h, true),
+        analysis("context_window_error", 2, 0)
+    );
+}
+
+#[test]
+fn not_stuck_context_window_error_with_other_events() {
+    let mut h = vec![user("Hello"), N];
+    for i in 0..10 {
+        h.push(cond());
+        if i < 9 {
+            h.push(cmd(&format!("ls {i}")));
+            h.push(cmd_obs(&format!("ls {i}"), "file1.txt\nfile2.txt"));
+            if i % 2 == 0 {
+                h.push(read(&format!("file{i}.txt")));
+                h.push(read_obs(
+                    &format!("File content {i}"),
+                    &format!("file{i}.txt"),
+                ));
+            }
+        }
+    }
+    assert!(is_stuck_v0(&h, true).is_none());
+}
+
+#[test]
+fn not_stuck_context_window_error_less_than_ten() {
+    let mut h = vec![user("Hello"), N];
+    h.extend((0..9).map(|_| cond()));
+    assert!(is_stuck_v0(&h, true).is_none());
+}
+
+#[test]
+fn context_window_error_with_user_messages() {
+    let mut h = vec![user("Hello"), N];
+    for i in 0..10 {
+        h.push(cond());
+        if i < 9 {
+            h.push(user(&format!("Please continue {i}")));
+            h.push(N);
+        }
+    }
+    assert_eq!(
+        is_stuck_v0(&h, true),
+        analysis("context_window_error", 2, 0)
+    );
+}
+
+#[test]
+fn not_stuck_context_window_error_in_non_headless() {
+    let mut h = vec![user("Hello"), N];
+    h.extend((0..10).map(|_| cond()));
+    h.extend([user("Please continue"), N]);
+    assert!(is_stuck_v0(&h, true).is_some());
+    assert!(is_stuck_v0(&h, false).is_none());
+}
+
+fn action(name: &str) -> V1Event {
+    V1Event::Action {
+        tool_name: name.into(),
+        args: json!({"command": "ls"}),
+        thought: String::new(),
+    }
+}
+fn observation(content: &str) -> V1Event {
+    V1Event::Observation {
+        tool_name: "terminal".into(),
+        content: content.into(),
+    }
+}
+
+#[test]
+fn v1_scenarios() {
+    let th = Thresholds::default();
+    // 4 identical action/observation pairs.
+    let mut e = vec![V1Event::UserMessage("go".into())];
+    for _ in 0..4 {
+        e.extend([action("terminal"), observation("out")]);
+    }
+    assert_eq!(is_stuck_v1(&e, &th), Some("repeating_action_observation"));
+    // A user message resets the window.
+    e.push(V1Event::UserMessage("again".into()));
+    assert_eq!(is_stuck_v1(&e, &th), None);
+    // 3 identical actions answered by errors.
+    for i in 0..3 {
+        e.extend([
+            action("terminal"),
+            V1Event::AgentError {
+                error: format!("e{i}"),
+            },
+        ]);
+    }
+    assert_eq!(is_stuck_v1(&e, &th), Some("repeating_action_error"));
+    // Monologue: 3 agent messages in a row, no equality needed.
+    let e = vec![
+        V1Event::UserMessage("go".into()),
+        V1Event::AgentMessage("a".into()),
+        V1Event::AgentMessage("b".into()),
+        V1Event::AgentMessage("c".into()),
+    ];
+    assert_eq!(is_stuck_v1(&e, &th), Some("monologue"));
+    // Alternating pattern over 6 actions and 6 observations.
+    let mut e = vec![V1Event::UserMessage("go".into())];
+    for _ in 0..3 {
+        e.extend([action("a"), observation("x"), action("b"), observation("y")]);
+    }
+    assert_eq!(
+        is_stuck_v1(&e, &th),
+        Some("repeating_action_observation_pattern")
+    );
+}
