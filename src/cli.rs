@@ -32,9 +32,37 @@ enum Command {
     /// Replay sessions through one or more detector configurations and print what fires.
     #[command(after_help = REPLAY_HELP)]
     Replay(ReplayArgs),
+    /// Replay many threshold configurations (a grid) in parallel, score them
+    /// against labels, and write sweep.csv, detections.csv, summary.json and report.html.
+    #[command(after_help = SWEEP_HELP)]
+    Sweep(SweepArgs),
+    /// Regenerate report.html from a sweep folder (sweep.csv, summary.json), without re-running.
+    Report(ReportArgs),
+    /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
+    Import(ImportArgs),
     /// List detector families, their profiles and every parameter with its source.
     Detectors(DetectorsArgs),
 }
+
+const SWEEP_HELP: &str = "\
+Examples:
+  looptune sweep fixtures/ --labels fixtures/labels.csv      # the embedded default grid
+  looptune sweep --print-default-grid > grid.toml            # a grid to start from
+  looptune sweep runs/ --grid grid.toml --labels labels.csv --out reports/nightly \\
+      --require 'recall>=0.9' --require 'false_positives<=0' --junit junit.xml
+
+Scores per configuration: true/false positives, missed loops, precision, recall,
+F1, false positives per 1,000 clean turns, turns-to-detection (detection turn -
+onset turn + 1; median, p90, max), early detections, judge checks due, and the
+tokens the recording spent after the policy's stop point. Labels come from
+--labels (CSV or JSONL: session,label,onset_turn) and inline `label` records;
+the file wins. Unlabeled sessions are replayed and counted, never scored.
+
+Replay cannot know how the model would have reacted to a warning or stop: the
+recorded continuation counts as the model not changing course.
+
+Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 results written but
+a report failed.";
 
 const REPLAY_HELP: &str = "\
 Examples:
@@ -120,6 +148,89 @@ struct ReplayArgs {
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
+    #[command(flatten)]
+    ci: CiOpts,
+}
+
+#[derive(Debug, Args)]
+struct CiOpts {
+    /// Labels file (CSV or JSONL: session,label,onset_turn); wins over inline labels.
+    #[arg(long, value_name = "FILE")]
+    labels: Option<PathBuf>,
+    /// Write a short Markdown summary (for a CI job summary page).
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Write JUnit XML: one test case per labeled session for the chosen configuration.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable.
+    #[arg(long = "require", value_name = "GATE")]
+    requires: Vec<String>,
+    /// The configuration gates and JUnit evaluate: an id, label or profile name (default: the stock profile).
+    #[arg(long, value_name = "ID")]
+    config: Option<String>,
+}
+
+impl CiOpts {
+    fn ci(&self) -> run::CiArgs {
+        run::CiArgs {
+            markdown: self.markdown.clone(),
+            junit: self.junit.clone(),
+            requires: self.requires.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct SweepArgs {
+    /// Session files or folders; `-` reads stdin. Not needed with --print-default-grid.
+    #[arg(value_name = "PATHS", required_unless_present = "print_default_grid")]
+    paths: Vec<PathBuf>,
+    /// Print the embedded default grid as TOML and exit.
+    #[arg(long)]
+    print_default_grid: bool,
+    /// Grid file (TOML); default: the embedded grid.
+    #[arg(long, value_name = "FILE")]
+    grid: Option<PathBuf>,
+    /// Output folder (default reports/sweep-<grid name>/).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// How to pick the recommended configuration: default, f1, max-fp=N.
+    #[arg(long, value_name = "RULE", default_value = "default")]
+    objective: String,
+    /// Worker threads (default: all cores). CSV output is identical for every value.
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    jobs: usize,
+    /// Skip bad lines (counted and reported per file); labels for unknown sessions become warnings.
+    #[arg(long)]
+    lenient: bool,
+    /// Input format for every file: `auto` detects it per file by content.
+    #[arg(long, value_name = "NAME", default_value = "auto")]
+    input_format: String,
+    #[command(flatten)]
+    ci: CiOpts,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// A folder written by `looptune sweep`.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct ImportArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Output file (canonical JSONL; `.gz` compresses). Never an input.
+    #[arg(long, short = 'o', value_name = "OUT.jsonl")]
+    output: PathBuf,
+    /// Mask common credential patterns (API keys, bearer tokens, private keys) in text and arguments.
+    #[arg(long)]
+    redact: bool,
 }
 
 #[derive(Debug, Args)]
@@ -147,9 +258,45 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 jobs: a.jobs,
                 fail_on_detection: a.fail_on_detection,
                 quiet: a.quiet,
+                labels: a.ci.labels.clone(),
+                config: a.ci.config.clone(),
+                ci: a.ci.ci(),
             };
             run::replay_command(&req, &mut out)
         }
+        Command::Sweep(a) => {
+            if a.print_default_grid {
+                use std::io::Write;
+                out.write_all(looptune::grid::DEFAULT_GRID.as_bytes())
+                    .map_err(|e| Error::io("<stdout>", e))?;
+                return Ok(0);
+            }
+            let req = run::SweepRequest {
+                paths: a.paths.clone(),
+                read: ReadOptions {
+                    lenient: a.lenient,
+                    format: Some(a.input_format.clone()),
+                    digests: true,
+                },
+                grid: a.grid.clone(),
+                labels: a.ci.labels.clone(),
+                out: a.out.clone(),
+                jobs: a.jobs,
+                objective: a.objective.clone(),
+                config: a.ci.config.clone(),
+                ci: a.ci.ci(),
+                quiet: a.quiet,
+            };
+            run::sweep_command(&req, &mut std::io::stderr())
+        }
+        Command::Report(a) => run::report_command(&a.dir, &mut std::io::stderr()),
+        Command::Import(a) => run::import_command(
+            &a.input.paths,
+            &a.input.read_options(false),
+            &a.output,
+            a.redact,
+            &mut std::io::stderr(),
+        ),
         Command::Detectors(a) => {
             run::detectors_command(
                 a.family.as_deref(),
@@ -172,11 +319,6 @@ fn selection(d: &DetectorArgs) -> run::Selection {
         profiles: d.profile.clone(),
         sets: d.sets.clone(),
     }
-}
-
-#[allow(dead_code)]
-fn usage(msg: impl Into<String>) -> Error {
-    Error::Usage(msg.into())
 }
 
 #[cfg(test)]

@@ -9,10 +9,15 @@
 pub mod detect;
 pub mod error;
 pub mod event;
+pub mod gates;
+pub mod grid;
 pub mod import;
 pub mod input;
 pub mod js;
+pub mod labels;
+pub mod metrics;
 pub mod progress;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod sweep;

@@ -390,13 +390,12 @@ fn chat_counts(dir: &Path) -> Counts {
                         .and_then(Value::as_array)
                         .map_or(0, Vec::len);
                 }
-                "tool" => {
+                "tool"
                     if m.pointer("/extra/returncode")
                         .and_then(Value::as_i64)
-                        .is_some_and(|c| c != 0)
-                    {
-                        n.errors += 1;
-                    }
+                        .is_some_and(|c| c != 0) =>
+                {
+                    n.errors += 1;
                 }
                 _ => {}
             }
@@ -419,7 +418,7 @@ fn per_format_counts_agree_with_raw_counts() {
     ];
     for (name, count, lenient) in formats {
         let dir = root.join(name);
-        let got = imported(&read(&[dir.clone()], lenient));
+        let got = imported(&read(std::slice::from_ref(&dir), lenient));
         let want = count(&dir);
         println!("{name}: {got:?}");
         assert_eq!(got, want, "{name}");
@@ -462,7 +461,7 @@ fn every_file_imports_and_damaged_claude_lines_are_counted() {
     let m_claude = root.join("claude-code/M-Claude");
     for f in files(&m_claude, &[".jsonl"]) {
         let broken = json_lines(&f).1;
-        let strict = read_corpus(&[f.clone()], &ReadOptions::default());
+        let strict = read_corpus(std::slice::from_ref(&f), &ReadOptions::default());
         if broken == 0 {
             assert!(strict.is_ok(), "{}: {:?}", f.display(), strict.err());
         } else {
@@ -471,12 +470,12 @@ fn every_file_imports_and_damaged_claude_lines_are_counted() {
                 .to_string();
             assert!(e.contains("not valid JSON"), "{e}");
         }
-        let c = read(&[f.clone()], true);
+        let c = read(std::slice::from_ref(&f), true);
         assert_eq!(c.files[0].format, "claude-code");
         assert_eq!(c.files[0].skipped_lines as usize, broken, "{}", f.display());
     }
     // A walk over the whole corpus skips the one non-log file with a note.
-    let all = read(&[root.clone()], true);
+    let all = read(std::slice::from_ref(&root), true);
     let notes: Vec<&String> = all
         .skipped
         .iter()
@@ -513,7 +512,7 @@ fn session_ids_and_turns_match_labels() {
     let Some(root) = corpus_dir() else { return };
     let want = labels(&root);
     assert_eq!(want.len(), 106);
-    let c = read(&[root.clone()], true);
+    let c = read(std::slice::from_ref(&root), true);
     let got: HashMap<&str, u32> = c
         .sessions
         .iter()

@@ -1,5 +1,5 @@
 //! Edge cases of the importers on small hand-made fixtures in
-//! `fixtures/import/`: missing fields, empty sessions, unknown record types, a
+//! `tests/fixtures/import/`: missing fields, empty sessions, unknown record types, a
 //! subagent file without its parent, resume copies, clashing stems, walked
 //! files nobody recognises, and the two formats without corpus data.
 
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 fn fx(p: &str) -> PathBuf {
-    PathBuf::from("fixtures/import").join(p)
+    PathBuf::from("tests/fixtures/import").join(p)
 }
 
 fn read(paths: &[&str], lenient: bool) -> looptune::error::Result<Corpus> {
@@ -42,7 +42,7 @@ fn claude_bad_block_list_is_a_line_error_or_a_counted_skip() {
     let e = read(&["claude-edge.jsonl"], false).unwrap_err().to_string();
     assert_eq!(
         e,
-        "fixtures/import/claude-edge.jsonl:7: field `message.content` must be an array"
+        "tests/fixtures/import/claude-edge.jsonl:7: field `message.content` must be an array"
     );
     let c = read(&["claude-edge.jsonl"], true).unwrap();
     assert_eq!(c.files[0].format, "claude-code");
@@ -131,7 +131,7 @@ fn gemini_missing_fields_loop_notices_and_unknown_types() {
         .to_string();
     assert_eq!(
         e,
-        "fixtures/import/gemini-missing.json:11: missing field `messages[6].type`"
+        "tests/fixtures/import/gemini-missing.json:11: missing field `messages[6].type`"
     );
     let c = read(&["gemini-missing.json"], true).unwrap();
     assert_eq!(c.files[0].skipped_lines, 1);
@@ -168,7 +168,7 @@ fn codex_unknown_items_invalid_arguments_and_missing_name() {
         .to_string();
     assert_eq!(
         e,
-        "fixtures/import/codex-unknown.jsonl:9: missing field `payload.name`"
+        "tests/fixtures/import/codex-unknown.jsonl:9: missing field `payload.name`"
     );
     let c = read(&["codex-unknown.jsonl"], true).unwrap();
     assert_eq!(c.files[0].unknown_records, 2);
@@ -273,13 +273,13 @@ fn walked_unknown_files_are_skipped_but_named_ones_fail() {
     assert_eq!(c.sessions.len(), 1);
     assert_eq!(c.skipped.len(), 1);
     assert!(
-        c.skipped[0].starts_with("fixtures/import/walk/report.json: skipped file"),
+        c.skipped[0].starts_with("tests/fixtures/import/walk/report.json: skipped file"),
         "{}",
         c.skipped[0]
     );
     let e = read(&["walk/report.json"], false).unwrap_err().to_string();
     assert!(
-        e.starts_with("fixtures/import/walk/report.json: not a recognised session log"),
+        e.starts_with("tests/fixtures/import/walk/report.json: not a recognised session log"),
         "{e}"
     );
     assert!(e.contains("claude-code") && e.contains("goose"), "{e}");

@@ -1,3 +1,80 @@
-//! Report writers: terminal and JSON output, CSV, Markdown, JUnit and HTML.
+//! Report writers: terminal and JSON output, CSV, `summary.json`, Markdown,
+//! JUnit and HTML. Every file is written whole or not at all: to a temporary
+//! file in the same folder, then renamed over the target.
 
+pub mod ci;
+pub mod csv_out;
+pub mod html;
+pub mod summary;
 pub mod text;
+
+use std::io::Write;
+use std::path::Path;
+
+/// Write `bytes` to `path` atomically (temporary file + rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".looptune-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Make a text cell safe for spreadsheets: a cell that starts with `=`, `+`,
+/// `-`, `@`, tab or carriage return would be evaluated as a formula, so it gets
+/// a leading apostrophe (session ids and excerpts come from untrusted logs).
+pub fn safe_cell(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.as_bytes().first() {
+        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') => format!("'{s}").into(),
+        _ => s.into(),
+    }
+}
+
+/// A float at fixed precision (quiet diffs), trailing zeros trimmed.
+pub fn fixed(x: f64) -> String {
+    let s = format!("{x:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formula_cells_are_neutralised() {
+        for bad in ["=cmd|' /C calc'!A0", "+1", "-2+3", "@SUM(A1)", "\tx", "\rx"] {
+            assert!(safe_cell(bad).starts_with('\''), "{bad:?}");
+        }
+        assert_eq!(safe_cell("plain"), "plain");
+    }
+
+    #[test]
+    fn fixed_precision() {
+        assert_eq!(fixed(0.5), "0.5");
+        assert_eq!(fixed(1.0 / 3.0), "0.333333");
+        assert_eq!(fixed(2.0), "2");
+        assert_eq!(fixed(-0.0000001), "0");
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.csv");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+}

@@ -1,0 +1,126 @@
+//! CI gates: `--require 'recall>=0.9'` on any score name, evaluated on the
+//! chosen configuration. Unmet gates say which and by how much.
+
+use crate::error::{Error, Result};
+use crate::metrics::{Scores, SCORE_NAMES};
+
+/// One gate: `score op number`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// Score name.
+    pub score: String,
+    /// Comparison: `>=`, `<=`, `>`, `<`, `==`, `!=`.
+    pub op: &'static str,
+    /// Threshold.
+    pub value: f64,
+}
+
+/// The result of one gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateResult {
+    /// The gate as written.
+    pub gate: String,
+    /// The score's value (`None` when undefined, e.g. no detection to take a median of).
+    pub actual: Option<f64>,
+    /// Met or not.
+    pub passed: bool,
+}
+
+impl Gate {
+    /// Parse `name>=0.9`.
+    pub fn parse(s: &str) -> Result<Gate> {
+        let s = s.trim();
+        for op in [">=", "<=", "==", "!=", ">", "<"] {
+            if let Some(i) = s.find(op) {
+                let (name, value) = (s[..i].trim(), s[i + op.len()..].trim());
+                if !SCORE_NAMES.contains(&name) {
+                    return Err(Error::Usage(format!(
+                        "--require `{s}`: unknown score `{name}` (known: {})",
+                        SCORE_NAMES.join(", ")
+                    )));
+                }
+                let value: f64 = value.parse().map_err(|_| {
+                    Error::Usage(format!("--require `{s}`: `{value}` is not a number"))
+                })?;
+                return Ok(Gate {
+                    score: name.to_string(),
+                    op,
+                    value,
+                });
+            }
+        }
+        Err(Error::Usage(format!(
+            "--require `{s}`: expected SCORE OP NUMBER, e.g. 'recall>=0.9' (OP: >=, <=, >, <, ==, !=)"
+        )))
+    }
+
+    /// Evaluate on a configuration's scores.
+    pub fn check(&self, s: &Scores) -> GateResult {
+        let actual = s.get(&self.score);
+        let passed = actual.is_some_and(|a| match self.op {
+            ">=" => a >= self.value,
+            "<=" => a <= self.value,
+            ">" => a > self.value,
+            "<" => a < self.value,
+            "==" => (a - self.value).abs() < 1e-12,
+            _ => (a - self.value).abs() >= 1e-12,
+        });
+        GateResult {
+            gate: format!(
+                "{}{}{}",
+                self.score,
+                self.op,
+                crate::report::fixed(self.value)
+            ),
+            actual,
+            passed,
+        }
+    }
+}
+
+impl GateResult {
+    /// `recall>=0.9: 0.75, short by 0.15`.
+    pub fn describe(&self) -> String {
+        match (self.actual, self.passed) {
+            (Some(a), true) => format!("{}: {} (met)", self.gate, crate::report::fixed(a)),
+            (None, _) => format!("{}: undefined (no value to compare)", self.gate),
+            (Some(a), false) => {
+                let want: f64 = self
+                    .gate
+                    .trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
+                    .trim_start_matches(['>', '<', '=', '!'])
+                    .parse()
+                    .unwrap_or(a);
+                format!(
+                    "{}: {} (off by {})",
+                    self.gate,
+                    crate::report::fixed(a),
+                    crate::report::fixed((a - want).abs())
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_check() {
+        let s = Scores {
+            recall: 0.75,
+            false_positives: 1,
+            ..Default::default()
+        };
+        let g = Gate::parse("recall>=0.9").unwrap();
+        let r = g.check(&s);
+        assert!(!r.passed);
+        assert_eq!(r.describe(), "recall>=0.9: 0.75 (off by 0.15)");
+        assert!(Gate::parse("false_positives<=1").unwrap().check(&s).passed);
+        assert!(!Gate::parse("ttd_median<=3").unwrap().check(&s).passed);
+        assert!(Gate::parse("bogus>1").is_err());
+        assert!(Gate::parse("recall>x").is_err());
+        assert!(Gate::parse("recall").is_err());
+    }
+}

@@ -1,0 +1,437 @@
+//! Sweep grids: a TOML file naming a detector family and base profile, then
+//! axes (lists or inclusive `start/stop/step` ranges) whose product is the run,
+//! plus explicit extra configurations. Every configuration gets a stable id
+//! (a digest of its family and resolved parameters, so the same grid always
+//! gives the same ids) and a short readable label. Grids are validated whole
+//! before any work starts.
+
+use crate::detect::{self, DetectorConfig, ParamKind, ParamSpec, ParamValue};
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// The embedded default grid (`looptune sweep --print-default-grid`).
+pub const DEFAULT_GRID: &str = include_str!("default_grid.toml");
+
+/// A grid file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GridFile {
+    name: Option<String>,
+    family: Option<String>,
+    profile: Option<String>,
+    #[serde(default)]
+    axes: toml::Table,
+    #[serde(default)]
+    grid: Vec<SubGrid>,
+    #[serde(default)]
+    extra: Vec<Extra>,
+    /// Add every stock profile of every family (default true).
+    stock_profiles: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubGrid {
+    family: Option<String>,
+    profile: Option<String>,
+    #[serde(default)]
+    axes: toml::Table,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Extra {
+    family: Option<String>,
+    profile: Option<String>,
+    #[serde(default)]
+    set: toml::Table,
+}
+
+/// One configuration of a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// Stable id (`c` + 10 hex digits of a digest of family, profile and parameters).
+    pub id: String,
+    /// Short readable label: the profile, then what differs from it.
+    pub label: String,
+    /// The resolved configuration.
+    pub config: DetectorConfig,
+    /// Parameters set by the grid (not inherited from the profile).
+    pub overrides: BTreeMap<String, ParamValue>,
+    /// A stock profile, unchanged.
+    pub stock: bool,
+}
+
+/// An expanded grid.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    /// Grid name (used for the default output folder).
+    pub name: String,
+    /// The grid's TOML text as given.
+    pub source: String,
+    /// The base profile: what gates and reports compare against by default.
+    pub base_profile: String,
+    /// Configurations, de-duplicated, in grid order.
+    pub variants: Vec<Variant>,
+    /// Axis names in declaration order (for charts), per family.
+    pub axes: Vec<String>,
+}
+
+/// Parse and expand a grid; `origin` names it in errors.
+pub fn parse_grid(text: &str, origin: &str) -> Result<Grid> {
+    let err = |m: String| Error::Config(format!("grid {origin}: {m}"));
+    let file: GridFile = toml::from_str(text).map_err(|e| err(e.to_string().trim().to_string()))?;
+    let mut subs: Vec<SubGrid> = Vec::new();
+    if file.family.is_some() || file.profile.is_some() || !file.axes.is_empty() {
+        subs.push(SubGrid {
+            family: file.family.clone(),
+            profile: file.profile.clone(),
+            axes: file.axes.clone(),
+        });
+    }
+    subs.extend(file.grid);
+    let mut out: Vec<Variant> = Vec::new();
+    let mut axes_seen: Vec<String> = Vec::new();
+    let mut base_profile: Option<String> = None;
+    for (gi, sub) in subs.iter().enumerate() {
+        let where_ = if gi == 0 {
+            "".to_string()
+        } else {
+            format!("[[grid]] #{gi}: ")
+        };
+        let base = DetectorConfig::resolve(sub.family.as_deref(), sub.profile.as_deref(), &[])
+            .map_err(|e| err(format!("{where_}{e}")))?;
+        base_profile.get_or_insert_with(|| base.profile.clone());
+        let specs = detect::family(base.family)?.params();
+        let mut axes: Vec<(String, Vec<ParamValue>)> = Vec::new();
+        for (name, raw) in &sub.axes {
+            let spec =
+                find_spec(&specs, name, base.family).map_err(|m| err(format!("{where_}{m}")))?;
+            let values =
+                axis_values(spec, raw).map_err(|m| err(format!("{where_}axis `{name}`: {m}")))?;
+            if values.is_empty() {
+                return Err(err(format!("{where_}axis `{name}` is empty")));
+            }
+            if !axes_seen.contains(name) {
+                axes_seen.push(name.clone());
+            }
+            axes.push((name.clone(), values));
+        }
+        // Cartesian product, first axis varying slowest.
+        let mut combos: Vec<Vec<(String, ParamValue)>> = vec![Vec::new()];
+        for (name, values) in &axes {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.push((name.clone(), v.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        for combo in combos {
+            let cfg = DetectorConfig::resolve(Some(base.family), Some(&base.profile), &combo)
+                .map_err(|e| err(e.to_string()))?;
+            push_variant(&mut out, cfg, combo.into_iter().collect());
+        }
+    }
+    for (i, x) in file.extra.iter().enumerate() {
+        let base = DetectorConfig::resolve(x.family.as_deref(), x.profile.as_deref(), &[])
+            .map_err(|e| err(format!("[[extra]] #{}: {e}", i + 1)))?;
+        let specs = detect::family(base.family)?.params();
+        let mut sets = Vec::new();
+        for (name, raw) in &x.set {
+            let spec = find_spec(&specs, name, base.family)
+                .map_err(|m| err(format!("[[extra]] #{}: {m}", i + 1)))?;
+            let v = toml_value(spec, raw)
+                .map_err(|m| err(format!("[[extra]] #{}: `{name}`: {m}", i + 1)))?;
+            sets.push((name.clone(), v));
+        }
+        base_profile.get_or_insert_with(|| base.profile.clone());
+        let cfg = DetectorConfig::resolve(Some(base.family), Some(&base.profile), &sets)
+            .map_err(|e| err(e.to_string()))?;
+        push_variant(&mut out, cfg, sets.into_iter().collect());
+    }
+    if file.stock_profiles.unwrap_or(true) {
+        for fam in detect::families() {
+            for p in fam.profiles() {
+                let cfg = DetectorConfig::resolve(Some(fam.name()), Some(p.name), &[])?;
+                push_variant(&mut out, cfg, BTreeMap::new());
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(err(
+            "no configurations: give `family`/`profile` with `[axes]`, `[[grid]]` or `[[extra]]`"
+                .into(),
+        ));
+    }
+    Ok(Grid {
+        name: file.name.unwrap_or_else(|| {
+            std::path::Path::new(origin)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "grid".into())
+        }),
+        source: text.to_string(),
+        base_profile: base_profile.unwrap_or_else(|| "gemini-latest".into()),
+        variants: out,
+        axes: axes_seen,
+    })
+}
+
+fn find_spec<'a>(
+    specs: &'a [ParamSpec],
+    name: &str,
+    family: &str,
+) -> std::result::Result<&'a ParamSpec, String> {
+    specs.iter().find(|s| s.name == name).ok_or_else(|| {
+        format!(
+            "unknown parameter `{name}` for family `{family}` (known: {})",
+            specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+/// Add a configuration unless an identical one is already there; overrides
+/// equal to the profile's own values are not overrides.
+fn push_variant(
+    out: &mut Vec<Variant>,
+    config: DetectorConfig,
+    overrides: BTreeMap<String, ParamValue>,
+) {
+    let id = variant_id(&config);
+    if out.iter().any(|v| v.id == id) {
+        return;
+    }
+    let stock_cfg = DetectorConfig::resolve(Some(config.family), Some(&config.profile), &[])
+        .expect("profile resolves");
+    let overrides: BTreeMap<String, ParamValue> = overrides
+        .into_iter()
+        .filter(|(k, v)| stock_cfg.params.0.get(k) != Some(v))
+        .collect();
+    let stock = overrides.is_empty();
+    let label = if stock {
+        config.profile.clone()
+    } else {
+        let parts: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{} {}", config.profile, parts.join(" "))
+    };
+    out.push(Variant {
+        id,
+        label,
+        config,
+        overrides,
+        stock,
+    });
+}
+
+/// Stable id: a digest of the family, the profile and every resolved parameter
+/// value (two profiles with equal values stay two configurations).
+pub fn variant_id(c: &DetectorConfig) -> String {
+    let mut h = Sha256::new();
+    h.update(c.family.as_bytes());
+    h.update(b"\0");
+    h.update(c.profile.as_bytes());
+    for (k, v) in &c.params.0 {
+        h.update(b"\0");
+        h.update(k.as_bytes());
+        h.update(b"=");
+        h.update(v.to_string().as_bytes());
+    }
+    let d = h.finalize();
+    format!("c{}", &crate::input::hex(&d)[..10])
+}
+
+fn axis_values(
+    spec: &ParamSpec,
+    raw: &toml::Value,
+) -> std::result::Result<Vec<ParamValue>, String> {
+    match raw {
+        toml::Value::Array(items) => items.iter().map(|v| toml_value(spec, v)).collect(),
+        toml::Value::Table(t) => {
+            let get = |k: &str| t.get(k).ok_or_else(|| format!("a range needs `{k}`"));
+            for k in t.keys() {
+                if !["start", "stop", "step"].contains(&k.as_str()) {
+                    return Err(format!(
+                        "unknown range key `{k}` (expected start, stop, step)"
+                    ));
+                }
+            }
+            let (start, stop, step) = (get("start")?, get("stop")?, get("step")?);
+            match (&spec.kind, start, stop, step) {
+                (
+                    ParamKind::Int { .. },
+                    toml::Value::Integer(a),
+                    toml::Value::Integer(b),
+                    toml::Value::Integer(s),
+                ) => {
+                    if *s <= 0 {
+                        return Err("`step` must be positive".into());
+                    }
+                    if a > b {
+                        return Err("`start` is after `stop`".into());
+                    }
+                    if (b - a) / s > 100_000 {
+                        return Err("range has more than 100000 values".into());
+                    }
+                    (0..=(b - a) / s)
+                        .map(|i| {
+                            spec.check(ParamValue::Int(a + i * s))
+                                .map_err(|e| e.to_string())
+                        })
+                        .collect()
+                }
+                (ParamKind::Float { .. }, a, b, s) => {
+                    let (a, b, s) = (num(a)?, num(b)?, num(s)?);
+                    if s <= 0.0 {
+                        return Err("`step` must be positive".into());
+                    }
+                    if a > b {
+                        return Err("`start` is after `stop`".into());
+                    }
+                    let n = ((b - a) / s + 1e-9).floor() as i64;
+                    if n > 100_000 {
+                        return Err("range has more than 100000 values".into());
+                    }
+                    // Rounded so that 0.1 steps print as 0.3, not 0.30000000000000004.
+                    (0..=n)
+                        .map(|i| {
+                            let x = ((a + i as f64 * s) * 1e9).round() / 1e9;
+                            spec.check(ParamValue::Float(x)).map_err(|e| e.to_string())
+                        })
+                        .collect()
+                }
+                _ => Err(format!(
+                    "a range needs numbers of the parameter's type ({})",
+                    match spec.kind {
+                        ParamKind::Int { .. } => "integers",
+                        ParamKind::Float { .. } => "numbers",
+                        _ => "ranges only work for numeric parameters",
+                    }
+                )),
+            }
+        }
+        single => Ok(vec![toml_value(spec, single)?]),
+    }
+}
+
+fn num(v: &toml::Value) -> std::result::Result<f64, String> {
+    match v {
+        toml::Value::Integer(i) => Ok(*i as f64),
+        toml::Value::Float(f) => Ok(*f),
+        other => Err(format!("`{other}` is not a number")),
+    }
+}
+
+/// One TOML value as a parameter value of `spec`'s type.
+fn toml_value(spec: &ParamSpec, v: &toml::Value) -> std::result::Result<ParamValue, String> {
+    let pv = match (&spec.kind, v) {
+        (_, toml::Value::Integer(i)) => ParamValue::Int(*i),
+        (_, toml::Value::Float(f)) => ParamValue::Float(*f),
+        (_, toml::Value::Boolean(b)) => ParamValue::Bool(*b),
+        (ParamKind::List, toml::Value::Array(items)) => ParamValue::List(
+            items
+                .iter()
+                .map(|i| {
+                    i.as_str()
+                        .map(String::from)
+                        .ok_or_else(|| format!("`{i}` is not a name"))
+                })
+                .collect::<std::result::Result<_, _>>()?,
+        ),
+        (_, toml::Value::String(s)) => return spec.parse(s).map_err(|e| e.to_string()),
+        (_, other) => return Err(format!("`{other}` has the wrong type")),
+    };
+    spec.check(pv).map_err(|e| e.to_string())
+}
+
+/// The default grid as TOML, with the generated list of stock profiles noted.
+pub fn default_grid() -> Result<Grid> {
+    parse_grid(DEFAULT_GRID, "default")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn product_of_axes_with_ranges_and_stable_ids() {
+        let g = parse_grid(
+            "family = \"gemini\"\nprofile = \"gemini-latest\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [3, 5, 8]\ncontent_chunk_size = { start = 25, stop = 100, step = 25 }\n[[extra]]\nprofile = \"deepv-preview\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        // 3 x 4, one of them (5, 50) is the stock profile itself, + 1 extra
+        assert_eq!(g.variants.len(), 13);
+        assert_eq!(
+            g.variants[0].label,
+            "gemini-latest content_chunk_size=25 tool_call_threshold=3"
+        );
+        assert!(g
+            .variants
+            .iter()
+            .any(|v| v.stock && v.config.profile == "gemini-latest"));
+        let again = parse_grid(&g.source, "t.toml").unwrap();
+        let ids: Vec<_> = g.variants.iter().map(|v| &v.id).collect();
+        let ids2: Vec<_> = again.variants.iter().map(|v| &v.id).collect();
+        assert_eq!(ids, ids2);
+        let mut uniq = ids.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), ids.len());
+    }
+
+    #[test]
+    fn invalid_grids_are_clear_errors() {
+        let e = |t: &str| parse_grid(t, "g.toml").unwrap_err().to_string();
+        assert!(
+            e("family = \"gemini\"\n[axes]\nbogus = [1]\n").contains("unknown parameter `bogus`")
+        );
+        assert!(e("family = \"gemini\"\n[axes]\ntool_call_threshold = []\n").contains("is empty"));
+        assert!(
+            e("family = \"gemini\"\n[axes]\ntool_call_threshold = [\"x\"]\n")
+                .contains("not an integer")
+        );
+        assert!(
+            e("family = \"gemini\"\n[axes]\ntool_call_threshold = [0]\n").contains("out of range")
+        );
+        assert!(e(
+            "family = \"gemini\"\n[axes]\ncontent_chunk_size = { start = 5, stop = 1, step = 1 }\n"
+        )
+        .contains("after"));
+        assert!(e("family = \"nope\"\n").contains("unknown detector family"));
+        assert!(e("famly = \"gemini\"\n").contains("unknown field"));
+    }
+
+    #[test]
+    fn float_ranges_are_rounded() {
+        let g = parse_grid(
+            "family = \"gemini\"\nstock_profiles = false\n[axes]\ncontent_max_distance_factor = { start = 0.1, stop = 0.3, step = 0.1 }\n",
+            "g",
+        )
+        .unwrap();
+        let labels: Vec<_> = g.variants.iter().map(|v| v.label.clone()).collect();
+        assert_eq!(labels[2], "gemini-latest content_max_distance_factor=0.3");
+    }
+
+    #[test]
+    fn default_grid_contains_every_stock_profile() {
+        let g = default_grid().unwrap();
+        for fam in detect::families() {
+            for p in fam.profiles() {
+                assert!(
+                    g.variants
+                        .iter()
+                        .any(|v| v.stock && v.config.profile == p.name),
+                    "{}",
+                    p.name
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,430 @@
+//! Scores of each configuration against the labels, the Pareto front, and the
+//! recommendation. Pure and sequential: computed after the parallel replay in
+//! a fixed order, so results never depend on `--jobs`.
+
+use crate::event::{Corpus, Label};
+use crate::labels::Labels;
+use crate::replay::Outcome;
+use std::collections::BTreeMap;
+
+/// How a configuration did on one session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Fired on a loop at or after its onset.
+    TruePositive,
+    /// Fired on a loop before its onset (counts as a true positive).
+    Early,
+    /// Fired on a clean session.
+    FalsePositive,
+    /// Did not fire on a loop.
+    Missed,
+    /// Did not fire on a clean session.
+    TrueNegative,
+    /// Fired on an unlabeled session.
+    Unlabeled,
+    /// Did not fire on an unlabeled session.
+    Quiet,
+}
+
+impl Verdict {
+    /// The `outcome` column of `detections.csv`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::TruePositive => "tp",
+            Verdict::Early => "early",
+            Verdict::FalsePositive => "fp",
+            Verdict::Missed => "fn",
+            Verdict::TrueNegative => "tn",
+            Verdict::Unlabeled => "unlabeled",
+            Verdict::Quiet => "quiet",
+        }
+    }
+}
+
+/// Judge one outcome against a label: verdict and turns-to-detection.
+///
+/// Turns-to-detection = detection turn - onset turn + 1 (the onset turn itself
+/// counts 1); an early detection reports it as is (zero or negative).
+pub fn verdict(o: &Outcome, label: Option<Label>) -> (Verdict, Option<i64>) {
+    let fired = o.first();
+    match (label, fired) {
+        (None, Some(_)) => (Verdict::Unlabeled, None),
+        (None, None) => (Verdict::Quiet, None),
+        (Some(l), Some(d)) if l.is_loop => {
+            let ttd = l.onset_turn.map(|on| d.turn as i64 - on as i64 + 1);
+            let early = l.onset_turn.is_some_and(|on| d.turn < on);
+            (
+                if early {
+                    Verdict::Early
+                } else {
+                    Verdict::TruePositive
+                },
+                ttd,
+            )
+        }
+        (Some(l), None) if l.is_loop => (Verdict::Missed, None),
+        (Some(_), Some(_)) => (Verdict::FalsePositive, None),
+        (Some(_), None) => (Verdict::TrueNegative, None),
+    }
+}
+
+/// The scores of one configuration.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scores {
+    /// Sessions replayed.
+    pub sessions: usize,
+    /// Sessions labeled `loop`.
+    pub labeled_loops: usize,
+    /// Sessions labeled `clean`.
+    pub labeled_clean: usize,
+    /// Loops detected (early detections included).
+    pub true_positives: usize,
+    /// Clean sessions with a detection.
+    pub false_positives: usize,
+    /// Loops without a detection.
+    pub missed_loops: usize,
+    /// Clean sessions without a detection.
+    pub true_negatives: usize,
+    /// TP / (TP + FP); 0 when nothing fired.
+    pub precision: f64,
+    /// TP / labeled loops; 0 when there are no loops.
+    pub recall: f64,
+    /// Harmonic mean of precision and recall; 0 when both are 0.
+    pub f1: f64,
+    /// False positives per 1,000 turns of clean sessions.
+    pub fp_per_1k_turns: f64,
+    /// Turns-to-detection of every detected loop with an onset, in session order.
+    pub ttd: Vec<i64>,
+    /// Median turns-to-detection.
+    pub ttd_median: Option<f64>,
+    /// 90th percentile (nearest rank).
+    pub ttd_p90: Option<f64>,
+    /// Largest turns-to-detection.
+    pub ttd_max: Option<i64>,
+    /// Detections before the labeled onset.
+    pub early_detections: usize,
+    /// Sessions with a detection (labeled or not).
+    pub detections: usize,
+    /// First detections by kind.
+    pub kinds: BTreeMap<String, usize>,
+    /// Judge checks due (until the stop).
+    pub judge_checks_due: u64,
+    /// Judge checks due without a recorded verdict.
+    pub judge_checks_no_verdict: u64,
+    /// Sessions the policy stops.
+    pub stops: usize,
+    /// Warnings issued (warn:N).
+    pub warnings: u64,
+    /// Detections nobody acted on (ignore).
+    pub unheeded: u64,
+    /// Tokens the recordings spent after the stop point, all sessions.
+    pub tokens_after_detection: u64,
+    /// ... on labeled loops: what a stop would have saved.
+    pub tokens_saved_on_loops: u64,
+    /// ... on labeled clean sessions: work a stop would have destroyed.
+    pub tokens_lost_on_clean: u64,
+    /// Turns the recordings spent after the stop point.
+    pub turns_after_detection: u64,
+}
+
+/// Names of the numeric scores, as `sweep.csv` columns and `--require` gates use them.
+pub const SCORE_NAMES: &[&str] = &[
+    "sessions",
+    "labeled_loops",
+    "labeled_clean",
+    "true_positives",
+    "false_positives",
+    "missed_loops",
+    "true_negatives",
+    "precision",
+    "recall",
+    "f1",
+    "fp_per_1k_turns",
+    "ttd_median",
+    "ttd_p90",
+    "ttd_max",
+    "early_detections",
+    "tokens_after_detection",
+    "detections",
+    "judge_checks_due",
+    "judge_checks_no_verdict",
+    "stops",
+    "warnings",
+    "unheeded",
+    "tokens_saved_on_loops",
+    "tokens_lost_on_clean",
+    "turns_after_detection",
+];
+
+impl Scores {
+    /// A score by name (`None` when undefined, e.g. the median of no detections).
+    pub fn get(&self, name: &str) -> Option<f64> {
+        Some(match name {
+            "sessions" => self.sessions as f64,
+            "labeled_loops" => self.labeled_loops as f64,
+            "labeled_clean" => self.labeled_clean as f64,
+            "true_positives" => self.true_positives as f64,
+            "false_positives" => self.false_positives as f64,
+            "missed_loops" => self.missed_loops as f64,
+            "true_negatives" => self.true_negatives as f64,
+            "precision" => self.precision,
+            "recall" => self.recall,
+            "f1" => self.f1,
+            "fp_per_1k_turns" => self.fp_per_1k_turns,
+            "ttd_median" => return self.ttd_median,
+            "ttd_p90" => return self.ttd_p90,
+            "ttd_max" => return self.ttd_max.map(|x| x as f64),
+            "early_detections" => self.early_detections as f64,
+            "tokens_after_detection" => self.tokens_after_detection as f64,
+            "detections" => self.detections as f64,
+            "judge_checks_due" => self.judge_checks_due as f64,
+            "judge_checks_no_verdict" => self.judge_checks_no_verdict as f64,
+            "stops" => self.stops as f64,
+            "warnings" => self.warnings as f64,
+            "unheeded" => self.unheeded as f64,
+            "tokens_saved_on_loops" => self.tokens_saved_on_loops as f64,
+            "tokens_lost_on_clean" => self.tokens_lost_on_clean as f64,
+            "turns_after_detection" => self.turns_after_detection as f64,
+            _ => return None,
+        })
+    }
+}
+
+/// Score one configuration's outcomes (in corpus session order).
+pub fn score(outcomes: &[Outcome], corpus: &Corpus, labels: &Labels) -> Scores {
+    let mut s = Scores {
+        sessions: corpus.sessions.len(),
+        ..Default::default()
+    };
+    let mut clean_turns = 0u64;
+    for (i, o) in outcomes.iter().enumerate() {
+        let label = labels.by_session.get(i).copied().flatten();
+        let (v, ttd) = verdict(o, label);
+        match v {
+            Verdict::TruePositive => s.true_positives += 1,
+            Verdict::Early => {
+                s.true_positives += 1;
+                s.early_detections += 1;
+            }
+            Verdict::FalsePositive => s.false_positives += 1,
+            Verdict::Missed => s.missed_loops += 1,
+            Verdict::TrueNegative => s.true_negatives += 1,
+            Verdict::Unlabeled | Verdict::Quiet => {}
+        }
+        if let Some(t) = ttd {
+            s.ttd.push(t);
+        }
+        match label {
+            Some(l) if l.is_loop => {
+                s.labeled_loops += 1;
+                s.tokens_saved_on_loops += o.tokens_after_stop;
+            }
+            Some(_) => {
+                s.labeled_clean += 1;
+                clean_turns += corpus.sessions[i].turns as u64;
+                s.tokens_lost_on_clean += o.tokens_after_stop;
+            }
+            None => {}
+        }
+        if let Some(d) = o.first() {
+            s.detections += 1;
+            *s.kinds.entry(d.kind.to_string()).or_default() += 1;
+        }
+        s.judge_checks_due += o.judge_due as u64;
+        s.judge_checks_no_verdict += o.judge_no_verdict as u64;
+        if o.stop.is_some() {
+            s.stops += 1;
+        }
+        s.warnings += o.warnings as u64;
+        s.unheeded += o.unheeded as u64;
+        s.tokens_after_detection += o.tokens_after_stop;
+        s.turns_after_detection += o.turns_after_stop as u64;
+    }
+    let tp = s.true_positives as f64;
+    let fired = (s.true_positives + s.false_positives) as f64;
+    s.precision = if fired > 0.0 { tp / fired } else { 0.0 };
+    s.recall = if s.labeled_loops > 0 {
+        tp / s.labeled_loops as f64
+    } else {
+        0.0
+    };
+    s.f1 = if s.precision + s.recall > 0.0 {
+        2.0 * s.precision * s.recall / (s.precision + s.recall)
+    } else {
+        0.0
+    };
+    s.fp_per_1k_turns = if clean_turns > 0 {
+        s.false_positives as f64 * 1000.0 / clean_turns as f64
+    } else {
+        0.0
+    };
+    let mut sorted = s.ttd.clone();
+    sorted.sort_unstable();
+    s.ttd_median = median(&sorted);
+    s.ttd_p90 = nearest_rank(&sorted, 0.9).map(|x| x as f64);
+    s.ttd_max = sorted.last().copied();
+    s
+}
+
+/// Median of sorted values (mean of the middle two for an even count).
+pub fn median(sorted: &[i64]) -> Option<f64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2] as f64),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0),
+    }
+}
+
+/// Nearest-rank percentile of sorted values: the ceil(q x n)-th smallest.
+pub fn nearest_rank(sorted: &[i64], q: f64) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
+/// Indices of the configurations on the Pareto front over (false positives,
+/// missed loops, median turns-to-detection; no detection counts as worst).
+pub fn pareto(scores: &[Scores]) -> Vec<usize> {
+    let key = |s: &Scores| {
+        (
+            s.false_positives as f64,
+            s.missed_loops as f64,
+            s.ttd_median.unwrap_or(f64::INFINITY),
+        )
+    };
+    let dominated = |a: (f64, f64, f64), b: (f64, f64, f64)| {
+        b.0 <= a.0 && b.1 <= a.1 && b.2 <= a.2 && (b.0 < a.0 || b.1 < a.1 || b.2 < a.2)
+    };
+    (0..scores.len())
+        .filter(|&i| !(0..scores.len()).any(|j| dominated(key(&scores[i]), key(&scores[j]))))
+        .collect()
+}
+
+/// How to pick the recommended configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Objective {
+    /// No more false positives than the best stock profile, then highest
+    /// recall, then fewest turns-to-detection, then closest to stock values.
+    Default,
+    /// Highest F1, then fewest false positives, then fewest turns-to-detection.
+    F1,
+    /// At most N false positives, then as the default rule.
+    MaxFalsePositives(usize),
+}
+
+impl Objective {
+    /// Parse `default`, `f1` or `max-fp=N`.
+    pub fn parse(s: &str) -> Result<Objective, String> {
+        match s {
+            "default" => Ok(Objective::Default),
+            "f1" => Ok(Objective::F1),
+            _ => match s.strip_prefix("max-fp=").map(str::parse) {
+                Some(Ok(n)) => Ok(Objective::MaxFalsePositives(n)),
+                _ => Err(format!("unknown objective `{s}` (default, f1, max-fp=N)")),
+            },
+        }
+    }
+
+    /// One line for reports.
+    pub fn describe(&self) -> String {
+        match self {
+            Objective::Default => "no more false positives than the best stock profile, then highest recall, then fewest turns-to-detection, then closest to stock values".into(),
+            Objective::F1 => "highest F1, then fewest false positives, then fewest turns-to-detection".into(),
+            Objective::MaxFalsePositives(n) => format!("at most {n} false positives, then highest recall, then fewest turns-to-detection, then closest to stock values"),
+        }
+    }
+}
+
+/// Pick a configuration. `stock[i]` marks stock profiles; `distance[i]` is how
+/// far configuration i is from its profile (number of changed parameters).
+pub fn recommend(
+    scores: &[Scores],
+    stock: &[bool],
+    distance: &[usize],
+    objective: &Objective,
+) -> Option<usize> {
+    let ttd = |i: usize| scores[i].ttd_median.unwrap_or(f64::INFINITY);
+    let cap = match objective {
+        Objective::Default => (0..scores.len())
+            .filter(|&i| stock[i])
+            .map(|i| scores[i].false_positives)
+            .min(),
+        Objective::MaxFalsePositives(n) => Some(*n),
+        Objective::F1 => None,
+    };
+    let candidates: Vec<usize> = (0..scores.len())
+        .filter(|&i| cap.is_none_or(|c| scores[i].false_positives <= c))
+        .collect();
+    let cmp = |a: &usize, b: &usize| -> std::cmp::Ordering {
+        let (a, b) = (*a, *b);
+        let (sa, sb) = (&scores[a], &scores[b]);
+        let by_f1 = sb
+            .f1
+            .total_cmp(&sa.f1)
+            .then(sa.false_positives.cmp(&sb.false_positives));
+        let by_recall = sb.recall.total_cmp(&sa.recall);
+        let primary = match objective {
+            Objective::F1 => by_f1,
+            _ => by_recall,
+        };
+        primary
+            .then(ttd(a).total_cmp(&ttd(b)))
+            .then(distance[a].cmp(&distance[b]))
+            .then(a.cmp(&b))
+    };
+    candidates.into_iter().min_by(cmp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles() {
+        assert_eq!(median(&[1, 2, 3, 4]), Some(2.5));
+        assert_eq!(median(&[5]), Some(5.0));
+        assert_eq!(nearest_rank(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 0.9), Some(9));
+        assert_eq!(nearest_rank(&[3], 0.9), Some(3));
+        assert_eq!(median(&[]), None);
+    }
+
+    fn sc(fp: usize, missed: usize, recall: f64, ttd: Option<f64>) -> Scores {
+        Scores {
+            false_positives: fp,
+            missed_loops: missed,
+            recall,
+            ttd_median: ttd,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn pareto_front_and_default_recommendation() {
+        let s = vec![
+            sc(0, 3, 0.25, Some(2.0)), // stock
+            sc(0, 1, 0.75, Some(4.0)),
+            sc(2, 0, 1.0, Some(1.0)),
+            sc(1, 3, 0.25, Some(3.0)), // dominated by 0
+        ];
+        assert_eq!(pareto(&s), vec![0, 1, 2]);
+        let stock = [true, false, false, false];
+        let dist = [0, 1, 1, 1];
+        assert_eq!(recommend(&s, &stock, &dist, &Objective::Default), Some(1));
+        assert_eq!(
+            recommend(&s, &stock, &dist, &Objective::MaxFalsePositives(5)),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn objective_parse() {
+        assert_eq!(
+            Objective::parse("max-fp=2").unwrap(),
+            Objective::MaxFalsePositives(2)
+        );
+        assert!(Objective::parse("x").is_err());
+    }
+}

@@ -1,0 +1,121 @@
+//! `sweep.csv` (one row per configuration) and `detections.csv` (one row per
+//! configuration and session with a detection). Column names are what gates
+//! and charts refer to; floats have fixed precision; text cells are made safe
+//! for spreadsheets.
+
+use super::{fixed, safe_cell};
+use crate::event::Corpus;
+use crate::metrics::{verdict, SCORE_NAMES};
+use crate::sweep::{param_columns, SweepResult};
+
+fn opt(x: Option<f64>) -> String {
+    x.map(fixed).unwrap_or_default()
+}
+
+/// The columns of `sweep.csv` after the parameters.
+pub fn score_header() -> Vec<&'static str> {
+    let mut h: Vec<&'static str> = SCORE_NAMES.to_vec();
+    h.extend(["detection_kinds", "stock", "pareto", "recommended"]);
+    h
+}
+
+/// `sweep.csv`.
+pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
+    let params = param_columns(&r.grid);
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<&str> = vec!["config", "label", "family", "profile"];
+    header.extend(params.iter().copied());
+    header.extend(score_header());
+    w.write_record(&header).expect("in-memory write");
+    for (i, v) in r.grid.variants.iter().enumerate() {
+        let s = &r.scores[i];
+        let mut row: Vec<String> = vec![
+            v.id.clone(),
+            safe_cell(&v.label).into_owned(),
+            v.config.family.to_string(),
+            v.config.profile.clone(),
+        ];
+        for p in &params {
+            row.push(
+                v.config
+                    .params
+                    .0
+                    .get(*p)
+                    .map(|x| match x {
+                        crate::detect::ParamValue::Float(f) => fixed(*f),
+                        other => safe_cell(&other.to_string()).into_owned(),
+                    })
+                    .unwrap_or_default(),
+            );
+        }
+        for name in SCORE_NAMES {
+            row.push(match *name {
+                "precision" | "recall" | "f1" | "fp_per_1k_turns" | "ttd_median" | "ttd_p90" => {
+                    opt(s.get(name))
+                }
+                _ => s
+                    .get(name)
+                    .map(|x| format!("{}", x as i64))
+                    .unwrap_or_default(),
+            });
+        }
+        row.push(
+            s.kinds
+                .iter()
+                .map(|(k, n)| format!("{k}:{n}"))
+                .collect::<Vec<_>>()
+                .join(";"),
+        );
+        row.push(v.stock.to_string());
+        row.push(r.pareto.contains(&i).to_string());
+        row.push((r.recommended == Some(i)).to_string());
+        w.write_record(&row).expect("in-memory write");
+    }
+    w.into_inner().expect("in-memory flush")
+}
+
+/// `detections.csv`: the scored (first) detection of each configuration on each session.
+pub fn detections_csv(r: &SweepResult, corpus: &Corpus) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "config",
+        "session",
+        "turn",
+        "event",
+        "kind",
+        "label",
+        "outcome",
+        "turns_to_detection",
+        "stop_turn",
+        "detail",
+    ])
+    .expect("in-memory write");
+    for (ci, v) in r.grid.variants.iter().enumerate() {
+        for (si, s) in corpus.sessions.iter().enumerate() {
+            let o = &r.replay.outcomes[ci][si];
+            let Some(d) = o.first() else { continue };
+            let label = r.labels.by_session[si];
+            let (verd, ttd) = verdict(o, label);
+            let label_str = match label {
+                Some(l) if l.is_loop => "loop",
+                Some(_) => "clean",
+                None => "",
+            };
+            let detail: String = d.detail.chars().take(300).collect();
+            w.write_record([
+                v.id.as_str(),
+                &safe_cell(&s.id),
+                &d.turn.to_string(),
+                &d.event.to_string(),
+                d.kind,
+                label_str,
+                verd.as_str(),
+                &ttd.map(|t| t.to_string()).unwrap_or_default(),
+                &o.stop.map(|s| s.turn.to_string()).unwrap_or_default(),
+                &safe_cell(&detail),
+            ])
+            .expect("in-memory write");
+        }
+    }
+    w.into_inner().expect("in-memory flush")
+}

@@ -1,0 +1,246 @@
+//! The binary as a user and a CI job meet it: errors that name file, line and
+//! field with exit code 2, gates with exit code 1, byte-identical output for
+//! every `--jobs`, outputs that never overwrite inputs and never carry a
+//! spreadsheet formula.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn looptune() -> Command {
+    Command::cargo_bin("looptune").unwrap()
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::File::create(&p).unwrap().write_all(text.as_bytes()).unwrap();
+    p
+}
+
+const LOOP: &str = "{\"type\":\"user\",\"text\":\"go\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n";
+
+#[test]
+fn help_explains_commands_and_exit_codes() {
+    looptune()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("sweep").and(predicate::str::contains("Exit codes")));
+    looptune()
+        .args(["replay", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("--fail-on-detection").and(predicate::str::contains("strike")));
+}
+
+#[test]
+fn bad_json_names_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "s.jsonl", "{\"type\":\"turn\"}\n{\"type\":\"content\",\n");
+    looptune()
+        .args(["replay", f.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("s.jsonl:2: not valid JSON"));
+}
+
+#[test]
+fn wrong_field_type_names_the_field() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "s.jsonl", "{\"type\":\"turn\"}\n\n{\"type\":\"tool_call\",\"name\":\"x\",\"args\":\"nope\"}\n");
+    looptune()
+        .args(["replay", f.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("s.jsonl:3: field `args` must be an object"));
+    // --lenient skips and says so
+    looptune()
+        .args(["replay", "--lenient", f.to_str().unwrap()])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("skipped"));
+}
+
+#[test]
+fn truncated_gzip_names_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(LOOP.repeat(50).as_bytes()).unwrap();
+    let bytes = enc.finish().unwrap();
+    let p = d.path().join("cut.jsonl.gz");
+    std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    looptune()
+        .args(["replay", p.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::is_match(r"cut\.jsonl\.gz:\d+: gzip stream is damaged or truncated").unwrap());
+}
+
+#[test]
+fn unknown_parameter_is_a_usage_error() {
+    looptune()
+        .args(["replay", "--set", "tool_call_treshold=3", "fixtures/"])
+        .current_dir(root())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("tool_call_treshold"));
+    looptune()
+        .args(["replay", "--set", "tool_call_threshold=zero", "fixtures/"])
+        .current_dir(root())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not an integer"));
+}
+
+#[test]
+fn replay_output_is_identical_for_every_jobs() {
+    let run = |jobs: &str| {
+        looptune()
+            .args(["replay", "--all", "--format", "json", "--detector", "gemini,blade,cline", "--jobs", jobs])
+            .arg(root().join("tests/conformance/gemini-edge"))
+            .arg(root().join("fixtures"))
+            .output()
+            .unwrap()
+    };
+    let one = run("1");
+    let four = run("4");
+    assert!(one.status.success());
+    assert!(!one.stdout.is_empty());
+    assert_eq!(one.stdout, four.stdout);
+}
+
+#[test]
+fn fail_on_detection_is_a_ci_gate() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "loop.jsonl", LOOP);
+    looptune().args(["replay", "--fail-on-detection", f.to_str().unwrap()]).assert().code(1);
+    let f = write(d.path(), "calm.jsonl", "{\"type\":\"content\",\"text\":\"hello\"}\n");
+    looptune().args(["replay", "--fail-on-detection", f.to_str().unwrap()]).assert().code(0);
+}
+
+fn sweep(out: &Path, jobs: &str) -> std::process::Output {
+    looptune()
+        .current_dir(root())
+        .args(["sweep", "fixtures/", "--labels", "fixtures/labels.csv", "--quiet", "--jobs", jobs, "--out"])
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn sweep_csv_is_byte_identical_for_every_jobs() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    let ra = sweep(&a, "1");
+    let rb = sweep(&b, "2");
+    assert!(ra.status.code() != Some(2), "{}", String::from_utf8_lossy(&ra.stderr));
+    for f in ["sweep.csv", "detections.csv"] {
+        let x = std::fs::read(a.join(f)).unwrap();
+        assert!(x.len() > 1000, "{f} has content");
+        assert_eq!(x, std::fs::read(b.join(f)).unwrap(), "{f}");
+    }
+    assert_eq!(ra.status.code(), rb.status.code());
+    let stderr = String::from_utf8_lossy(&ra.stderr);
+    assert!(stderr.contains("recommended") && stderr.contains("sweep.csv"), "{stderr}");
+}
+
+#[test]
+fn invalid_grid_fails_before_any_work() {
+    let d = tempfile::tempdir().unwrap();
+    let g = write(d.path(), "g.toml", "family = \"gemini\"\n[axes]\ncontent_chunk_size = []\n");
+    let out = d.path().join("out");
+    looptune()
+        .current_dir(root())
+        .args(["sweep", "fixtures/", "--grid", g.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("axis `content_chunk_size` is empty"));
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+fn printed_default_grid_is_a_valid_grid() {
+    let out = looptune().args(["sweep", "--print-default-grid"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let g = looptune::grid::parse_grid(&text, "printed").unwrap();
+    assert!(g.variants.len() > 100);
+}
+
+#[test]
+fn labels_for_unknown_sessions_are_errors_or_warnings() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "a1.jsonl", LOOP);
+    let l = write(d.path(), "labels.csv", "session,label,onset_turn\na1,loop,1\nghost,clean,\n");
+    let out = d.path().join("out");
+    let base = || {
+        let mut c = looptune();
+        c.args(["sweep", f.to_str().unwrap(), "--labels", l.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+        c
+    };
+    base().assert().code(2).stderr(predicate::str::contains("`ghost`"));
+    base().arg("--lenient").assert().stderr(predicate::str::contains("warning").and(predicate::str::contains("ghost")));
+}
+
+#[test]
+fn csv_cells_never_carry_a_formula() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "=HYPERLINK(1).jsonl", LOOP);
+    let out = d.path().join("out");
+    looptune()
+        .args(["sweep", f.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let det = std::fs::read_to_string(out.join("detections.csv")).unwrap();
+    assert!(det.contains("'=HYPERLINK(1)"), "{det}");
+    assert!(!det.contains(",=HYPERLINK"));
+}
+
+#[test]
+fn gates_fail_with_exit_code_one_and_say_by_how_much() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("o");
+    looptune()
+        .current_dir(root())
+        .args(["replay", "fixtures/", "--labels", "fixtures/labels.csv", "--require", "recall>=0.99", "--require", "sessions>=1"])
+        .arg("--junit")
+        .arg(out.with_extension("xml"))
+        .arg("--markdown")
+        .arg(out.with_extension("md"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("recall>=0.99").and(predicate::str::contains("off by")));
+    let junit = std::fs::read_to_string(out.with_extension("xml")).unwrap();
+    assert!(junit.contains("<testcase") && junit.contains("<failure"));
+    assert!(!junit.contains("<script>"), "payloads are escaped in JUnit");
+    let md = std::fs::read_to_string(out.with_extension("md")).unwrap();
+    assert!(md.contains("| recall |"));
+}
+
+#[test]
+fn import_never_overwrites_an_input_and_round_trips() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "s.jsonl", LOOP);
+    looptune()
+        .args(["import", f.to_str().unwrap(), "-o", f.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("refusing to overwrite"));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), LOOP);
+    let out = d.path().join("all.jsonl");
+    looptune()
+        .current_dir(root())
+        .args(["import", "fixtures/", "tests/fixtures/import/goose-session.jsonl", "-o", out.to_str().unwrap()])
+        .assert()
+        .success();
+    let a = looptune().arg("replay").arg(&out).args(["--format", "json"]).output().unwrap();
+    let b = looptune().current_dir(root()).args(["replay", "fixtures/", "tests/fixtures/import/goose-session.jsonl", "--format", "json"]).output().unwrap();
+    assert!(a.status.success() && b.status.success());
+    let sessions = |o: &[u8]| String::from_utf8_lossy(o).lines().count();
+    assert_eq!(sessions(&a.stdout), sessions(&b.stdout));
+}
