@@ -42,6 +42,25 @@ enum Command {
     Import(ImportArgs),
     /// List detector families, their profiles and every parameter with its source.
     Detectors(DetectorsArgs),
+    /// Generate a seeded synthetic corpus (for benchmarks).
+    #[command(hide = true)]
+    Synth(SynthArgs),
+}
+
+#[derive(Debug, Args)]
+struct SynthArgs {
+    /// Output folder.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+    /// Number of sessions.
+    #[arg(long, default_value_t = 10_000)]
+    sessions: usize,
+    /// Approximate bytes per session.
+    #[arg(long, default_value_t = 11_000)]
+    bytes: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 const SWEEP_HELP: &str = "\
@@ -297,6 +316,17 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             a.redact,
             &mut std::io::stderr(),
         ),
+        Command::Synth(a) => {
+            let total = looptune::synth::write_corpus(&a.out, a.sessions, a.bytes, a.seed)
+                .map_err(|e| Error::io(&a.out, e))?;
+            eprintln!(
+                "wrote {} sessions, {} bytes, to {}",
+                a.sessions,
+                total,
+                a.out.display()
+            );
+            Ok(0)
+        }
         Command::Detectors(a) => {
             run::detectors_command(
                 a.family.as_deref(),

@@ -21,3 +21,4 @@ pub mod replay;
 pub mod report;
 pub mod run;
 pub mod sweep;
+pub mod synth;

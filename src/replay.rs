@@ -116,25 +116,62 @@ pub fn replay(
         }
         config_checks.push(ids);
     }
-    let prepared: Vec<Prepared> = corpus
-        .sessions
-        .iter()
-        .map(|s| Prepared::new(s.clone()))
-        .collect();
     let n_checks = checks.len();
-    progress.set_length((prepared.len() * n_checks) as u64);
+    let n_sessions = corpus.sessions.len();
+    // Checks that only need a first detection and share a batch key run in
+    // one pass per session (e.g. content checks differing only in threshold).
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut by_batch: HashMap<String, usize> = HashMap::new();
+    for (i, c) in checks.iter().enumerate() {
+        match (limits[i], c.batch_key()) {
+            (Some(1), Some(k)) => {
+                let g = *by_batch.entry(k).or_insert_with(|| {
+                    groups.push(Vec::new());
+                    groups.len() - 1
+                });
+                groups[g].push(i);
+            }
+            _ => groups.push(vec![i]),
+        }
+    }
+    progress.set_length((n_sessions * n_checks) as u64);
     let pool = pool(opts.jobs)?;
-    // Session-major job order: one session's prepared data stays hot in one thread.
-    let runs: Vec<CheckRun> = pool.install(|| {
-        (0..prepared.len() * n_checks)
-            .into_par_iter()
-            .map(|job| {
-                let (si, ci) = (job / n_checks, job % n_checks);
-                let check = &checks[ci];
-                let dets = check.run(&prepared[si], limits[ci]);
-                let due = check.judge_due(&prepared[si]);
-                progress.inc(1);
-                (dets, due)
+    // One task per session: its prepared data (UTF-16 content, tool keys) is
+    // built once, shared by all checks, and dropped when the session is done,
+    // so memory holds the parsed corpus once plus the sessions in flight.
+    // Many checks on few sessions still spread over threads (nested).
+    let nested = n_checks >= 16 && n_sessions < 4 * pool.current_num_threads();
+    let runs: Vec<Vec<CheckRun>> = pool.install(|| {
+        corpus
+            .sessions
+            .par_iter()
+            .map(|s| {
+                let prepared = Prepared::new(s.clone());
+                let one = |g: &Vec<usize>| -> Vec<(usize, CheckRun)> {
+                    let leader = &checks[g[0]];
+                    let dets: Vec<Vec<Detection>> = if g.len() == 1 {
+                        vec![leader.run(&prepared, limits[g[0]])]
+                    } else {
+                        let members: Vec<&dyn Check> =
+                            g.iter().map(|&i| checks[i].as_ref()).collect();
+                        leader.run_first_batch(&members, &prepared)
+                    };
+                    progress.inc(g.len() as u64);
+                    g.iter()
+                        .zip(dets)
+                        .map(|(&i, d)| (i, (d, checks[i].judge_due(&prepared))))
+                        .collect()
+                };
+                let parts: Vec<Vec<(usize, CheckRun)>> = if nested {
+                    groups.par_iter().map(one).collect()
+                } else {
+                    groups.iter().map(one).collect()
+                };
+                let mut runs: Vec<CheckRun> = vec![(Vec::new(), None); n_checks];
+                for (i, r) in parts.into_iter().flatten() {
+                    runs[i] = r;
+                }
+                runs
             })
             .collect()
     });
@@ -144,17 +181,15 @@ pub fn replay(
             .zip(config_checks.par_iter())
             .map(|(cfg, ids)| {
                 let policy = cfg.policy();
-                (0..prepared.len())
+                (0..n_sessions)
                     .map(|si| {
-                        let per: Vec<Vec<Detection>> = ids
-                            .iter()
-                            .map(|ci| runs[si * n_checks + ci].0.clone())
-                            .collect();
+                        let per: Vec<Vec<Detection>> =
+                            ids.iter().map(|&ci| runs[si][ci].0.clone()).collect();
                         let dues: Vec<&Vec<(u32, bool)>> = ids
                             .iter()
-                            .filter_map(|ci| runs[si * n_checks + ci].1.as_ref())
+                            .filter_map(|&ci| runs[si][ci].1.as_ref())
                             .collect();
-                        outcome(&prepared[si].session, merge(per), &dues, policy, opts.all)
+                        outcome(&corpus.sessions[si], merge(per), &dues, policy, opts.all)
                     })
                     .collect()
             })

@@ -49,6 +49,20 @@ pub trait Check: Send + Sync {
     fn judge_due(&self, _session: &Prepared) -> Option<Vec<(u32, bool)>> {
         None
     }
+    /// Checks with equal batch keys compute their first detections together
+    /// in one pass over a session ([`Check::run_first_batch`]).
+    fn batch_key(&self) -> Option<String> {
+        None
+    }
+    /// First detections of every check in `batch` (all with this check's
+    /// batch key), in batch order.
+    fn run_first_batch(&self, batch: &[&dyn Check], session: &Prepared) -> Vec<Vec<Detection>> {
+        batch.iter().map(|c| c.run(session, Some(1))).collect()
+    }
+    /// For downcasting inside [`Check::run_first_batch`].
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// A named set of parameter values.

@@ -15,8 +15,6 @@
 use super::markdown::{deepv_common, deepv_significant, deepv_table};
 use super::prep::{GeminiPrep, Op};
 use crate::detect::Detection;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Which content algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,25 +65,6 @@ pub struct ContentSettings {
 
 /// Multiplicative base of the rolling hash (odd, so powers never vanish mod 2^64).
 const BASE: u64 = 0x100_0000_01b3;
-/// Rebuild the index when it holds this many times the history cap (bounds memory).
-const SWEEP_FACTOR: usize = 4;
-
-/// A hasher for keys that are already well-mixed 64-bit hashes.
-#[derive(Default)]
-struct Premixed(u64);
-impl Hasher for Premixed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys are hashed")
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-type Map<V> = HashMap<u64, V, BuildHasherDefault<Premixed>>;
-
 /// One window content's stored indices: `head` then `rest`, ascending.
 #[derive(Debug)]
 struct Slot {
@@ -116,6 +95,91 @@ impl Slot {
             self.head
         } else {
             self.rest[i - 1]
+        }
+    }
+}
+
+/// One entry of the open-addressing table: a window key, the generation it
+/// belongs to (older generations read as empty) and its slot in the arena.
+#[derive(Debug, Clone, Copy, Default)]
+struct Entry {
+    key: u64,
+    gen: u32,
+    slot: u32,
+}
+
+/// The window index (`contentStats`): window key -> stored indices.
+///
+/// A reset happens at every tool call, so it must be O(1): entries carry a
+/// generation and a reset starts a new one. Windows whose indices all fell off
+/// the front of the history are dead; they are reused in place and dropped
+/// when the table is rebuilt, which also bounds memory on long streams.
+#[derive(Debug)]
+struct WindowIndex {
+    entries: Vec<Entry>,
+    gen: u32,
+    /// Entries of the current generation (live or dead).
+    used: usize,
+    /// Slot arena of the current generation.
+    slots: Vec<Slot>,
+}
+
+const MIN_TABLE: usize = 1024;
+
+impl WindowIndex {
+    fn new() -> WindowIndex {
+        WindowIndex {
+            entries: vec![Entry::default(); MIN_TABLE],
+            gen: 1,
+            used: 0,
+            slots: Vec::new(),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.gen = self.gen.wrapping_add(1);
+        if self.gen == 0 {
+            self.entries.iter_mut().for_each(|e| e.gen = 0);
+            self.gen = 1;
+        }
+        self.used = 0;
+        self.slots.clear();
+    }
+
+    /// Keep only windows with indices at or after `head`, in a table with room to grow.
+    fn rebuild(&mut self, head: usize) {
+        let mut live: Vec<(u64, Slot)> = Vec::with_capacity(self.used);
+        for e in &self.entries {
+            if e.gen == self.gen {
+                let mut slot = std::mem::replace(
+                    &mut self.slots[e.slot as usize],
+                    Slot {
+                        head: 0,
+                        rest: Vec::new(),
+                    },
+                );
+                if slot.prune(head) {
+                    live.push((e.key, slot));
+                }
+            }
+        }
+        let size = (live.len() * 4).next_power_of_two().max(MIN_TABLE);
+        self.entries = vec![Entry::default(); size];
+        self.gen = 1;
+        self.slots.clear();
+        self.used = live.len();
+        let mask = size - 1;
+        for (key, slot) in live {
+            let mut i = key as usize & mask;
+            while self.entries[i].gen == self.gen {
+                i = (i + 1) & mask;
+            }
+            self.entries[i] = Entry {
+                key,
+                gen: self.gen,
+                slot: self.slots.len() as u32,
+            };
+            self.slots.push(slot);
         }
     }
 }
@@ -154,9 +218,7 @@ struct State<'a> {
     head: usize,
     /// Absolute index of the next window to examine (`lastContentIndex`).
     last: usize,
-    index: Map<Slot>,
-    /// Slots whose 64-bit hash collides with a different window (astronomically rare).
-    overflow: Map<Vec<Slot>>,
+    index: WindowIndex,
     /// Rolling hash of the raw window at `hash_pos`.
     hash: u64,
     hash_pos: Option<usize>,
@@ -176,8 +238,7 @@ impl<'a> State<'a> {
             base: 0,
             head: 0,
             last: 0,
-            index: Map::default(),
-            overflow: Map::default(),
+            index: WindowIndex::new(),
             hash: 0,
             hash_pos: None,
             pow,
@@ -191,14 +252,7 @@ impl<'a> State<'a> {
         self.base = 0;
         self.head = 0;
         self.last = 0;
-        if !self.index.is_empty() {
-            if self.index.capacity() > 8192 {
-                self.index = Map::default();
-            } else {
-                self.index.clear();
-            }
-        }
-        self.overflow.clear();
+        self.index.reset();
         self.hash_pos = None;
     }
 
@@ -268,119 +322,140 @@ impl<'a> State<'a> {
                 self.base = self.head;
                 self.hash_pos = None;
             }
-            if self.index.len() > SWEEP_FACTOR * self.s.max_history.max(1024) {
-                let head = self.head;
-                self.index.retain(|_, slot| slot.prune(head));
-                self.overflow.retain(|_, slots| {
-                    slots.retain_mut(|s| s.prune(head));
-                    !slots.is_empty()
-                });
-            }
         }
     }
 
-    /// Scan new windows; `Some(index)` when the window at `index` is a loop.
+    /// Scan new windows for one configuration; true on a loop (the index
+    /// then stays on the looping window, as in the original).
     fn scan(&mut self) -> bool {
         let c = self.s.chunk;
         while self.last + c <= self.end() {
             let at = self.last;
-            if self.examine(at) {
-                return true; // the index does not advance on a loop
+            if let Some(si) = self.hit(at) {
+                if self.decide(self.s, si, at) {
+                    return true;
+                }
             }
             self.last += 1;
         }
         false
     }
 
-    /// `isLoopDetectedForChunk` for the window at `at`.
-    fn examine(&mut self, at: usize) -> bool {
+    /// Scan new windows for several configurations that differ only in what
+    /// `decide` reads; returns the variants that fired (each fires once).
+    fn scan_many(&mut self, vs: &[&ContentSettings], done: &mut [bool]) -> Vec<(usize, String)> {
+        let c = self.s.chunk;
+        let mut fired = Vec::new();
+        while self.last + c <= self.end() {
+            let at = self.last;
+            if let Some(si) = self.hit(at) {
+                for (vi, v) in vs.iter().enumerate() {
+                    if !done[vi] && self.decide(v, si, at) {
+                        done[vi] = true;
+                        fired.push((vi, self.detail()));
+                    }
+                }
+                if done.iter().all(|d| *d) {
+                    return fired;
+                }
+            }
+            self.last += 1;
+        }
+        fired
+    }
+
+    /// The index update of `isLoopDetectedForChunk` for the window at `at`:
+    /// `Some(slot)` when the window was seen before and this occurrence was
+    /// recorded (the only case in which a loop can be declared).
+    fn hit(&mut self, at: usize) -> Option<usize> {
         if self.s.algorithm == Algorithm::DeepV && !deepv_significant(self.window(at)) {
-            return false;
+            return None;
         }
         let key = self.key(at);
         let head = self.head;
-        let threshold = self.s.threshold;
-        // Find the slot whose (encoded) window equals this one.
-        let found: Option<&mut Slot> = {
-            let w_ptr = at;
-            let buf = &self.buf;
-            let base = self.base;
-            let chunk = self.s.chunk;
-            let win = |i: usize| &buf[i - base..i - base + chunk];
-            let primary_ok = match self.index.get_mut(&key) {
-                None => {
-                    self.index.insert(
-                        key,
-                        Slot {
-                            head: at,
-                            rest: Vec::new(),
-                        },
-                    );
-                    return false;
-                }
-                Some(slot) => {
-                    if !slot.prune(head) {
-                        *slot = Slot {
-                            head: at,
-                            rest: Vec::new(),
-                        };
-                        return false;
-                    }
-                    same_encoded(win(slot.head), win(w_ptr))
-                }
-            };
-            if primary_ok {
-                self.index.get_mut(&key)
-            } else {
-                let slots = self.overflow.entry(key).or_default();
-                slots.retain_mut(|s| s.prune(head));
-                match slots
-                    .iter()
-                    .position(|s| same_encoded(win(s.head), win(w_ptr)))
-                {
-                    Some(i) => slots.get_mut(i),
-                    None => {
-                        slots.push(Slot {
-                            head: at,
-                            rest: Vec::new(),
-                        });
-                        return false;
-                    }
+        if (self.index.used + 1) * 2 > self.index.entries.len() {
+            self.index.rebuild(head);
+        }
+        let (buf, base, chunk) = (&self.buf, self.base, self.s.chunk);
+        let win = |i: usize| &buf[i - base..i - base + chunk];
+        // Probe for the slot whose window, as Node encodes it, equals this one
+        // (the original's SHA-256 key); a dead slot with the same key is reused.
+        let idx = &mut self.index;
+        let mask = idx.entries.len() - 1;
+        let mut i = key as usize & mask;
+        let mut reuse: Option<usize> = None;
+        let found = loop {
+            let e = idx.entries[i];
+            if e.gen != idx.gen {
+                break None;
+            }
+            if e.key == key {
+                let slot = &mut idx.slots[e.slot as usize];
+                if !slot.prune(head) {
+                    reuse.get_or_insert(i);
+                } else if same_encoded(win(slot.head), win(at)) {
+                    break Some(e.slot as usize);
                 }
             }
+            i = (i + 1) & mask;
         };
-        let slot = found.expect("slot exists");
-        let win = |i: usize| &self.buf[i - self.base..i - self.base + self.s.chunk];
+        let Some(si) = found else {
+            let slot = idx.slots.len() as u32;
+            idx.slots.push(Slot {
+                head: at,
+                rest: Vec::new(),
+            });
+            let pos = reuse.unwrap_or_else(|| {
+                idx.used += 1;
+                i
+            });
+            idx.entries[pos] = Entry {
+                key,
+                gen: idx.gen,
+                slot,
+            };
+            return None;
+        };
+        let slot = &mut idx.slots[si];
         // The collision guard: verified against the first stored occurrence.
         if win(slot.head) != win(at) {
-            return false;
+            return None;
         }
         slot.rest.push(at);
+        Some(si)
+    }
+
+    /// The loop condition of `isLoopDetectedForChunk` for configuration `v`,
+    /// on the slot just extended by the window at `at`.
+    fn decide(&self, v: &ContentSettings, si: usize, at: usize) -> bool {
+        let slot = &self.index.slots[si];
+        let threshold = v.threshold;
         let n = slot.len();
         if n < threshold {
             return false;
         }
+        let win = |i: usize| &self.buf[i - self.base..i - self.base + self.s.chunk];
         let first = slot.at(n - threshold);
         let lastp = slot.at(n - 1);
         let avg = (lastp - first) as f64 / (threshold - 1) as f64;
-        let chunk = self.s.chunk as f64;
-        let max_gap = match self.s.algorithm {
-            Algorithm::Hash => chunk * self.s.distance_factor,
+        let chunk = v.chunk as f64;
+        let max_gap = match v.algorithm {
+            Algorithm::Hash => chunk * v.distance_factor,
             Algorithm::DeepV => {
                 let w = win(at);
                 if deepv_table(w) {
-                    chunk * self.s.table_factor
+                    chunk * v.table_factor
                 } else if deepv_common(w) {
-                    chunk * self.s.common_factor
+                    chunk * v.common_factor
                 } else {
-                    chunk * self.s.distance_factor
+                    chunk * v.distance_factor
                 }
             }
         };
         if avg > max_gap {
             return false;
         }
-        if self.s.period_check {
+        if v.period_check {
             let mut periods: Vec<&[u16]> = Vec::with_capacity(threshold - 1);
             for i in n - threshold..n - 1 {
                 let (a, b) = (slot.at(i), slot.at(i + 1));
@@ -408,6 +483,37 @@ impl<'a> State<'a> {
     }
 }
 
+/// Apply the chunk pre-filter (resets, code fences, dividers) and append the
+/// chunk to the history; false when the chunk is skipped.
+fn feed(st: &mut State, s: &ContentSettings, p: &GeminiPrep, i: u32) -> bool {
+    let flags = p.chunks[i as usize].flags;
+    let fence_rule = s.fences != Fences::Off;
+    if (fence_rule && flags.fences > 0)
+        || (s.markdown_resets && flags.markdown())
+        || (s.dividers && flags.divider)
+    {
+        st.reset();
+    }
+    if fence_rule {
+        let was_in = st.in_code_block;
+        if flags.fences % 2 == 1 {
+            st.in_code_block = !st.in_code_block;
+        }
+        let skip = match s.fences {
+            Fences::SkipInside => was_in,
+            _ => was_in || st.in_code_block,
+        };
+        if skip {
+            return false;
+        }
+    }
+    if s.dividers && flags.divider {
+        return false;
+    }
+    st.append(p.chunk(i));
+    true
+}
+
 /// Run the content check over a session.
 pub fn run(s: &ContentSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detection> {
     let mut out = Vec::new();
@@ -417,40 +523,58 @@ pub fn run(s: &ContentSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Det
             // reset(promptId) clears content tracking but never `inCodeBlock`.
             Op::NewPrompt | Op::Tool { .. } => st.reset(),
             Op::Content(i) => {
-                let flags = p.chunks[i as usize].flags;
-                let fence_rule = s.fences != Fences::Off;
-                if (fence_rule && flags.fences > 0)
-                    || (s.markdown_resets && flags.markdown())
-                    || (s.dividers && flags.divider)
-                {
-                    st.reset();
-                }
-                if fence_rule {
-                    let was_in = st.in_code_block;
-                    if flags.fences % 2 == 1 {
-                        st.in_code_block = !st.in_code_block;
-                    }
-                    let skip = match s.fences {
-                        Fences::SkipInside => was_in,
-                        _ => was_in || st.in_code_block,
-                    };
-                    if skip || (s.dividers && flags.divider) {
-                        continue;
-                    }
-                } else if s.dividers && flags.divider {
-                    continue;
-                }
-                st.append(p.chunk(i));
-                if st.scan() {
-                    out.push(Detection {
-                        kind: "content",
-                        event: step.event,
-                        turn: step.turn,
-                        prompt: step.prompt,
-                        strike: 0,
-                        detail: st.detail(),
-                    });
+                if feed(&mut st, s, p, i) && st.scan() {
+                    out.push(detection(step, st.detail()));
                     if limit.is_some_and(|l| out.len() >= l) {
+                        break;
+                    }
+                }
+            }
+            Op::TurnStart => {}
+        }
+    }
+    out
+}
+
+fn detection(step: &super::prep::Step, detail: String) -> Detection {
+    Detection {
+        kind: "content",
+        event: step.event,
+        turn: step.turn,
+        prompt: step.prompt,
+        strike: 0,
+        detail,
+    }
+}
+
+/// What shapes the window stream and its index. Configurations equal in these
+/// (differing only in threshold, gap factors or the period rule) see the same
+/// windows and hits, so their first detections come from one pass.
+pub fn stream_key(s: &ContentSettings) -> String {
+    format!(
+        "{:?};{};{};{:?};{};{}",
+        s.algorithm, s.chunk, s.max_history, s.fences, s.markdown_resets, s.dividers
+    )
+}
+
+/// First detection of each configuration, in one pass (all share [`stream_key`]).
+///
+/// Exact because, before its first detection, a configuration's state does not
+/// depend on the parameters that differ: rejected hits stay recorded either way.
+pub fn run_first_many(vs: &[&ContentSettings], p: &GeminiPrep) -> Vec<Vec<Detection>> {
+    let mut out: Vec<Vec<Detection>> = vec![Vec::new(); vs.len()];
+    let Some(first) = vs.first() else { return out };
+    let mut done = vec![false; vs.len()];
+    let mut st = State::new(first);
+    for step in &p.steps {
+        match step.op {
+            Op::NewPrompt | Op::Tool { .. } => st.reset(),
+            Op::Content(i) => {
+                if feed(&mut st, first, p, i) {
+                    for (vi, detail) in st.scan_many(vs, &mut done) {
+                        out[vi].push(detection(step, detail));
+                    }
+                    if done.iter().all(|d| *d) {
                         break;
                     }
                 }

@@ -396,6 +396,26 @@ impl Check for ContentCheck {
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         content::run(&self.s, prep(session), limit)
     }
+    fn batch_key(&self) -> Option<String> {
+        Some(format!("gemini.content;{}", content::stream_key(&self.s)))
+    }
+    fn run_first_batch(&self, batch: &[&dyn Check], session: &Prepared) -> Vec<Vec<Detection>> {
+        let settings: Option<Vec<&ContentSettings>> = batch
+            .iter()
+            .map(|c| {
+                c.as_any()
+                    .and_then(|a| a.downcast_ref::<ContentCheck>())
+                    .map(|c| &c.s)
+            })
+            .collect();
+        match settings {
+            Some(vs) => content::run_first_many(&vs, prep(session)),
+            None => batch.iter().map(|c| c.run(session, Some(1))).collect(),
+        }
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 }
 
 struct JudgeCheck {
