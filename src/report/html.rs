@@ -1,20 +1,836 @@
 //! `report.html`: one self-contained page with inline SVG charts, built from
-//! the files of a sweep folder (`sweep.csv`, `summary.json`).
+//! the files of a sweep folder (`sweep.csv`, `summary.json`), so it can be
+//! regenerated without the inputs (`looptune report DIR`). It opens from disk
+//! with no network: fonts are embedded as base64 `@font-face` data, the one
+//! small script (table sorting) is allowed by its hash in a
+//! Content-Security-Policy that forbids everything else, and every string
+//! that came from a file (session ids, labels, transcript text, the grid
+//! source) is HTML-escaped, so a transcript carrying `<script>` shows as text.
 
+use super::charts::{self, HeatMetric};
+use super::model::{ReportData, Row};
 use crate::error::{Error, Result};
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+const CSS: &str = include_str!("assets/report.css");
+const JS: &str = include_str!("assets/report.js");
+const FONT_SANS: &[u8] = include_bytes!("assets/dejavu-sans-subset.woff2");
+const FONT_BOLD: &[u8] = include_bytes!("assets/dejavu-sans-bold-subset.woff2");
+const FONT_MONO: &[u8] = include_bytes!("assets/dejavu-sans-mono-subset.woff2");
 
 /// Build `DIR/report.html` from `DIR/summary.json` and `DIR/sweep.csv`.
 pub fn write_report_dir(dir: &Path) -> Result<PathBuf> {
-    let summary = dir.join("summary.json");
-    if !summary.is_file() {
-        return Err(Error::Usage(format!(
-            "{}: no summary.json here; run `looptune sweep` first",
-            dir.display()
-        )));
+    let data = ReportData::load(dir)?;
+    let out = dir.join("report.html");
+    let report_err = |message: String| Error::Report {
+        path: out.clone(),
+        message,
+    };
+    let html = render(&data).map_err(report_err)?;
+    crate::report::write_atomic(&out, html.as_bytes()).map_err(|e| report_err(e.to_string()))?;
+    Ok(out)
+}
+
+/// Escape text for HTML element content and double-quoted attributes.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
     }
-    Err(Error::Report {
-        path: dir.join("report.html"),
-        message: "the HTML report is not built yet".into(),
+    o
+}
+
+/// Standard base64 with padding (fonts as `data:` URLs, the CSP script hash).
+pub fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut o = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for ch in bytes.chunks(3) {
+        let b = [ch[0], *ch.get(1).unwrap_or(&0), *ch.get(2).unwrap_or(&0)];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            if i <= ch.len() {
+                o.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                o.push('=');
+            }
+        }
+    }
+    o
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{:.1}%", v * 100.0))
+        .unwrap_or_else(|| "–".into())
+}
+
+fn dec(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into())
+}
+
+/// Whole numbers as such; a median between two detections keeps its half.
+fn int(x: Option<f64>) -> String {
+    x.map(|v| {
+        if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            crate::report::fixed((v * 10.0).round() / 10.0)
+        }
     })
+    .unwrap_or_else(|| "–".into())
+}
+
+/// A numeric cell: `data-v` carries the raw number for sorting.
+fn num_td(x: Option<f64>, text: String) -> String {
+    format!(
+        "<td class=\"n\" data-v=\"{}\">{}</td>",
+        x.map(crate::report::fixed).unwrap_or_default(),
+        esc(&text)
+    )
+}
+
+/// Wrap a chart's SVG in a figure; a chart that fails to draw is a report error.
+fn figure(
+    svg: std::result::Result<String, Box<dyn std::error::Error>>,
+    kind: &str,
+    caption: &str,
+) -> std::result::Result<String, String> {
+    let svg = svg.map_err(|e| format!("drawing the {kind} chart: {e}"))?;
+    Ok(format!(
+        "<figure class=\"chart\" data-chart=\"{kind}\">{svg}<figcaption>{caption}</figcaption></figure>\n"
+    ))
+}
+
+/// How a score is shown: share as percent, decimal, or whole number.
+#[derive(Clone, Copy, PartialEq)]
+enum Fmt {
+    Pct,
+    Dec,
+    Int,
+}
+
+impl Fmt {
+    fn show(self, x: Option<f64>) -> String {
+        match self {
+            Fmt::Pct => pct(x),
+            Fmt::Dec => dec(x),
+            Fmt::Int => int(x),
+        }
+    }
+}
+
+/// The score rows of the recommendation table: (name, column, format, lower is better).
+const COMPARE: &[(&str, &str, Fmt, bool)] = &[
+    ("recall", "recall", Fmt::Pct, false),
+    ("false positives", "false_positives", Fmt::Int, true),
+    (
+        "false positives per 1,000 clean turns",
+        "fp_per_1k_turns",
+        Fmt::Dec,
+        true,
+    ),
+    ("precision", "precision", Fmt::Pct, false),
+    ("F1", "f1", Fmt::Dec, false),
+    ("true positives", "true_positives", Fmt::Int, false),
+    ("missed loops", "missed_loops", Fmt::Int, true),
+    ("median turns to detection", "ttd_median", Fmt::Int, true),
+    (
+        "90th percentile turns to detection",
+        "ttd_p90",
+        Fmt::Int,
+        true,
+    ),
+    (
+        "early detections (before the onset)",
+        "early_detections",
+        Fmt::Int,
+        true,
+    ),
+    (
+        "tokens saved on loops",
+        "tokens_saved_on_loops",
+        Fmt::Int,
+        false,
+    ),
+    (
+        "tokens lost on clean sessions",
+        "tokens_lost_on_clean",
+        Fmt::Int,
+        true,
+    ),
+];
+
+/// Render the whole page.
+pub fn render(d: &ReportData) -> std::result::Result<String, String> {
+    let s = &d.summary;
+    let mut h = String::with_capacity(1 << 20);
+    let script_hash = base64(&Sha256::digest(JS.as_bytes()));
+    let csp = format!(
+        "default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{script_hash}'; \
+         font-src data:; img-src data:; base-uri 'none'; form-action 'none'"
+    );
+    let font_face = |family: &str, weight: u32, bytes: &[u8]| {
+        format!(
+            "@font-face {{ font-family: {family}; font-weight: {weight}; font-style: normal; \
+             src: url(data:font/woff2;base64,{}) format(\"woff2\"); }}\n",
+            base64(bytes)
+        )
+    };
+    let title = format!("looptune sweep: {}", s.grid.name);
+    let _ = writeln!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>\n{}{}{}{CSS}</style>\n</head>\n<body>\n<main>",
+        esc(&title),
+        font_face(charts::FONT, 400, FONT_SANS),
+        font_face(charts::FONT, 700, FONT_BOLD),
+        font_face("looptune-mono", 400, FONT_MONO),
+    );
+    let _ = writeln!(
+        h,
+        "<h1>Loop-detector sweep: <span class=\"mono\">{}</span></h1>\n\
+         <p class=\"sub\">{} configurations replayed over {} sessions ({} turns); looptune {}; {:.1} s.</p>",
+        esc(&s.grid.name),
+        d.rows.len(),
+        s.inputs.sessions,
+        s.inputs.turns,
+        esc(&s.looptune_version),
+        s.wall_time_ms as f64 / 1000.0
+    );
+    h.push_str(
+        "<nav><a href=\"#recommendation\">Recommendation</a><a href=\"#families\">Families</a>\
+         <a href=\"#ttd\">Turns to detection</a><a href=\"#fp-recall\">False positives vs recall</a>\
+         <a href=\"#constants\">Each constant</a><a href=\"#heatmaps\">Heatmaps</a>\
+         <a href=\"#sessions\">Sessions</a><a href=\"#configs\">All configurations</a>\
+         <a href=\"#inputs\">Inputs</a><a href=\"#grid\">Grid</a></nav>\n",
+    );
+    let note = if s.note.is_empty() {
+        "Replay cannot know how the model would have reacted to a warning or a stop."
+    } else {
+        &s.note
+    };
+    let _ = writeln!(
+        h,
+        "<p class=\"note\"><b>Read with care.</b> {}</p>",
+        esc(note)
+    );
+
+    recommendation(&mut h, d);
+    families(&mut h, d);
+    chart_sections(&mut h, d)?;
+    sessions(&mut h, d)?;
+    config_table(&mut h, d);
+    inputs(&mut h, d);
+    let _ = writeln!(
+        h,
+        "<h2 id=\"grid\">Grid</h2>\n<p>The grid file as given (base profile <code>{}</code>, {} axes). \
+         Rerun with <code>looptune sweep --grid FILE</code>.</p>\n<pre class=\"src\">{}</pre>",
+        esc(&s.grid.base_profile),
+        s.grid.axes.len(),
+        esc(&s.grid.source)
+    );
+    let _ = writeln!(
+        h,
+        "<footer>Written by looptune {} from summary.json and sweep.csv; regenerate with \
+         <code>looptune report DIR</code>. Fonts: DejaVu Sans and DejaVu Sans Mono subsets \
+         (Bitstream Vera license; DejaVu changes in the public domain).</footer>\n\
+         </main>\n<script>{JS}</script>\n</body>\n</html>",
+        esc(&s.looptune_version)
+    );
+    Ok(h)
+}
+
+fn recommendation(h: &mut String, d: &ReportData) {
+    let s = &d.summary;
+    h.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n");
+    let _ = writeln!(h, "<p>Rule: {}.</p>", esc(&s.objective));
+    let base = s.stock.as_ref().and_then(|r| d.row(&r.config));
+    let rec = d.rows.iter().find(|r| r.recommended);
+    let (Some(base), Some(rec)) = (base, rec) else {
+        h.push_str("<p>No configuration was recommended (no labels, or no configuration meets the rule).</p>\n");
+        return;
+    };
+    if base.config == rec.config {
+        let _ = writeln!(
+            h,
+            "<p>The stock profile <b>{}</b> is already the best configuration under this rule.</p>",
+            esc(d.label(base))
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<div class=\"cards\"><div class=\"card\"><span>recommended</span><b>{}</b><span class=\"mono\">{}</span></div>\
+         <div class=\"card\"><span>recall</span><b>{} → {}</b><span>stock → recommended</span></div>\
+         <div class=\"card\"><span>false positives</span><b>{} → {}</b><span>stock → recommended</span></div>\
+         <div class=\"card\"><span>median turns to detection</span><b>{} → {}</b><span>stock → recommended</span></div></div>",
+        esc(d.label(rec)),
+        esc(&rec.config),
+        pct(base.score("recall")),
+        pct(rec.score("recall")),
+        int(base.score("false_positives")),
+        int(rec.score("false_positives")),
+        int(base.score("ttd_median")),
+        int(rec.score("ttd_median")),
+    );
+    let _ = writeln!(
+        h,
+        "<table><thead><tr><th>score</th><th class=\"n\">stock: {}</th><th class=\"n\">recommended: {}</th><th class=\"n\">change</th></tr></thead><tbody>",
+        esc(d.label(base)),
+        esc(d.label(rec))
+    );
+    for (name, col, f, lower_better) in COMPARE {
+        let (a, b) = (base.score(col), rec.score(col));
+        let change = match (a, b) {
+            (Some(a), Some(b)) if (a - b).abs() > 1e-12 => {
+                let better = (b < a) == *lower_better;
+                let text = match f {
+                    Fmt::Pct => format!("{:+.1} pts", (b - a) * 100.0),
+                    Fmt::Dec => format!("{:+.3}", b - a),
+                    Fmt::Int => format!("{}{}", if b > a { "+" } else { "" }, int(Some(b - a))),
+                };
+                format!(
+                    "<span class=\"{}\">{}</span>",
+                    if better { "better" } else { "worse" },
+                    esc(&text)
+                )
+            }
+            (Some(_), Some(_)) => "same".into(),
+            _ => "–".into(),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{change}</td></tr>",
+            esc(name),
+            esc(&f.show(a)),
+            esc(&f.show(b))
+        );
+    }
+    h.push_str("</tbody></table>\n");
+    if let Some(c) = d.config(&rec.config) {
+        if !c.overrides.is_empty() {
+            let list: Vec<String> = c
+                .overrides
+                .iter()
+                .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(&value_text(v))))
+                .collect();
+            let _ = writeln!(
+                h,
+                "<p>The recommendation changes {} of profile <code>{}</code>.</p>",
+                list.join(", "),
+                esc(&c.profile)
+            );
+        }
+    }
+}
+
+fn value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn families(h: &mut String, d: &ReportData) {
+    h.push_str(
+        "<h2 id=\"families\">Families side by side</h2>\n<p>Every stock profile, grouped by detector family, \
+         with the family's best swept configuration by F1 where the grid swept it.</p>\n",
+    );
+    h.push_str(
+        "<div class=\"scroll\"><table><thead><tr><th>profile</th><th class=\"n\">recall</th><th class=\"n\">false positives</th>\
+         <th class=\"n\">FP / 1k turns</th><th class=\"n\">precision</th><th class=\"n\">F1</th><th class=\"n\">median TTD</th>\
+         <th class=\"n\">p90 TTD</th><th class=\"n\">detections</th></tr></thead><tbody>\n",
+    );
+    let rec = d.rows.iter().find(|r| r.recommended);
+    for (family, rows) in charts::group_by(d.rows.iter(), |r| r.family.clone()) {
+        let _ = writeln!(
+            h,
+            "<tr class=\"fam\"><th colspan=\"9\">{}</th></tr>",
+            esc(&family)
+        );
+        let mut shown: Vec<&Row> = rows.iter().copied().filter(|r| r.stock).collect();
+        let best = rows.iter().copied().filter(|r| !r.stock).max_by(|a, b| {
+            a.score("f1")
+                .unwrap_or(-1.0)
+                .total_cmp(&b.score("f1").unwrap_or(-1.0))
+        });
+        shown.extend(best);
+        if let Some(r) =
+            rec.filter(|r| r.family == family && !shown.iter().any(|s| s.config == r.config))
+        {
+            shown.push(r);
+        }
+        for r in shown {
+            let class = if r.recommended {
+                " class=\"rec\""
+            } else if d
+                .summary
+                .stock
+                .as_ref()
+                .is_some_and(|s| s.config == r.config)
+            {
+                " class=\"base\""
+            } else {
+                ""
+            };
+            let mut tags = String::new();
+            if r.recommended {
+                tags.push_str(" <span class=\"tag rec\">recommended</span>");
+            }
+            if best.is_some_and(|b| b.config == r.config) {
+                tags.push_str(" <span class=\"tag\">best swept by F1</span>");
+            }
+            let _ = writeln!(
+                h,
+                "<tr{class}><td>{}{tags}</td>{}{}{}{}{}{}{}{}</tr>",
+                esc(d.label(r)),
+                num_td(r.score("recall"), pct(r.score("recall"))),
+                num_td(r.score("false_positives"), int(r.score("false_positives"))),
+                num_td(r.score("fp_per_1k_turns"), dec(r.score("fp_per_1k_turns"))),
+                num_td(r.score("precision"), pct(r.score("precision"))),
+                num_td(r.score("f1"), dec(r.score("f1"))),
+                num_td(r.score("ttd_median"), int(r.score("ttd_median"))),
+                num_td(r.score("ttd_p90"), int(r.score("ttd_p90"))),
+                num_td(r.score("detections"), int(r.score("detections"))),
+            );
+        }
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+fn list(names: &[String]) -> String {
+    names.iter().map(|n| esc(n)).collect::<Vec<_>>().join(", ")
+}
+
+fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
+    // Turns to detection.
+    let ttd = charts::ttd_data(d);
+    h.push_str("<h2 id=\"ttd\">Turns to detection</h2>\n<p>How many turns after the labeled onset each configuration \
+                fired on the loops it caught (1 = on the onset turn). Stock profiles and the recommended configuration (★); \
+                profiles with identical distributions are drawn once. Top: how many loops per turn; bottom: the share of \
+                all labeled loops detected by then, which ends at the configuration's recall.</p>\n");
+    let mut cap = String::new();
+    for s in ttd.series.iter().filter(|s| s.members.len() > 1) {
+        let _ = write!(cap, "Drawn together: {}. ", list(&s.members));
+    }
+    if !ttd.silent.is_empty() {
+        let _ = write!(cap, "Detected no labeled loop: {}. ", list(&ttd.silent));
+    }
+    if !ttd.omitted.is_empty() {
+        let _ = write!(
+            cap,
+            "Not drawn (more distributions than colours): {}. ",
+            list(&ttd.omitted)
+        );
+    }
+    if ttd.lo == 0 {
+        cap.push_str("Detections before the labeled onset are counted at ≤0. ");
+    }
+    if ttd.bin_width > 1 {
+        let _ = write!(cap, "Bars group {} turns.", ttd.bin_width);
+    }
+    h.push_str(&figure(charts::ttd_chart(&ttd), "ttd", &cap)?);
+
+    // False positives vs recall.
+    let fr = charts::fp_recall_data(d);
+    h.push_str("<h2 id=\"fp-recall\">False positives vs recall</h2>\n<p>Every configuration. Up and to the left is better. \
+                Blue points are on the Pareto front (no configuration has fewer false positives, fewer missed loops and \
+                faster detection at once); the line is that front seen in these two scores.</p>\n");
+    let mut cap = String::from("<ol class=\"key\">");
+    for n in &fr.named {
+        let _ = write!(
+            cap,
+            "<li{}>{} <span class=\"m\">({} false positives, recall {})</span></li>",
+            if n.recommended { " class=\"rec\"" } else { "" },
+            list(&n.labels),
+            crate::report::fixed(n.fp),
+            pct(Some(n.recall))
+        );
+    }
+    cap.push_str("</ol>");
+    if fr.unscored > 0 {
+        let _ = write!(
+            cap,
+            "{} configurations have no recall (no labeled loops) and are not drawn.",
+            fr.unscored
+        );
+    }
+    h.push_str(&figure(charts::fp_recall_chart(&fr), "fp-recall", &cap)?);
+
+    // One curve per swept constant.
+    h.push_str("<h2 id=\"constants\">Each constant on its own</h2>\n<p>Every swept constant moved alone, all others at the \
+                profile's stock values; the ringed point is the stock value.</p>\n");
+    let curves = charts::axis_curves(d);
+    if curves.is_empty() {
+        h.push_str("<p>The grid moves no constant on its own.</p>\n");
+    }
+    for c in &curves {
+        let _ = writeln!(
+            h,
+            "<h3><code>{}</code> on <code>{}</code></h3>",
+            esc(&c.axis),
+            esc(&c.profile)
+        );
+        let values: Vec<String> = c.points.iter().map(|p| p.value.clone()).collect();
+        let cap = format!("{} values: {}.", values.len(), list(&values));
+        h.push_str(&figure(charts::axis_chart(c), "axis", &cap)?);
+    }
+
+    // Heatmaps.
+    h.push_str("<h2 id=\"heatmaps\">Pairs of constants</h2>\n<p>For every sub-grid with two or more axes: F1 over each \
+                pair, any third axis held at its stock value; the outlined cell is the stock profile. False positives \
+                beside each map; recall under it.</p>\n");
+    let maps = charts::heatmaps(d);
+    if maps.is_empty() {
+        h.push_str("<p>The grid has no sub-grid with two or more axes.</p>\n");
+    }
+    for m in &maps {
+        let held: Vec<String> = m
+            .held
+            .iter()
+            .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v)))
+            .collect();
+        let _ = writeln!(
+            h,
+            "<h3><code>{}</code> × <code>{}</code> on <code>{}</code>{}</h3>",
+            esc(&m.x_axis),
+            esc(&m.y_axis),
+            esc(&m.profile),
+            if held.is_empty() {
+                String::new()
+            } else {
+                format!(", with {}", held.join(", "))
+            }
+        );
+        h.push_str("<div class=\"pair\">");
+        h.push_str(&figure(
+            charts::heatmap_chart(m, HeatMetric::F1),
+            "heatmap",
+            "",
+        )?);
+        h.push_str(&figure(
+            charts::heatmap_chart(m, HeatMetric::FalsePositives),
+            "heatmap",
+            "",
+        )?);
+        h.push_str("</div>\n<details><summary>Recall</summary><div class=\"pair\">");
+        h.push_str(&figure(
+            charts::heatmap_chart(m, HeatMetric::Recall),
+            "heatmap",
+            "",
+        )?);
+        h.push_str("</div></details>\n");
+    }
+    Ok(())
+}
+
+fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
+    h.push_str("<h2 id=\"sessions\">Sessions where configurations disagree</h2>\n<p>The sessions where the stock profiles \
+                and the recommendation disagree most: activity per turn, where each fires (configurations firing at the \
+                same turn share a lane), and the transcript around each detection.</p>\n");
+    if d.summary.disagreements.is_empty() {
+        h.push_str("<p>The compared configurations agree on every session.</p>\n");
+    }
+    for (i, s) in d.summary.disagreements.iter().enumerate() {
+        let t = charts::timeline_data(d, s);
+        let _ = writeln!(
+            h,
+            "<section class=\"session\" id=\"session-{i}\"><h3 class=\"mono\">{}</h3>\n<p>{} turns; label: <b>{}</b>{}.</p>",
+            esc(&s.session),
+            s.turns,
+            esc(s.label.as_deref().unwrap_or("none")),
+            s.onset_turn
+                .map(|o| format!(", onset at turn {o}"))
+                .unwrap_or_default()
+        );
+        let cap = if t.silent.is_empty() {
+            String::new()
+        } else {
+            format!("Did not fire: {}.", list(&t.silent))
+        };
+        h.push_str(&figure(charts::timeline_chart(&t), "timeline", &cap)?);
+        h.push_str("<div class=\"scroll\"><table><thead><tr><th>configuration</th><th class=\"n\">turn</th><th class=\"n\">record</th><th>kind</th><th>detail</th></tr></thead><tbody>\n");
+        for det in &s.detections {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"mono\">{}</td></tr>",
+                esc(&det.label),
+                det.turn,
+                det.event,
+                esc(&det.kind),
+                esc(&det.detail)
+            );
+        }
+        h.push_str("</tbody></table></div>\n");
+        for x in &s.excerpts {
+            let who: Vec<String> = s
+                .detections
+                .iter()
+                .filter(|d| d.event == x.event)
+                .map(|d| d.label.clone())
+                .collect();
+            let _ = writeln!(
+                h,
+                "<p>Around record {} (fired by {}):</p><div class=\"excerpt\">",
+                x.event,
+                list(&who)
+            );
+            for l in &x.lines {
+                let _ = writeln!(
+                    h,
+                    "<div class=\"xl{}\"><span class=\"m\">#{} turn {}</span><span class=\"m\">{}</span><span class=\"t\">{}</span></div>",
+                    if l.hit { " hit" } else { "" },
+                    l.event,
+                    l.turn,
+                    esc(&l.kind),
+                    esc(&l.text)
+                );
+            }
+            h.push_str("</div>\n");
+        }
+        h.push_str("</section>\n");
+    }
+    Ok(())
+}
+
+fn config_table(h: &mut String, d: &ReportData) {
+    let _ = writeln!(
+        h,
+        "<h2 id=\"configs\">All configurations</h2>\n<p>{} configurations in grid order; click a header to sort. \
+         Every column of every configuration is in <code>sweep.csv</code>.</p>",
+        d.rows.len()
+    );
+    h.push_str(
+        "<div class=\"scroll tall\"><table class=\"sortable\"><thead><tr><th>id</th><th>family</th><th>profile</th>\
+         <th>changes</th><th class=\"n\">recall</th><th class=\"n\">FP</th><th class=\"n\">FP / 1k</th>\
+         <th class=\"n\">precision</th><th class=\"n\">F1</th><th class=\"n\">median TTD</th><th class=\"n\">p90 TTD</th>\
+         <th class=\"n\">detections</th><th>flags</th></tr></thead><tbody>\n",
+    );
+    for r in &d.rows {
+        let changes: Vec<String> = d
+            .config(&r.config)
+            .map(|c| {
+                c.overrides
+                    .iter()
+                    .map(|(k, v)| format!("{}={}", esc(k), esc(&value_text(v))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut flags = Vec::new();
+        if r.recommended {
+            flags.push("<span class=\"tag rec\">recommended</span>");
+        }
+        if r.stock {
+            flags.push("<span class=\"tag\">stock</span>");
+        }
+        if r.pareto {
+            flags.push("<span class=\"tag\">pareto</span>");
+        }
+        let _ = writeln!(
+            h,
+            "<tr{}><td class=\"mono\">{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td>{}{}{}{}{}{}{}{}<td>{}</td></tr>",
+            if r.recommended { " class=\"rec\"" } else { "" },
+            esc(&r.config),
+            esc(&r.family),
+            esc(&r.profile),
+            if changes.is_empty() { "(stock)".to_string() } else { changes.join(" ") },
+            num_td(r.score("recall"), pct(r.score("recall"))),
+            num_td(r.score("false_positives"), int(r.score("false_positives"))),
+            num_td(r.score("fp_per_1k_turns"), dec(r.score("fp_per_1k_turns"))),
+            num_td(r.score("precision"), pct(r.score("precision"))),
+            num_td(r.score("f1"), dec(r.score("f1"))),
+            num_td(r.score("ttd_median"), int(r.score("ttd_median"))),
+            num_td(r.score("ttd_p90"), int(r.score("ttd_p90"))),
+            num_td(r.score("detections"), int(r.score("detections"))),
+            flags.join(" ")
+        );
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+fn inputs(h: &mut String, d: &ReportData) {
+    let i = &d.summary.inputs;
+    let l = &d.summary.labels;
+    let _ = writeln!(
+        h,
+        "<h2 id=\"inputs\">Inputs</h2>\n<div class=\"cards\">\
+         <div class=\"card\"><span>files</span><b>{}</b></div><div class=\"card\"><span>sessions</span><b>{}</b></div>\
+         <div class=\"card\"><span>turns</span><b>{}</b></div><div class=\"card\"><span>records</span><b>{}</b></div>\
+         <div class=\"card\"><span>labeled loop / clean / unlabeled</span><b>{} / {} / {}</b></div></div>",
+        i.files.len(),
+        i.sessions,
+        i.turns,
+        i.events,
+        l.loops,
+        l.clean,
+        l.unlabeled
+    );
+    match &l.file {
+        Some(f) => {
+            let _ = writeln!(
+                h,
+                "<p>Labels: <code>{}</code>, sha256 <code>{}</code>.</p>",
+                esc(f),
+                esc(l.sha256.as_deref().unwrap_or(""))
+            );
+        }
+        None => h.push_str("<p>No labels file: nothing is scored.</p>\n"),
+    }
+    if i.whole_message_sessions > 0 {
+        let _ = writeln!(
+            h,
+            "<p>{} sessions carry content as whole messages, not streamed chunks: the content check sees fewer, larger pieces than live.</p>",
+            i.whole_message_sessions
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<details{}><summary>{} input files with their digests</summary><div class=\"scroll tall\"><table class=\"sortable\"><thead><tr>\
+         <th>file</th><th>format</th><th class=\"n\">bytes</th><th class=\"n\">skipped lines</th><th class=\"n\">unknown records</th><th>sha256</th></tr></thead><tbody>",
+        if i.files.len() <= 12 { " open" } else { "" },
+        i.files.len()
+    );
+    for f in &i.files {
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"mono\">{}</td><td>{}</td>{}{}{}<td class=\"mono\">{}</td></tr>",
+            esc(&f.path),
+            esc(&f.format),
+            num_td(Some(f.bytes as f64), f.bytes.to_string()),
+            num_td(Some(f.skipped_lines as f64), f.skipped_lines.to_string()),
+            num_td(
+                Some(f.unknown_records as f64),
+                f.unknown_records.to_string()
+            ),
+            esc(&f.sha256)
+        );
+    }
+    h.push_str("</tbody></table></div></details>\n");
+    for (what, items) in [
+        ("skipped lines", &i.skipped),
+        ("label warnings", &l.warnings),
+    ] {
+        if items.is_empty() {
+            continue;
+        }
+        let _ = write!(h, "<details><summary>{} {what}</summary><ul>", items.len());
+        for s in items.iter() {
+            let _ = write!(h, "<li class=\"mono\">{}</li>", esc(s));
+        }
+        h.push_str("</ul></details>\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648() {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(i.as_bytes()), o);
+        }
+    }
+
+    /// A summary whose every file string carries a payload, rendered whole.
+    #[test]
+    fn hostile_strings_never_appear_unescaped() {
+        let payloads = [
+            "<script>alert(1)</script>",
+            "</textarea>",
+            "<img src=x onerror=alert(1)>",
+            "\"><svg onload=alert(1)>",
+            "'; alert(1); '",
+        ];
+        let bad = payloads.join(" ");
+        let mut v = crate::report::charts::tests::sample_summary();
+        let dis = &mut v["disagreements"][0];
+        dis["session"] = bad.clone().into();
+        dis["detections"][0]["label"] = bad.clone().into();
+        dis["detections"][0]["detail"] = bad.clone().into();
+        dis["detections"][0]["kind"] = bad.clone().into();
+        dis["excerpts"] = serde_json::json!([{"event": 9, "lines": [
+            {"event": 9, "turn": 3, "type": bad, "text": bad, "hit": true}]}]);
+        v["grid"]["configs"][0]["label"] = bad.clone().into();
+        v["grid"]["configs"][0]["overrides"] = serde_json::json!({"policy": bad});
+        v["grid"]["name"] = bad.clone().into();
+        v["note"] = bad.clone().into();
+        v["objective"] = bad.clone().into();
+        v["inputs"] = serde_json::json!({"files": [{"path": bad, "format": bad, "sha256": bad}], "skipped": [bad]});
+        v["labels"] = serde_json::json!({"file": bad, "sha256": bad, "warnings": [bad]});
+        // The grid source is shown verbatim: append the payload as a comment.
+        let src = format!("{}\n# {bad}\n", v["grid"]["source"].as_str().unwrap());
+        v["grid"]["source"] = src.into();
+        let mut d = ReportData {
+            summary: serde_json::from_value(v).unwrap(),
+            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv())
+                .unwrap(),
+        };
+        // And in sweep.csv's text columns (family, profile), which reach the page and chart text.
+        d.rows[0].family = bad.clone();
+        let html = render(&d).unwrap();
+        for p in [
+            "<script>alert",
+            "</textarea>",
+            "<img",
+            "onerror=alert(1)>",
+            "<svg onload",
+        ] {
+            assert!(!html.contains(p), "unescaped {p:?} in the report");
+        }
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert_eq!(
+            html.matches("<script").count(),
+            1,
+            "only the report's own script"
+        );
+        // The session id also reaches SVG text (timeline lanes carry labels): escaped there too.
+        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    }
+
+    #[test]
+    fn csp_allows_only_the_report_script() {
+        let html = render(&ReportData {
+            summary: serde_json::from_value(crate::report::charts::tests::sample_summary())
+                .unwrap(),
+            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv())
+                .unwrap(),
+        })
+        .unwrap();
+        let hash = base64(&Sha256::digest(JS.as_bytes()));
+        assert!(html.contains(&format!("script-src 'sha256-{hash}'")));
+        assert!(html.contains(&format!("<script>{JS}</script>")));
+        assert!(html.contains("default-src 'none'"));
+        assert!(
+            !html.contains("http://")
+                || html.matches("http://").count()
+                    == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+        );
+        assert!(!html.contains("https://"));
+    }
+
+    #[test]
+    fn escapes_all_five() {
+        assert_eq!(
+            esc(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
 }

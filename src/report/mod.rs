@@ -2,9 +2,11 @@
 //! JUnit and HTML. Every file is written whole or not at all: to a temporary
 //! file in the same folder, then renamed over the target.
 
+pub mod charts;
 pub mod ci;
 pub mod csv_out;
 pub mod html;
+pub mod model;
 pub mod summary;
 pub mod text;
 

@@ -1,0 +1,43 @@
+// Sort tables with class "sortable" by clicking a header: numbers by the
+// cell's data-v, text otherwise; empty cells last. Without script the
+// tables keep the report's own order.
+(function () {
+  "use strict";
+  function key(cell) {
+    var v = cell.getAttribute("data-v");
+    if (v === null) v = cell.textContent.trim();
+    if (v === "" || v === "\u2013") return null;
+    var n = Number(v);
+    return isNaN(n) ? v.toLowerCase() : n;
+  }
+  function cmp(a, b) {
+    if (a === null) return b === null ? 0 : 1;
+    if (b === null) return -1;
+    if (typeof a === typeof b) return a < b ? -1 : a > b ? 1 : 0;
+    return typeof a === "number" ? -1 : 1;
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+    var heads = table.tHead.rows[0].cells;
+    Array.prototype.forEach.call(heads, function (th, col) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.className = "sort";
+      b.textContent = th.textContent;
+      th.textContent = "";
+      th.appendChild(b);
+      b.addEventListener("click", function () {
+        var asc = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (r, s) {
+          var x = key(r.cells[col]), y = key(s.cells[col]);
+          if (x === null || y === null) return cmp(x, y);
+          return asc ? cmp(x, y) : cmp(y, x);
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+})();

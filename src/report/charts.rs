@@ -1,0 +1,1666 @@
+//! The report's charts, one function per chart kind, each in two halves: a
+//! pure function that computes the numbers a chart shows from [`ReportData`]
+//! (tested against `sweep.csv`), and a drawing function that turns those
+//! numbers into an inline SVG string with plotters. Text in the SVG is escaped
+//! by plotters' SVG backend (`&<>"'`), and every chart names the embedded font
+//! so it renders the same on a machine without fonts.
+
+use super::model::{Disagreement, ReportData, Row};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::collections::BTreeMap;
+
+/// The embedded sans-serif font (declared by the page's `@font-face`).
+pub const FONT: &str = "looptune-sans";
+/// Chart text sizes (px, before plotters' 1/1.24 SVG scaling).
+const TITLE_PT: f64 = 17.0;
+const LABEL_PT: f64 = 14.0;
+const SMALL_PT: f64 = 12.5;
+
+/// Turns-to-detection chart size.
+pub const TTD_SIZE: (u32, u32) = (1000, 560);
+/// False-positives-vs-recall chart size.
+pub const FP_RECALL_SIZE: (u32, u32) = (1000, 600);
+/// One swept-constant chart (three small panels side by side).
+pub const AXIS_SIZE: (u32, u32) = (1000, 240);
+/// One heatmap.
+pub const HEAT_SIZE: (u32, u32) = (490, 380);
+/// Session timeline width; the height grows with the number of lanes.
+pub const TIMELINE_WIDTH: u32 = 1000;
+/// Height of one timeline lane.
+const LANE_PX: u32 = 24;
+
+/// Series colours: Okabe–Ito, distinguishable with the common colour-vision
+/// deficiencies; the recommended configuration always gets the first one.
+pub const PALETTE: [RGBColor; 8] = [
+    RGBColor(0xD5, 0x5E, 0x00), // vermillion: recommended
+    RGBColor(0x00, 0x72, 0xB2), // blue: base stock profile
+    RGBColor(0x00, 0x9E, 0x73), // green
+    RGBColor(0xCC, 0x79, 0xA7), // purple
+    RGBColor(0x56, 0xB4, 0xE9), // sky
+    RGBColor(0xE6, 0x9F, 0x00), // orange
+    RGBColor(0x33, 0x33, 0x33), // near black
+    RGBColor(0x99, 0x99, 0x33), // olive
+];
+const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+const GRID: RGBColor = RGBColor(0xE4, 0xE4, 0xE4);
+const MUTED: RGBColor = RGBColor(0xA8, 0xA8, 0xA8);
+const TOOL: RGBColor = RGBColor(0x00, 0x72, 0xB2);
+const ERR: RGBColor = RGBColor(0xD5, 0x5E, 0x00);
+const CONTENT: RGBColor = RGBColor(0x00, 0x9E, 0x73);
+
+type Draw<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+// ---------------------------------------------------------------- helpers
+
+/// Numeric value of a parameter's text, if it is a number.
+fn as_num(s: &str) -> Option<f64> {
+    s.trim().parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// Parameter values compare as numbers when both are numbers (`2` = `2.0`),
+/// else as case-insensitive text (`true` = `True`).
+pub fn same_value(a: &str, b: &str) -> bool {
+    match (as_num(a), as_num(b)) {
+        (Some(x), Some(y)) => (x - y).abs() < 1e-9,
+        _ => a.trim().eq_ignore_ascii_case(b.trim()),
+    }
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn font(size: f64) -> TextStyle<'static> {
+    TextStyle::from((FONT, size).into_font()).color(&INK)
+}
+
+/// Render into an SVG string; `f` draws on the root area.
+fn svg(size: (u32, u32), f: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Draw) -> Draw<String> {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        root.fill(&WHITE)?;
+        f(&root)?;
+        root.present()?;
+    }
+    Ok(buf)
+}
+
+/// An SVG that only says why there is nothing to draw (still a valid chart block).
+fn empty_chart(size: (u32, u32), message: &str) -> Draw<String> {
+    svg(size, |root| {
+        root.draw(&Text::new(
+            message.to_string(),
+            (size.0 as i32 / 2, size.1 as i32 / 2),
+            font(LABEL_PT).pos(Pos::new(HPos::Center, VPos::Center)),
+        ))?;
+        Ok(())
+    })
+}
+
+/// Linear interpolation between two colours, `t` in 0..=1.
+fn mix(a: RGBColor, b: RGBColor, t: f64) -> RGBColor {
+    let t = t.clamp(0.0, 1.0);
+    let l = |x: u8, y: u8| (x as f64 + (y as f64 - x as f64) * t).round() as u8;
+    RGBColor(l(a.0, b.0), l(a.1, b.1), l(a.2, b.2))
+}
+
+/// Tick labels for count axes: whole numbers only (no "1, 1, 2, 2" from half steps).
+fn whole(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-6 {
+        format!("{v:.0}")
+    } else {
+        String::new()
+    }
+}
+
+/// Tick labels for categorical axes drawn on an index scale: a label only at whole indices.
+fn category_label(values: &[String], v: f64) -> String {
+    let i = v.round();
+    if (v - i).abs() > 1e-6 || i < 0.0 || i as usize >= values.len() {
+        return String::new();
+    }
+    short(&values[i as usize], 14)
+}
+
+// ---------------------------------------------------------- turns to detection
+
+/// One drawn distribution: configurations with identical turns-to-detection merged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TtdSeries {
+    /// Labels of the configurations sharing this distribution (first is the legend name).
+    pub members: Vec<String>,
+    /// Includes the recommended configuration.
+    pub recommended: bool,
+    /// The turns-to-detection values, sorted.
+    pub ttd: Vec<i64>,
+    /// Histogram counts, one per bin of [`TtdData`].
+    pub counts: Vec<usize>,
+    /// Labeled loops: the cumulative curve is a fraction of these, so it ends at recall.
+    pub labeled_loops: f64,
+}
+
+/// The turns-to-detection chart's numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TtdData {
+    /// First turn of the first bin.
+    pub lo: i64,
+    /// Turns per bin.
+    pub bin_width: i64,
+    /// Number of bins.
+    pub bins: usize,
+    /// Drawn series (at most the palette's size).
+    pub series: Vec<TtdSeries>,
+    /// Selected configurations that detected no labeled loop.
+    pub silent: Vec<String>,
+    /// Series left out for legibility (more than the palette has colours).
+    pub omitted: Vec<String>,
+}
+
+/// The configurations charts compare: the recommended one, the base stock
+/// profile, then every other stock profile, in grid order.
+pub fn selected(d: &ReportData) -> Vec<&Row> {
+    let rec = d.rows.iter().find(|r| r.recommended);
+    let base = d
+        .summary
+        .stock
+        .as_ref()
+        .and_then(|s| d.row(&s.config))
+        .or_else(|| d.stock_row(&d.summary.grid.base_profile));
+    let mut out: Vec<&Row> = Vec::new();
+    for r in rec
+        .into_iter()
+        .chain(base)
+        .chain(d.rows.iter().filter(|r| r.stock))
+    {
+        if !out.iter().any(|o| o.config == r.config) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Histogram bins and cumulative curves for the stock profiles and the recommendation.
+pub fn ttd_data(d: &ReportData) -> TtdData {
+    let mut series: Vec<TtdSeries> = Vec::new();
+    let mut silent = Vec::new();
+    for r in selected(d) {
+        let entry = d.summary.scores.iter().find(|s| s.config == r.config);
+        let mut ttd = entry.map(|e| e.ttd.clone()).unwrap_or_default();
+        ttd.sort_unstable();
+        let label = d.label(r).to_string();
+        if ttd.is_empty() {
+            silent.push(label);
+            continue;
+        }
+        let loops = r
+            .score("labeled_loops")
+            .or(entry.and_then(|e| e.labeled_loops))
+            .filter(|&n| n > 0.0)
+            .unwrap_or(ttd.len() as f64);
+        // Identical distributions draw as one series, so 23 stock profiles
+        // that mostly agree stay legible.
+        match series
+            .iter_mut()
+            .find(|s| s.ttd == ttd && s.labeled_loops == loops)
+        {
+            Some(s) => {
+                s.members.push(label);
+                s.recommended |= r.recommended;
+            }
+            None => series.push(TtdSeries {
+                members: vec![label],
+                recommended: r.recommended,
+                ttd,
+                counts: Vec::new(),
+                labeled_loops: loops,
+            }),
+        }
+    }
+    let omitted: Vec<String> = series
+        .iter()
+        .skip(PALETTE.len())
+        .flat_map(|s| s.members.clone())
+        .collect();
+    series.truncate(PALETTE.len());
+    let all = series.iter().flat_map(|s| s.ttd.iter().copied());
+    // Bins start at turn 1 (detected on the onset turn) unless some detection
+    // came earlier; at most ~20 bins of whole turns so bars stay readable.
+    // Detections before the onset (ttd <= 0) share one bin at 0, so one very
+    // early detection does not stretch the axis over turns nobody fired in.
+    let lo = all.clone().min().unwrap_or(1).clamp(0, 1);
+    let hi = all.max().unwrap_or(1).max(lo);
+    let span = hi - lo + 1;
+    let bin_width = ((span + 19) / 20).max(1);
+    let bins = ((span + bin_width - 1) / bin_width) as usize;
+    for s in &mut series {
+        s.counts = vec![0; bins];
+        for &t in &s.ttd {
+            s.counts[((t.max(lo) - lo) / bin_width) as usize] += 1;
+        }
+    }
+    TtdData {
+        lo,
+        bin_width,
+        bins,
+        series,
+        silent,
+        omitted,
+    }
+}
+
+fn series_name(s: &TtdSeries) -> String {
+    let first = short(&s.members[0], 24);
+    let name = if s.members.len() > 1 {
+        format!("{first} (+{} identical)", s.members.len() - 1)
+    } else {
+        first
+    };
+    if s.recommended {
+        format!("★ {name}")
+    } else {
+        name
+    }
+}
+
+/// Turns-to-detection: histogram (top) and cumulative share of labeled loops
+/// detected (bottom) on a shared turn axis.
+pub fn ttd_chart(data: &TtdData) -> Draw<String> {
+    if data.series.is_empty() {
+        return empty_chart(
+            TTD_SIZE,
+            "No selected configuration detected a labeled loop with a known onset.",
+        );
+    }
+    let w = data.bin_width as f64;
+    // Whole turns are drawn centred on integers, so bins span ±0.5 turn.
+    let x0 = data.lo as f64 - 0.5;
+    let x1 = data.lo as f64 + data.bins as f64 * w - 0.5;
+    let max_count = data
+        .series
+        .iter()
+        .flat_map(|s| s.counts.iter().copied())
+        .max()
+        .unwrap_or(1);
+    let n = data.series.len() as f64;
+    let turn_tick = |v: &f64| {
+        if data.lo == 0 && v.abs() < 1e-6 {
+            "≤0".to_string()
+        } else {
+            whole(v)
+        }
+    };
+    svg(TTD_SIZE, |root| {
+        // The legend gets its own column on the right so it never hides bars.
+        let (plot, legend) = root.split_horizontally(TTD_SIZE.0 - 270);
+        let (top, bottom) = plot.split_vertically(300);
+        legend.draw(&Text::new(
+            "configurations (★ recommended)",
+            (8, 46),
+            font(SMALL_PT).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+        for (si, s) in data.series.iter().enumerate() {
+            let y = 74 + 24 * si as i32;
+            legend.draw(&Rectangle::new(
+                [(8, y - 6), (22, y + 6)],
+                PALETTE[si].filled(),
+            ))?;
+            legend.draw(&Text::new(
+                series_name(s),
+                (30, y),
+                font(SMALL_PT).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+        }
+        // Counts are small integers: the axis starts at 0 and leaves a little headroom.
+        let mut hist = ChartBuilder::on(&top)
+            .caption(
+                "Turns to detection (labeled loops detected)",
+                font(TITLE_PT),
+            )
+            .margin(12)
+            .x_label_area_size(22)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x0..x1, 0.0..(max_count as f64 * 1.15 + 0.5))?;
+        hist.configure_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(GRID)
+            .y_desc("loops")
+            .label_style(font(SMALL_PT))
+            .axis_desc_style(font(SMALL_PT))
+            .y_label_formatter(&whole)
+            .x_label_formatter(&turn_tick)
+            .draw()?;
+        for (si, s) in data.series.iter().enumerate() {
+            let c = PALETTE[si];
+            let bar = w * 0.86 / n;
+            hist.draw_series(s.counts.iter().enumerate().filter(|(_, &k)| k > 0).map(
+                |(b, &k)| {
+                    let left = x0 + b as f64 * w + w * 0.07 + si as f64 * bar;
+                    Rectangle::new([(left, 0.0), (left + bar, k as f64)], c.filled())
+                },
+            ))?;
+        }
+
+        // Share of labeled loops (not of detections) so each curve ends at the
+        // configuration's recall and curves of different recall compare honestly.
+        let mut cum = ChartBuilder::on(&bottom)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x0..x1, 0.0..1.0)?;
+        cum.configure_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(GRID)
+            .x_desc("turns from the labeled onset to the detection (1 = on the onset turn)")
+            .y_desc("share of loops")
+            .label_style(font(SMALL_PT))
+            .axis_desc_style(font(SMALL_PT))
+            .x_label_formatter(&turn_tick)
+            .y_label_formatter(&|v| format!("{:.0}%", v * 100.0))
+            .draw()?;
+        for (si, s) in data.series.iter().enumerate() {
+            let mut pts = vec![(x0, 0.0)];
+            let mut y = 0.0;
+            let clamped: Vec<i64> = s.ttd.iter().map(|&t| t.max(data.lo)).collect();
+            for (i, &t) in clamped.iter().enumerate() {
+                if i + 1 < clamped.len() && clamped[i + 1] == t {
+                    continue;
+                }
+                let ny = (i + 1) as f64 / s.labeled_loops;
+                pts.push((t as f64, y));
+                pts.push((t as f64, ny));
+                y = ny;
+            }
+            pts.push((x1, y));
+            let width = if s.recommended { 3 } else { 2 };
+            cum.draw_series(LineSeries::new(pts, PALETTE[si].stroke_width(width)))?;
+        }
+        Ok(())
+    })
+}
+
+// ------------------------------------------------------- false positives vs recall
+
+/// One configuration on the false-positives-vs-recall chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FpRecallPoint {
+    /// Configuration id.
+    pub config: String,
+    /// Label.
+    pub label: String,
+    /// False positives (count of clean sessions flagged), from `sweep.csv`.
+    pub fp: f64,
+    /// Recall, from `sweep.csv`.
+    pub recall: f64,
+    /// On the Pareto front (`sweep.csv` `pareto`).
+    pub pareto: bool,
+    /// A stock profile.
+    pub stock: bool,
+    /// The recommendation.
+    pub recommended: bool,
+}
+
+/// The false-positives-vs-recall chart's numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FpRecallData {
+    /// Every configuration with both scores.
+    pub points: Vec<FpRecallPoint>,
+    /// The front in these two scores: fewest false positives for each recall,
+    /// as (fp, recall) in increasing fp.
+    pub front: Vec<(f64, f64)>,
+    /// Configurations without recall (no labeled loops).
+    pub unscored: usize,
+    /// Stock and recommended configurations grouped by identical (fp, recall):
+    /// the chart numbers each group and the page lists the names, so crowded
+    /// corners stay legible.
+    pub named: Vec<NamedPoint>,
+}
+
+/// A numbered point of the false-positives-vs-recall chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedPoint {
+    /// False positives.
+    pub fp: f64,
+    /// Recall.
+    pub recall: f64,
+    /// Labels of the stock profiles (and the recommendation) at this point.
+    pub labels: Vec<String>,
+    /// Includes the recommendation.
+    pub recommended: bool,
+}
+
+/// Every configuration's false positives and recall, and the two-score front.
+pub fn fp_recall_data(d: &ReportData) -> FpRecallData {
+    let mut points = Vec::new();
+    let mut unscored = 0;
+    for r in &d.rows {
+        match (r.score("false_positives"), r.score("recall")) {
+            (Some(fp), Some(recall)) => points.push(FpRecallPoint {
+                config: r.config.clone(),
+                label: d.label(r).to_string(),
+                fp,
+                recall,
+                pareto: r.pareto,
+                stock: r.stock,
+                recommended: r.recommended,
+            }),
+            _ => unscored += 1,
+        }
+    }
+    // The sweep's front is over (fp, missed, median ttd); drawn here is its
+    // projection: the staircase of Pareto configurations no other beats on both axes.
+    let mut cand: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.pareto)
+        .map(|p| (p.fp, p.recall))
+        .collect();
+    cand.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    let mut front: Vec<(f64, f64)> = Vec::new();
+    for (fp, recall) in cand {
+        if front.last().is_none_or(|&(_, r)| recall > r) {
+            front.push((fp, recall));
+        }
+    }
+    let mut named: Vec<NamedPoint> = Vec::new();
+    // Recommendation first so it is number 1.
+    let mut marked: Vec<&FpRecallPoint> =
+        points.iter().filter(|p| p.stock || p.recommended).collect();
+    marked.sort_by_key(|p| !p.recommended);
+    for p in marked {
+        match named
+            .iter_mut()
+            .find(|n| (n.fp, n.recall) == (p.fp, p.recall))
+        {
+            Some(n) => {
+                n.labels.push(p.label.clone());
+                n.recommended |= p.recommended;
+            }
+            None => named.push(NamedPoint {
+                fp: p.fp,
+                recall: p.recall,
+                labels: vec![p.label.clone()],
+                recommended: p.recommended,
+            }),
+        }
+    }
+    FpRecallData {
+        points,
+        front,
+        unscored,
+        named,
+    }
+}
+
+/// False positives (x) against recall (y) for every configuration.
+pub fn fp_recall_chart(data: &FpRecallData) -> Draw<String> {
+    if data.points.is_empty() {
+        return empty_chart(
+            FP_RECALL_SIZE,
+            "No configuration has a recall: the sweep had no labeled loops.",
+        );
+    }
+    let max_fp = data.points.iter().map(|p| p.fp).fold(0.0, f64::max);
+    svg(FP_RECALL_SIZE, |root| {
+        // False positives are counts of clean sessions: linear from 0, padded
+        // half a unit so points on 0 are not hidden by the axis; recall is a
+        // share, always 0–100% so charts of different sweeps compare.
+        let mut ch = ChartBuilder::on(root)
+            .caption(
+                "False positives vs recall, every configuration",
+                font(TITLE_PT),
+            )
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5..(max_fp * 1.08 + 1.0), -0.03..1.06)?;
+        ch.configure_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(GRID)
+            .x_desc("false positives (clean sessions flagged)")
+            .y_desc("recall (labeled loops detected)")
+            .label_style(font(SMALL_PT))
+            .axis_desc_style(font(SMALL_PT))
+            .x_label_formatter(&whole)
+            .y_label_formatter(&|v| format!("{:.0}%", v * 100.0))
+            .draw()?;
+        ch.draw_series(
+            data.points
+                .iter()
+                .filter(|p| !p.pareto)
+                .map(|p| Circle::new((p.fp, p.recall), 3, MUTED.mix(0.7).filled())),
+        )?
+        .label("configuration")
+        .legend(|(x, y)| Circle::new((x + 7, y), 3, MUTED.filled()));
+        let mut stairs = Vec::new();
+        for (i, &(fp, r)) in data.front.iter().enumerate() {
+            if i > 0 {
+                stairs.push((fp, data.front[i - 1].1));
+            }
+            stairs.push((fp, r));
+        }
+        ch.draw_series(LineSeries::new(stairs, PALETTE[1].stroke_width(2)))?
+            .label("Pareto front")
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 14, y)], PALETTE[1].stroke_width(2))
+            });
+        ch.draw_series(
+            data.points
+                .iter()
+                .filter(|p| p.pareto)
+                .map(|p| Circle::new((p.fp, p.recall), 4, PALETTE[1].filled())),
+        )?;
+        ch.draw_series(
+            data.points
+                .iter()
+                .filter(|p| p.stock)
+                .map(|p| TriangleMarker::new((p.fp, p.recall), 7, INK.stroke_width(2))),
+        )?
+        .label("stock profile")
+        .legend(|(x, y)| TriangleMarker::new((x + 7, y), 6, INK.stroke_width(2)));
+        ch.draw_series(
+            data.points
+                .iter()
+                .filter(|p| p.recommended)
+                .map(|p| Circle::new((p.fp, p.recall), 9, PALETTE[0].stroke_width(3))),
+        )?
+        .label("recommended")
+        .legend(|(x, y)| Circle::new((x + 7, y), 6, PALETTE[0].stroke_width(3)));
+        // Numbers, not names: the page lists who is at each number.
+        for (k, n) in data.named.iter().enumerate() {
+            let colour = if n.recommended { PALETTE[0] } else { INK };
+            let (px, py) = ch.backend_coord(&(n.fp, n.recall));
+            root.draw(&Text::new(
+                format!("{}", k + 1),
+                (px + 8 + 3 * (k as i32 % 3), py - 6 - 9 * (k as i32 % 2)),
+                font(SMALL_PT)
+                    .color(&colour)
+                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
+            ))?;
+        }
+        ch.configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(GRID)
+            .label_font(font(SMALL_PT))
+            .draw()?;
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------- one curve per constant
+
+/// One value of a swept constant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AxisPoint {
+    /// The value as `sweep.csv` writes it.
+    pub value: String,
+    /// Position on the x axis: the value itself if numeric, else its index.
+    pub x: f64,
+    /// Configuration id.
+    pub config: String,
+    /// The profile's stock value.
+    pub stock: bool,
+    /// Recall.
+    pub recall: Option<f64>,
+    /// False positives.
+    pub fp: Option<f64>,
+    /// Median turns to detection.
+    pub ttd_median: Option<f64>,
+}
+
+/// One swept constant moving alone on top of one profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AxisCurve {
+    /// Parameter name.
+    pub axis: String,
+    /// Profile the others are held at.
+    pub profile: String,
+    /// Values are numbers (else categories, drawn evenly spaced).
+    pub numeric: bool,
+    /// One point per value, in x order.
+    pub points: Vec<AxisPoint>,
+}
+
+/// For each grid axis and profile: the configurations that override only that
+/// constant, plus the unchanged profile as the stock point.
+pub fn axis_curves(d: &ReportData) -> Vec<AxisCurve> {
+    let sub = subgrids(d);
+    let mut out = Vec::new();
+    for axis in &d.summary.grid.axes {
+        let mut profiles: Vec<&str> = Vec::new();
+        for r in &d.rows {
+            if d.override_keys(&r.config) == [axis.as_str()]
+                && !profiles.contains(&r.profile.as_str())
+            {
+                profiles.push(&r.profile);
+            }
+        }
+        for profile in profiles {
+            let mut rows: Vec<&Row> = d
+                .rows
+                .iter()
+                .filter(|r| r.profile == profile && d.override_keys(&r.config) == [axis.as_str()])
+                .collect();
+            if let Some(s) = d.stock_row(profile) {
+                rows.push(s);
+            }
+            let rows: Vec<&Row> = rows
+                .into_iter()
+                .filter(|r| r.params.contains_key(axis))
+                .collect();
+            let numeric = rows.iter().all(|r| as_num(&r.params[axis]).is_some());
+            // Categories keep the grid file's order (e.g. policy stop, warn, ask, ignore).
+            let order: Vec<String> = sub
+                .iter()
+                .filter_map(|g| g.axes.iter().find(|(n, _)| n == axis))
+                .flat_map(|(_, v)| v.clone())
+                .collect();
+            let rank = |v: &str| {
+                order
+                    .iter()
+                    .position(|o| same_value(o, v))
+                    .unwrap_or(usize::MAX)
+            };
+            let mut points: Vec<AxisPoint> = rows
+                .iter()
+                .map(|r| AxisPoint {
+                    value: r.params[axis].clone(),
+                    x: as_num(&r.params[axis]).unwrap_or(0.0),
+                    config: r.config.clone(),
+                    stock: r.stock,
+                    recall: r.score("recall"),
+                    fp: r.score("false_positives"),
+                    ttd_median: r.score("ttd_median"),
+                })
+                .collect();
+            if numeric {
+                points.sort_by(|a, b| a.x.total_cmp(&b.x));
+            } else {
+                points.sort_by_key(|p| rank(&p.value));
+                for (i, p) in points.iter_mut().enumerate() {
+                    p.x = i as f64;
+                }
+            }
+            out.push(AxisCurve {
+                axis: axis.clone(),
+                profile: profile.to_string(),
+                numeric,
+                points,
+            });
+        }
+    }
+    out
+}
+
+/// Reads one score off an axis point.
+type Metric = fn(&AxisPoint) -> Option<f64>;
+
+/// One swept constant: recall, false positives and median turns-to-detection
+/// as small multiples sharing the x axis.
+pub fn axis_chart(c: &AxisCurve) -> Draw<String> {
+    if c.points.is_empty() {
+        return empty_chart(AXIS_SIZE, "No configuration moves this constant alone.");
+    }
+    let values: Vec<String> = c.points.iter().map(|p| p.value.clone()).collect();
+    let (mut lo, mut hi) = c
+        .points
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.x), b.max(p.x)));
+    // Pad by 6% of the span (or half a category) so end points are not on the frame.
+    let pad = if c.numeric {
+        ((hi - lo) * 0.06).max(0.5)
+    } else {
+        0.5
+    };
+    lo -= pad;
+    hi += pad;
+    let metrics: [(&str, Metric, bool); 3] = [
+        ("recall", |p| p.recall, true),
+        ("false positives", |p| p.fp, false),
+        ("median turns to detection", |p| p.ttd_median, false),
+    ];
+    svg(AXIS_SIZE, |root| {
+        let panels = root.split_evenly((1, 3));
+        for (pi, (name, get, share)) in metrics.iter().enumerate() {
+            let ys: Vec<f64> = c.points.iter().filter_map(get).collect();
+            // Shares use the full 0–100%; counts start at 0 with 10% headroom,
+            // so a flat line reads as flat and not as noise magnified.
+            let ymax = if *share {
+                1.05
+            } else {
+                ys.iter().copied().fold(0.0, f64::max) * 1.1 + 1.0
+            };
+            let ymin = if *share { -0.03 } else { 0.0 };
+            let mut ch = ChartBuilder::on(&panels[pi])
+                .caption(*name, font(LABEL_PT))
+                .margin(8)
+                .x_label_area_size(34)
+                .y_label_area_size(44)
+                .build_cartesian_2d(lo..hi, ymin..ymax)?;
+            let xf = |v: &f64| {
+                if c.numeric {
+                    crate::report::fixed(*v)
+                } else {
+                    category_label(&values, *v)
+                }
+            };
+            let yf = |v: &f64| {
+                if *share {
+                    format!("{:.0}%", v * 100.0)
+                } else {
+                    format!("{v:.0}")
+                }
+            };
+            ch.configure_mesh()
+                .light_line_style(WHITE)
+                .bold_line_style(GRID)
+                .x_labels(if c.numeric { 6 } else { values.len() + 1 })
+                .y_labels(5)
+                .x_desc(short(&c.axis, 40))
+                .label_style(font(SMALL_PT - 1.5))
+                .axis_desc_style(font(SMALL_PT - 1.5))
+                .x_label_formatter(&xf)
+                .y_label_formatter(&yf)
+                .draw()?;
+            let pts: Vec<(f64, f64)> = c
+                .points
+                .iter()
+                .filter_map(|p| get(p).map(|y| (p.x, y)))
+                .collect();
+            ch.draw_series(LineSeries::new(pts.clone(), PALETTE[1].stroke_width(2)))?;
+            ch.draw_series(pts.iter().map(|&p| Circle::new(p, 3, PALETTE[1].filled())))?;
+            for p in c.points.iter().filter(|p| p.stock) {
+                if let Some(y) = get(p) {
+                    ch.draw_series(std::iter::once(Circle::new(
+                        (p.x, y),
+                        7,
+                        PALETTE[0].stroke_width(2),
+                    )))?;
+                    let (px, py) = ch.backend_coord(&(p.x, y));
+                    root.draw(&Text::new(
+                        "stock",
+                        (px, py - 10),
+                        font(SMALL_PT - 1.5)
+                            .color(&PALETTE[0])
+                            .pos(Pos::new(HPos::Center, VPos::Bottom)),
+                    ))?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+// ------------------------------------------------------------------- heatmaps
+
+/// A `[[grid]]` block (or the top-level axes) of the grid's TOML source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubGrid {
+    /// Profile its axes move on top of.
+    pub profile: String,
+    /// Axes in declaration order with their values as text.
+    pub axes: Vec<(String, Vec<String>)>,
+}
+
+/// The sub-grids of the grid source, with ranges expanded. A source that does
+/// not parse gives none (the heatmaps are then left out; the source is still shown).
+pub fn subgrids(d: &ReportData) -> Vec<SubGrid> {
+    let Ok(doc) = d.summary.grid.source.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let mut blocks: Vec<&toml::Table> = Vec::new();
+    if doc.contains_key("axes") {
+        blocks.push(&doc);
+    }
+    if let Some(toml::Value::Array(gs)) = doc.get("grid") {
+        blocks.extend(gs.iter().filter_map(toml::Value::as_table));
+    }
+    let mut out = Vec::new();
+    for b in blocks {
+        let s = |k: &str| b.get(k).and_then(toml::Value::as_str);
+        let profile = match crate::detect::DetectorConfig::resolve(s("family"), s("profile"), &[]) {
+            Ok(c) => c.profile,
+            Err(_) => continue,
+        };
+        let Some(axes) = b.get("axes").and_then(toml::Value::as_table) else {
+            continue;
+        };
+        let axes = axes
+            .iter()
+            .map(|(name, v)| (name.clone(), toml_values(v)))
+            .collect();
+        out.push(SubGrid { profile, axes });
+    }
+    out
+}
+
+/// An axis's values as text: a list, or an inclusive `{start, stop, step}` range.
+fn toml_values(v: &toml::Value) -> Vec<String> {
+    let text = |v: &toml::Value| match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Float(f) => crate::report::fixed(*f),
+        other => other.to_string(),
+    };
+    match v {
+        toml::Value::Array(a) => a.iter().map(text).collect(),
+        toml::Value::Table(t) => {
+            let num = |k: &str| {
+                t.get(k)
+                    .and_then(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
+            };
+            let (Some(a), Some(b), Some(s)) = (num("start"), num("stop"), num("step")) else {
+                return Vec::new();
+            };
+            if s <= 0.0 || a > b {
+                return Vec::new();
+            }
+            let n = ((b - a) / s + 1e-9).floor().min(10_000.0) as i64;
+            (0..=n)
+                .map(|i| crate::report::fixed(a + i as f64 * s))
+                .collect()
+        }
+        other => vec![text(other)],
+    }
+}
+
+/// One heatmap cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// Configuration id.
+    pub config: String,
+    /// F1.
+    pub f1: Option<f64>,
+    /// False positives.
+    pub fp: Option<f64>,
+    /// Recall.
+    pub recall: Option<f64>,
+    /// The unchanged profile.
+    pub stock: bool,
+}
+
+/// A pair of axes of one sub-grid, any other axis held at its stock value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heatmap {
+    /// Profile.
+    pub profile: String,
+    /// Columns' parameter.
+    pub x_axis: String,
+    /// Rows' parameter.
+    pub y_axis: String,
+    /// Column values.
+    pub x_values: Vec<String>,
+    /// Row values.
+    pub y_values: Vec<String>,
+    /// Axes of the sub-grid held at the profile's value.
+    pub held: Vec<(String, String)>,
+    /// `cells[row][column]`.
+    pub cells: Vec<Vec<Option<Cell>>>,
+}
+
+/// Which score a heatmap colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeatMetric {
+    /// F1 (0–1, higher is better).
+    F1,
+    /// False positives (count, lower is better).
+    FalsePositives,
+    /// Recall (0–1, higher is better).
+    Recall,
+}
+
+impl HeatMetric {
+    /// Display name.
+    pub fn name(self) -> &'static str {
+        match self {
+            HeatMetric::F1 => "F1",
+            HeatMetric::FalsePositives => "false positives",
+            HeatMetric::Recall => "recall",
+        }
+    }
+    fn get(self, c: &Cell) -> Option<f64> {
+        match self {
+            HeatMetric::F1 => c.f1,
+            HeatMetric::FalsePositives => c.fp,
+            HeatMetric::Recall => c.recall,
+        }
+    }
+}
+
+/// Every pair of axes of every sub-grid with two or more axes.
+pub fn heatmaps(d: &ReportData) -> Vec<Heatmap> {
+    let mut out = Vec::new();
+    for g in subgrids(d).into_iter().filter(|g| g.axes.len() >= 2) {
+        let Some(stock) = d.stock_row(&g.profile) else {
+            continue;
+        };
+        for i in 0..g.axes.len() {
+            for j in i + 1..g.axes.len() {
+                // The axis with more values runs across: pages are wider than tall.
+                let (a, b) = (&g.axes[i], &g.axes[j]);
+                let (x, y) = if b.1.len() > a.1.len() {
+                    (b, a)
+                } else {
+                    (a, b)
+                };
+                let pair = [x.0.as_str(), y.0.as_str()];
+                let cand: Vec<&Row> = d
+                    .rows
+                    .iter()
+                    .filter(|r| {
+                        r.profile == g.profile
+                            && d.override_keys(&r.config).iter().all(|k| pair.contains(k))
+                    })
+                    .collect();
+                let find = |vx: &str, vy: &str| {
+                    cand.iter().find(|r| {
+                        r.params.get(&x.0).is_some_and(|v| same_value(v, vx))
+                            && r.params.get(&y.0).is_some_and(|v| same_value(v, vy))
+                    })
+                };
+                let cells: Vec<Vec<Option<Cell>>> =
+                    y.1.iter()
+                        .map(|vy| {
+                            x.1.iter()
+                                .map(|vx| {
+                                    find(vx, vy).map(|r| Cell {
+                                        config: r.config.clone(),
+                                        f1: r.score("f1"),
+                                        fp: r.score("false_positives"),
+                                        recall: r.score("recall"),
+                                        stock: r.stock,
+                                    })
+                                })
+                                .collect()
+                        })
+                        .collect();
+                let held = g
+                    .axes
+                    .iter()
+                    .filter(|(n, _)| !pair.contains(&n.as_str()))
+                    .map(|(n, _)| (n.clone(), stock.params.get(n).cloned().unwrap_or_default()))
+                    .collect();
+                out.push(Heatmap {
+                    profile: g.profile.clone(),
+                    x_axis: x.0.clone(),
+                    y_axis: y.0.clone(),
+                    x_values: x.1.clone(),
+                    y_values: y.1.clone(),
+                    held,
+                    cells,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// One heatmap of `metric` over a pair of axes; each cell shows its value.
+pub fn heatmap_chart(h: &Heatmap, metric: HeatMetric) -> Draw<String> {
+    let nx = h.x_values.len().max(1);
+    let ny = h.y_values.len().max(1);
+    let vals: Vec<f64> = h
+        .cells
+        .iter()
+        .flatten()
+        .flatten()
+        .filter_map(|c| metric.get(c))
+        .collect();
+    // F1 and recall use the fixed 0–1 scale so heatmaps compare with each
+    // other; false positives scale to this map's maximum (counts differ by grid).
+    let top = match metric {
+        HeatMetric::FalsePositives => vals.iter().copied().fold(1.0, f64::max),
+        _ => 1.0,
+    };
+    let (light, dark) = match metric {
+        HeatMetric::FalsePositives => (RGBColor(0xFF, 0xF5, 0xEB), RGBColor(0xA6, 0x36, 0x03)),
+        _ => (RGBColor(0xF2, 0xF7, 0xFC), RGBColor(0x08, 0x45, 0x94)),
+    };
+    svg(HEAT_SIZE, |root| {
+        let mut ch = ChartBuilder::on(root)
+            .caption(metric.name(), font(LABEL_PT))
+            .margin(8)
+            .x_label_area_size(44)
+            .y_label_area_size(64)
+            .build_cartesian_2d(-0.5..(nx as f64 - 0.5), -0.5..(ny as f64 - 0.5))?;
+        let xf = |v: &f64| category_label(&h.x_values, *v);
+        let yf = |v: &f64| category_label(&h.y_values, *v);
+        ch.configure_mesh()
+            .disable_mesh()
+            .x_labels(nx + 1)
+            .y_labels(ny + 1)
+            .x_desc(short(&h.x_axis, 44))
+            .y_desc(short(&h.y_axis, 30))
+            .label_style(font(SMALL_PT - 2.0))
+            .axis_desc_style(font(SMALL_PT - 1.0))
+            .x_label_formatter(&xf)
+            .y_label_formatter(&yf)
+            .draw()?;
+        let show_text = nx <= 16 && ny <= 12;
+        for (yi, row) in h.cells.iter().enumerate() {
+            for (xi, cell) in row.iter().enumerate() {
+                let (x, y) = (xi as f64, yi as f64);
+                let rect = [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)];
+                let v = cell.as_ref().and_then(|c| metric.get(c));
+                let fill = match v {
+                    Some(v) => mix(light, dark, v / top),
+                    None => RGBColor(0xF4, 0xF4, 0xF4),
+                };
+                ch.draw_series(std::iter::once(Rectangle::new(rect, fill.filled())))?;
+                ch.draw_series(std::iter::once(Rectangle::new(rect, WHITE.stroke_width(1))))?;
+                if show_text {
+                    let text = match v {
+                        Some(v) if metric == HeatMetric::FalsePositives => format!("{v:.0}"),
+                        Some(v) => format!("{v:.2}"),
+                        None => "–".into(),
+                    };
+                    let ink = if v.is_some_and(|v| v / top > 0.55) {
+                        WHITE
+                    } else {
+                        INK
+                    };
+                    let size = if nx > 10 {
+                        SMALL_PT - 4.0
+                    } else {
+                        SMALL_PT - 2.0
+                    };
+                    ch.draw_series(std::iter::once(Text::new(
+                        text,
+                        (x, y),
+                        font(size)
+                            .color(&ink)
+                            .pos(Pos::new(HPos::Center, VPos::Center)),
+                    )))?;
+                }
+            }
+        }
+        for (yi, row) in h.cells.iter().enumerate() {
+            for (xi, cell) in row.iter().enumerate() {
+                if cell.as_ref().is_some_and(|c| c.stock) {
+                    let (x, y) = (xi as f64, yi as f64);
+                    ch.draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.46, y - 0.46), (x + 0.46, y + 0.46)],
+                        PALETTE[0].stroke_width(3),
+                    )))?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+// ------------------------------------------------------------------- timelines
+
+/// One detection lane: the configurations that fired at the same turn with the same kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lane {
+    /// Configuration labels.
+    pub labels: Vec<String>,
+    /// Turn of the first detection.
+    pub turn: u64,
+    /// Detection kind.
+    pub kind: String,
+    /// Includes the recommended configuration.
+    pub recommended: bool,
+}
+
+/// A disagreement session's timeline numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    /// Session id.
+    pub session: String,
+    /// Turns.
+    pub turns: u64,
+    /// Labeled onset.
+    pub onset: Option<u64>,
+    /// Per turn: tool calls, tool errors, content chunks.
+    pub activity: Vec<[u64; 3]>,
+    /// Detection lanes, earliest first.
+    pub lanes: Vec<Lane>,
+    /// Selected configurations that did not fire on this session.
+    pub silent: Vec<String>,
+}
+
+/// A session's activity per turn and where each selected configuration fires.
+pub fn timeline_data(d: &ReportData, s: &Disagreement) -> Timeline {
+    let rec = d
+        .rows
+        .iter()
+        .find(|r| r.recommended)
+        .map(|r| r.config.as_str());
+    let mut activity = vec![[0u64; 3]; s.turns as usize + 1];
+    for t in &s.timeline {
+        if let Some(a) = activity.get_mut(t.turn as usize) {
+            *a = [t.tool_calls, t.tool_errors, t.content];
+        }
+    }
+    let mut lanes: Vec<Lane> = Vec::new();
+    for det in &s.detections {
+        let is_rec = rec == Some(det.config.as_str());
+        match lanes
+            .iter_mut()
+            .find(|l| l.turn == det.turn && l.kind == det.kind)
+        {
+            Some(l) => {
+                l.labels.push(det.label.clone());
+                l.recommended |= is_rec;
+            }
+            None => lanes.push(Lane {
+                labels: vec![det.label.clone()],
+                turn: det.turn,
+                kind: det.kind.clone(),
+                recommended: is_rec,
+            }),
+        }
+    }
+    lanes.sort_by_key(|l| l.turn);
+    let silent = selected(d)
+        .into_iter()
+        .filter(|r| !s.detections.iter().any(|x| x.config == r.config))
+        .map(|r| d.label(r).to_string())
+        .collect();
+    Timeline {
+        session: s.session.clone(),
+        turns: s.turns,
+        onset: s.onset_turn,
+        activity,
+        lanes,
+        silent,
+    }
+}
+
+fn lane_name(l: &Lane) -> String {
+    let first = short(&l.labels[0], 26);
+    let name = if l.labels.len() > 1 {
+        format!("{first} +{}", l.labels.len() - 1)
+    } else {
+        first
+    };
+    if l.recommended {
+        format!("★ {name}")
+    } else {
+        name
+    }
+}
+
+/// Turns across; lanes for tool calls, tool errors and content (bar height is
+/// the count relative to the session's busiest turn), then one lane per group
+/// of configurations firing together; the labeled onset as a dashed line.
+pub fn timeline_chart(t: &Timeline) -> Draw<String> {
+    let activity = ["tool calls", "tool errors", "content"];
+    let n = activity.len() + t.lanes.len();
+    let height = 84 + LANE_PX * n as u32 + 10;
+    let x1 = t.turns as f64 + 0.5;
+    svg((TIMELINE_WIDTH, height), |root| {
+        let (labels, plot) = root.split_horizontally(230);
+        // Lane 0 at the top: y runs from n (top) down to 0.
+        let mut ch = ChartBuilder::on(&plot)
+            .margin_top(24)
+            .margin_right(16)
+            .x_label_area_size(40)
+            .y_label_area_size(0)
+            .build_cartesian_2d(-0.5..x1, 0.0..n as f64)?;
+        ch.configure_mesh()
+            .disable_y_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(GRID)
+            .x_desc("turn")
+            .label_style(font(SMALL_PT - 1.0))
+            .axis_desc_style(font(SMALL_PT - 1.0))
+            .x_label_formatter(&whole)
+            .draw()?;
+        let lane_y = |i: usize| n as f64 - i as f64 - 0.5;
+        let lane_px: Vec<i32> = (0..n)
+            .map(|i| ch.backend_coord(&(0.0, lane_y(i))).1)
+            .collect();
+        let lane_label = |i: usize, text: String, colour: RGBColor| -> Draw {
+            let py = lane_px[i];
+            labels.draw(&Text::new(
+                text,
+                (222, py),
+                font(SMALL_PT - 1.0)
+                    .color(&colour)
+                    .pos(Pos::new(HPos::Right, VPos::Center)),
+            ))?;
+            Ok(())
+        };
+        for (k, name) in activity.iter().enumerate() {
+            let colour = [TOOL, ERR, CONTENT][k];
+            lane_label(k, (*name).to_string(), INK)?;
+            let max = t.activity.iter().map(|a| a[k]).max().unwrap_or(0).max(1) as f64;
+            let base = lane_y(k) - 0.4;
+            ch.draw_series(t.activity.iter().enumerate().filter(|(_, a)| a[k] > 0).map(
+                |(turn, a)| {
+                    let h = 0.8 * (a[k] as f64 / max).max(0.2);
+                    let x = turn as f64;
+                    Rectangle::new([(x - 0.4, base), (x + 0.4, base + h)], colour.filled())
+                },
+            ))?;
+        }
+        for (i, l) in t.lanes.iter().enumerate() {
+            let k = activity.len() + i;
+            let colour = if l.recommended { PALETTE[0] } else { INK };
+            lane_label(k, lane_name(l), colour)?;
+            let y = lane_y(k);
+            ch.draw_series(std::iter::once(PathElement::new(
+                vec![(-0.5, y), (l.turn as f64, y)],
+                GRID.stroke_width(2),
+            )))?;
+            ch.draw_series(std::iter::once(Circle::new(
+                (l.turn as f64, y),
+                6,
+                colour.filled(),
+            )))?;
+            // Beside the marker, on whichever side has room.
+            let (px, py) = ch.backend_coord(&(l.turn as f64, y));
+            let right = (l.turn as f64) > t.turns as f64 * 0.7;
+            root.draw(&Text::new(
+                format!("turn {} · {}", l.turn, l.kind),
+                (if right { px - 10 } else { px + 10 }, py),
+                font(SMALL_PT - 2.0).pos(Pos::new(
+                    if right { HPos::Right } else { HPos::Left },
+                    VPos::Center,
+                )),
+            ))?;
+        }
+        if let Some(on) = t.onset {
+            let x = on as f64 - 0.5;
+            ch.draw_series(DashedLineSeries::new(
+                vec![(x, 0.0), (x, n as f64)],
+                6,
+                4,
+                PALETTE[2].stroke_width(2),
+            ))?;
+            let (px, py) = ch.backend_coord(&(x, n as f64));
+            root.draw(&Text::new(
+                format!("labeled onset (turn {on})"),
+                (px + 4, py - 4),
+                font(SMALL_PT - 1.5)
+                    .color(&PALETTE[2])
+                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
+            ))?;
+        }
+        Ok(())
+    })
+}
+
+/// Values grouped by key, in first-seen order (for per-family summaries).
+pub fn group_by<'a, T>(
+    items: impl IntoIterator<Item = &'a T>,
+    key: impl Fn(&T) -> String,
+) -> Vec<(String, Vec<&'a T>)>
+where
+    T: 'a,
+{
+    let mut order: Vec<String> = Vec::new();
+    let mut map: BTreeMap<String, Vec<&'a T>> = BTreeMap::new();
+    for it in items {
+        let k = key(it);
+        if !map.contains_key(&k) {
+            order.push(k.clone());
+        }
+        map.entry(k).or_default().push(it);
+    }
+    order
+        .into_iter()
+        .map(|k| {
+            let v = map.remove(&k).unwrap_or_default();
+            (k, v)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::report::model::{parse_sweep_csv, Summary};
+    use serde_json::json;
+
+    /// Score columns a sample row sets; the rest of SCORE_NAMES stay empty.
+    struct Cfg {
+        id: &'static str,
+        family: &'static str,
+        profile: &'static str,
+        params: Vec<(&'static str, &'static str)>,
+        overrides: Vec<(&'static str, &'static str)>,
+        fp: u32,
+        recall: f64,
+        f1: f64,
+        ttd: Vec<i64>,
+        stock: bool,
+        pareto: bool,
+        recommended: bool,
+    }
+
+    const GRID: &str = r#"name = "t"
+[[grid]]
+profile = "gemini-latest"
+[grid.axes]
+tool_call_threshold = [3, 5, 8]
+content_loop_threshold = { start = 5, stop = 15, step = 5 }
+
+[[grid]]
+profile = "gemini-latest"
+[grid.axes]
+policy = ["stop", "warn:1", "ask"]
+"#;
+
+    fn configs() -> Vec<Cfg> {
+        let mut v = Vec::new();
+        let ids = [
+            "c00", "c01", "c02", "c10", "c11", "c12", "c20", "c21", "c22",
+        ];
+        let (tools, contents) = (["3", "5", "8"], ["5", "10", "15"]);
+        for (ti, t) in tools.iter().enumerate() {
+            for (ci, c) in contents.iter().enumerate() {
+                let mut ov = Vec::new();
+                if *t != "5" {
+                    ov.push(("tool_call_threshold", *t));
+                }
+                if *c != "10" {
+                    ov.push(("content_loop_threshold", *c));
+                }
+                let stock = ov.is_empty();
+                v.push(Cfg {
+                    id: ids[ti * 3 + ci],
+                    family: "gemini",
+                    profile: "gemini-latest",
+                    params: vec![
+                        ("policy", "warn:1"),
+                        ("tool_call_threshold", t),
+                        ("content_loop_threshold", c),
+                    ],
+                    overrides: ov,
+                    fp: (2 - ti as u32) + ci as u32,
+                    recall: 1.0 - 0.25 * ti as f64,
+                    f1: 0.5 + 0.05 * (ti * 3 + ci) as f64,
+                    ttd: (0..(4 - ti as i64))
+                        .map(|k| 1 + k * (ti as i64 + 1))
+                        .collect(),
+                    stock,
+                    pareto: ti == 0 && ci == 0 || stock,
+                    recommended: ti == 2 && ci == 0,
+                });
+            }
+        }
+        for (id, p) in [("cp1", "stop"), ("cp2", "ask")] {
+            v.push(Cfg {
+                id,
+                family: "gemini",
+                profile: "gemini-latest",
+                params: vec![
+                    ("policy", p),
+                    ("tool_call_threshold", "5"),
+                    ("content_loop_threshold", "10"),
+                ],
+                overrides: vec![("policy", p)],
+                fp: 1,
+                recall: 0.75,
+                f1: 0.6,
+                ttd: vec![2, 3],
+                stock: false,
+                pareto: false,
+                recommended: false,
+            });
+        }
+        v.push(Cfg {
+            id: "ck",
+            family: "opencode",
+            profile: "kilo",
+            params: vec![],
+            overrides: vec![],
+            fp: 0,
+            recall: 0.0,
+            f1: 0.0,
+            ttd: vec![],
+            stock: true,
+            pareto: true,
+            recommended: false,
+        });
+        v
+    }
+
+    /// `sweep.csv` text for the sample, written independently of the parser.
+    pub(crate) fn sample_csv() -> String {
+        let mut s = String::from(
+            "config,label,family,profile,policy,tool_call_threshold,content_loop_threshold,\
+             sessions,labeled_loops,false_positives,recall,f1,ttd_median,detection_kinds,stock,pareto,recommended\n",
+        );
+        for c in configs() {
+            let p = |k: &str| {
+                c.params
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| *v)
+                    .unwrap_or("")
+            };
+            let med = if c.ttd.is_empty() {
+                String::new()
+            } else {
+                c.ttd[(c.ttd.len() - 1) / 2].to_string()
+            };
+            s.push_str(&format!(
+                "{},{},{},{},{},{},{},10,4,{},{},{},{},,{},{},{}\n",
+                c.id,
+                c.id,
+                c.family,
+                c.profile,
+                p("policy"),
+                p("tool_call_threshold"),
+                p("content_loop_threshold"),
+                c.fp,
+                c.recall,
+                c.f1,
+                med,
+                c.stock,
+                c.pareto,
+                c.recommended
+            ));
+        }
+        s
+    }
+
+    pub(crate) fn sample_summary() -> serde_json::Value {
+        let cs = configs();
+        json!({
+            "grid": {"name": "t", "base_profile": "gemini-latest",
+                     "axes": ["tool_call_threshold", "content_loop_threshold", "policy"], "source": GRID,
+                     "configs": cs.iter().map(|c| json!({
+                        "id": c.id, "label": c.id, "family": c.family, "profile": c.profile, "stock": c.stock,
+                        "params": c.params.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                        "overrides": c.overrides.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                     })).collect::<Vec<_>>()},
+            "scores": cs.iter().map(|c| json!({"config": c.id, "ttd": c.ttd, "labeled_loops": 4})).collect::<Vec<_>>(),
+            "stock": {"config": "c11", "label": "c11"},
+            "recommendation": {"config": "c20", "label": "c20"},
+            "disagreements": [{
+                "session": "s1", "turns": 4, "label": "loop", "onset_turn": 2,
+                "timeline": [{"turn": 0}, {"turn": 1, "tool_calls": 2}, {"turn": 2, "tool_calls": 1, "tool_errors": 1},
+                             {"turn": 3, "content": 3}, {"turn": 4, "tool_calls": 1}],
+                "detections": [{"config": "c11", "label": "c11", "turn": 3, "event": 9, "kind": "tool_call", "detail": "x"},
+                               {"config": "c20", "label": "c20", "turn": 3, "event": 9, "kind": "tool_call", "detail": "x"},
+                               {"config": "ck", "label": "ck", "turn": 4, "event": 12, "kind": "doom_loop", "detail": "y"}],
+                "excerpts": []
+            }],
+            "note": "n"
+        })
+    }
+
+    pub(crate) fn sample() -> ReportData {
+        ReportData {
+            summary: serde_json::from_value::<Summary>(sample_summary()).unwrap(),
+            rows: parse_sweep_csv(&sample_csv()).unwrap(),
+        }
+    }
+
+    /// A column of the sample CSV by name, read with the csv crate directly.
+    fn csv_col(name: &str) -> BTreeMap<String, String> {
+        let text = sample_csv();
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let h = rd.headers().unwrap().clone();
+        let i = h.iter().position(|c| c == name).unwrap();
+        rd.records()
+            .map(|r| {
+                let r = r.unwrap();
+                (r[0].to_string(), r[i].to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fp_recall_points_equal_the_csv_columns() {
+        let data = fp_recall_data(&sample());
+        let (fp, recall) = (csv_col("false_positives"), csv_col("recall"));
+        assert_eq!(data.points.len(), fp.len());
+        for p in &data.points {
+            assert_eq!(p.fp, fp[&p.config].parse::<f64>().unwrap(), "{}", p.config);
+            assert_eq!(
+                p.recall,
+                recall[&p.config].parse::<f64>().unwrap(),
+                "{}",
+                p.config
+            );
+        }
+        // The front: no front point is beaten on both axes by any point.
+        for &(f, r) in &data.front {
+            assert!(!data
+                .points
+                .iter()
+                .any(|p| p.fp <= f && p.recall >= r && (p.fp < f || p.recall > r) && p.pareto));
+        }
+        assert!(data
+            .points
+            .iter()
+            .any(|p| p.recommended && p.config == "c20"));
+        assert!(fp_recall_chart(&data).unwrap().contains("<svg"));
+    }
+
+    #[test]
+    fn axis_curves_have_one_point_per_value() {
+        let d = sample();
+        let curves = axis_curves(&d);
+        let names: Vec<&str> = curves.iter().map(|c| c.axis.as_str()).collect();
+        assert_eq!(
+            names,
+            ["tool_call_threshold", "content_loop_threshold", "policy"]
+        );
+        let tool = &curves[0];
+        assert_eq!(
+            tool.points
+                .iter()
+                .map(|p| p.value.as_str())
+                .collect::<Vec<_>>(),
+            ["3", "5", "8"]
+        );
+        assert_eq!(tool.points.iter().filter(|p| p.stock).count(), 1);
+        // Others at stock: content 10 on every point.
+        let recall = csv_col("recall");
+        for p in &tool.points {
+            assert_eq!(
+                d.row(&p.config).unwrap().params["content_loop_threshold"],
+                "10"
+            );
+            assert_eq!(p.recall, Some(recall[&p.config].parse().unwrap()));
+        }
+        let policy = &curves[2];
+        assert!(!policy.numeric);
+        assert_eq!(
+            policy
+                .points
+                .iter()
+                .map(|p| p.value.as_str())
+                .collect::<Vec<_>>(),
+            ["stop", "warn:1", "ask"]
+        );
+        assert_eq!(
+            policy.points.iter().map(|p| p.x).collect::<Vec<_>>(),
+            [0.0, 1.0, 2.0]
+        );
+        for c in &curves {
+            assert!(axis_chart(c).unwrap().contains("<svg"));
+        }
+    }
+
+    #[test]
+    fn heatmap_cells_equal_the_csv_f1() {
+        let d = sample();
+        let maps = heatmaps(&d);
+        assert_eq!(maps.len(), 1, "only the two-axis sub-grid");
+        let m = &maps[0];
+        // Equal lengths: the first declared axis runs across.
+        assert_eq!(m.x_values, ["3", "5", "8"]);
+        assert_eq!(m.y_values, ["5", "10", "15"]);
+        let f1 = csv_col("f1");
+        let mut seen = 0;
+        for (yi, row) in m.cells.iter().enumerate() {
+            for (xi, cell) in row.iter().enumerate() {
+                let c = cell.as_ref().expect("every cell of a full product");
+                let r = d.row(&c.config).unwrap();
+                assert!(same_value(&r.params[&m.x_axis], &m.x_values[xi]));
+                assert!(same_value(&r.params[&m.y_axis], &m.y_values[yi]));
+                assert_eq!(c.f1, Some(f1[&c.config].parse().unwrap()));
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 9);
+        assert_eq!(m.cells[1][1].as_ref().unwrap().config, "c11", "stock cell");
+        for metric in [
+            HeatMetric::F1,
+            HeatMetric::FalsePositives,
+            HeatMetric::Recall,
+        ] {
+            assert!(heatmap_chart(m, metric).unwrap().contains("<svg"));
+        }
+    }
+
+    #[test]
+    fn ttd_histogram_counts_sum_to_the_distribution() {
+        let d = sample();
+        let data = ttd_data(&d);
+        assert_eq!(data.series[0].members[0], "c20", "recommended first");
+        assert!(data.series[0].recommended);
+        for s in &data.series {
+            assert_eq!(s.counts.len(), data.bins);
+            assert_eq!(s.counts.iter().sum::<usize>(), s.ttd.len());
+            let entry = d
+                .summary
+                .scores
+                .iter()
+                .find(|e| s.members.contains(&e.config))
+                .unwrap();
+            assert_eq!(s.ttd.len(), entry.ttd.len());
+        }
+        assert_eq!(data.silent, ["ck"]);
+        assert!(ttd_chart(&data).unwrap().contains("<svg"));
+    }
+
+    #[test]
+    fn timeline_lanes_group_configurations_firing_together() {
+        let d = sample();
+        let t = timeline_data(&d, &d.summary.disagreements[0]);
+        assert_eq!(t.activity.len(), 5);
+        assert_eq!(t.activity[2], [1, 1, 0]);
+        assert_eq!(t.lanes.len(), 2);
+        assert_eq!(t.lanes[0].labels, ["c11", "c20"]);
+        assert!(t.lanes[0].recommended);
+        assert_eq!(t.lanes[1].turn, 4);
+        assert!(timeline_chart(&t).unwrap().contains("<svg"));
+    }
+
+    #[test]
+    fn ranges_expand_like_the_grid() {
+        let v: toml::Value =
+            toml::from_str::<toml::Table>("x = { start = 1.5, stop = 2.5, step = 0.5 }").unwrap()
+                ["x"]
+                .clone();
+        assert_eq!(toml_values(&v), ["1.5", "2", "2.5"]);
+        assert!(same_value("2", "2.0") && same_value("True", "true") && !same_value("3", "30"));
+    }
+}

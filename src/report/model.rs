@@ -1,0 +1,441 @@
+//! The HTML report's view of a sweep folder: `summary.json` and `sweep.csv`
+//! read back into typed structures. The report is regenerated from these files
+//! alone (`looptune report DIR`), so nothing here touches the inputs or the
+//! detectors. Reading is tolerant of missing optional fields (older or
+//! hand-trimmed summaries) but not of malformed files.
+
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Everything the report is drawn from.
+#[derive(Debug, Clone, Default)]
+pub struct ReportData {
+    /// `summary.json`.
+    pub summary: Summary,
+    /// `sweep.csv`, one row per configuration, in file order.
+    pub rows: Vec<Row>,
+}
+
+/// One row of `sweep.csv`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Row {
+    /// Configuration id.
+    pub config: String,
+    /// Readable label (as written in the CSV, possibly spreadsheet-neutralised).
+    pub label: String,
+    /// Detector family.
+    pub family: String,
+    /// Profile the configuration starts from.
+    pub profile: String,
+    /// Parameter columns that have a value for this configuration.
+    pub params: BTreeMap<String, String>,
+    /// Numeric score columns that have a value (empty cells are left out).
+    pub scores: BTreeMap<String, f64>,
+    /// A stock profile, unchanged.
+    pub stock: bool,
+    /// On the Pareto front.
+    pub pareto: bool,
+    /// The recommended configuration.
+    pub recommended: bool,
+}
+
+impl Row {
+    /// A score by `sweep.csv` column name.
+    pub fn score(&self, name: &str) -> Option<f64> {
+        self.scores.get(name).copied()
+    }
+}
+
+/// `summary.json` (the fields the report uses).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Summary {
+    /// Version of looptune that wrote the file.
+    pub looptune_version: String,
+    /// The grid.
+    pub grid: GridInfo,
+    /// The inputs.
+    pub inputs: Inputs,
+    /// The labels.
+    pub labels: LabelsInfo,
+    /// Every session.
+    pub sessions: Vec<SessionInfo>,
+    /// The recommendation rule, in words.
+    pub objective: String,
+    /// Per-configuration score extras (the whole turns-to-detection distribution).
+    pub scores: Vec<ScoreEntry>,
+    /// Ids on the Pareto front.
+    pub pareto: Vec<String>,
+    /// The base stock profile.
+    pub stock: Option<ConfigRef>,
+    /// The configuration gates were checked against.
+    pub chosen: Option<ConfigRef>,
+    /// The recommended configuration, if any.
+    pub recommendation: Option<ConfigRef>,
+    /// Sessions where the selected configurations disagree most.
+    pub disagreements: Vec<Disagreement>,
+    /// What replay cannot know.
+    pub note: String,
+    /// Wall time of the sweep.
+    pub wall_time_ms: u64,
+}
+
+/// The grid part of `summary.json`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct GridInfo {
+    /// Grid name.
+    pub name: String,
+    /// Base profile.
+    pub base_profile: String,
+    /// Axis names in declaration order.
+    pub axes: Vec<String>,
+    /// The grid's TOML text.
+    pub source: String,
+    /// Every configuration.
+    pub configs: Vec<ConfigInfo>,
+}
+
+/// One configuration as `summary.json` describes it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ConfigInfo {
+    /// Id.
+    pub id: String,
+    /// Label.
+    pub label: String,
+    /// Family.
+    pub family: String,
+    /// Profile.
+    pub profile: String,
+    /// Unchanged stock profile.
+    pub stock: bool,
+    /// Every resolved parameter, as text.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Parameters that differ from the profile, as text.
+    pub overrides: BTreeMap<String, serde_json::Value>,
+}
+
+/// The inputs part of `summary.json`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Inputs {
+    /// Files read.
+    pub files: Vec<FileInfo>,
+    /// Sessions replayed.
+    pub sessions: u64,
+    /// Turns.
+    pub turns: u64,
+    /// Records.
+    pub events: u64,
+    /// Sessions whose content came as whole messages.
+    pub whole_message_sessions: u64,
+    /// Skipped lines, as messages.
+    pub skipped: Vec<String>,
+}
+
+/// One input file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct FileInfo {
+    /// Path as given.
+    pub path: String,
+    /// Detected format.
+    pub format: String,
+    /// SHA-256 of the bytes.
+    pub sha256: String,
+    /// Size.
+    pub bytes: u64,
+    /// Lines skipped (lenient mode).
+    pub skipped_lines: u64,
+    /// Records of unknown type.
+    pub unknown_records: u64,
+}
+
+/// The labels part of `summary.json`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct LabelsInfo {
+    /// Labels file.
+    pub file: Option<String>,
+    /// Its SHA-256.
+    pub sha256: Option<String>,
+    /// Sessions labeled loop.
+    pub loops: u64,
+    /// Sessions labeled clean.
+    pub clean: u64,
+    /// Sessions without a label.
+    pub unlabeled: u64,
+    /// Warnings raised while reading labels.
+    pub warnings: Vec<String>,
+}
+
+/// One session.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SessionInfo {
+    /// Session id.
+    pub id: String,
+    /// Turns.
+    pub turns: u64,
+    /// Records.
+    pub events: u64,
+    /// `loop`, `clean` or none.
+    pub label: Option<String>,
+    /// Labeled onset turn.
+    pub onset_turn: Option<u64>,
+}
+
+/// Per-configuration extras of `summary.json` `scores`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ScoreEntry {
+    /// Configuration id.
+    pub config: String,
+    /// Turns-to-detection of every detected labeled loop.
+    pub ttd: Vec<i64>,
+    /// Labeled loops (the denominator of recall).
+    pub labeled_loops: Option<f64>,
+    /// Detections by kind.
+    pub detection_kinds: BTreeMap<String, u64>,
+}
+
+/// A reference to a configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ConfigRef {
+    /// Id.
+    pub config: String,
+    /// Label.
+    pub label: String,
+}
+
+/// A session where the selected configurations disagree.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Disagreement {
+    /// Session id.
+    pub session: String,
+    /// Turns.
+    pub turns: u64,
+    /// `loop`, `clean` or none.
+    pub label: Option<String>,
+    /// Labeled onset turn.
+    pub onset_turn: Option<u64>,
+    /// Activity per turn.
+    pub timeline: Vec<TimelineTurn>,
+    /// First detection of each selected configuration that fired.
+    pub detections: Vec<DetectionInfo>,
+    /// Transcript excerpts around the detections.
+    pub excerpts: Vec<Excerpt>,
+}
+
+/// Activity in one turn.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct TimelineTurn {
+    /// Turn number.
+    pub turn: u64,
+    /// Tool calls.
+    pub tool_calls: u64,
+    /// Failed tool results.
+    pub tool_errors: u64,
+    /// Content chunks.
+    pub content: u64,
+}
+
+/// A detection on a disagreement session.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DetectionInfo {
+    /// Configuration id.
+    pub config: String,
+    /// Configuration label.
+    pub label: String,
+    /// Turn of the detection.
+    pub turn: u64,
+    /// Record number of the detection.
+    pub event: u64,
+    /// Detection kind.
+    pub kind: String,
+    /// Detector's message.
+    pub detail: String,
+}
+
+/// Records around one detection.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Excerpt {
+    /// The record that fired.
+    pub event: u64,
+    /// The records around it.
+    pub lines: Vec<ExcerptLine>,
+}
+
+/// One record of an excerpt.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ExcerptLine {
+    /// Record number.
+    pub event: u64,
+    /// Turn.
+    pub turn: u64,
+    /// Record type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Shortened text (untrusted: escaped on output).
+    pub text: String,
+    /// The record where the detection fired.
+    pub hit: bool,
+}
+
+impl ReportData {
+    /// Read `DIR/summary.json` and `DIR/sweep.csv`.
+    pub fn load(dir: &Path) -> Result<ReportData> {
+        let sp = dir.join("summary.json");
+        let text = read(dir, &sp, "summary.json")?;
+        let summary: Summary = serde_json::from_str(&text).map_err(|e| Error::File {
+            path: sp.display().to_string(),
+            message: format!("not a looptune summary.json: {e}"),
+        })?;
+        let cp = dir.join("sweep.csv");
+        let csv_text = read(dir, &cp, "sweep.csv")?;
+        let rows = parse_sweep_csv(&csv_text).map_err(|message| Error::File {
+            path: cp.display().to_string(),
+            message,
+        })?;
+        Ok(ReportData { summary, rows })
+    }
+
+    /// The `sweep.csv` row of a configuration.
+    pub fn row(&self, id: &str) -> Option<&Row> {
+        self.rows.iter().find(|r| r.config == id)
+    }
+
+    /// The `summary.json` description of a configuration.
+    pub fn config(&self, id: &str) -> Option<&ConfigInfo> {
+        self.summary.grid.configs.iter().find(|c| c.id == id)
+    }
+
+    /// Parameter names a configuration overrides (from `summary.json`).
+    pub fn override_keys(&self, id: &str) -> Vec<&str> {
+        self.config(id)
+            .map(|c| c.overrides.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// The unchanged stock row of a profile.
+    pub fn stock_row(&self, profile: &str) -> Option<&Row> {
+        self.rows.iter().find(|r| r.stock && r.profile == profile)
+    }
+
+    /// Display label: the label from `summary.json` (never spreadsheet-neutralised), else the CSV's.
+    pub fn label<'a>(&'a self, row: &'a Row) -> &'a str {
+        self.config(&row.config)
+            .map(|c| c.label.as_str())
+            .unwrap_or(&row.label)
+    }
+}
+
+fn read(dir: &Path, p: &Path, name: &str) -> Result<String> {
+    if !p.is_file() {
+        return Err(Error::Usage(format!(
+            "{}: no {name} here; run `looptune sweep` first",
+            dir.display()
+        )));
+    }
+    std::fs::read_to_string(p).map_err(|e| Error::File {
+        path: p.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// Parse `sweep.csv`: parameter columns are those between `profile` and the
+/// first score column (`sessions`); flags are the last three.
+pub fn parse_sweep_csv(text: &str) -> std::result::Result<Vec<Row>, String> {
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = rd
+        .headers()
+        .map_err(|e| format!("not a sweep.csv: {e}"))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| format!("not a sweep.csv: no `{name}` column"))
+    };
+    let (c_config, c_label, c_family, c_profile) = (
+        col("config")?,
+        col("label")?,
+        col("family")?,
+        col("profile")?,
+    );
+    let c_sessions = col("sessions")?;
+    let flags = [col("stock")?, col("pareto")?, col("recommended")?];
+    let kinds = col("detection_kinds")?;
+    let mut rows = Vec::new();
+    for (n, rec) in rd.records().enumerate() {
+        let rec = rec.map_err(|e| format!("row {}: {e}", n + 2))?;
+        let cell = |i: usize| rec.get(i).unwrap_or("").to_string();
+        let mut row = Row {
+            config: cell(c_config),
+            label: cell(c_label),
+            family: cell(c_family),
+            profile: cell(c_profile),
+            stock: cell(flags[0]) == "true",
+            pareto: cell(flags[1]) == "true",
+            recommended: cell(flags[2]) == "true",
+            ..Row::default()
+        };
+        for (i, name) in header.iter().enumerate() {
+            let v = rec.get(i).unwrap_or("");
+            if v.is_empty() {
+                continue;
+            }
+            if i > c_profile && i < c_sessions {
+                row.params.insert(name.clone(), v.to_string());
+            } else if i >= c_sessions && i != kinds && !flags.contains(&i) {
+                let x: f64 = v.parse().map_err(|_| {
+                    format!("row {}: column `{name}`: `{v}` is not a number", n + 2)
+                })?;
+                row.scores.insert(name.clone(), x);
+            }
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_columns_split_into_params_and_scores() {
+        let csv = "config,label,family,profile,policy,tool_call_threshold,sessions,recall,ttd_median,detection_kinds,stock,pareto,recommended\n\
+                   c1,x,gemini,gemini-latest,stop,5,3,0.5,,tool_call:1,true,false,true\n";
+        let rows = parse_sweep_csv(csv).unwrap();
+        assert_eq!(rows[0].params["policy"], "stop");
+        assert_eq!(rows[0].params["tool_call_threshold"], "5");
+        assert_eq!(rows[0].score("recall"), Some(0.5));
+        assert_eq!(rows[0].score("ttd_median"), None);
+        assert!(rows[0].stock && !rows[0].pareto && rows[0].recommended);
+    }
+
+    #[test]
+    fn missing_files_name_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let e = ReportData::load(d.path()).unwrap_err();
+        assert!(e.to_string().contains("summary.json"), "{e}");
+        std::fs::write(d.path().join("summary.json"), "{}").unwrap();
+        let e = ReportData::load(d.path()).unwrap_err();
+        assert!(e.to_string().contains("sweep.csv"), "{e}");
+        std::fs::write(d.path().join("summary.json"), "{not json").unwrap();
+        let e = ReportData::load(d.path()).unwrap_err();
+        assert!(matches!(e, Error::File { .. }) && e.to_string().contains("summary.json"));
+    }
+}
