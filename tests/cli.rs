@@ -18,7 +18,10 @@ fn root() -> PathBuf {
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
-    std::fs::File::create(&p).unwrap().write_all(text.as_bytes()).unwrap();
+    std::fs::File::create(&p)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     p
 }
 
@@ -35,13 +38,19 @@ fn help_explains_commands_and_exit_codes() {
         .args(["replay", "--help"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("--fail-on-detection").and(predicate::str::contains("strike")));
+        .stdout(
+            predicate::str::contains("--fail-on-detection").and(predicate::str::contains("strike")),
+        );
 }
 
 #[test]
 fn bad_json_names_file_and_line() {
     let d = tempfile::tempdir().unwrap();
-    let f = write(d.path(), "s.jsonl", "{\"type\":\"turn\"}\n{\"type\":\"content\",\n");
+    let f = write(
+        d.path(),
+        "s.jsonl",
+        "{\"type\":\"turn\"}\n{\"type\":\"content\",\n",
+    );
     looptune()
         .args(["replay", f.to_str().unwrap()])
         .assert()
@@ -52,12 +61,18 @@ fn bad_json_names_file_and_line() {
 #[test]
 fn wrong_field_type_names_the_field() {
     let d = tempfile::tempdir().unwrap();
-    let f = write(d.path(), "s.jsonl", "{\"type\":\"turn\"}\n\n{\"type\":\"tool_call\",\"name\":\"x\",\"args\":\"nope\"}\n");
+    let f = write(
+        d.path(),
+        "s.jsonl",
+        "{\"type\":\"turn\"}\n\n{\"type\":\"tool_call\",\"name\":\"x\",\"args\":\"nope\"}\n",
+    );
     looptune()
         .args(["replay", f.to_str().unwrap()])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("s.jsonl:3: field `args` must be an object"));
+        .stderr(predicate::str::contains(
+            "s.jsonl:3: field `args` must be an object",
+        ));
     // --lenient skips and says so
     looptune()
         .args(["replay", "--lenient", f.to_str().unwrap()])
@@ -78,7 +93,10 @@ fn truncated_gzip_names_file_and_line() {
         .args(["replay", p.to_str().unwrap()])
         .assert()
         .code(2)
-        .stderr(predicate::str::is_match(r"cut\.jsonl\.gz:\d+: gzip stream is damaged or truncated").unwrap());
+        .stderr(
+            predicate::str::is_match(r"cut\.jsonl\.gz:\d+: gzip stream is damaged or truncated")
+                .unwrap(),
+        );
 }
 
 #[test]
@@ -101,7 +119,16 @@ fn unknown_parameter_is_a_usage_error() {
 fn replay_output_is_identical_for_every_jobs() {
     let run = |jobs: &str| {
         looptune()
-            .args(["replay", "--all", "--format", "json", "--detector", "gemini,blade,cline", "--jobs", jobs])
+            .args([
+                "replay",
+                "--all",
+                "--format",
+                "json",
+                "--detector",
+                "gemini,blade,cline",
+                "--jobs",
+                jobs,
+            ])
             .arg(root().join("tests/conformance/gemini-edge"))
             .arg(root().join("fixtures"))
             .output()
@@ -118,15 +145,34 @@ fn replay_output_is_identical_for_every_jobs() {
 fn fail_on_detection_is_a_ci_gate() {
     let d = tempfile::tempdir().unwrap();
     let f = write(d.path(), "loop.jsonl", LOOP);
-    looptune().args(["replay", "--fail-on-detection", f.to_str().unwrap()]).assert().code(1);
-    let f = write(d.path(), "calm.jsonl", "{\"type\":\"content\",\"text\":\"hello\"}\n");
-    looptune().args(["replay", "--fail-on-detection", f.to_str().unwrap()]).assert().code(0);
+    looptune()
+        .args(["replay", "--fail-on-detection", f.to_str().unwrap()])
+        .assert()
+        .code(1);
+    let f = write(
+        d.path(),
+        "calm.jsonl",
+        "{\"type\":\"content\",\"text\":\"hello\"}\n",
+    );
+    looptune()
+        .args(["replay", "--fail-on-detection", f.to_str().unwrap()])
+        .assert()
+        .code(0);
 }
 
 fn sweep(out: &Path, jobs: &str) -> std::process::Output {
     looptune()
         .current_dir(root())
-        .args(["sweep", "fixtures/", "--labels", "fixtures/labels.csv", "--quiet", "--jobs", jobs, "--out"])
+        .args([
+            "sweep",
+            "fixtures/",
+            "--labels",
+            "fixtures/labels.csv",
+            "--quiet",
+            "--jobs",
+            jobs,
+            "--out",
+        ])
         .arg(out)
         .output()
         .unwrap()
@@ -138,7 +184,11 @@ fn sweep_csv_is_byte_identical_for_every_jobs() {
     let (a, b) = (d.path().join("a"), d.path().join("b"));
     let ra = sweep(&a, "1");
     let rb = sweep(&b, "2");
-    assert!(ra.status.code() != Some(2), "{}", String::from_utf8_lossy(&ra.stderr));
+    assert!(
+        ra.status.code() != Some(2),
+        "{}",
+        String::from_utf8_lossy(&ra.stderr)
+    );
     for f in ["sweep.csv", "detections.csv"] {
         let x = std::fs::read(a.join(f)).unwrap();
         assert!(x.len() > 1000, "{f} has content");
@@ -146,26 +196,45 @@ fn sweep_csv_is_byte_identical_for_every_jobs() {
     }
     assert_eq!(ra.status.code(), rb.status.code());
     let stderr = String::from_utf8_lossy(&ra.stderr);
-    assert!(stderr.contains("recommended") && stderr.contains("sweep.csv"), "{stderr}");
+    assert!(
+        stderr.contains("recommended") && stderr.contains("sweep.csv"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn invalid_grid_fails_before_any_work() {
     let d = tempfile::tempdir().unwrap();
-    let g = write(d.path(), "g.toml", "family = \"gemini\"\n[axes]\ncontent_chunk_size = []\n");
+    let g = write(
+        d.path(),
+        "g.toml",
+        "family = \"gemini\"\n[axes]\ncontent_chunk_size = []\n",
+    );
     let out = d.path().join("out");
     looptune()
         .current_dir(root())
-        .args(["sweep", "fixtures/", "--grid", g.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "sweep",
+            "fixtures/",
+            "--grid",
+            g.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("axis `content_chunk_size` is empty"));
+        .stderr(predicate::str::contains(
+            "axis `content_chunk_size` is empty",
+        ));
     assert!(!out.exists(), "nothing written");
 }
 
 #[test]
 fn printed_default_grid_is_a_valid_grid() {
-    let out = looptune().args(["sweep", "--print-default-grid"]).output().unwrap();
+    let out = looptune()
+        .args(["sweep", "--print-default-grid"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let g = looptune::grid::parse_grid(&text, "printed").unwrap();
@@ -176,15 +245,33 @@ fn printed_default_grid_is_a_valid_grid() {
 fn labels_for_unknown_sessions_are_errors_or_warnings() {
     let d = tempfile::tempdir().unwrap();
     let f = write(d.path(), "a1.jsonl", LOOP);
-    let l = write(d.path(), "labels.csv", "session,label,onset_turn\na1,loop,1\nghost,clean,\n");
+    let l = write(
+        d.path(),
+        "labels.csv",
+        "session,label,onset_turn\na1,loop,1\nghost,clean,\n",
+    );
     let out = d.path().join("out");
     let base = || {
         let mut c = looptune();
-        c.args(["sweep", f.to_str().unwrap(), "--labels", l.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+        c.args([
+            "sweep",
+            f.to_str().unwrap(),
+            "--labels",
+            l.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         c
     };
-    base().assert().code(2).stderr(predicate::str::contains("`ghost`"));
-    base().arg("--lenient").assert().stderr(predicate::str::contains("warning").and(predicate::str::contains("ghost")));
+    base()
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("`ghost`"));
+    base()
+        .arg("--lenient")
+        .assert()
+        .stderr(predicate::str::contains("warning").and(predicate::str::contains("ghost")));
 }
 
 #[test]
@@ -193,7 +280,13 @@ fn csv_cells_never_carry_a_formula() {
     let f = write(d.path(), "=HYPERLINK(1).jsonl", LOOP);
     let out = d.path().join("out");
     looptune()
-        .args(["sweep", f.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
+        .args([
+            "sweep",
+            f.to_str().unwrap(),
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     let det = std::fs::read_to_string(out.join("detections.csv")).unwrap();
@@ -207,7 +300,16 @@ fn gates_fail_with_exit_code_one_and_say_by_how_much() {
     let out = d.path().join("o");
     looptune()
         .current_dir(root())
-        .args(["replay", "fixtures/", "--labels", "fixtures/labels.csv", "--require", "recall>=0.99", "--require", "sessions>=1"])
+        .args([
+            "replay",
+            "fixtures/",
+            "--labels",
+            "fixtures/labels.csv",
+            "--require",
+            "recall>=0.99",
+            "--require",
+            "sessions>=1",
+        ])
         .arg("--junit")
         .arg(out.with_extension("xml"))
         .arg("--markdown")
@@ -235,11 +337,32 @@ fn import_never_overwrites_an_input_and_round_trips() {
     let out = d.path().join("all.jsonl");
     looptune()
         .current_dir(root())
-        .args(["import", "fixtures/", "tests/fixtures/import/goose-session.jsonl", "-o", out.to_str().unwrap()])
+        .args([
+            "import",
+            "fixtures/",
+            "tests/fixtures/import/goose-session.jsonl",
+            "-o",
+            out.to_str().unwrap(),
+        ])
         .assert()
         .success();
-    let a = looptune().arg("replay").arg(&out).args(["--format", "json"]).output().unwrap();
-    let b = looptune().current_dir(root()).args(["replay", "fixtures/", "tests/fixtures/import/goose-session.jsonl", "--format", "json"]).output().unwrap();
+    let a = looptune()
+        .arg("replay")
+        .arg(&out)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let b = looptune()
+        .current_dir(root())
+        .args([
+            "replay",
+            "fixtures/",
+            "tests/fixtures/import/goose-session.jsonl",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
     assert!(a.status.success() && b.status.success());
     let sessions = |o: &[u8]| String::from_utf8_lossy(o).lines().count();
     assert_eq!(sessions(&a.stdout), sessions(&b.stdout));
