@@ -176,6 +176,9 @@ pub struct Session {
     pub turns: u32,
     /// Content came from whole messages, not stream chunks (set by importers).
     pub whole_messages: bool,
+    /// `usage` records as (event number, tokens from there to the end of the
+    /// session), so "tokens after a point" is a binary search, not a scan.
+    pub usage_suffix: Vec<(u32, u64)>,
 }
 
 impl Session {
@@ -249,6 +252,25 @@ impl Session {
                 origin,
             });
         }
+        let mut usage_suffix: Vec<(u32, u64)> = events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match e.record {
+                Record::Usage {
+                    input_tokens,
+                    output_tokens,
+                } => Some((
+                    i as u32 + 1,
+                    input_tokens.unwrap_or(0) + output_tokens.unwrap_or(0),
+                )),
+                _ => None,
+            })
+            .collect();
+        let mut acc = 0u64;
+        for u in usage_suffix.iter_mut().rev() {
+            acc += u.1;
+            u.1 = acc;
+        }
         Session {
             id,
             events,
@@ -256,7 +278,14 @@ impl Session {
             inline_label,
             turns: turn,
             whole_messages: false,
+            usage_suffix,
         }
+    }
+
+    /// Tokens of the `usage` records after event `event` (1-based).
+    pub fn tokens_after(&self, event: u32) -> u64 {
+        let i = self.usage_suffix.partition_point(|(e, _)| *e <= event);
+        self.usage_suffix.get(i).map_or(0, |(_, t)| *t)
     }
 
     /// Number of tool calls.

@@ -7,9 +7,9 @@
 //! indexed parallel iterator keeps job order, so results never depend on
 //! `--jobs`. Policies are applied afterwards, per configuration and session.
 
-use crate::detect::{merge, Check, Detection, DetectorConfig, Policy, Prepared};
+use crate::detect::{Check, Detection, DetectorConfig, Policy, Prepared};
 use crate::error::{Error, Result};
-use crate::event::{Corpus, Record, Session};
+use crate::event::{Corpus, Session};
 use crate::progress::Progress;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -95,13 +95,17 @@ pub fn replay(
     let mut by_key: HashMap<String, usize> = HashMap::new();
     let mut config_checks: Vec<Vec<usize>> = Vec::new();
     for cfg in &configs {
-        // Only the first detection matters to `stop`/`ask` without --all.
-        let need = match (opts.all, cfg.policy()) {
-            (false, Policy::Stop | Policy::Ask) => Some(1),
-            _ => None,
-        };
         let mut ids = Vec::new();
         for c in cfg.checks()? {
+            // What a policy can still see: `stop`/`ask` only the first
+            // detection; `warn:N` at most N+1 strikes in one prompt (for checks
+            // that can count per prompt); `ignore` and --all everything.
+            let need = match (opts.all, cfg.policy()) {
+                (true, _) | (false, Policy::Ignore) => None,
+                (false, Policy::Stop | Policy::Ask) => Some(1),
+                (false, Policy::Warn(n)) if c.limit_per_prompt() => Some(n as usize + 1),
+                (false, Policy::Warn(_)) => None,
+            };
             let key = c.key();
             let id = *by_key.entry(key).or_insert_with(|| {
                 checks.push(c);
@@ -118,13 +122,14 @@ pub fn replay(
     }
     let n_checks = checks.len();
     let n_sessions = corpus.sessions.len();
-    // Checks that only need a first detection and share a batch key run in
-    // one pass per session (e.g. content checks differing only in threshold).
+    // Checks with the same batch key and limit run in one pass per session
+    // (e.g. content checks differing only in threshold).
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut by_batch: HashMap<String, usize> = HashMap::new();
     for (i, c) in checks.iter().enumerate() {
-        match (limits[i], c.batch_key()) {
-            (Some(1), Some(k)) => {
+        match c.batch_key() {
+            Some(k) => {
+                let k = format!("{k}|{:?}", limits[i]);
                 let g = *by_batch.entry(k).or_insert_with(|| {
                     groups.push(Vec::new());
                     groups.len() - 1
@@ -154,7 +159,7 @@ pub fn replay(
                     } else {
                         let members: Vec<&dyn Check> =
                             g.iter().map(|&i| checks[i].as_ref()).collect();
-                        leader.run_first_batch(&members, &prepared)
+                        leader.run_batch(&members, &prepared, limits[g[0]])
                     };
                     progress.inc(g.len() as u64);
                     g.iter()
@@ -183,13 +188,15 @@ pub fn replay(
                 let policy = cfg.policy();
                 (0..n_sessions)
                     .map(|si| {
-                        let per: Vec<Vec<Detection>> =
-                            ids.iter().map(|&ci| runs[si][ci].0.clone()).collect();
-                        let dues: Vec<&Vec<(u32, bool)>> = ids
-                            .iter()
-                            .filter_map(|&ci| runs[si][ci].1.as_ref())
-                            .collect();
-                        outcome(&corpus.sessions[si], merge(per), &dues, policy, opts.all)
+                        let r = &runs[si];
+                        outcome_with(
+                            &corpus.sessions[si],
+                            ids.len(),
+                            |c| &r[ids[c]].0[..],
+                            |c| r[ids[c]].1.as_deref(),
+                            policy,
+                            opts.all,
+                        )
                     })
                     .collect()
             })
@@ -202,34 +209,103 @@ pub fn replay(
     })
 }
 
-/// Apply a policy to a session's merged detections.
+/// Merge the detections of a configuration's checks (by event; ties in check
+/// order), number strikes per prompt, and apply the policy. Only what the
+/// policy can see is cloned: up to the stop, or the first under `ignore`
+/// (whose unheeded count covers all), or everything with `all`.
 pub fn outcome(
     session: &Session,
-    mut dets: Vec<Detection>,
+    per: &[&[Detection]],
     dues: &[&Vec<(u32, bool)>],
     policy: Policy,
     all: bool,
 ) -> Outcome {
-    let stop_at = policy
-        .stop_strike()
-        .and_then(|s| dets.iter().position(|d| d.strike >= s));
-    let stop = stop_at.map(|i| StopPoint {
-        event: dets[i].event,
-        turn: dets[i].turn,
-    });
-    let (warnings, unheeded) = match (policy, stop_at) {
-        (Policy::Warn(_), Some(i)) => (i as u32, 0),
+    let n = per.len().max(dues.len());
+    outcome_with(
+        session,
+        n,
+        |c| per.get(c).copied().unwrap_or(&[]),
+        |c| dues.get(c).map(|d| &d[..]),
+        policy,
+        all,
+    )
+}
+
+/// Most checks one configuration has (its merge state lives on the stack).
+const MAX_CHECKS: usize = 16;
+
+/// [`outcome`] over accessors, so the per-(configuration, session) merge of a
+/// large sweep allocates nothing but the detections it keeps.
+fn outcome_with<'a>(
+    session: &Session,
+    n: usize,
+    dets_of: impl Fn(usize) -> &'a [Detection],
+    dues_of: impl Fn(usize) -> Option<&'a [(u32, bool)]>,
+    policy: Policy,
+    all: bool,
+) -> Outcome {
+    assert!(
+        n <= MAX_CHECKS,
+        "a configuration has at most {MAX_CHECKS} checks"
+    );
+    let mut per: [&[Detection]; MAX_CHECKS] = [&[]; MAX_CHECKS];
+    for (c, slot) in per.iter_mut().enumerate().take(n) {
+        *slot = dets_of(c);
+    }
+    let per = &per[..n];
+    let total: usize = per.iter().map(|d| d.len()).sum();
+    let stop_strike = policy.stop_strike();
+    let mut next = [0usize; MAX_CHECKS];
+    let mut dets: Vec<Detection> = Vec::new();
+    let (mut prompt, mut strike) = (u32::MAX, 0u32);
+    let mut stop: Option<(usize, StopPoint)> = None;
+    loop {
+        let pick = (0..per.len())
+            .filter(|&c| next[c] < per[c].len())
+            .min_by_key(|&c| (per[c][next[c]].event, c));
+        let Some(c) = pick else { break };
+        let src = &per[c][next[c]];
+        next[c] += 1;
+        if src.prompt != prompt {
+            prompt = src.prompt;
+            strike = 0;
+        }
+        strike += 1;
+        let stops_here = stop.is_none() && stop_strike.is_some_and(|s| strike >= s);
+        let keep =
+            all || stops_here || stop.is_none() && (policy != Policy::Ignore || dets.is_empty());
+        if keep {
+            let mut d = src.clone();
+            d.strike = strike;
+            dets.push(d);
+        }
+        if stops_here {
+            stop = Some((
+                dets.len() - 1,
+                StopPoint {
+                    event: src.event,
+                    turn: src.turn,
+                },
+            ));
+            if !all {
+                break;
+            }
+        }
+        if !all && policy == Policy::Ignore && !dets.is_empty() {
+            break;
+        }
+    }
+    let (warnings, unheeded) = match (policy, stop) {
+        (Policy::Warn(_), Some((i, _))) => (i as u32, 0),
         (Policy::Warn(_), None) => (dets.len() as u32, 0),
-        (Policy::Ignore, _) => (0, dets.len() as u32),
+        (Policy::Ignore, _) => (0, total as u32),
         _ => (0, 0),
     };
-    if let (Some(i), false) = (stop_at, all) {
-        dets.truncate(i + 1);
-    }
+    let stop = stop.map(|(_, s)| s);
     let until = stop.map_or(u32::MAX, |s| s.event);
     let mut judge_due = 0;
     let mut judge_no_verdict = 0;
-    for list in dues {
+    for list in (0..n).filter_map(dues_of) {
         for (ev, had) in list.iter() {
             if *ev <= until {
                 judge_due += 1;
@@ -258,22 +334,8 @@ pub fn outcome(
 /// Turns and `usage` tokens the recording spent after event `event`.
 pub fn after(session: &Session, event: u32) -> (u32, u64) {
     let turn = session.events.get(event as usize - 1).map_or(0, |e| e.turn);
-    let tokens = tokens_after(session, event);
+    let tokens = session.tokens_after(event);
     (session.turns.saturating_sub(turn), tokens)
-}
-
-/// Tokens of `usage` records after event `event` (1-based).
-pub fn tokens_after(session: &Session, event: u32) -> u64 {
-    session.events[(event as usize).min(session.events.len())..]
-        .iter()
-        .map(|e| match e.record {
-            Record::Usage {
-                input_tokens,
-                output_tokens,
-            } => input_tokens.unwrap_or(0) + output_tokens.unwrap_or(0),
-            _ => 0,
-        })
-        .sum()
 }
 
 #[cfg(test)]
@@ -312,21 +374,21 @@ mod tests {
     #[test]
     fn policies_stop_where_they_should() {
         let s = session();
-        let dets = vec![det(3, 1), det(5, 2), det(7, 3)];
-        let o = outcome(&s, dets.clone(), &[], Policy::Stop, false);
+        let dets = [det(3, 1), det(5, 2), det(7, 3)];
+        let o = outcome(&s, &[&dets[..]], &[], Policy::Stop, false);
         assert_eq!(o.stop, Some(StopPoint { event: 3, turn: 3 }));
         assert_eq!(o.detections.len(), 1);
         // events 4..20 hold usage records at even events 4,6,...,20 -> 9 records of 11 tokens
         assert_eq!(o.tokens_after_stop, 9 * 11);
-        let o = outcome(&s, dets.clone(), &[], Policy::Warn(1), false);
+        let o = outcome(&s, &[&dets[..]], &[], Policy::Warn(1), false);
         assert_eq!(o.stop.unwrap().event, 5);
         assert_eq!(o.warnings, 1);
         assert_eq!(o.detections.len(), 2);
-        let o = outcome(&s, dets.clone(), &[], Policy::Ignore, false);
+        let o = outcome(&s, &[&dets[..]], &[], Policy::Ignore, false);
         assert_eq!(o.stop, None);
         assert_eq!(o.unheeded, 3);
         assert_eq!(o.tokens_after_stop, 0);
-        let o = outcome(&s, dets, &[], Policy::Warn(5), false);
+        let o = outcome(&s, &[&dets[..]], &[], Policy::Warn(5), false);
         assert_eq!((o.stop, o.warnings), (None, 3));
     }
 
@@ -334,7 +396,7 @@ mod tests {
     fn judge_dues_count_until_stop() {
         let s = session();
         let due = vec![(2, true), (3, false), (9, false)];
-        let o = outcome(&s, vec![det(3, 1)], &[&due], Policy::Stop, false);
+        let o = outcome(&s, &[&[det(3, 1)][..]], &[&due], Policy::Stop, false);
         assert_eq!((o.judge_due, o.judge_no_verdict), (2, 1));
     }
 }

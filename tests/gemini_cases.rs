@@ -745,7 +745,7 @@ fn policy_decides_the_stop() {
     let s = Arc::new(B::default().ts(7).session());
     let p = Prepared::new(s.clone());
     let dets = looptune::detect::run_checks(&cfg.checks().unwrap(), &p, None);
-    let o = outcome(&s, dets, &[], cfg.policy(), false);
+    let o = outcome(&s, &[&dets[..]], &[], cfg.policy(), false);
     // gemini-latest warns once (strike 1) and stops on strike 2
     assert_eq!(o.stop.unwrap().event, 6);
     assert_eq!(o.warnings, 1);

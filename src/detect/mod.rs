@@ -41,25 +41,37 @@ pub trait Check: Send + Sync {
     /// A stable key naming the check and every parameter value it reads.
     /// Configurations whose checks have equal keys share one run per session.
     fn key(&self) -> String;
-    /// Every detection on this session, in event order, stopping after `limit` if given.
+    /// Every detection on this session, in event order. With `limit`, a check
+    /// may stop once `limit` detections fell in one prompt if
+    /// [`Check::limit_per_prompt`] says so, else once it has `limit` in all.
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection>;
+    /// Whether `limit` counts per prompt (strikes are counted per prompt, so a
+    /// `warn:N` policy needs at most N+1 detections of one prompt).
+    fn limit_per_prompt(&self) -> bool {
+        false
+    }
     /// For checks that consult an LLM judge: every check the schedule made
     /// due, as `(event, had a recorded verdict)`, when going on after each
     /// detection. `None` for checks without a judge.
     fn judge_due(&self, _session: &Prepared) -> Option<Vec<(u32, bool)>> {
         None
     }
-    /// Checks with equal batch keys compute their first detections together
-    /// in one pass over a session ([`Check::run_first_batch`]).
+    /// Checks with equal batch keys run together in one pass over a session
+    /// ([`Check::run_batch`]), with the same results as running each alone.
     fn batch_key(&self) -> Option<String> {
         None
     }
-    /// First detections of every check in `batch` (all with this check's
-    /// batch key), in batch order.
-    fn run_first_batch(&self, batch: &[&dyn Check], session: &Prepared) -> Vec<Vec<Detection>> {
-        batch.iter().map(|c| c.run(session, Some(1))).collect()
+    /// [`Check::run`] for every check in `batch` (all with this check's batch
+    /// key and the same `limit`), in batch order.
+    fn run_batch(
+        &self,
+        batch: &[&dyn Check],
+        session: &Prepared,
+        limit: Option<usize>,
+    ) -> Vec<Vec<Detection>> {
+        batch.iter().map(|c| c.run(session, limit)).collect()
     }
-    /// For downcasting inside [`Check::run_first_batch`].
+    /// For downcasting inside [`Check::run_batch`].
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }

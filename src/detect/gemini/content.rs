@@ -66,7 +66,7 @@ pub struct ContentSettings {
 /// Multiplicative base of the rolling hash (odd, so powers never vanish mod 2^64).
 const BASE: u64 = 0x100_0000_01b3;
 /// One window content's stored indices: `head` then `rest`, ascending.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Slot {
     head: usize,
     rest: Vec<usize>,
@@ -114,7 +114,7 @@ struct Entry {
 /// generation and a reset starts a new one. Windows whose indices all fell off
 /// the front of the history are dead; they are reused in place and dropped
 /// when the table is rebuilt, which also bounds memory on long streams.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct WindowIndex {
     entries: Vec<Entry>,
     gen: u32,
@@ -209,6 +209,7 @@ fn same_encoded(a: &[u16], b: &[u16]) -> bool {
 }
 
 /// The content state of one check run.
+#[derive(Clone)]
 struct State<'a> {
     s: &'a ContentSettings,
     /// Units from absolute index `base`.
@@ -342,20 +343,31 @@ impl<'a> State<'a> {
     }
 
     /// Scan new windows for several configurations that differ only in what
-    /// `decide` reads; returns the variants that fired (each fires once).
-    fn scan_many(&mut self, vs: &[&ContentSettings], done: &mut [bool]) -> Vec<(usize, String)> {
+    /// `decide` reads (`active[i]` false: not scanned here). A configuration
+    /// that fires leaves the shared scan with its own copy of the state at that
+    /// moment, as its single run would have it (index on the looping window).
+    fn scan_many<'v>(
+        &mut self,
+        vs: &[&'v ContentSettings],
+        active: &mut [bool],
+    ) -> Vec<(usize, String, State<'v>)>
+    where
+        'a: 'v,
+    {
         let c = self.s.chunk;
         let mut fired = Vec::new();
         while self.last + c <= self.end() {
             let at = self.last;
             if let Some(si) = self.hit(at) {
                 for (vi, v) in vs.iter().enumerate() {
-                    if !done[vi] && self.decide(v, si, at) {
-                        done[vi] = true;
-                        fired.push((vi, self.detail()));
+                    if active[vi] && self.decide(v, si, at) {
+                        active[vi] = false;
+                        let mut own: State<'v> = self.clone();
+                        own.s = v;
+                        fired.push((vi, self.detail(), own));
                     }
                 }
-                if done.iter().all(|d| *d) {
+                if !active.iter().any(|a| *a) {
                     return fired;
                 }
             }
@@ -525,7 +537,13 @@ pub fn run(s: &ContentSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Det
             Op::Content(i) => {
                 if feed(&mut st, s, p, i) && st.scan() {
                     out.push(detection(step, st.detail()));
-                    if limit.is_some_and(|l| out.len() >= l) {
+                    if limit.is_some_and(|l| {
+                        out.iter()
+                            .rev()
+                            .take_while(|d| d.prompt == step.prompt)
+                            .count()
+                            >= l
+                    }) {
                         break;
                     }
                 }
@@ -557,29 +575,69 @@ pub fn stream_key(s: &ContentSettings) -> String {
     )
 }
 
-/// First detection of each configuration, in one pass (all share [`stream_key`]).
+/// Detections of several configurations that share [`stream_key`], in one
+/// pass, stopping a configuration once `limit` of its detections fell in one
+/// prompt (its session has stopped by then under any policy that needs no more).
 ///
-/// Exact because, before its first detection, a configuration's state does not
-/// depend on the parameters that differ: rejected hits stay recorded either way.
-pub fn run_first_many(vs: &[&ContentSettings], p: &GeminiPrep) -> Vec<Vec<Detection>> {
-    let mut out: Vec<Vec<Detection>> = vec![Vec::new(); vs.len()];
+/// Exact: until a configuration fires, its state does not depend on the
+/// parameters that differ (rejected hits stay recorded either way). When it
+/// fires it continues on its own copy of the state; at the next reset (tool
+/// call or new prompt) every state is empty again and it rejoins the shared pass.
+pub fn run_many(
+    vs: &[&ContentSettings],
+    p: &GeminiPrep,
+    limit: Option<usize>,
+) -> Vec<Vec<Detection>> {
+    let n = vs.len();
+    let mut out: Vec<Vec<Detection>> = vec![Vec::new(); n];
     let Some(first) = vs.first() else { return out };
-    let mut done = vec![false; vs.len()];
-    let mut st = State::new(first);
+    let mut shared = State::new(first);
+    let mut active = vec![true; n];
+    let mut own: Vec<Option<State>> = vec![None; n];
+    let mut in_prompt = vec![0usize; n];
+    let mut finished = vec![false; n];
     for step in &p.steps {
+        let mut fired: Vec<(usize, String)> = Vec::new();
         match step.op {
-            Op::NewPrompt | Op::Tool { .. } => st.reset(),
+            Op::NewPrompt | Op::Tool { .. } => {
+                shared.reset();
+                if matches!(step.op, Op::NewPrompt) {
+                    in_prompt.iter_mut().for_each(|c| *c = 0);
+                }
+                for vi in 0..n {
+                    own[vi] = None;
+                    active[vi] = !finished[vi];
+                }
+            }
             Op::Content(i) => {
-                if feed(&mut st, first, p, i) {
-                    for (vi, detail) in st.scan_many(vs, &mut done) {
-                        out[vi].push(detection(step, detail));
+                // Configurations on their own copies first: they fired earlier.
+                for vi in 0..n {
+                    if let (false, Some(st)) = (finished[vi], own[vi].as_mut()) {
+                        if feed(st, vs[vi], p, i) && st.scan() {
+                            fired.push((vi, st.detail()));
+                        }
                     }
-                    if done.iter().all(|d| *d) {
-                        break;
+                }
+                if feed(&mut shared, first, p, i) {
+                    for (vi, detail, state) in shared.scan_many(vs, &mut active) {
+                        own[vi] = Some(state);
+                        fired.push((vi, detail));
                     }
                 }
             }
             Op::TurnStart => {}
+        }
+        for (vi, detail) in fired {
+            out[vi].push(detection(step, detail));
+            in_prompt[vi] += 1;
+            if limit.is_some_and(|l| in_prompt[vi] >= l) {
+                finished[vi] = true;
+                own[vi] = None;
+                active[vi] = false;
+            }
+        }
+        if finished.iter().all(|f| *f) {
+            break;
         }
     }
     out
@@ -610,5 +668,105 @@ mod tests {
         assert!(s.prune(4));
         assert_eq!((s.head, s.rest.clone()), (5, vec![]));
         assert!(!s.prune(6));
+    }
+
+    /// The shared pass equals running each configuration alone, for every
+    /// limit, on random sessions built to repeat (small alphabets, resets,
+    /// prompts, fences, surrogate pairs).
+    #[test]
+    fn shared_pass_equals_separate_runs() {
+        use crate::event::{Origin, Record, Session};
+        let mut r = crate::synth::Rng::new(42);
+        let (mut fired, mut refired) = (0, 0);
+        let pieces = [
+            "ab",
+            "abc ",
+            "Let me try again. ",
+            "x",
+            "😀",
+            "```",
+            "\n* item\n",
+            "| a | b |",
+            "zz",
+            "abcd abcd ",
+        ];
+        for case in 0..300 {
+            let mut recs = vec![(
+                Record::User {
+                    text: "go".into(),
+                    prompt_id: None,
+                },
+                Origin { file: 0, line: 0 },
+            )];
+            for _ in 0..r.range(5, 120) {
+                let rec = match r.range(0, 19) {
+                    0 => Record::ToolCall {
+                        name: "t".into(),
+                        args: Default::default(),
+                        id: None,
+                    },
+                    1 => Record::User {
+                        text: "again".into(),
+                        prompt_id: None,
+                    },
+                    _ => {
+                        let mut t = String::new();
+                        for _ in 0..r.range(1, 6) {
+                            t.push_str(pieces[r.range(0, pieces.len() - 1)]);
+                        }
+                        Record::Content { text: t }
+                    }
+                };
+                recs.push((rec, Origin { file: 0, line: 0 }));
+            }
+            let p = GeminiPrep::new(&Session::from_records("s".into(), recs));
+            let base = ContentSettings {
+                algorithm: Algorithm::Hash,
+                chunk: [4, 5, 8][case % 3],
+                threshold: 3,
+                max_history: [30, 200, 5000][case % 3],
+                distance_factor: 1.5,
+                period_check: case % 2 == 0,
+                fences: Fences::SkipInsideOrOpening,
+                markdown_resets: case % 4 != 0,
+                dividers: true,
+                table_factor: 6.0,
+                common_factor: 3.0,
+            };
+            let variants: Vec<ContentSettings> = [
+                (2, 1.0, false),
+                (3, 1.5, true),
+                (4, 5.0, false),
+                (6, 2.0, true),
+            ]
+            .iter()
+            .map(
+                |&(threshold, distance_factor, period_check)| ContentSettings {
+                    threshold,
+                    distance_factor,
+                    period_check,
+                    ..base.clone()
+                },
+            )
+            .collect();
+            let refs: Vec<&ContentSettings> = variants.iter().collect();
+            for limit in [Some(1), Some(2), None] {
+                let shared = run_many(&refs, &p, limit);
+                for (v, got) in variants.iter().zip(&shared) {
+                    assert_eq!(
+                        got,
+                        &run(v, &p, limit),
+                        "case {case}, limit {limit:?}, variant {v:?}"
+                    );
+                    fired += usize::from(!got.is_empty());
+                    refired += usize::from(got.len() > 2);
+                }
+            }
+        }
+        // The cases must exercise detections and re-detections, or the test proves nothing.
+        assert!(
+            fired > 500 && refired > 100,
+            "fired {fired}, refired {refired}"
+        );
     }
 }

@@ -99,7 +99,13 @@ pub fn run(
                                 format!("judge confidence {}", crate::js::number_to_string(*c1))
                             }),
                         });
-                        if limit.is_some_and(|l| out.len() >= l) {
+                        if limit.is_some_and(|l| {
+                            out.iter()
+                                .rev()
+                                .take_while(|d| d.prompt == st.prompt)
+                                .count()
+                                >= l
+                        }) {
                             break;
                         }
                     }

@@ -380,6 +380,9 @@ impl Check for ToolCheck {
     fn key(&self) -> String {
         self.key.clone()
     }
+    fn limit_per_prompt(&self) -> bool {
+        true
+    }
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         tool::run(&self.s, prep(session), limit)
     }
@@ -393,13 +396,21 @@ impl Check for ContentCheck {
     fn key(&self) -> String {
         self.key.clone()
     }
+    fn limit_per_prompt(&self) -> bool {
+        true
+    }
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         content::run(&self.s, prep(session), limit)
     }
     fn batch_key(&self) -> Option<String> {
         Some(format!("gemini.content;{}", content::stream_key(&self.s)))
     }
-    fn run_first_batch(&self, batch: &[&dyn Check], session: &Prepared) -> Vec<Vec<Detection>> {
+    fn run_batch(
+        &self,
+        batch: &[&dyn Check],
+        session: &Prepared,
+        limit: Option<usize>,
+    ) -> Vec<Vec<Detection>> {
         let settings: Option<Vec<&ContentSettings>> = batch
             .iter()
             .map(|c| {
@@ -409,8 +420,8 @@ impl Check for ContentCheck {
             })
             .collect();
         match settings {
-            Some(vs) => content::run_first_many(&vs, prep(session)),
-            None => batch.iter().map(|c| c.run(session, Some(1))).collect(),
+            Some(vs) => content::run_many(&vs, prep(session), limit),
+            None => batch.iter().map(|c| c.run(session, limit)).collect(),
         }
     }
     fn as_any(&self) -> Option<&dyn std::any::Any> {
@@ -425,6 +436,9 @@ struct JudgeCheck {
 impl Check for JudgeCheck {
     fn key(&self) -> String {
         self.key.clone()
+    }
+    fn limit_per_prompt(&self) -> bool {
+        true
     }
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         judge::run(&self.s, prep(session), limit).0

@@ -165,7 +165,13 @@ pub fn run(s: &ToolSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detect
                         });
                     }
                 }
-                if limit.is_some_and(|l| out.len() >= l) {
+                if limit.is_some_and(|l| {
+                    out.iter()
+                        .rev()
+                        .take_while(|d| d.prompt == st.prompt)
+                        .count()
+                        >= l
+                }) {
                     break;
                 }
             }
