@@ -686,6 +686,56 @@ fn tool_name_is_trimmed_only_from_2026_05() {
     assert_eq!(first("gemini-2026-03", b()), None);
 }
 
+#[test]
+fn judge_fires_before_a_tool_loop_on_the_same_record() {
+    // With implicit turns one tool_call can start turn 30 and be the fifth
+    // identical call; turnStarted() runs before addAndCheck() (found by the
+    // differential check against the original).
+    let mut b = B::default();
+    for _ in 0..4 {
+        b = b.tool("t", json!({}));
+        b.0.push(Record::ToolResult {
+            id: None,
+            name: None,
+            output: None,
+            error: None,
+        });
+    }
+    for _ in 0..25 {
+        b = b.c("x");
+        b.0.push(Record::ToolResult {
+            id: None,
+            name: None,
+            output: None,
+            error: None,
+        });
+    }
+    let b = b.tool("t", json!({}));
+    let mut b = b;
+    b.0.push(Record::Judge {
+        confidence: 0.95,
+        model: None,
+        analysis: None,
+    });
+    assert_eq!(all(L, &[], b), vec![("llm", 59, 1), ("tool_call", 59, 2)]);
+}
+
+#[test]
+fn empty_tool_name_is_undefined_tool_name_before_2026_05() {
+    let b = || {
+        B::default()
+            .tool("", json!({}))
+            .tool("", json!({}))
+            .tool("", json!({}))
+            .tool("undefined_tool_name", json!({}))
+            .tool("undefined_tool_name", json!({}))
+    };
+    assert_eq!(first("gemini-2026-03", b()), Some(5));
+    assert_eq!(first("gemini-2025-07", b()), Some(5));
+    // HEAD maps an empty name to generic_tool instead.
+    assert_eq!(first(L, b()), None);
+}
+
 // ---- DeepV fork ----
 
 #[test]

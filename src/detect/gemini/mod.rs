@@ -284,6 +284,22 @@ impl Family for Gemini {
             "consecutive" => PreviewRule::Consecutive,
             _ => PreviewRule::Off,
         };
+        // The judge comes first: a record that starts a turn reaches
+        // turnStarted() before addAndCheck(), so on a tie the judge fires first.
+        if ps.bool("llm_check") {
+            out.push(Box::new(JudgeCheck {
+                key: format!("gemini.judge;{}", ps.key_of(JUDGE_PARAMS)),
+                s: JudgeSettings {
+                    after_turns: ps.int("llm_check_after_turns"),
+                    interval: ps.int("llm_check_interval"),
+                    min_interval: ps.int("llm_check_min_interval"),
+                    max_interval: ps.int("llm_check_max_interval"),
+                    threshold: ps.float("llm_confidence_threshold"),
+                    strict: ps.bool("llm_confidence_strict"),
+                    two_stage: ps.bool("llm_two_stage"),
+                },
+            }));
+        }
         out.push(Box::new(ToolCheck {
             key: format!("gemini.tool;{}", ps.key_of(TOOL_PARAMS)),
             s: ToolSettings {
@@ -323,20 +339,6 @@ impl Family for Gemini {
                     dividers: ps.bool("content_dividers"),
                     table_factor: ps.float("content_table_distance_factor"),
                     common_factor: ps.float("content_common_distance_factor"),
-                },
-            }));
-        }
-        if ps.bool("llm_check") {
-            out.push(Box::new(JudgeCheck {
-                key: format!("gemini.judge;{}", ps.key_of(JUDGE_PARAMS)),
-                s: JudgeSettings {
-                    after_turns: ps.int("llm_check_after_turns"),
-                    interval: ps.int("llm_check_interval"),
-                    min_interval: ps.int("llm_check_min_interval"),
-                    max_interval: ps.int("llm_check_max_interval"),
-                    threshold: ps.float("llm_confidence_threshold"),
-                    strict: ps.bool("llm_confidence_strict"),
-                    two_stage: ps.bool("llm_two_stage"),
                 },
             }));
         }

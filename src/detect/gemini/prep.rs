@@ -128,7 +128,13 @@ impl GeminiPrep {
                     } else {
                         trimmed
                     };
-                    let key = intern(&mut keys, format!("{name}:{json}"));
+                    // Before 2026-05-08 turn.ts used `name || 'undefined_tool_name'`.
+                    let untrimmed = if name.is_empty() {
+                        "undefined_tool_name"
+                    } else {
+                        name.as_str()
+                    };
+                    let key = intern(&mut keys, format!("{untrimmed}:{json}"));
                     let key_trimmed = intern(&mut keys, format!("{trimmed}:{json}"));
                     let before = names.len();
                     let name_id = intern(&mut names, name.clone());
