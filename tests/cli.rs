@@ -367,3 +367,53 @@ fn import_never_overwrites_an_input_and_round_trips() {
     let sessions = |o: &[u8]| String::from_utf8_lossy(o).lines().count();
     assert_eq!(sessions(&a.stdout), sessions(&b.stdout));
 }
+
+#[test]
+fn sweep_rows_equal_replay_with_the_same_parameters() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("s");
+    sweep(&out, "2");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let detections = std::fs::read_to_string(out.join("detections.csv")).unwrap();
+    let configs = summary["grid"]["configs"].as_array().unwrap();
+    // A spread of configurations: stock profiles of several families and swept ones.
+    let picked: Vec<&serde_json::Value> = configs.iter().step_by(configs.len() / 12).collect();
+    assert!(picked.len() >= 10);
+    for cfg in picked {
+        let id = cfg["id"].as_str().unwrap();
+        let mut cmd = looptune();
+        cmd.current_dir(root())
+            .args(["replay", "fixtures/", "--format", "json", "--profile"])
+            .arg(cfg["profile"].as_str().unwrap());
+        for (k, v) in cfg["overrides"].as_object().unwrap() {
+            let v = v.as_str().unwrap().replace(';', ",");
+            cmd.arg("--set").arg(format!("{k}={v}"));
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut from_replay: Vec<String> = String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let d = v["detections"].as_array().unwrap().first()?.clone();
+                Some(format!(
+                    "{},{},{},{}",
+                    v["session"].as_str().unwrap(),
+                    d["turn"],
+                    d["event"],
+                    d["kind"].as_str().unwrap()
+                ))
+            })
+            .collect();
+        let mut from_sweep: Vec<String> = detections
+            .lines()
+            .filter(|l| l.starts_with(&format!("{id},")))
+            .map(|l| l.split(',').skip(1).take(4).collect::<Vec<_>>().join(","))
+            .collect();
+        from_replay.sort();
+        from_sweep.sort();
+        assert_eq!(from_replay, from_sweep, "config {} ({})", id, cfg["label"]);
+    }
+}
