@@ -607,7 +607,7 @@ pub fn parse_line(line: &str) -> std::result::Result<(Option<String>, Record), S
             }
         }
     }
-    let value: Value = serde_json::from_str(line).map_err(|e| format!("not valid JSON ({e})"))?;
+    let value: Value = parse_json(line).map_err(|e| format!("not valid JSON ({e})"))?;
     let Value::Object(obj) = value else {
         return Err("not a JSON object".to_string());
     };
@@ -728,6 +728,77 @@ fn opt_u64(obj: &Map<String, Value>, field: &str) -> std::result::Result<Option<
     }
 }
 
+/// Parse JSON text as `JSON.parse` would accept it: an unpaired surrogate
+/// escape (`"\ud83d"`, left by a log cut mid-emoji) is valid JSON that
+/// serde_json rejects, so on that error alone such escapes become U+FFFD and
+/// the text is parsed again. Well-formed text takes the first, fast path.
+pub fn parse_json(text: &str) -> serde_json::Result<Value> {
+    match serde_json::from_str(text) {
+        Err(e) if text.contains("\\u") && e.is_syntax() => match replace_lone_surrogates(text) {
+            Some(fixed) => serde_json::from_str(&fixed),
+            None => Err(e),
+        },
+        other => other,
+    }
+}
+
+/// Same as [`parse_json`] for bytes (a whole file).
+pub fn parse_json_slice(bytes: &[u8]) -> serde_json::Result<Value> {
+    match serde_json::from_slice(bytes) {
+        Err(e) if e.is_syntax() => match std::str::from_utf8(bytes)
+            .ok()
+            .and_then(replace_lone_surrogates)
+        {
+            Some(fixed) => serde_json::from_str(&fixed),
+            None => Err(e),
+        },
+        other => other,
+    }
+}
+
+/// Replace `\uXXXX` escapes of unpaired surrogates with `\ufffd`; `None` when there are none.
+fn replace_lone_surrogates(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let hex = |i: usize| -> Option<u16> {
+        let s = text.get(i..i + 4)?;
+        u16::from_str_radix(s, 16).ok()
+    };
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut last, mut changed) = (0, 0, false);
+    while i + 1 < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if b[i + 1] != b'u' {
+            i += 2; // any other escape, including an escaped backslash
+            continue;
+        }
+        let Some(u) = hex(i + 2) else {
+            i += 2;
+            continue;
+        };
+        let paired_low = b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
+            && hex(i + 8).is_some_and(|l| (0xdc00..0xe000).contains(&l));
+        if (0xd800..0xdc00).contains(&u) && paired_low {
+            i += 12;
+        } else if (0xd800..0xe000).contains(&u) {
+            out.push_str(&text[last..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            last = i;
+            changed = true;
+        } else {
+            i += 6;
+        }
+    }
+    changed.then(|| {
+        out.push_str(&text[last..]);
+        out
+    })
+}
+
 /// Lowercase hex.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
@@ -770,6 +841,26 @@ mod tests {
             parse_line(r#"{"type":"label","loop":true,"onset_turn":-1}"#).unwrap_err(),
             "field `onset_turn` must be a non-negative integer"
         );
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        let (_, r) = parse_line(r#"{"type":"content","text":"ab\ud83d"}"#).unwrap();
+        assert_eq!(
+            r,
+            Record::Content {
+                text: "ab\u{fffd}".into()
+            }
+        );
+        let (_, r) =
+            parse_line(r#"{"type":"content","text":"\ude00cd \ud83d\ude00 \\ud800"}"#).unwrap();
+        assert_eq!(
+            r,
+            Record::Content {
+                text: "\u{fffd}cd 😀 \\ud800".into()
+            }
+        );
+        assert!(parse_line(r#"{"type":"content","text":"x"#).is_err());
     }
 
     #[test]

@@ -153,7 +153,7 @@ pub(crate) fn parse_object(
     text: std::result::Result<&str, String>,
 ) -> std::result::Result<Map<String, Value>, String> {
     let text = text?;
-    match serde_json::from_str::<Value>(text) {
+    match crate::input::parse_json(text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err("not a JSON object".to_string()),
         Err(e) => Err(format!("not valid JSON ({e})")),
@@ -163,7 +163,7 @@ pub(crate) fn parse_object(
 /// Parse a whole file as one JSON value (BOM tolerated).
 pub(crate) fn parse_doc(bytes: &[u8]) -> std::result::Result<Value, serde_json::Error> {
     let bytes = bytes.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(bytes);
-    serde_json::from_slice(bytes)
+    crate::input::parse_json_slice(bytes)
 }
 
 /// Parse a whole single-JSON file; a parse failure is an error at its line,

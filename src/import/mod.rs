@@ -72,7 +72,7 @@ pub fn detect(bytes: &[u8]) -> Option<&'static str> {
         }
     }
     for (_, text) in common::lines(bytes).take(SNIFF_LINES) {
-        let Ok(v) = text.and_then(|t| serde_json::from_str::<Value>(t).map_err(|e| e.to_string()))
+        let Ok(v) = text.and_then(|t| crate::input::parse_json(t).map_err(|e| e.to_string()))
         else {
             continue;
         };
@@ -138,7 +138,7 @@ fn fits(fmt: &str, bytes: &[u8]) -> bool {
         }
     }
     common::lines(bytes).take(SNIFF_LINES).any(|(_, text)| {
-        let Ok(v) = text.and_then(|t| serde_json::from_str::<Value>(t).map_err(|e| e.to_string()))
+        let Ok(v) = text.and_then(|t| crate::input::parse_json(t).map_err(|e| e.to_string()))
         else {
             return false;
         };

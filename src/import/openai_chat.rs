@@ -61,9 +61,9 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     // JSONL: a list per line (several sessions) or a message per line (one).
     let mut parsed: Vec<(u32, Value)> = Vec::new();
     for (line, text) in lines(ctx.bytes) {
-        match text.and_then(|t| {
-            serde_json::from_str::<Value>(t).map_err(|e| format!("not valid JSON ({e})"))
-        }) {
+        match text
+            .and_then(|t| crate::input::parse_json(t).map_err(|e| format!("not valid JSON ({e})")))
+        {
             Ok(v) => parsed.push((line, v)),
             Err(e) => out.bad(ctx, line as u64, e)?,
         }
