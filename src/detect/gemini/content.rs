@@ -99,16 +99,28 @@ impl Slot {
     }
 }
 
-/// One entry of the open-addressing table: a window key, the generation it
-/// belongs to (older generations read as empty) and its slot in the arena.
+/// One entry of the open-addressing table, 8 bytes so a segment's table stays
+/// in L1: 16 bits of the window key (the table position holds the low bits;
+/// every match is verified on the text anyway), the generation (older ones
+/// read as empty) with a flag, and either the window's only occurrence so far
+/// (no allocation for the many windows seen once) or its slot in the arena.
 #[derive(Debug, Clone, Copy, Default)]
 struct Entry {
-    key: u64,
-    gen: u32,
-    slot: u32,
+    tag: u16,
+    meta: u16,
+    payload: u32,
 }
 
-/// The window index (`contentStats`): window key -> stored indices.
+/// `Entry::meta` flag: `payload` is a slot index, not a position.
+const HAS_SLOT: u16 = 0x8000;
+/// `Entry::meta` bits holding the generation.
+const GEN: u16 = 0x7fff;
+
+fn tag_of(key: u64) -> u16 {
+    (key >> 48) as u16
+}
+
+/// The window index (`contentStats`): window -> stored indices.
 ///
 /// A reset happens at every tool call, so it must be O(1): entries carry a
 /// generation and a reset starts a new one. Windows whose indices all fell off
@@ -117,10 +129,10 @@ struct Entry {
 #[derive(Debug, Clone)]
 struct WindowIndex {
     entries: Vec<Entry>,
-    gen: u32,
+    gen: u16,
     /// Entries of the current generation (live or dead).
     used: usize,
-    /// Slot arena of the current generation.
+    /// Slot arena of the current generation (windows seen twice or more).
     slots: Vec<Slot>,
 }
 
@@ -137,50 +149,17 @@ impl WindowIndex {
     }
 
     fn reset(&mut self) {
-        self.gen = self.gen.wrapping_add(1);
+        self.gen = (self.gen + 1) & GEN;
         if self.gen == 0 {
-            self.entries.iter_mut().for_each(|e| e.gen = 0);
+            self.entries.iter_mut().for_each(|e| e.meta = 0);
             self.gen = 1;
         }
         self.used = 0;
         self.slots.clear();
     }
 
-    /// Keep only windows with indices at or after `head`, in a table with room to grow.
-    fn rebuild(&mut self, head: usize) {
-        let mut live: Vec<(u64, Slot)> = Vec::with_capacity(self.used);
-        for e in &self.entries {
-            if e.gen == self.gen {
-                let mut slot = std::mem::replace(
-                    &mut self.slots[e.slot as usize],
-                    Slot {
-                        head: 0,
-                        rest: Vec::new(),
-                    },
-                );
-                if slot.prune(head) {
-                    live.push((e.key, slot));
-                }
-            }
-        }
-        let size = (live.len() * 4).next_power_of_two().max(MIN_TABLE);
-        self.entries = vec![Entry::default(); size];
-        self.gen = 1;
-        self.slots.clear();
-        self.used = live.len();
-        let mask = size - 1;
-        for (key, slot) in live {
-            let mut i = key as usize & mask;
-            while self.entries[i].gen == self.gen {
-                i = (i + 1) & mask;
-            }
-            self.entries[i] = Entry {
-                key,
-                gen: self.gen,
-                slot: self.slots.len() as u32,
-            };
-            self.slots.push(slot);
-        }
+    fn live(&self, e: Entry) -> bool {
+        e.meta & GEN == self.gen
     }
 }
 
@@ -257,6 +236,68 @@ impl<'a> State<'a> {
         self.hash_pos = None;
     }
 
+    /// Keep only windows with indices at or after `head`, in a table with room
+    /// to grow. Entries keep only 16 bits of their key, so positions are
+    /// recomputed from the text (rare: amortised over the inserts).
+    fn rebuild(&mut self) {
+        let head = self.head;
+        let gen = self.index.gen;
+        let mut live: Vec<(usize, Option<Slot>)> = Vec::with_capacity(self.index.used);
+        for e in &self.index.entries {
+            if e.meta & GEN != gen {
+                continue;
+            }
+            if e.meta & HAS_SLOT != 0 {
+                let mut slot = std::mem::replace(
+                    &mut self.index.slots[e.payload as usize],
+                    Slot {
+                        head: 0,
+                        rest: Vec::new(),
+                    },
+                );
+                if slot.prune(head) {
+                    live.push((slot.head, Some(slot)));
+                }
+            } else if e.payload as usize >= head {
+                live.push((e.payload as usize, None));
+            }
+        }
+        let size = (live.len() * 4).next_power_of_two().max(MIN_TABLE);
+        let mut entries = vec![Entry::default(); size];
+        let mut slots = Vec::new();
+        let mask = size - 1;
+        // One rolling pass gives every window's key in O(history).
+        let keys = self.keys_from(head);
+        for (first, slot) in live.iter_mut() {
+            let key = keys[*first - head];
+            let mut i = key as usize & mask;
+            while entries[i].meta & GEN == 1 {
+                i = (i + 1) & mask;
+            }
+            entries[i] = match slot.take() {
+                Some(s) => {
+                    slots.push(s);
+                    Entry {
+                        tag: tag_of(key),
+                        meta: 1 | HAS_SLOT,
+                        payload: slots.len() as u32 - 1,
+                    }
+                }
+                None => Entry {
+                    tag: tag_of(key),
+                    meta: 1,
+                    payload: *first as u32,
+                },
+            };
+        }
+        self.index = WindowIndex {
+            entries,
+            gen: 1,
+            used: live.len(),
+            slots,
+        };
+    }
+
     fn end(&self) -> usize {
         self.base + self.buf.len()
     }
@@ -293,7 +334,37 @@ impl<'a> State<'a> {
 
     /// Hash of the window as Node would encode it, mixed for the map.
     fn key(&mut self, at: usize) -> u64 {
-        let mut h = self.raw_hash(at);
+        let h = self.raw_hash(at);
+        self.finish_key(h, at)
+    }
+
+    /// [`State::key`] of every window from `from` on, leaving the rolling hash alone.
+    fn keys_from(&self, from: usize) -> Vec<u64> {
+        let c = self.s.chunk;
+        let end = self.end();
+        if from + c > end {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(end - c + 1 - from);
+        let mut h = 0u64;
+        for &u in self.window(from) {
+            h = h.wrapping_mul(BASE).wrapping_add(u as u64);
+        }
+        for at in from..=end - c {
+            if at > from {
+                let outgoing = self.buf[at - 1 - self.base] as u64;
+                let incoming = self.buf[at + c - 1 - self.base] as u64;
+                h = h
+                    .wrapping_sub(outgoing.wrapping_mul(self.pow))
+                    .wrapping_mul(BASE)
+                    .wrapping_add(incoming);
+            }
+            out.push(self.finish_key(h, at));
+        }
+        out
+    }
+
+    fn finish_key(&self, mut h: u64, at: usize) -> u64 {
         let w = self.window(at);
         let c = w.len();
         // Only the edges can hold a lone surrogate: chunks are whole strings.
@@ -386,55 +457,72 @@ impl<'a> State<'a> {
         let key = self.key(at);
         let head = self.head;
         if (self.index.used + 1) * 2 > self.index.entries.len() {
-            self.index.rebuild(head);
+            self.rebuild();
         }
         let (buf, base, chunk) = (&self.buf, self.base, self.s.chunk);
         let win = |i: usize| &buf[i - base..i - base + chunk];
-        // Probe for the slot whose window, as Node encodes it, equals this one
-        // (the original's SHA-256 key); a dead slot with the same key is reused.
+        // Probe for the entry whose window, as Node encodes it, equals this one
+        // (the original's SHA-256 key); a dead entry with the same tag is reused.
         let idx = &mut self.index;
         let mask = idx.entries.len() - 1;
+        let tag = tag_of(key);
         let mut i = key as usize & mask;
         let mut reuse: Option<usize> = None;
         let found = loop {
             let e = idx.entries[i];
-            if e.gen != idx.gen {
+            if !idx.live(e) {
                 break None;
             }
-            if e.key == key {
-                let slot = &mut idx.slots[e.slot as usize];
-                if !slot.prune(head) {
-                    reuse.get_or_insert(i);
-                } else if same_encoded(win(slot.head), win(at)) {
-                    break Some(e.slot as usize);
+            if e.tag == tag {
+                let first = if e.meta & HAS_SLOT != 0 {
+                    let slot = &mut idx.slots[e.payload as usize];
+                    slot.prune(head).then_some(slot.head)
+                } else {
+                    (e.payload as usize >= head).then_some(e.payload as usize)
+                };
+                match first {
+                    None => {
+                        reuse.get_or_insert(i);
+                    }
+                    Some(f) if same_encoded(win(f), win(at)) => break Some((i, f)),
+                    Some(_) => {}
                 }
             }
             i = (i + 1) & mask;
         };
-        let Some(si) = found else {
-            let slot = idx.slots.len() as u32;
-            idx.slots.push(Slot {
-                head: at,
-                rest: Vec::new(),
-            });
+        let Some((ei, first)) = found else {
             let pos = reuse.unwrap_or_else(|| {
                 idx.used += 1;
                 i
             });
             idx.entries[pos] = Entry {
-                key,
-                gen: idx.gen,
-                slot,
+                tag,
+                meta: idx.gen,
+                payload: u32::try_from(at).expect("content positions fit in 32 bits"),
             };
             return None;
         };
-        let slot = &mut idx.slots[si];
         // The collision guard: verified against the first stored occurrence.
-        if win(slot.head) != win(at) {
+        if win(first) != win(at) {
             return None;
         }
-        slot.rest.push(at);
-        Some(si)
+        let e = idx.entries[ei];
+        if e.meta & HAS_SLOT != 0 {
+            idx.slots[e.payload as usize].rest.push(at);
+            Some(e.payload as usize)
+        } else {
+            idx.slots.push(Slot {
+                head: first,
+                rest: vec![at],
+            });
+            let si = idx.slots.len() - 1;
+            idx.entries[ei] = Entry {
+                tag,
+                meta: idx.gen | HAS_SLOT,
+                payload: si as u32,
+            };
+            Some(si)
+        }
     }
 
     /// The loop condition of `isLoopDetectedForChunk` for configuration `v`,
