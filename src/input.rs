@@ -94,8 +94,9 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
             Err(e) => return Err(e),
         };
         let file_idx = corpus.files.len() as u32;
-        for (line, msg) in &fs.skipped {
-            if corpus.skipped.len() < KEEP_SKIPPED {
+        // The first reason of every file is kept, more while under the cap.
+        for (i, (line, msg)) in fs.skipped.iter().enumerate() {
+            if i == 0 || corpus.skipped.len() < KEEP_SKIPPED {
                 corpus.skipped.push(format!("{display}:{line}: {msg}"));
             }
         }

@@ -124,9 +124,7 @@ pub struct ReplayRequest {
 pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let configs = req.selection.resolve()?;
     let corpus = read_corpus(&req.paths, &req.read)?;
-    for line in &corpus.skipped {
-        eprintln!("warning: skipped {line}");
-    }
+    warn_skipped(&corpus, &mut std::io::stderr());
     let progress = crate::progress::for_stderr(req.quiet, "replaying");
     let result = replay(
         &corpus,
@@ -215,9 +213,7 @@ pub fn import_command(
 ) -> Result<i32> {
     guard_outputs(&[output.to_path_buf()], paths)?;
     let corpus = read_corpus(paths, read)?;
-    for line in &corpus.skipped {
-        writeln!(err, "warning: skipped {line}").ok();
-    }
+    warn_skipped(&corpus, err);
     let mut buf: Vec<u8> = Vec::new();
     crate::import::write_canonical(&corpus.sessions, &mut buf, redact)
         .map_err(|e| Error::io(output, e))?;
@@ -244,6 +240,32 @@ pub fn import_command(
     )
     .ok();
     Ok(EXIT_OK)
+}
+
+/// One warning per file with skipped lines (count and first reason), and one
+/// per skipped file: nothing is dropped silently, and nothing floods the terminal.
+fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
+    for f in corpus.files.iter().filter(|f| f.skipped_lines > 0) {
+        let first = corpus
+            .skipped
+            .iter()
+            .find(|m| m.starts_with(&format!("{}:", f.path)))
+            .map(|m| format!(" (first: {})", &m[f.path.len() + 1..]))
+            .unwrap_or_default();
+        writeln!(
+            err,
+            "warning: {}: skipped {} bad lines{first}",
+            f.path, f.skipped_lines
+        )
+        .ok();
+    }
+    for m in corpus
+        .skipped
+        .iter()
+        .filter(|m| m.contains(": skipped file ("))
+    {
+        writeln!(err, "warning: {m}").ok();
+    }
 }
 
 /// `looptune detectors`: families, profiles and parameters with their sources.
@@ -370,9 +392,7 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     let mut read = req.read.clone();
     read.digests = true;
     let corpus = read_corpus(&req.paths, &read)?;
-    for line in &corpus.skipped {
-        writeln!(err, "warning: skipped {line}").ok();
-    }
+    warn_skipped(&corpus, err);
     let labels = crate::labels::resolve(&corpus, req.labels.as_deref(), req.read.lenient)?;
     for w in &labels.warnings {
         writeln!(err, "warning: {w}").ok();
