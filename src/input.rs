@@ -729,10 +729,13 @@ fn opt_u64(obj: &Map<String, Value>, field: &str) -> std::result::Result<Option<
     }
 }
 
-/// Parse JSON text as `JSON.parse` would accept it: an unpaired surrogate
+/// Parse JSON text as `JSON.parse` would accept it. An unpaired surrogate
 /// escape (`"\ud83d"`, left by a log cut mid-emoji) is valid JSON that
-/// serde_json rejects, so on that error alone such escapes become U+FFFD and
-/// the text is parsed again. Well-formed text takes the first, fast path.
+/// serde_json rejects; on that error alone each such escape becomes its own
+/// private-use character ([`crate::js::LONE_SURROGATE_BASE`] + offset), so
+/// values stay as distinct as JavaScript keeps them, `JSON.stringify` writes
+/// them back as the original escapes, and UTF-16 consumers turn them back into
+/// the single lone unit. Well-formed text takes the first, fast path.
 pub fn parse_json(text: &str) -> serde_json::Result<Value> {
     match serde_json::from_str(text) {
         Err(e) if text.contains("\\u") && e.is_syntax() => match replace_lone_surrogates(text) {
@@ -786,7 +789,7 @@ fn replace_lone_surrogates(text: &str) -> Option<String> {
             i += 12;
         } else if (0xd800..0xe000).contains(&u) {
             out.push_str(&text[last..i]);
-            out.push_str("\\ufffd");
+            out.push(crate::js::lone_surrogate_char(u));
             i += 6;
             last = i;
             changed = true;
@@ -845,12 +848,12 @@ mod tests {
     }
 
     #[test]
-    fn lone_surrogate_escapes_become_replacement_characters() {
+    fn lone_surrogate_escapes_stay_distinct_and_round_trip() {
         let (_, r) = parse_line(r#"{"type":"content","text":"ab\ud83d"}"#).unwrap();
         assert_eq!(
             r,
             Record::Content {
-                text: "ab\u{fffd}".into()
+                text: "ab\u{f003d}".into()
             }
         );
         let (_, r) =
@@ -858,10 +861,16 @@ mod tests {
         assert_eq!(
             r,
             Record::Content {
-                text: "\u{fffd}cd 😀 \\ud800".into()
+                text: "\u{f0600}cd 😀 \\ud800".into()
             }
         );
         assert!(parse_line(r#"{"type":"content","text":"x"#).is_err());
+        // distinct lone surrogates stay distinct, and stringify writes them back
+        let a = parse_json(r#"{"p":"\ud800"}"#).unwrap();
+        let b = parse_json(r#"{"p":"\ud801"}"#).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(crate::js::stringify(&a), r#"{"p":"\ud800"}"#);
+        assert_eq!(crate::js::utf16("a\u{f0000}"), vec![0x61, 0xd800]);
     }
 
     #[test]

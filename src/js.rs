@@ -11,6 +11,43 @@
 use serde_json::{Map, Number, Value};
 use std::fmt::Write;
 
+/// Where unpaired surrogates read from JSON live: U+F0000 + (unit - 0xD800),
+/// in Supplementary Private Use Area-A (a Rust `char` cannot hold a lone
+/// surrogate). [`utf16`] and [`write_string`] turn them back into the unit.
+pub const LONE_SURROGATE_BASE: u32 = 0xF0000;
+
+/// The stand-in character for a lone surrogate code unit.
+pub fn lone_surrogate_char(unit: u16) -> char {
+    char::from_u32(LONE_SURROGATE_BASE + (unit as u32 - 0xD800)).expect("private-use code point")
+}
+
+/// The lone surrogate unit a stand-in character represents, if it is one.
+pub fn lone_surrogate_unit(c: char) -> Option<u16> {
+    let cp = c as u32;
+    (LONE_SURROGATE_BASE..LONE_SURROGATE_BASE + 0x800)
+        .contains(&cp)
+        .then(|| (0xD800 + cp - LONE_SURROGATE_BASE) as u16)
+}
+
+/// The text as Node's UTF-8 encoder sees it (what `createHash().update(str)`
+/// hashes): lone surrogates become U+FFFD.
+pub fn node_utf8(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(|c| lone_surrogate_unit(c).is_some()) {
+        s.chars()
+            .map(|c| {
+                if lone_surrogate_unit(c).is_some() {
+                    '\u{fffd}'
+                } else {
+                    c
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        s.into()
+    }
+}
+
 /// `JSON.stringify(value)` exactly as V8 writes it.
 pub fn stringify(value: &Value) -> String {
     let mut out = String::new();
@@ -134,7 +171,13 @@ pub fn write_string(out: &mut String, s: &str) {
             c if (c as u32) < 0x20 => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
-            c => out.push(c),
+            // Well-formed JSON.stringify escapes a lone surrogate.
+            c => match lone_surrogate_unit(c) {
+                Some(u) => {
+                    let _ = write!(out, "\\u{u:04x}");
+                }
+                None => out.push(c),
+            },
         }
     }
     out.push('"');
@@ -193,14 +236,40 @@ pub fn number_to_string(f: f64) -> String {
     s
 }
 
-/// The string as UTF-16 code units (`String.length` counts these).
+/// The string as UTF-16 code units (`String.length` counts these); stand-ins
+/// of lone surrogates become the lone unit again.
 pub fn utf16(s: &str) -> Vec<u16> {
-    s.encode_utf16().collect()
+    let mut out = Vec::with_capacity(s.len());
+    push_utf16(&mut out, s);
+    out
+}
+
+/// Append the UTF-16 units of `s` (see [`utf16`]).
+pub fn push_utf16(out: &mut Vec<u16>, s: &str) {
+    if s.is_ascii() {
+        out.extend(s.bytes().map(u16::from));
+        return;
+    }
+    let mut buf = [0u16; 2];
+    for c in s.chars() {
+        match lone_surrogate_unit(c) {
+            Some(u) => out.push(u),
+            None => out.extend_from_slice(c.encode_utf16(&mut buf)),
+        }
+    }
 }
 
 /// Length in UTF-16 code units.
 pub fn utf16_len(s: &str) -> usize {
-    s.chars().map(char::len_utf16).sum()
+    s.chars()
+        .map(|c| {
+            if lone_surrogate_unit(c).is_some() {
+                1
+            } else {
+                c.len_utf16()
+            }
+        })
+        .sum()
 }
 
 /// Decode UTF-16 units, with lone surrogates as U+FFFD (what Node's UTF-8 encoder does).

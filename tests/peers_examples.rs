@@ -198,3 +198,47 @@ fn every_peer_profile_runs_on_the_gemini_edge_cases() {
         }
     }
 }
+
+/// Found by a differential run against the originals: distinct lone
+/// surrogates stay distinct (JSON.parse keeps them), and Cline's signature
+/// never sees a `__proto__` key.
+#[test]
+fn lone_surrogates_stay_distinct_and_cline_drops_proto() {
+    use looptune::detect::{DetectorConfig, Prepared};
+    use looptune::input::parse_line;
+    let session = |lines: &[&str]| {
+        let recs = lines
+            .iter()
+            .map(|l| {
+                (
+                    parse_line(l).unwrap().1,
+                    looptune::event::Origin { file: 0, line: 0 },
+                )
+            })
+            .collect();
+        Prepared::new(std::sync::Arc::new(looptune::event::Session::from_records(
+            "s".into(),
+            recs,
+        )))
+    };
+    let first = |profile: &str, p: &Prepared| {
+        let cfg = DetectorConfig::resolve(None, Some(profile), &[]).unwrap();
+        looptune::detect::run_checks(&cfg.checks().unwrap(), p, None)
+            .first()
+            .map(|d| (d.kind, d.event))
+    };
+    let lone: Vec<String> = (0..5)
+        .map(|k| format!(r#"{{"type":"tool_call","name":"read_file","args":{{"p":"\ud80{k}"}}}}"#))
+        .collect();
+    let lone: Vec<&str> = lone.iter().map(String::as_str).collect();
+    let p = session(&lone);
+    for profile in ["roo", "opencode", "cline", "blade-legacy", "gemini-latest"] {
+        assert_eq!(first(profile, &p), None, "{profile}");
+    }
+    let p = session(&[
+        r#"{"type":"tool_call","name":"read_file","args":{"__proto__":1,"p":"a"}}"#,
+        r#"{"type":"tool_call","name":"read_file","args":{"__proto__":2,"p":"a"}}"#,
+        r#"{"type":"tool_call","name":"read_file","args":{"p":"a"}}"#,
+    ]);
+    assert_eq!(first("cline", &p), Some(("soft", 3)));
+}

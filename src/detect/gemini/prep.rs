@@ -156,7 +156,7 @@ impl GeminiPrep {
                 }
                 Record::Content { text } => {
                     let start = p.units.len();
-                    p.units.extend(text.encode_utf16());
+                    crate::js::push_utf16(&mut p.units, text);
                     let flags = ChunkFlags::of(&p.units[start..]);
                     let idx = p.chunks.len() as u32;
                     p.chunks.push(Chunk {

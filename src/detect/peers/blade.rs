@@ -423,7 +423,8 @@ impl LegacyConfig {
                 .map(String::as_str)
                 .collect::<Vec<_>>()
                 .join("\n");
-            r.snapshots.push(md5(&snapshot));
+            // Node hashes the UTF-8 of the text: lone surrogates as U+FFFD.
+            r.snapshots.push(md5(&crate::js::node_utf8(&snapshot)));
             let (c, ratio) = self.content_window(n);
             if r.snapshots.len() >= c {
                 let recent = &r.snapshots[r.snapshots.len() - c..];

@@ -148,7 +148,7 @@ impl ClineTracker {
             .filter(|(k, _)| !self.ignored.iter().any(|i| i == *k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        stringify_sorted(&Value::Object(kept))
+        stringify_sorted(&without_proto(Value::Object(kept)))
     }
 
     /// `inspect({name, input})`, plus whether this call started a new run of
@@ -232,5 +232,21 @@ impl Check for ClineCheck {
             }
         }
         out
+    }
+}
+
+/// Cline's `sortKeys` assigns `sorted[key] = ...` on a `{}` literal, so a
+/// `__proto__` key hits the prototype setter and never reaches the signature,
+/// at any depth (found by a differential run against the original).
+fn without_proto(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .filter(|(k, _)| k != "__proto__")
+                .map(|(k, v)| (k, without_proto(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(without_proto).collect()),
+        other => other,
     }
 }
