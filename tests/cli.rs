@@ -417,3 +417,15 @@ fn sweep_rows_equal_replay_with_the_same_parameters() {
         assert_eq!(from_replay, from_sweep, "config {} ({})", id, cfg["label"]);
     }
 }
+
+#[test]
+fn stdin_is_read_with_dash_and_named_stdin() {
+    let out = looptune()
+        .args(["replay", "--format", "json", "-"])
+        .write_stdin(LOOP)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(line.starts_with(r#"{"session":"stdin","turns":1,"events":6,"detections":[{"detector":"gemini","kind":"tool_call","turn":1,"event":6"#), "{line}");
+}
