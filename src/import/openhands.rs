@@ -357,6 +357,43 @@ fn is_error(obs: &str, exit: Option<i64>, content: &str) -> bool {
     obs == "error" || exit.is_some_and(|c| c != 0 && c != -1) || content.starts_with("ERROR:")
 }
 
+/// The text an agent action carries: a `message` is its thought and content,
+/// a `think` a thought, any other action's thought is the message text before
+/// its tool call. True when a tool call follows.
+fn text_records(
+    out: &mut Out,
+    sid: &str,
+    line: u32,
+    action: &str,
+    thought: &str,
+    content: &str,
+) -> bool {
+    let texts: &[&str] = match action {
+        "message" => &[thought, content],
+        "think" => {
+            out.push(
+                sid,
+                Record::Thought {
+                    text: thought.to_string(),
+                },
+                line,
+            );
+            return false;
+        }
+        _ => &[thought],
+    };
+    for t in texts.iter().filter(|t| !t.is_empty()) {
+        out.push(
+            sid,
+            Record::Content {
+                text: t.to_string(),
+            },
+            line,
+        );
+    }
+    action != "message"
+}
+
 fn agent_action(
     out: &mut Out,
     sid: &str,
@@ -367,62 +404,36 @@ fn agent_action(
     id: Option<&Value>,
 ) {
     let thought = s(args, "thought").unwrap_or("");
-    match action {
-        "message" => {
-            let text = s(args, "content").unwrap_or_default();
-            for t in [thought, text] {
-                if !t.is_empty() {
-                    out.push(
-                        sid,
-                        Record::Content {
-                            text: t.to_string(),
-                        },
-                        line,
-                    );
-                }
+    if text_records(
+        out,
+        sid,
+        line,
+        action,
+        thought,
+        s(args, "content").unwrap_or_default(),
+    ) {
+        let mut a = Map::new();
+        for (k, v) in args {
+            if META_ARGS.contains(&k.as_str()) || (k == "is_input" && v == &Value::Bool(false)) {
+                continue;
             }
+            a.insert(k.clone(), v.clone());
         }
-        "think" => out.push(
+        out.push(
             sid,
-            Record::Thought {
-                text: thought.to_string(),
+            Record::ToolCall {
+                name: meta
+                    .and_then(|m| s(m, "function_name"))
+                    .unwrap_or(action)
+                    .to_string(),
+                args: a,
+                id: meta
+                    .and_then(|m| s(m, "tool_call_id"))
+                    .map(str::to_string)
+                    .or_else(|| id.map(id_text)),
             },
             line,
-        ),
-        _ => {
-            if !thought.is_empty() {
-                out.push(
-                    sid,
-                    Record::Content {
-                        text: thought.to_string(),
-                    },
-                    line,
-                );
-            }
-            let mut a = Map::new();
-            for (k, v) in args {
-                if META_ARGS.contains(&k.as_str()) || (k == "is_input" && v == &Value::Bool(false))
-                {
-                    continue;
-                }
-                a.insert(k.clone(), v.clone());
-            }
-            out.push(
-                sid,
-                Record::ToolCall {
-                    name: meta
-                        .and_then(|m| s(m, "function_name"))
-                        .unwrap_or(action)
-                        .to_string(),
-                    args: a,
-                    id: meta
-                        .and_then(|m| s(m, "tool_call_id"))
-                        .map(str::to_string)
-                        .or_else(|| id.map(id_text)),
-                },
-                line,
-            );
-        }
+        );
     }
 }
 
@@ -459,54 +470,30 @@ fn legacy_history(
             }
             out.push(sid, Record::Turn, line);
             let thought = s(e, "thought").unwrap_or("");
-            match action {
-                "message" => {
-                    for t in [thought, s(e, "content").unwrap_or("")] {
-                        if !t.is_empty() {
-                            out.push(
-                                sid,
-                                Record::Content {
-                                    text: t.to_string(),
-                                },
-                                line,
-                            );
-                        }
+            if text_records(
+                out,
+                sid,
+                line,
+                action,
+                thought,
+                s(e, "content").unwrap_or(""),
+            ) {
+                let mut a = Map::new();
+                for (k, v) in e {
+                    if !LEGACY_META.contains(&k.as_str()) {
+                        a.insert(k.clone(), v.clone());
                     }
                 }
-                "think" => out.push(
+                out.push(
                     sid,
-                    Record::Thought {
-                        text: thought.to_string(),
+                    Record::ToolCall {
+                        name: action.to_string(),
+                        args: args_from_value(Some(&Value::Object(a))),
+                        id: None,
                     },
                     line,
-                ),
-                _ => {
-                    if !thought.is_empty() {
-                        out.push(
-                            sid,
-                            Record::Content {
-                                text: thought.to_string(),
-                            },
-                            line,
-                        );
-                    }
-                    let mut a = Map::new();
-                    for (k, v) in e {
-                        if !LEGACY_META.contains(&k.as_str()) {
-                            a.insert(k.clone(), v.clone());
-                        }
-                    }
-                    out.push(
-                        sid,
-                        Record::ToolCall {
-                            name: action.to_string(),
-                            args: args_from_value(Some(&Value::Object(a))),
-                            id: None,
-                        },
-                        line,
-                    );
-                    last_action = Some(action.to_string());
-                }
+                );
+                last_action = Some(action.to_string());
             }
         } else if let Some(obs) = s(e, "observation") {
             let content = text_of(e.get("content"));
