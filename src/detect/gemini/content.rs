@@ -14,6 +14,7 @@
 
 use super::markdown::{deepv_common, deepv_significant, deepv_table};
 use super::prep::{GeminiPrep, Op};
+use super::repeats::RepeatFilter;
 use crate::detect::Detection;
 
 /// Which content algorithm.
@@ -204,7 +205,27 @@ struct State<'a> {
     hash_pos: Option<usize>,
     pow: u64,
     in_code_block: bool,
+    /// Proves most windows new without the index (see `repeats`).
+    filter: RepeatFilter,
+    /// The index holds every window since `head`. Outside repeats it is left
+    /// empty: a window seen for the first time changes nothing observable, and
+    /// the index is rebuilt from the history at the next repeat.
+    exact: bool,
+    /// Keep the index until the next reset: after a detection (the original
+    /// re-records the looping window) or once the history holds units whose
+    /// UTF-8 encoding can make distinct windows equal (surrogates, U+FFFD).
+    pinned: bool,
+    /// Windows in a row the index had not seen.
+    misses: usize,
+    /// Never use the filter (the reference the filter is tested against).
+    always_exact: bool,
+    /// [`LEAVE_EXACT_AFTER`]; smaller in tests, to exercise the way back.
+    leave_after: usize,
 }
+
+/// New windows in a row after which the index is dropped again; about the cost
+/// of rebuilding it from a full history.
+const LEAVE_EXACT_AFTER: usize = 512;
 
 impl<'a> State<'a> {
     fn new(s: &'a ContentSettings) -> State<'a> {
@@ -223,6 +244,12 @@ impl<'a> State<'a> {
             hash_pos: None,
             pow,
             in_code_block: false,
+            filter: RepeatFilter::new(s.chunk.max(1)),
+            exact: false,
+            pinned: false,
+            misses: 0,
+            always_exact: false,
+            leave_after: LEAVE_EXACT_AFTER,
         }
     }
 
@@ -234,6 +261,82 @@ impl<'a> State<'a> {
         self.last = 0;
         self.index.reset();
         self.hash_pos = None;
+        self.filter.reset();
+        self.exact = self.always_exact;
+        self.pinned = self.always_exact;
+        self.misses = 0;
+    }
+
+    /// Build the index the original would hold now: every window from `head`
+    /// to `last`, recorded in order (none of them fired, or we would have stopped).
+    fn materialize(&mut self) {
+        if self.exact {
+            return;
+        }
+        for q in self.head..self.last {
+            let _ = self.hit(q);
+        }
+        self.exact = true;
+        self.misses = 0;
+    }
+
+    /// Move `last` to the next window that may have been seen before and
+    /// switch to the index there; false when the history has no more windows.
+    fn skip_to_repeat(&mut self) -> bool {
+        let c = self.s.chunk;
+        let stride = self.filter.stride();
+        while self.last + c <= self.end() {
+            // Examine every position whose hit could speak for a window here.
+            // (the last window's reach ends where the last k-gram starts).
+            let to = self.end() + 1 - self.filter_k();
+            self.filter.advance(&self.buf, self.base, self.head, to);
+            let Some(x) = self.filter.next_hit(self.last) else {
+                self.last = self.end() + 1 - c;
+                return false;
+            };
+            // Windows before x + 1 - stride have no hit in reach: new.
+            self.last = self.last.max((x + 1).saturating_sub(stride));
+            while self.last <= x && self.last + c <= self.end() {
+                if self
+                    .filter
+                    .repeats_earlier(&self.buf, self.base, self.head, self.last, c)
+                {
+                    self.materialize();
+                    return true;
+                }
+                self.last += 1;
+            }
+        }
+        false
+    }
+
+    fn filter_k(&self) -> usize {
+        self.s.chunk + 1 - self.filter.stride()
+    }
+
+    /// Advance to the next window the index has seen before, recording it as
+    /// the original does; its slot, with `last` on it, or None at the end of
+    /// the history. The windows passed over were recorded as new, which
+    /// decides nothing.
+    fn next_seen(&mut self) -> Option<usize> {
+        let c = self.s.chunk;
+        while self.last + c <= self.end() {
+            if !self.exact && !self.skip_to_repeat() {
+                return None;
+            }
+            let at = self.last;
+            if let Some(si) = self.hit(at) {
+                self.misses = 0;
+                return Some(si);
+            }
+            self.misses += 1;
+            if !self.pinned && self.misses >= self.leave_after {
+                self.index.reset();
+                self.exact = false;
+            }
+            self.last += 1;
+        }
+        None
     }
 
     /// Keep only windows with indices at or after `head`, in a table with room
@@ -382,7 +485,7 @@ impl<'a> State<'a> {
         h ^ (h >> 31)
     }
 
-    fn append(&mut self, units: &[u16]) {
+    fn append(&mut self, units: &[u16], lossy: bool) {
         self.buf.extend_from_slice(units);
         let len = self.end() - self.head;
         if len > self.s.max_history {
@@ -395,18 +498,20 @@ impl<'a> State<'a> {
                 self.hash_pos = None;
             }
         }
+        if lossy {
+            // Before the index would see a window with these units.
+            self.materialize();
+            self.pinned = true;
+        }
     }
 
     /// Scan new windows for one configuration; true on a loop (the index
     /// then stays on the looping window, as in the original).
     fn scan(&mut self) -> bool {
-        let c = self.s.chunk;
-        while self.last + c <= self.end() {
-            let at = self.last;
-            if let Some(si) = self.hit(at) {
-                if self.decide(self.s, si, at) {
-                    return true;
-                }
+        while let Some(si) = self.next_seen() {
+            if self.decide(self.s, si, self.last) {
+                self.pinned = true;
+                return true;
             }
             self.last += 1;
         }
@@ -425,22 +530,20 @@ impl<'a> State<'a> {
     where
         'a: 'v,
     {
-        let c = self.s.chunk;
         let mut fired = Vec::new();
-        while self.last + c <= self.end() {
+        while let Some(si) = self.next_seen() {
             let at = self.last;
-            if let Some(si) = self.hit(at) {
-                for (vi, v) in vs.iter().enumerate() {
-                    if active[vi] && self.decide(v, si, at) {
-                        active[vi] = false;
-                        let mut own: State<'v> = self.clone();
-                        own.s = v;
-                        fired.push((vi, self.detail(), own));
-                    }
+            for (vi, v) in vs.iter().enumerate() {
+                if active[vi] && self.decide(v, si, at) {
+                    active[vi] = false;
+                    let mut own: State<'v> = self.clone();
+                    own.s = v;
+                    own.pinned = true;
+                    fired.push((vi, self.detail(), own));
                 }
-                if !active.iter().any(|a| *a) {
-                    return fired;
-                }
+            }
+            if !active.iter().any(|a| *a) {
+                return fired;
             }
             self.last += 1;
         }
@@ -610,14 +713,18 @@ fn feed(st: &mut State, s: &ContentSettings, p: &GeminiPrep, i: u32) -> bool {
     if s.dividers && flags.divider {
         return false;
     }
-    st.append(p.chunk(i));
+    st.append(p.chunk(i), p.chunks[i as usize].lossy);
     true
 }
 
 /// Run the content check over a session.
 pub fn run(s: &ContentSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detection> {
+    run_state(State::new(s), p, limit)
+}
+
+fn run_state(mut st: State, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detection> {
+    let s = st.s;
     let mut out = Vec::new();
-    let mut st = State::new(s);
     for step in &p.steps {
         match step.op {
             // reset(promptId) clears content tracking but never `inCodeBlock`.
@@ -745,6 +852,174 @@ mod tests {
         assert!(same_encoded(&[0xd83d, 0x61], &[0xd83e, 0x61]));
         assert!(same_encoded(&[0xfffd, 0x61], &[0xdc00, 0x61]));
         assert!(!same_encoded(&[0x62, 0x61], &[0xdc00, 0x61]));
+    }
+
+    fn exact_state(s: &ContentSettings) -> State<'_> {
+        let mut st = State::new(s);
+        st.always_exact = true;
+        st.reset();
+        st
+    }
+
+    /// A random session of content built from `pieces`, with tool calls and
+    /// prompts (resets) every `reset_every` records on average.
+    fn random_session(
+        r: &mut crate::synth::Rng,
+        pieces: &[&str],
+        records: usize,
+        reset_every: usize,
+    ) -> GeminiPrep {
+        use crate::event::{Origin, Record, Session};
+        let mut recs = vec![(
+            Record::User {
+                text: "go".into(),
+                prompt_id: None,
+            },
+            Origin { file: 0, line: 0 },
+        )];
+        for _ in 0..records {
+            let rec = match r.range(0, reset_every) {
+                0 => Record::ToolCall {
+                    name: "t".into(),
+                    args: Default::default(),
+                    id: None,
+                },
+                1 => Record::User {
+                    text: "again".into(),
+                    prompt_id: None,
+                },
+                _ => {
+                    let mut t = String::new();
+                    for _ in 0..r.range(1, 6) {
+                        t.push_str(pieces[r.range(0, pieces.len() - 1)]);
+                    }
+                    Record::Content { text: t }
+                }
+            };
+            recs.push((rec, Origin { file: 0, line: 0 }));
+        }
+        GeminiPrep::new(&Session::from_records("s".into(), recs))
+    }
+
+    /// The filtered scan decides exactly as the index alone (the original's
+    /// behaviour): same detections, events and details, first and every, with
+    /// truncation, DeepV's filter and units that encode alike.
+    #[test]
+    fn filter_changes_no_verdict() {
+        let mut r = crate::synth::Rng::new(9);
+        let pieces = [
+            "ab",
+            "abc ",
+            "Let me try again. ",
+            "x",
+            "😀",
+            "\u{fffd}",
+            "zz",
+            "abcd abcd ",
+            "😁",
+            "😀 go",
+            "😁 go",
+            "\u{fffd} go",
+            "\u{f0600} go",
+            "\u{f0400}",
+            "The build failed with the same error. ",
+            "q",
+            "\n",
+            "| a |",
+        ];
+        let prose = [
+            "The quick brown fox ",
+            "jumps over ",
+            "the lazy dog ",
+            "and then ",
+            "reads the file again. ",
+            "Let me check. ",
+            "ok ",
+            "\n",
+        ];
+        let (mut fired, mut checked) = (0, 0);
+        for case in 0..600 {
+            let set: &[&str] = if case % 3 == 0 { &prose } else { &pieces };
+            let records = r.range(5, 250);
+            let p = random_session(&mut r, set, records, [8, 40, 400][case % 3]);
+            let s = ContentSettings {
+                algorithm: if case % 5 == 0 {
+                    Algorithm::DeepV
+                } else {
+                    Algorithm::Hash
+                },
+                chunk: [3, 4, 8, 13, 50][case % 5],
+                threshold: [2, 3, 5, 10][case % 4],
+                max_history: [20, 60, 200, 1000][(case / 4) % 4],
+                distance_factor: [1.0, 1.5, 5.0][case % 3],
+                period_check: case % 2 == 1,
+                fences: Fences::SkipInsideOrOpening,
+                markdown_resets: case % 7 != 0,
+                dividers: true,
+                table_factor: 6.0,
+                common_factor: 3.0,
+            };
+            for limit in [Some(1), Some(3), None] {
+                let want = run_state(exact_state(&s), &p, limit);
+                let mut filtered = State::new(&s);
+                filtered.leave_after = [1, 7, LEAVE_EXACT_AFTER][case % 3];
+                let got = run_state(filtered, &p, limit);
+                assert_eq!(got, want, "case {case}, limit {limit:?}, {s:?}");
+                fired += usize::from(!want.is_empty());
+                checked += 1;
+            }
+        }
+        assert!(
+            fired * 8 > checked && fired * 4 < checked * 3,
+            "{fired} of {checked} fired"
+        );
+    }
+
+    /// A window the original rejected (equal to the stored one once encoded,
+    /// different in units) stays unrecorded after the stored one leaves the
+    /// history; rebuilding the index from the history would record it.
+    #[test]
+    fn units_that_encode_alike_keep_the_originals_rejections() {
+        use crate::event::{Origin, Record, Session};
+        let session = |texts: &[&str]| {
+            let mut recs = vec![(
+                Record::User {
+                    text: "go".into(),
+                    prompt_id: None,
+                },
+                Origin { file: 0, line: 0 },
+            )];
+            for t in texts {
+                let rec = Record::Content {
+                    text: t.to_string(),
+                };
+                recs.push((rec, Origin { file: 0, line: 0 }));
+            }
+            GeminiPrep::new(&Session::from_records("s".into(), recs))
+        };
+        let s = ContentSettings {
+            algorithm: Algorithm::Hash,
+            chunk: 3,
+            threshold: 2,
+            max_history: 10,
+            distance_factor: 5.0,
+            period_check: false,
+            fences: Fences::SkipInsideOrOpening,
+            markdown_resets: false,
+            dividers: true,
+            table_factor: 6.0,
+            common_factor: 3.0,
+        };
+        // [low half of 😀, a, b] is stored; [U+FFFD, a, b] hashes the same and
+        // is rejected; then the stored one is truncated away, and the second
+        // [U+FFFD, a, b] starts a new entry: no loop.
+        let p = session(&["😀ab", "\u{fffd}ab", "xyz", "\u{fffd}ab"]);
+        assert_eq!(run_state(exact_state(&s), &p, None), vec![]);
+        assert_eq!(run(&s, &p, None), vec![]);
+        // Without the stored one, the first [U+FFFD, a, b] is recorded: a loop.
+        let p = session(&["qab", "\u{fffd}ab", "xyz", "\u{fffd}ab"]);
+        assert_eq!(run(&s, &p, None).len(), 1);
+        assert_eq!(run_state(exact_state(&s), &p, None), run(&s, &p, None));
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod content;
 mod judge;
 pub mod markdown;
 pub mod prep;
+mod repeats;
 mod tool;
 
 pub use prep::GeminiPrep;

@@ -50,6 +50,9 @@ pub struct Chunk {
     pub len: usize,
     /// Pre-filter flags.
     pub flags: ChunkFlags,
+    /// Holds a surrogate or U+FFFD: windows that differ in such units can be
+    /// equal as the original hashes them (UTF-8, lone surrogates as U+FFFD).
+    pub lossy: bool,
 }
 
 /// Per-session Gemini data shared by all configurations.
@@ -157,12 +160,17 @@ impl GeminiPrep {
                 Record::Content { text } => {
                     let start = p.units.len();
                     crate::js::push_utf16(&mut p.units, text);
-                    let flags = ChunkFlags::of(&p.units[start..]);
+                    let units = &p.units[start..];
+                    let flags = ChunkFlags::of(units);
+                    let lossy = units
+                        .iter()
+                        .any(|&u| (0xd800..0xe000).contains(&u) || u == 0xfffd);
                     let idx = p.chunks.len() as u32;
                     p.chunks.push(Chunk {
                         start,
-                        len: p.units.len() - start,
+                        len: units.len(),
                         flags,
+                        lossy,
                     });
                     push(&mut p.steps, Op::Content(idx), prompt);
                 }
