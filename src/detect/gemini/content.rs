@@ -142,7 +142,8 @@ const MIN_TABLE: usize = 1024;
 impl WindowIndex {
     fn new() -> WindowIndex {
         WindowIndex {
-            entries: vec![Entry::default(); MIN_TABLE],
+            // Allocated at the first repeat: most histories never need it.
+            entries: Vec::new(),
             gen: 1,
             used: 0,
             slots: Vec::new(),
@@ -559,6 +560,9 @@ impl<'a> State<'a> {
         }
         let key = self.key(at);
         let head = self.head;
+        if self.index.entries.is_empty() {
+            self.index.entries = vec![Entry::default(); MIN_TABLE];
+        }
         if (self.index.used + 1) * 2 > self.index.entries.len() {
             self.rebuild();
         }

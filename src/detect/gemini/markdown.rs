@@ -27,16 +27,31 @@ pub struct ChunkFlags {
 }
 
 impl ChunkFlags {
-    /// Evaluate every pattern on a chunk.
+    /// Evaluate every pattern on a chunk, in one pass over its lines (the
+    /// same answers as the `has_*` functions, which tests compare).
     pub fn of(c: &[u16]) -> ChunkFlags {
-        ChunkFlags {
-            fences: count_fences(c),
-            table: has_table(c),
-            list: has_list_item(c),
-            heading: has_heading(c),
-            blockquote: has_blockquote(c),
+        let mut f = ChunkFlags {
             divider: is_divider(c),
+            ..ChunkFlags::default()
+        };
+        let mut line = |s: usize| {
+            f.table = f.table || table_at(c, s);
+            f.list = f.list || list_item_at(c, s);
+            f.heading = f.heading || heading_at(c, s);
+            f.blockquote = f.blockquote || blockquote_at(c, s);
+        };
+        line(0);
+        let mut backtick = false;
+        for (i, &u) in c.iter().enumerate() {
+            if u == NL {
+                line(i + 1);
+            }
+            backtick |= u == b'`' as u16;
         }
+        if backtick {
+            f.fences = count_fences(c);
+        }
+        f
     }
 
     /// Any of the markdown element flags (table, list, heading, blockquote).
@@ -85,57 +100,67 @@ fn is_line_terminator(u: u16) -> bool {
 
 /// `/(^|\n)\s*(\|.*\||[|+-]{3,})/`
 pub fn has_table(c: &[u16]) -> bool {
-    line_starts(c).any(|s| {
-        let q = skip_space(c, s);
-        if q >= c.len() {
-            return false;
-        }
-        // `\|.*\|`: a pipe, then another pipe before any line terminator.
-        if c[q] == PIPE {
-            for &u in &c[q + 1..] {
-                if u == PIPE {
-                    return true;
-                }
-                if is_line_terminator(u) {
-                    break;
-                }
+    line_starts(c).any(|s| table_at(c, s))
+}
+
+fn table_at(c: &[u16], s: usize) -> bool {
+    let q = skip_space(c, s);
+    if q >= c.len() {
+        return false;
+    }
+    // `\|.*\|`: a pipe, then another pipe before any line terminator.
+    if c[q] == PIPE {
+        for &u in &c[q + 1..] {
+            if u == PIPE {
+                return true;
+            }
+            if is_line_terminator(u) {
+                break;
             }
         }
-        // `[|+-]{3,}`
-        c.len() >= q + 3 && c[q..q + 3].iter().all(|u| matches!(*u, 0x7c | 0x2b | 0x2d))
-    })
+    }
+    // `[|+-]{3,}`
+    c.len() >= q + 3 && c[q..q + 3].iter().all(|u| matches!(*u, 0x7c | 0x2b | 0x2d))
 }
 
 /// `/(^|\n)\s*[*-+]\s/ || /(^|\n)\s*\d+\.\s/`. The class `[*-+]` is the range
 /// from `*` to `+`: star and plus only, never minus.
 pub fn has_list_item(c: &[u16]) -> bool {
-    line_starts(c).any(|s| {
-        let q = skip_space(c, s);
-        if q < c.len() && matches!(c[q], 0x2a | 0x2b) && q + 1 < c.len() && is_js_space(c[q + 1]) {
-            return true;
-        }
-        let mut d = q;
-        while d < c.len() && c[d].is_ascii_digit_u16() {
-            d += 1;
-        }
-        d > q && d + 1 < c.len() && c[d] == b'.' as u16 && is_js_space(c[d + 1])
-    })
+    line_starts(c).any(|s| list_item_at(c, s))
+}
+
+fn list_item_at(c: &[u16], s: usize) -> bool {
+    let q = skip_space(c, s);
+    if q < c.len() && matches!(c[q], 0x2a | 0x2b) && q + 1 < c.len() && is_js_space(c[q + 1]) {
+        return true;
+    }
+    let mut d = q;
+    while d < c.len() && c[d].is_ascii_digit_u16() {
+        d += 1;
+    }
+    d > q && d + 1 < c.len() && c[d] == b'.' as u16 && is_js_space(c[d + 1])
 }
 
 /// `/(^|\n)#+\s/` (no leading space allowed).
 pub fn has_heading(c: &[u16]) -> bool {
-    line_starts(c).any(|s| {
-        let mut i = s;
-        while i < c.len() && c[i] == b'#' as u16 {
-            i += 1;
-        }
-        i > s && i < c.len() && is_js_space(c[i])
-    })
+    line_starts(c).any(|s| heading_at(c, s))
+}
+
+fn heading_at(c: &[u16], s: usize) -> bool {
+    let mut i = s;
+    while i < c.len() && c[i] == b'#' as u16 {
+        i += 1;
+    }
+    i > s && i < c.len() && is_js_space(c[i])
 }
 
 /// `/(^|\n)>\s/`
 pub fn has_blockquote(c: &[u16]) -> bool {
-    line_starts(c).any(|s| s + 1 < c.len() && c[s] == b'>' as u16 && is_js_space(c[s + 1]))
+    line_starts(c).any(|s| blockquote_at(c, s))
+}
+
+fn blockquote_at(c: &[u16], s: usize) -> bool {
+    s + 1 < c.len() && c[s] == b'>' as u16 && is_js_space(c[s + 1])
 }
 
 /// `/^[+-_=*\u2500-\u257F]+$/`: `+-_` is the range U+002B..U+005F (plus,
@@ -285,6 +310,44 @@ mod tests {
 
     fn f(s: &str) -> ChunkFlags {
         ChunkFlags::of(&utf16(s))
+    }
+
+    /// The one-pass `ChunkFlags::of` answers as each pattern alone.
+    #[test]
+    fn one_pass_flags_equal_each_pattern() {
+        let alphabet: Vec<u16> = "\n |-+*#>```1.a\t\u{2500}\r=".encode_utf16().collect();
+        let mut r = crate::synth::Rng::new(3);
+        let mut seen = [0usize; 6];
+        for _ in 0..20_000 {
+            let c: Vec<u16> = (0..r.range(0, 12))
+                .map(|_| alphabet[r.range(0, alphabet.len() - 1)])
+                .collect();
+            let want = ChunkFlags {
+                fences: count_fences(&c),
+                table: has_table(&c),
+                list: has_list_item(&c),
+                heading: has_heading(&c),
+                blockquote: has_blockquote(&c),
+                divider: is_divider(&c),
+            };
+            assert_eq!(
+                ChunkFlags::of(&c),
+                want,
+                "{:?}",
+                String::from_utf16_lossy(&c)
+            );
+            for (n, on) in seen.iter_mut().zip([
+                want.fences > 0,
+                want.table,
+                want.list,
+                want.heading,
+                want.blockquote,
+                want.divider,
+            ]) {
+                *n += usize::from(on);
+            }
+        }
+        assert!(seen.iter().all(|n| *n > 50), "{seen:?}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::markdown::ChunkFlags;
 use crate::event::{Record, Session};
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 
 /// One input to the detector, in session order.
@@ -77,16 +78,25 @@ pub struct GeminiPrep {
 impl GeminiPrep {
     /// Build from a session.
     pub fn new(s: &Session) -> GeminiPrep {
-        let mut keys: HashMap<String, u32> = HashMap::new();
-        let mut names: HashMap<String, u32> = HashMap::new();
+        let mut keys: FxHashMap<String, u32> = FxHashMap::default();
+        let mut names: FxHashMap<&str, u32> = FxHashMap::default();
         let mut name_list = Vec::new();
-        let intern = |map: &mut HashMap<String, u32>, k: String| -> u32 {
+        let intern = |map: &mut FxHashMap<String, u32>, k: String| -> u32 {
             let n = map.len() as u32;
             *map.entry(k).or_insert(n)
         };
+        // One allocation for all content, and for the steps.
+        let content_bytes: usize = s
+            .events
+            .iter()
+            .map(|e| match &e.record {
+                Record::Content { text } => text.len(),
+                _ => 0,
+            })
+            .sum();
         let mut p = GeminiPrep {
-            steps: Vec::new(),
-            units: Vec::new(),
+            steps: Vec::with_capacity(s.events.len() + 8),
+            units: Vec::with_capacity(content_bytes),
             chunks: Vec::new(),
             calls: Vec::new(),
             names: Vec::new(),
@@ -138,12 +148,16 @@ impl GeminiPrep {
                         name.as_str()
                     };
                     let key = intern(&mut keys, format!("{untrimmed}:{json}"));
-                    let key_trimmed = intern(&mut keys, format!("{trimmed}:{json}"));
-                    let before = names.len();
-                    let name_id = intern(&mut names, name.clone());
-                    if names.len() > before {
+                    let key_trimmed = if trimmed == untrimmed {
+                        key
+                    } else {
+                        intern(&mut keys, format!("{trimmed}:{json}"))
+                    };
+                    let next = names.len() as u32;
+                    let name_id = *names.entry(name.as_str()).or_insert_with(|| {
                         name_list.push(name.clone());
-                    }
+                        next
+                    });
                     let call = p.calls.len() as u32;
                     p.calls.push((name.clone(), json));
                     push(
@@ -162,9 +176,10 @@ impl GeminiPrep {
                     crate::js::push_utf16(&mut p.units, text);
                     let units = &p.units[start..];
                     let flags = ChunkFlags::of(units);
-                    let lossy = units
-                        .iter()
-                        .any(|&u| (0xd800..0xe000).contains(&u) || u == 0xfffd);
+                    let lossy = !text.is_ascii()
+                        && units
+                            .iter()
+                            .any(|&u| (0xd800..0xe000).contains(&u) || u == 0xfffd);
                     let idx = p.chunks.len() as u32;
                     p.chunks.push(Chunk {
                         start,

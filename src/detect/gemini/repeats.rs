@@ -67,7 +67,7 @@ impl RepeatFilter {
             hash: None,
             next_aligned: 0,
             aligned: Vec::new(),
-            bits: vec![0; 1 << (BITS - 6)],
+            bits: Vec::new(),
             hits: Vec::new(),
             hit_from: 0,
         }
@@ -106,6 +106,9 @@ impl RepeatFilter {
         }
         if self.cursor >= to {
             return;
+        }
+        if self.bits.is_empty() {
+            self.bits = vec![0; 1 << (BITS - 6)];
         }
         debug_assert!(to - 1 + self.k <= base + buf.len());
         let (k, pow) = (self.k, self.pow);
