@@ -116,11 +116,12 @@ struct InputArgs {
 }
 
 impl InputArgs {
-    fn read_options(&self, digests: bool) -> ReadOptions {
+    fn read_options(&self, digests: bool, jobs: usize) -> ReadOptions {
         ReadOptions {
             lenient: self.lenient,
             format: Some(self.input_format.clone()),
             digests,
+            jobs,
         }
     }
 }
@@ -270,7 +271,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Replay(a) => {
             let req = run::ReplayRequest {
                 paths: a.input.paths.clone(),
-                read: a.input.read_options(false),
+                read: a.input.read_options(false, a.jobs),
                 selection: selection(&a.detectors),
                 all: a.all,
                 json: matches!(a.format, Format::Json),
@@ -296,6 +297,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                     lenient: a.lenient,
                     format: Some(a.input_format.clone()),
                     digests: true,
+                    jobs: a.jobs,
                 },
                 grid: a.grid.clone(),
                 labels: a.ci.labels.clone(),
@@ -311,7 +313,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Report(a) => run::report_command(&a.dir, &mut std::io::stderr()),
         Command::Import(a) => run::import_command(
             &a.input.paths,
-            &a.input.read_options(false),
+            &a.input.read_options(false, 0),
             &a.output,
             a.redact,
             &mut std::io::stderr(),

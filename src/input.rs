@@ -4,9 +4,11 @@
 
 use crate::error::{Error, Result};
 use crate::event::{Corpus, Origin, Record, Session, SourceFile};
+use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,8 @@ pub struct ReadOptions {
     pub format: Option<String>,
     /// Compute the SHA-256 of every input file (for `summary.json`).
     pub digests: bool,
+    /// Threads reading files: 0 means all cores, 1 reads on the calling thread.
+    pub jobs: usize,
 }
 
 /// How many skipped-line messages a corpus keeps for its summary.
@@ -70,9 +74,10 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
         )));
     }
     let mut corpus = Corpus::default();
+    // Files are read and parsed in parallel (in the caller's rayon pool), then
+    // merged in order, so the result and the first error do not depend on it.
     // Every file is read before merging: clashing native ids need all files.
-    let mut read: Vec<ReadFile> = Vec::new();
-    for found in &files {
+    let load_one = |found: &Found| -> Result<Loaded> {
         let (bytes, display) = load(found)?;
         let sha256 = if opts.digests {
             hex(&Sha256::digest(&bytes))
@@ -81,17 +86,41 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
         };
         let stored = bytes.len() as u64;
         let walked = matches!(found, Found::Path { walked: true, .. });
-        let fs = match parse_bytes(&display, found.stem(), bytes, opts) {
-            Ok(fs) => fs,
+        match parse_bytes(&display, found.stem(), bytes, opts) {
+            Ok(fs) => Ok(Loaded::File {
+                display,
+                sha256,
+                stored,
+                fs: Box::new(fs),
+            }),
             Err(Error::File { message, .. })
                 if walked && message.starts_with(crate::import::UNRECOGNISED) =>
             {
-                corpus
-                    .skipped
-                    .push(format!("{display}: skipped file ({message})"));
+                Ok(Loaded::Skipped(format!(
+                    "{display}: skipped file ({message})"
+                )))
+            }
+            Err(e) => Err(e),
+        }
+    };
+    let loaded: Vec<Result<Loaded>> = if opts.jobs == 1 {
+        files.iter().map(load_one).collect()
+    } else {
+        crate::replay::pool(opts.jobs)?.install(|| files.par_iter().map(load_one).collect())
+    };
+    let mut read: Vec<ReadFile> = Vec::new();
+    for (found, loaded) in files.iter().zip(loaded) {
+        let (display, sha256, stored, fs) = match loaded? {
+            Loaded::File {
+                display,
+                sha256,
+                stored,
+                fs,
+            } => (display, sha256, stored, *fs),
+            Loaded::Skipped(note) => {
+                corpus.skipped.push(note);
                 continue;
             }
-            Err(e) => return Err(e),
         };
         let file_idx = corpus.files.len() as u32;
         // The first reason of every file is kept, more while under the cap.
@@ -143,6 +172,7 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
             } else {
                 seen.clone()
             };
+            slot.reserve(records.len());
             for (i, (r, line)) in records.into_iter().enumerate() {
                 if let Some(Some(k)) = keys.get(i) {
                     if before.contains(k) {
@@ -177,6 +207,17 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
     sessions.sort_by(|a, b| a.id.cmp(&b.id));
     corpus.sessions = sessions;
     Ok(corpus)
+}
+
+/// One file loaded and parsed (or skipped as unrecognised), before merging.
+enum Loaded {
+    File {
+        display: String,
+        sha256: String,
+        stored: u64,
+        fs: Box<FileSessions>,
+    },
+    Skipped(String),
 }
 
 /// One file as read, before its sessions are merged into the corpus.
@@ -500,8 +541,8 @@ const KNOWN_TYPES: &[&str] = &[
 struct Fast<'a> {
     #[serde(rename = "type", borrow)]
     ty: std::borrow::Cow<'a, str>,
-    #[serde(default)]
-    session: Option<String>,
+    #[serde(default, borrow)]
+    session: Option<std::borrow::Cow<'a, str>>,
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
@@ -529,7 +570,7 @@ pub fn parse_canonical(
         format: "canonical".into(),
         ..Default::default()
     };
-    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
     let mut line_no = 0u64;
     for raw in bytes.split(|b| *b == b'\n') {
         line_no += 1;
@@ -545,17 +586,21 @@ pub fn parse_canonical(
         }
         let parsed = std::str::from_utf8(raw)
             .map_err(|e| format!("line is not valid UTF-8 ({e})"))
-            .and_then(parse_line);
+            .and_then(parse_line_borrowed);
         match parsed {
             Ok((session, record)) => {
                 if matches!(record, Record::Unknown { .. }) {
                     fs.unknown += 1;
                 }
-                let sid = session.unwrap_or_else(|| stem.to_string());
-                let slot = *index.entry(sid.clone()).or_insert_with(|| {
-                    fs.sessions.push((sid, Vec::new()));
-                    fs.sessions.len() - 1
-                });
+                let sid = session.as_deref().unwrap_or(stem);
+                let slot = match index.get(sid) {
+                    Some(&slot) => slot,
+                    None => {
+                        index.insert(sid.to_string(), fs.sessions.len());
+                        fs.sessions.push((sid.to_string(), Vec::new()));
+                        fs.sessions.len() - 1
+                    }
+                };
                 fs.sessions[slot].1.push((record, line_no as u32));
             }
             Err(message) => {
@@ -576,6 +621,12 @@ pub fn parse_canonical(
 
 /// Parse one canonical line into its session id and record; errors name the field.
 pub fn parse_line(line: &str) -> std::result::Result<(Option<String>, Record), String> {
+    parse_line_borrowed(line).map(|(session, rec)| (session.map(Cow::into_owned), rec))
+}
+
+/// [`parse_line`] with the session id borrowed from the line when it can be
+/// (no allocation per record for the id).
+fn parse_line_borrowed(line: &str) -> std::result::Result<(Option<Cow<'_, str>>, Record), String> {
     // The typed fast path covers well-formed common records; anything it
     // rejects is re-read as a generic value so the error names the field
     // (and so duplicate keys behave as JSON.parse: last one wins).
@@ -612,7 +663,7 @@ pub fn parse_line(line: &str) -> std::result::Result<(Option<String>, Record), S
     let Value::Object(obj) = value else {
         return Err("not a JSON object".to_string());
     };
-    record_from_object(&obj)
+    record_from_object(&obj).map(|(session, rec)| (session.map(Cow::Owned), rec))
 }
 
 /// Validate a record object field by field.

@@ -141,6 +141,32 @@ fn replay_output_is_identical_for_every_jobs() {
     assert_eq!(one.stdout, four.stdout);
 }
 
+/// Files are parsed in parallel, but the error reported is the first in
+/// reading order, whatever the thread count.
+#[test]
+fn first_bad_file_in_order_is_reported_for_every_jobs() {
+    let d = tempfile::tempdir().unwrap();
+    for i in 0..12 {
+        let body = if i == 3 || i == 9 {
+            "{\"type\":\"content\",\"text\":\"a\"}\n{\"type\":\"content\"}\n".to_string()
+        } else {
+            "{\"type\":\"content\",\"text\":\"hello\"}\n".repeat(200)
+        };
+        write(d.path(), &format!("s{i:02}.jsonl"), &body);
+    }
+    for jobs in ["1", "2", "8"] {
+        looptune()
+            .args(["replay", "--jobs", jobs])
+            .arg(d.path())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "s03.jsonl:2: missing field `text`",
+            ))
+            .stderr(predicate::str::contains("s09").not());
+    }
+}
+
 #[test]
 fn fail_on_detection_is_a_ci_gate() {
     let d = tempfile::tempdir().unwrap();
