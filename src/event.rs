@@ -19,7 +19,7 @@ pub enum Record {
         /// Mode, e.g. `plan`.
         mode: Option<String>,
         /// Free-form metadata.
-        meta: Option<Map<String, Value>>,
+        meta: Option<Box<Map<String, Value>>>,
     },
     /// A user message; starts a new prompt unless `prompt_id` repeats the one in force.
     User {
@@ -229,7 +229,7 @@ impl Session {
                         meta.mode.clone_from(mode);
                     }
                     if let Some(m) = m {
-                        for (k, v) in m {
+                        for (k, v) in m.iter() {
                             meta.meta.insert(k.clone(), v.clone());
                         }
                     }

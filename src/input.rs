@@ -584,9 +584,7 @@ pub fn parse_canonical(
         if raw.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let parsed = std::str::from_utf8(raw)
-            .map_err(|e| format!("line is not valid UTF-8 ({e})"))
-            .and_then(parse_line_borrowed);
+        let parsed = parse_line_borrowed(raw);
         match parsed {
             Ok((session, record)) => {
                 if matches!(record, Record::Unknown { .. }) {
@@ -621,23 +619,26 @@ pub fn parse_canonical(
 
 /// Parse one canonical line into its session id and record; errors name the field.
 pub fn parse_line(line: &str) -> std::result::Result<(Option<String>, Record), String> {
-    parse_line_borrowed(line).map(|(session, rec)| (session.map(Cow::into_owned), rec))
+    parse_line_borrowed(line.as_bytes()).map(|(session, rec)| (session.map(Cow::into_owned), rec))
 }
 
 /// [`parse_line`] with the session id borrowed from the line when it can be
 /// (no allocation per record for the id).
-fn parse_line_borrowed(line: &str) -> std::result::Result<(Option<Cow<'_, str>>, Record), String> {
+fn parse_line_borrowed(raw: &[u8]) -> std::result::Result<(Option<Cow<'_, str>>, Record), String> {
     // The typed fast path covers well-formed common records; anything it
     // rejects is re-read as a generic value so the error names the field
-    // (and so duplicate keys behave as JSON.parse: last one wins).
-    if let Ok(f) = serde_json::from_str::<Fast>(line) {
+    // (and so duplicate keys behave as JSON.parse: last one wins). It reads
+    // bytes: serde_json checks the UTF-8 of every string as it goes, and a
+    // line that is not UTF-8 fails here and is reported below.
+    if let Ok(f) = serde_json::from_slice::<Fast>(raw) {
         let rec = match f.ty.as_ref() {
             "turn" => Some(Record::Turn),
             "content" => f.text.map(|text| Record::Content { text }),
             "thought" => f.text.map(|text| Record::Thought { text }),
-            "tool_call" => f.name.map(|name| Record::ToolCall {
+            // `args` is required, and must be an object (null is not).
+            "tool_call" => f.name.zip(f.args).map(|(name, args)| Record::ToolCall {
                 name,
-                args: f.args.unwrap_or_default(),
+                args,
                 id: f.id,
             }),
             "tool_result" => Some(Record::ToolResult {
@@ -653,12 +654,10 @@ fn parse_line_borrowed(line: &str) -> std::result::Result<(Option<Cow<'_, str>>,
             _ => None,
         };
         if let Some(rec) = rec {
-            // `args` is required for tool_call; the fast path defaulted it.
-            if !matches!(rec, Record::ToolCall { .. }) || line.contains("\"args\"") {
-                return Ok((f.session, rec));
-            }
+            return Ok((f.session, rec));
         }
     }
+    let line = std::str::from_utf8(raw).map_err(|e| format!("line is not valid UTF-8 ({e})"))?;
     let value: Value = parse_json(line).map_err(|e| format!("not valid JSON ({e})"))?;
     let Value::Object(obj) = value else {
         return Err("not a JSON object".to_string());
@@ -683,7 +682,7 @@ pub fn record_from_object(
             mode: opt_str(obj, "mode")?,
             meta: match obj.get("meta") {
                 None | Some(Value::Null) => None,
-                Some(Value::Object(m)) => Some(m.clone()),
+                Some(Value::Object(m)) => Some(Box::new(m.clone())),
                 Some(_) => return Err("field `meta` must be an object".into()),
             },
         },
@@ -877,6 +876,10 @@ mod tests {
         assert_eq!(
             parse_line(r#"{"type":"tool_call","name":"x"}"#).unwrap_err(),
             "missing field `args`"
+        );
+        assert_eq!(
+            parse_line(r#"{"type":"tool_call","name":"x","args":null}"#).unwrap_err(),
+            "field `args` must be an object"
         );
         assert_eq!(
             parse_line(r#"{"type":"tool_call","name":"x","args":[]}"#).unwrap_err(),

@@ -293,7 +293,11 @@ pub(crate) fn session_rec(agent: &str, model: Option<String>, meta: Map<String, 
         agent: Some(agent.to_string()),
         model,
         mode: None,
-        meta: if meta.is_empty() { None } else { Some(meta) },
+        meta: if meta.is_empty() {
+            None
+        } else {
+            Some(Box::new(meta))
+        },
     }
 }
 

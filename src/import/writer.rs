@@ -30,7 +30,7 @@ pub fn write_canonical(
                 agent: None,
                 model: None,
                 mode: None,
-                meta: Some(extra.clone()),
+                meta: Some(Box::new(extra.clone())),
             };
             write_line(out, &s.id, &rec, redact)?;
             extra_done = true;
@@ -139,7 +139,7 @@ fn to_object(session: &str, rec: &Record, redact: bool) -> Map<String, Value> {
                 &mut m,
                 "meta",
                 meta.as_ref()
-                    .map(|x| deep(&Value::Object(x.clone()), redact)),
+                    .map(|x| deep(&Value::Object((**x).clone()), redact)),
             );
         }
         Record::User { text: t, prompt_id } => {
