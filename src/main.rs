@@ -6,6 +6,8 @@ use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
+    // The process ends right after the command: no need to free its data.
+    looptune::run::LEAVE_TO_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
     let code = match cli::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {

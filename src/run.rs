@@ -200,7 +200,21 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             code = gate_code;
         }
     }
+    release((corpus, result));
     Ok(code)
+}
+
+/// Set by the binary, which exits as soon as a command returns: the parsed
+/// corpus and the replay are then left to the OS instead of being freed piece
+/// by piece (millions of strings; a sixth of an end-to-end replay). Library
+/// callers keep the default and get ordinary drops.
+pub static LEAVE_TO_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Drop `value`, or leave it to the process exit (see [`LEAVE_TO_EXIT`]).
+fn release<T>(value: T) {
+    if LEAVE_TO_EXIT.load(std::sync::atomic::Ordering::Relaxed) {
+        std::mem::forget(value);
+    }
 }
 
 /// `looptune import`: native logs to one canonical JSONL file.
@@ -469,7 +483,9 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     for p in &written {
         writeln!(err, "  {}", p.display()).ok();
     }
-    Ok(finish_gates(&gate_results, report_failed, err))
+    let code = finish_gates(&gate_results, report_failed, err);
+    release((corpus, result));
+    Ok(code)
 }
 
 /// Write the Markdown and JUnit outputs; true when one failed.
