@@ -159,7 +159,7 @@ struct ReplayArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// Worker threads (default: all cores). Output is identical for every value.
+    /// Worker threads for reading files and replaying (default: all cores). Output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
     /// Exit with code 1 when any session has a detection (a CI gate).
@@ -218,7 +218,7 @@ struct SweepArgs {
     /// How to pick the recommended configuration: default, f1, max-fp=N.
     #[arg(long, value_name = "RULE", default_value = "default")]
     objective: String,
-    /// Worker threads (default: all cores). CSV output is identical for every value.
+    /// Worker threads for reading files and replaying (default: all cores). CSV output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
     /// Skip bad lines (counted and reported per file); labels for unknown sessions become warnings.
