@@ -486,16 +486,26 @@ pub fn parse_bytes(
     };
     let forced = opts.format.as_deref().filter(|f| *f != "auto");
     match forced {
-        Some("canonical") => parse_canonical(display, &stem, &bytes, opts.lenient),
+        Some("canonical") => canonical(display, &stem, &bytes, opts),
         Some(name) => crate::import::import_as(name, display, &stem, &bytes, opts.lenient),
         None => {
             if looks_canonical(&bytes) {
-                parse_canonical(display, &stem, &bytes, opts.lenient)
+                canonical(display, &stem, &bytes, opts)
             } else {
                 crate::import::import_auto(display, &stem, &bytes, opts.lenient)
             }
         }
     }
+}
+
+/// A canonical file, in parallel pieces unless `--jobs 1`.
+fn canonical(display: &str, stem: &str, bytes: &[u8], opts: &ReadOptions) -> Result<FileSessions> {
+    let min_piece = if opts.jobs == 1 {
+        usize::MAX
+    } else {
+        MIN_PIECE
+    };
+    parse_canonical_pieces(display, stem, bytes, opts.lenient, min_piece)
 }
 
 /// Canonical JSONL is recognised by its first non-blank line: an object whose
@@ -566,16 +576,106 @@ pub fn parse_canonical(
     bytes: &[u8],
     lenient: bool,
 ) -> Result<FileSessions> {
+    parse_canonical_pieces(display, stem, bytes, lenient, usize::MAX)
+}
+
+/// Smallest piece of one file parsed on its own thread.
+const MIN_PIECE: usize = 4 << 20;
+
+/// [`parse_canonical`], a large file split at line boundaries into pieces of
+/// at least `min_piece` bytes parsed in parallel (in the current rayon pool)
+/// and merged in file order: the same sessions, records, line numbers and
+/// first error as one pass. A canonical file written by `looptune import` is
+/// one big file, so folder-level parallelism alone would leave it to one core.
+fn parse_canonical_pieces(
+    display: &str,
+    stem: &str,
+    bytes: &[u8],
+    lenient: bool,
+    min_piece: usize,
+) -> Result<FileSessions> {
+    // Pieces end just before a newline; the next starts after it.
+    let target = (bytes.len() / (4 * rayon::current_num_threads()).max(1)).max(min_piece);
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    while bytes.len() - start > target {
+        match bytes[start + target..].iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                ranges.push((start, start + target + i));
+                start += target + i + 1;
+            }
+            None => break,
+        }
+    }
+    ranges.push((start, bytes.len()));
+    let parse = |&(a, b): &(usize, usize)| parse_piece(&bytes[a..b], a == 0, stem, lenient);
+    let pieces: Vec<Piece> = if ranges.len() == 1 {
+        ranges.iter().map(parse).collect()
+    } else {
+        ranges.par_iter().map(parse).collect()
+    };
     let mut fs = FileSessions {
         format: "canonical".into(),
         ..Default::default()
     };
     let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
+    let mut first_line = 1u64;
+    for p in pieces {
+        if let Some((line, message)) = p.error {
+            return Err(Error::Line {
+                path: display.to_string(),
+                line: first_line + line,
+                message,
+            });
+        }
+        fs.skipped.extend(
+            p.skipped
+                .into_iter()
+                .map(|(line, m)| (first_line + line, m)),
+        );
+        fs.unknown += p.unknown;
+        let offset = u32::try_from(first_line - 1).unwrap_or(u32::MAX);
+        for (sid, mut records) in p.sessions {
+            if offset > 0 {
+                records
+                    .iter_mut()
+                    .for_each(|r| r.1 = r.1.saturating_add(offset));
+            }
+            match index.get(&sid) {
+                Some(&slot) => fs.sessions[slot].1.append(&mut records),
+                None => {
+                    index.insert(sid.clone(), fs.sessions.len());
+                    fs.sessions.push((sid, records));
+                }
+            }
+        }
+        first_line += p.lines;
+    }
+    Ok(fs)
+}
+
+/// One piece of a canonical file, parsed: sessions in order of first
+/// appearance; line numbers from 1 at the piece's first line (errors and
+/// skipped lines 0-based, to add to the piece's first line).
+#[derive(Default)]
+struct Piece {
+    sessions: Vec<(String, Vec<(Record, u32)>)>,
+    skipped: Vec<(u64, String)>,
+    unknown: u64,
+    /// The first bad line when not lenient (parsing stopped there).
+    error: Option<(u64, String)>,
+    lines: u64,
+}
+
+fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
+    let mut p = Piece::default();
+    let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
     let mut line_no = 0u64;
     for raw in bytes.split(|b| *b == b'\n') {
         line_no += 1;
         let mut raw = raw;
-        if line_no == 1 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
+        // Only the file's first line may start with a byte order mark.
+        if first && line_no == 1 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
             raw = &raw[3..];
         }
         if let Some(r) = raw.strip_suffix(b"\r") {
@@ -584,37 +684,31 @@ pub fn parse_canonical(
         if raw.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let parsed = parse_line_borrowed(raw);
-        match parsed {
+        match parse_line_borrowed(raw) {
             Ok((session, record)) => {
                 if matches!(record, Record::Unknown { .. }) {
-                    fs.unknown += 1;
+                    p.unknown += 1;
                 }
                 let sid = session.as_deref().unwrap_or(stem);
                 let slot = match index.get(sid) {
                     Some(&slot) => slot,
                     None => {
-                        index.insert(sid.to_string(), fs.sessions.len());
-                        fs.sessions.push((sid.to_string(), Vec::new()));
-                        fs.sessions.len() - 1
+                        index.insert(sid.to_string(), p.sessions.len());
+                        p.sessions.push((sid.to_string(), Vec::new()));
+                        p.sessions.len() - 1
                     }
                 };
-                fs.sessions[slot].1.push((record, line_no as u32));
+                p.sessions[slot].1.push((record, line_no as u32));
             }
+            Err(message) if lenient => p.skipped.push((line_no - 1, message)),
             Err(message) => {
-                if lenient {
-                    fs.skipped.push((line_no, message));
-                } else {
-                    return Err(Error::Line {
-                        path: display.to_string(),
-                        line: line_no,
-                        message,
-                    });
-                }
+                p.error = Some((line_no - 1, message));
+                break;
             }
         }
     }
-    Ok(fs)
+    p.lines = line_no;
+    p
 }
 
 /// Parse one canonical line into its session id and record; errors name the field.
@@ -866,6 +960,54 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pieces parsed apart and merged give what one pass gives: sessions,
+    /// records, line numbers, skipped lines and the first error.
+    #[test]
+    fn pieces_merge_to_one_pass() {
+        let mut r = crate::synth::Rng::new(5);
+        let lines = [
+            r#"{"type":"content","text":"a","session":"s1"}"#,
+            r#"{"type":"content","text":"b","session":"s2"}"#,
+            r#"{"type":"tool_call","name":"x","args":{},"session":"s3"}"#,
+            r#"{"type":"turn"}"#,
+            r#"{"type":"mystery","session":"s2"}"#,
+            r#"{"type":"content"}"#,
+            "\u{feff}{\"type\":\"turn\"}",
+            "",
+            "   ",
+            "{\"type\":\"turn\"}\r",
+        ];
+        for case in 0..300 {
+            let n = r.range(0, 60);
+            let mut text = String::new();
+            if case % 5 == 0 {
+                text.push('\u{feff}');
+            }
+            for _ in 0..n {
+                text.push_str(lines[r.range(0, lines.len() - 1)]);
+                text.push('\n');
+            }
+            if case % 2 == 0 {
+                text.pop();
+            }
+            let bytes = text.as_bytes();
+            for lenient in [false, true] {
+                let one = parse_canonical("f", "stem", bytes, lenient);
+                let piece = [1, 7, 60, 500][case % 4];
+                let many = parse_canonical_pieces("f", "stem", bytes, lenient, piece);
+                match (one, many) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a.sessions, b.sessions, "case {case}");
+                        assert_eq!(a.skipped, b.skipped, "case {case}");
+                        assert_eq!(a.unknown, b.unknown, "case {case}");
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "case {case}"),
+                    (a, b) => panic!("case {case}: {a:?} vs {b:?}"),
+                }
+            }
+        }
+    }
 
     #[test]
     fn field_errors_name_the_field() {
