@@ -1042,7 +1042,6 @@ mod tests {
     /// prompts, fences, surrogate pairs).
     #[test]
     fn shared_pass_equals_separate_runs() {
-        use crate::event::{Origin, Record, Session};
         let mut r = crate::synth::Rng::new(42);
         let (mut fired, mut refired) = (0, 0);
         let pieces = [
@@ -1058,35 +1057,8 @@ mod tests {
             "abcd abcd ",
         ];
         for case in 0..300 {
-            let mut recs = vec![(
-                Record::User {
-                    text: "go".into(),
-                    prompt_id: None,
-                },
-                Origin { file: 0, line: 0 },
-            )];
-            for _ in 0..r.range(5, 120) {
-                let rec = match r.range(0, 19) {
-                    0 => Record::ToolCall {
-                        name: "t".into(),
-                        args: Default::default(),
-                        id: None,
-                    },
-                    1 => Record::User {
-                        text: "again".into(),
-                        prompt_id: None,
-                    },
-                    _ => {
-                        let mut t = String::new();
-                        for _ in 0..r.range(1, 6) {
-                            t.push_str(pieces[r.range(0, pieces.len() - 1)]);
-                        }
-                        Record::Content { text: t }
-                    }
-                };
-                recs.push((rec, Origin { file: 0, line: 0 }));
-            }
-            let p = GeminiPrep::new(&Session::from_records("s".into(), recs));
+            let records = r.range(5, 120);
+            let p = random_session(&mut r, &pieces, records, 19);
             let base = ContentSettings {
                 algorithm: Algorithm::Hash,
                 chunk: [4, 5, 8][case % 3],
