@@ -62,7 +62,26 @@ pub struct FileSessions {
 /// told apart by parent folders unless their records overlap (see
 /// [`FileSessions::record_keys`]).
 pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
+    read_corpus_with(paths, opts, &crate::progress::NoProgress)
+}
+
+/// [`read_corpus`], counting the bytes of the files read on `progress`
+/// (reading is most of an end-to-end replay of a large corpus).
+pub fn read_corpus_with(
+    paths: &[PathBuf],
+    opts: &ReadOptions,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Corpus> {
     let files = collect_files(paths)?;
+    progress.set_length(
+        files
+            .iter()
+            .map(|f| match f {
+                Found::Path { path, .. } => std::fs::metadata(path).map_or(0, |m| m.len()),
+                Found::Stdin => 0,
+            })
+            .sum(),
+    );
     if files.is_empty() {
         return Err(Error::Usage(format!(
             "no input files found in {} (looked for *.jsonl, *.jsonl.gz and native agent logs)",
@@ -86,7 +105,9 @@ pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
         };
         let stored = bytes.len() as u64;
         let walked = matches!(found, Found::Path { walked: true, .. });
-        match parse_bytes(&display, found.stem(), bytes, opts) {
+        let parsed = parse_bytes(&display, found.stem(), bytes, opts);
+        progress.inc(stored);
+        match parsed {
             Ok(fs) => Ok(Loaded::File {
                 display,
                 sha256,
@@ -1007,6 +1028,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Reading reports the bytes of every file: the total first, then each file.
+    #[test]
+    fn reading_counts_bytes() {
+        use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+        #[derive(Default)]
+        struct Count(AtomicU64, AtomicU64);
+        impl crate::progress::Progress for Count {
+            fn set_length(&self, n: u64) {
+                self.0.store(n, Relaxed);
+            }
+            fn inc(&self, n: u64) {
+                self.1.fetch_add(n, Relaxed);
+            }
+            fn finish(&self) {}
+        }
+        let d = tempfile::tempdir().unwrap();
+        let a = "{\"type\":\"content\",\"text\":\"hello\"}\n";
+        std::fs::write(d.path().join("a.jsonl"), a).unwrap();
+        std::fs::write(d.path().join("b.jsonl"), a.repeat(3)).unwrap();
+        let count = Count::default();
+        let opts = ReadOptions::default();
+        let corpus = read_corpus_with(&[d.path().to_path_buf()], &opts, &count).unwrap();
+        assert_eq!(corpus.sessions.len(), 2);
+        assert_eq!(count.0.load(Relaxed), 4 * a.len() as u64);
+        assert_eq!(count.1.load(Relaxed), 4 * a.len() as u64);
     }
 
     #[test]

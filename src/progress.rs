@@ -27,15 +27,28 @@ impl Progress for NoProgress {
 pub struct TerminalProgress(ProgressBar);
 
 impl TerminalProgress {
-    /// A bar with a message, e.g. `replaying`.
+    /// A bar with a message, e.g. `replaying`, counting checks x sessions.
     pub fn new(message: &'static str) -> TerminalProgress {
+        Self::with_template(
+            message,
+            "{msg} [{bar:30}] {pos}/{len} checks x sessions, {per_sec}, ETA {eta}",
+        )
+    }
+
+    /// A bar counting input bytes, e.g. `reading`.
+    pub fn bytes(message: &'static str) -> TerminalProgress {
+        Self::with_template(
+            message,
+            "{msg} [{bar:30}] {bytes}/{total_bytes}, {bytes_per_sec}, ETA {eta}",
+        )
+    }
+
+    fn with_template(message: &'static str, template: &str) -> TerminalProgress {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template(
-                "{msg} [{bar:30}] {pos}/{len} checks x sessions, {per_sec}, ETA {eta}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
+            ProgressStyle::with_template(template)
+                .expect("valid template")
+                .progress_chars("=> "),
         );
         bar.set_message(message);
         TerminalProgress(bar)
@@ -58,6 +71,15 @@ impl Progress for TerminalProgress {
 pub fn for_stderr(quiet: bool, message: &'static str) -> Box<dyn Progress> {
     if !quiet && std::io::stderr().is_terminal() {
         Box::new(TerminalProgress::new(message))
+    } else {
+        Box::new(NoProgress)
+    }
+}
+
+/// [`for_stderr`] counting input bytes (reading files).
+pub fn bytes_for_stderr(quiet: bool, message: &'static str) -> Box<dyn Progress> {
+    if !quiet && std::io::stderr().is_terminal() {
+        Box::new(TerminalProgress::bytes(message))
     } else {
         Box::new(NoProgress)
     }

@@ -3,7 +3,7 @@
 
 use crate::detect::{self, DetectorConfig, ParamValue};
 use crate::error::{Error, Result, EXIT_GATE, EXIT_OK};
-use crate::input::{read_corpus, ReadOptions};
+use crate::input::{read_corpus, read_corpus_with, ReadOptions};
 use crate::replay::{replay, ReplayOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -123,7 +123,9 @@ pub struct ReplayRequest {
 /// Run `looptune replay`; writes to `out`, returns the exit code.
 pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let configs = req.selection.resolve()?;
-    let corpus = read_corpus(&req.paths, &req.read)?;
+    let reading = crate::progress::bytes_for_stderr(req.quiet, "reading");
+    let corpus = read_corpus_with(&req.paths, &req.read, reading.as_ref())?;
+    reading.finish();
     warn_skipped(&corpus, &mut std::io::stderr());
     let progress = crate::progress::for_stderr(req.quiet, "replaying");
     let result = replay(
@@ -405,7 +407,9 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
 
     let mut read = req.read.clone();
     read.digests = true;
-    let corpus = read_corpus(&req.paths, &read)?;
+    let reading = crate::progress::bytes_for_stderr(req.quiet, "reading");
+    let corpus = read_corpus_with(&req.paths, &read, reading.as_ref())?;
+    reading.finish();
     warn_skipped(&corpus, err);
     let labels = crate::labels::resolve(&corpus, req.labels.as_deref(), req.read.lenient)?;
     for w in &labels.warnings {
