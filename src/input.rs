@@ -589,6 +589,10 @@ struct Fast<'a> {
     error: Option<bool>,
     #[serde(default)]
     prompt_id: Option<String>,
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
 }
 
 /// Parse canonical JSONL.
@@ -755,6 +759,10 @@ fn parse_line_borrowed(raw: &[u8]) -> std::result::Result<(Option<Cow<'_, str>>,
     if let Ok(f) = serde_json::from_str::<Fast>(line) {
         let rec = match f.ty.as_ref() {
             "turn" => Some(Record::Turn),
+            "usage" => Some(Record::Usage {
+                input_tokens: f.input_tokens,
+                output_tokens: f.output_tokens,
+            }),
             "content" => f.text.map(|text| Record::Content { text }),
             "thought" => f.text.map(|text| Record::Thought { text }),
             // `args` is required, and must be an object (null is not).
@@ -1061,6 +1069,27 @@ mod tests {
         assert_eq!(corpus.sessions.len(), 2);
         assert_eq!(count.0.load(Relaxed), 4 * a.len() as u64);
         assert_eq!(count.1.load(Relaxed), 4 * a.len() as u64);
+    }
+
+    /// Usage records take the fast path and keep the slow path's errors.
+    #[test]
+    fn usage_fast_path_keeps_the_rules() {
+        let (_, r) =
+            parse_line(r#"{"type":"usage","input_tokens":12,"output_tokens":null}"#).unwrap();
+        assert_eq!(
+            r,
+            Record::Usage {
+                input_tokens: Some(12),
+                output_tokens: None
+            }
+        );
+        for bad in ["-1", "1.5", "\"7\"", "1e30"] {
+            assert_eq!(
+                parse_line(&format!(r#"{{"type":"usage","input_tokens":{bad}}}"#)).unwrap_err(),
+                "field `input_tokens` must be a non-negative integer",
+                "{bad}"
+            );
+        }
     }
 
     #[test]
