@@ -54,6 +54,31 @@ impl ChunkFlags {
         f
     }
 
+    /// [`ChunkFlags::of`] for a chunk whose units are the bytes of ASCII
+    /// `text` (most chunks): the same answers, with memchr finding the lines
+    /// and backticks instead of a loop over every unit.
+    pub fn of_ascii(c: &[u16], text: &[u8]) -> ChunkFlags {
+        debug_assert!(text.is_ascii() && c.len() == text.len());
+        let mut f = ChunkFlags {
+            divider: is_divider(c),
+            ..ChunkFlags::default()
+        };
+        let mut line = |s: usize| {
+            f.table = f.table || table_at(c, s);
+            f.list = f.list || list_item_at(c, s);
+            f.heading = f.heading || heading_at(c, s);
+            f.blockquote = f.blockquote || blockquote_at(c, s);
+        };
+        line(0);
+        for i in memchr::memchr_iter(b'\n', text) {
+            line(i + 1);
+        }
+        if memchr::memchr(b'`', text).is_some() {
+            f.fences = count_fences(c);
+        }
+        f
+    }
+
     /// Any of the markdown element flags (table, list, heading, blockquote).
     pub fn markdown(&self) -> bool {
         self.table || self.list || self.heading || self.blockquote
@@ -318,6 +343,7 @@ mod tests {
         let alphabet: Vec<u16> = "\n |-+*#>```1.a\t\u{2500}\r=".encode_utf16().collect();
         let mut r = crate::synth::Rng::new(3);
         let mut seen = [0usize; 6];
+        let mut ascii = 0;
         for _ in 0..20_000 {
             let c: Vec<u16> = (0..r.range(0, 12))
                 .map(|_| alphabet[r.range(0, alphabet.len() - 1)])
@@ -336,6 +362,11 @@ mod tests {
                 "{:?}",
                 String::from_utf16_lossy(&c)
             );
+            if c.iter().all(|u| *u < 128) {
+                let bytes: Vec<u8> = c.iter().map(|u| *u as u8).collect();
+                assert_eq!(ChunkFlags::of_ascii(&c, &bytes), want);
+                ascii += 1;
+            }
             for (n, on) in seen.iter_mut().zip([
                 want.fences > 0,
                 want.table,
@@ -347,7 +378,10 @@ mod tests {
                 *n += usize::from(on);
             }
         }
-        assert!(seen.iter().all(|n| *n > 50), "{seen:?}");
+        assert!(
+            seen.iter().all(|n| *n > 50) && ascii > 5_000,
+            "{seen:?} {ascii}"
+        );
     }
 
     #[test]

@@ -175,8 +175,13 @@ impl GeminiPrep {
                     let start = p.units.len();
                     crate::js::push_utf16(&mut p.units, text);
                     let units = &p.units[start..];
-                    let flags = ChunkFlags::of(units);
-                    let lossy = !text.is_ascii()
+                    let ascii = text.is_ascii();
+                    let flags = if ascii {
+                        ChunkFlags::of_ascii(units, text.as_bytes())
+                    } else {
+                        ChunkFlags::of(units)
+                    };
+                    let lossy = !ascii
                         && units
                             .iter()
                             .any(|&u| (0xd800..0xe000).contains(&u) || u == 0xfffd);
