@@ -27,54 +27,38 @@ pub struct ChunkFlags {
 }
 
 impl ChunkFlags {
-    /// Evaluate every pattern on a chunk, in one pass over its lines (the
-    /// same answers as the `has_*` functions, which tests compare).
+    /// Evaluate every pattern on a chunk, line by line (the same answers as
+    /// the `has_*` functions, which tests compare).
     pub fn of(c: &[u16]) -> ChunkFlags {
-        let mut f = ChunkFlags {
-            divider: is_divider(c),
-            ..ChunkFlags::default()
-        };
-        let mut line = |s: usize| {
-            f.table = f.table || table_at(c, s);
-            f.list = f.list || list_item_at(c, s);
-            f.heading = f.heading || heading_at(c, s);
-            f.blockquote = f.blockquote || blockquote_at(c, s);
-        };
-        line(0);
-        let mut backtick = false;
-        for (i, &u) in c.iter().enumerate() {
-            if u == NL {
-                line(i + 1);
-            }
-            backtick |= u == b'`' as u16;
-        }
-        if backtick {
-            f.fences = count_fences(c);
-        }
-        f
+        let newlines = c
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| **u == NL)
+            .map(|(i, _)| i);
+        Self::from_lines(c, newlines, c.contains(&(b'`' as u16)))
     }
 
     /// [`ChunkFlags::of`] for a chunk whose units are the bytes of ASCII
-    /// `text` (most chunks): the same answers, with memchr finding the lines
-    /// and backticks instead of a loop over every unit.
+    /// `text` (most chunks): memchr finds the lines and backticks.
     pub fn of_ascii(c: &[u16], text: &[u8]) -> ChunkFlags {
         debug_assert!(text.is_ascii() && c.len() == text.len());
+        let newlines = memchr::memchr_iter(b'\n', text);
+        Self::from_lines(c, newlines, memchr::memchr(b'`', text).is_some())
+    }
+
+    /// The flags from the positions of the chunk's newlines and whether it
+    /// holds a backtick (no backtick, no fence to count).
+    fn from_lines(c: &[u16], newlines: impl Iterator<Item = usize>, backtick: bool) -> ChunkFlags {
         let mut f = ChunkFlags {
             divider: is_divider(c),
+            fences: if backtick { count_fences(c) } else { 0 },
             ..ChunkFlags::default()
         };
-        let mut line = |s: usize| {
+        for s in std::iter::once(0).chain(newlines.map(|i| i + 1)) {
             f.table = f.table || table_at(c, s);
             f.list = f.list || list_item_at(c, s);
             f.heading = f.heading || heading_at(c, s);
             f.blockquote = f.blockquote || blockquote_at(c, s);
-        };
-        line(0);
-        for i in memchr::memchr_iter(b'\n', text) {
-            line(i + 1);
-        }
-        if memchr::memchr(b'`', text).is_some() {
-            f.fences = count_fences(c);
         }
         f
     }
