@@ -215,9 +215,33 @@ struct SweepArgs {
     /// Output folder (default reports/sweep-<grid name>/).
     #[arg(long, short = 'o', value_name = "DIR")]
     out: Option<PathBuf>,
-    /// How to pick the recommended configuration: default, f1, max-fp=N.
-    #[arg(long, value_name = "RULE", default_value = "default")]
-    objective: String,
+    /// How to pick the recommended configuration: `default` (no more false
+    /// positives than the baseline, then highest recall, then lowest median
+    /// turns-to-detection, then closest to the baseline's values), `f1`, or
+    /// `max-fp=N` (at most N false positives, then as default).
+    #[arg(long, value_name = "RULE", default_value = "default", value_parser = parse_objective)]
+    objective: looptune::metrics::Objective,
+    /// The profile the recommendation is compared with and whose family it is
+    /// chosen from (default: the profile of the grid's first [[grid]];
+    /// gemini-latest for the embedded grid).
+    #[arg(long, value_name = "PROFILE")]
+    baseline: Option<String>,
+    /// Let a configuration of any family be recommended (default: only the baseline's family).
+    #[arg(long)]
+    across_families: bool,
+    /// Cross-validation folds for the out-of-sample estimate (stratified; fewer
+    /// when there are fewer labelled loops).
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    folds: usize,
+    /// Seed of the cross-validation folds and the bootstrap intervals.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// Also search unions of up to N configurations, one per family (a session
+    /// is flagged when any member fires, at the earliest member's turn), by
+    /// forward selection under the same rule, cross-validated. No agent ships
+    /// a union: it is something you would have to build.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    combine: usize,
     /// Worker threads for reading files and replaying (default: all cores). CSV output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
@@ -263,6 +287,10 @@ struct DetectorsArgs {
     format: Format,
 }
 
+fn parse_objective(s: &str) -> std::result::Result<looptune::metrics::Objective, String> {
+    s.parse()
+}
+
 /// Run the parsed command; returns the exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     let stdout = std::io::stdout();
@@ -302,13 +330,20 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 grid: a.grid.clone(),
                 labels: a.ci.labels.clone(),
                 out: a.out.clone(),
-                jobs: a.jobs,
-                objective: a.objective.clone(),
-                config: a.ci.config.clone(),
+                options: looptune::sweep::SweepOptions {
+                    objective: a.objective.clone(),
+                    baseline: a.baseline.clone(),
+                    across_families: a.across_families,
+                    folds: a.folds,
+                    seed: a.seed,
+                    combine: a.combine,
+                    chosen: a.ci.config.clone(),
+                    jobs: a.jobs,
+                },
                 ci: a.ci.ci(),
                 quiet: a.quiet,
             };
-            run::sweep_command(&req, &mut std::io::stderr())
+            run::sweep_command(&req, &mut out, &mut std::io::stderr())
         }
         Command::Report(a) => run::report_command(&a.dir, &mut std::io::stderr()),
         Command::Import(a) => run::import_command(

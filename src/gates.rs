@@ -54,6 +54,18 @@ impl Gate {
         )))
     }
 
+    /// Refuse a gate on a label-based score when nothing is labelled: it would
+    /// compare against a number that means nothing.
+    pub fn needs_labels(&self, labelled_sessions: usize) -> Result<()> {
+        if labelled_sessions == 0 && crate::metrics::LABEL_SCORES.contains(&self.score.as_str()) {
+            return Err(Error::Usage(format!(
+                "--require `{}{}{}`: `{}` needs labels, and no session is labelled (give --labels FILE)",
+                self.score, self.op, self.value, self.score
+            )));
+        }
+        Ok(())
+    }
+
     /// Evaluate on a configuration's scores.
     pub fn check(&self, s: &Scores) -> GateResult {
         let actual = s.get(&self.score);

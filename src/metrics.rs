@@ -5,6 +5,7 @@
 use crate::event::{Corpus, Label};
 use crate::labels::Labels;
 use crate::replay::Outcome;
+use crate::stats;
 use std::collections::BTreeMap;
 
 /// How a configuration did on one session.
@@ -125,6 +126,14 @@ pub struct Scores {
     pub tokens_lost_on_clean: u64,
     /// Turns the recordings spent after the stop point.
     pub turns_after_detection: u64,
+    /// Wilson 95% interval of the recall (`None` without labelled loops).
+    pub recall_ci: Option<(f64, f64)>,
+    /// Wilson 95% interval of the precision (`None` when nothing fired on a labelled session).
+    pub precision_ci: Option<(f64, f64)>,
+    /// False positives per labelled clean session (`None` without clean sessions).
+    pub fp_rate: Option<f64>,
+    /// Its Wilson 95% interval.
+    pub fp_rate_ci: Option<(f64, f64)>,
 }
 
 /// Names of the numeric scores, as `sweep.csv` columns and `--require` gates use them.
@@ -154,6 +163,40 @@ pub const SCORE_NAMES: &[&str] = &[
     "tokens_saved_on_loops",
     "tokens_lost_on_clean",
     "turns_after_detection",
+    "ttd_n",
+    "recall_lo",
+    "recall_hi",
+    "precision_lo",
+    "precision_hi",
+    "fp_rate",
+    "fp_rate_lo",
+    "fp_rate_hi",
+];
+
+/// Scores that need labels: meaningless (and refused by gates) without any.
+pub const LABEL_SCORES: &[&str] = &[
+    "true_positives",
+    "false_positives",
+    "missed_loops",
+    "true_negatives",
+    "precision",
+    "recall",
+    "f1",
+    "fp_per_1k_turns",
+    "ttd_median",
+    "ttd_p90",
+    "ttd_max",
+    "ttd_n",
+    "early_detections",
+    "tokens_saved_on_loops",
+    "tokens_lost_on_clean",
+    "recall_lo",
+    "recall_hi",
+    "precision_lo",
+    "precision_hi",
+    "fp_rate",
+    "fp_rate_lo",
+    "fp_rate_hi",
 ];
 
 impl Scores {
@@ -185,6 +228,14 @@ impl Scores {
             "tokens_saved_on_loops" => self.tokens_saved_on_loops as f64,
             "tokens_lost_on_clean" => self.tokens_lost_on_clean as f64,
             "turns_after_detection" => self.turns_after_detection as f64,
+            "ttd_n" => self.ttd.len() as f64,
+            "recall_lo" => return self.recall_ci.map(|c| c.0),
+            "recall_hi" => return self.recall_ci.map(|c| c.1),
+            "precision_lo" => return self.precision_ci.map(|c| c.0),
+            "precision_hi" => return self.precision_ci.map(|c| c.1),
+            "fp_rate" => return self.fp_rate,
+            "fp_rate_lo" => return self.fp_rate_ci.map(|c| c.0),
+            "fp_rate_hi" => return self.fp_rate_ci.map(|c| c.1),
             _ => return None,
         })
     }
@@ -258,6 +309,11 @@ pub fn score(outcomes: &[Outcome], corpus: &Corpus, labels: &Labels) -> Scores {
     } else {
         0.0
     };
+    let (tp, fp) = (s.true_positives as u64, s.false_positives as u64);
+    s.recall_ci = stats::wilson(tp, s.labeled_loops as u64);
+    s.precision_ci = stats::wilson(tp, tp + fp);
+    s.fp_rate = (s.labeled_clean > 0).then(|| fp as f64 / s.labeled_clean as f64);
+    s.fp_rate_ci = stats::wilson(fp, s.labeled_clean as u64);
     let mut sorted = s.ttd.clone();
     sorted.sort_unstable();
     s.ttd_median = median(&sorted);
@@ -266,15 +322,7 @@ pub fn score(outcomes: &[Outcome], corpus: &Corpus, labels: &Labels) -> Scores {
     s
 }
 
-/// Median of sorted values (mean of the middle two for an even count).
-pub fn median(sorted: &[i64]) -> Option<f64> {
-    let n = sorted.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(sorted[n / 2] as f64),
-        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0),
-    }
-}
+pub use crate::stats::median;
 
 /// Nearest-rank percentile of sorted values: the ceil(q x n)-th smallest.
 pub fn nearest_rank(sorted: &[i64], q: f64) -> Option<i64> {
@@ -303,21 +351,23 @@ pub fn pareto(scores: &[Scores]) -> Vec<usize> {
         .collect()
 }
 
-/// How to pick the recommended configuration.
+/// How to pick the recommended configuration (see [`crate::recommend`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Objective {
-    /// No more false positives than the best stock profile, then highest
-    /// recall, then fewest turns-to-detection, then closest to stock values.
+    /// No more false positives than the baseline, then highest recall, then
+    /// lowest median turns-to-detection, then closest to the baseline's values.
     Default,
-    /// Highest F1, then fewest false positives, then fewest turns-to-detection.
+    /// Highest F1, then fewest false positives, then lowest median turns-to-detection.
     F1,
     /// At most N false positives, then as the default rule.
     MaxFalsePositives(usize),
 }
 
-impl Objective {
+impl std::str::FromStr for Objective {
+    type Err = String;
+
     /// Parse `default`, `f1` or `max-fp=N`.
-    pub fn parse(s: &str) -> Result<Objective, String> {
+    fn from_str(s: &str) -> Result<Objective, String> {
         match s {
             "default" => Ok(Objective::Default),
             "f1" => Ok(Objective::F1),
@@ -327,55 +377,22 @@ impl Objective {
             },
         }
     }
+}
+
+impl Objective {
+    /// Parse `default`, `f1` or `max-fp=N`.
+    pub fn parse(s: &str) -> Result<Objective, String> {
+        s.parse()
+    }
 
     /// One line for reports.
     pub fn describe(&self) -> String {
         match self {
-            Objective::Default => "no more false positives than the best stock profile, then highest recall, then fewest turns-to-detection, then closest to stock values".into(),
-            Objective::F1 => "highest F1, then fewest false positives, then fewest turns-to-detection".into(),
-            Objective::MaxFalsePositives(n) => format!("at most {n} false positives, then highest recall, then fewest turns-to-detection, then closest to stock values"),
+            Objective::Default => "no more false positives than the baseline, then highest recall, then lowest median turns-to-detection, then closest to the baseline's values".into(),
+            Objective::F1 => "highest F1, then fewest false positives, then lowest median turns-to-detection, then closest to the baseline's values".into(),
+            Objective::MaxFalsePositives(n) => format!("at most {n} false positives, then highest recall, then lowest median turns-to-detection, then closest to the baseline's values"),
         }
     }
-}
-
-/// Pick a configuration. `stock[i]` marks stock profiles; `distance[i]` is how
-/// far configuration i is from its profile (number of changed parameters).
-pub fn recommend(
-    scores: &[Scores],
-    stock: &[bool],
-    distance: &[usize],
-    objective: &Objective,
-) -> Option<usize> {
-    let ttd = |i: usize| scores[i].ttd_median.unwrap_or(f64::INFINITY);
-    let cap = match objective {
-        Objective::Default => (0..scores.len())
-            .filter(|&i| stock[i])
-            .map(|i| scores[i].false_positives)
-            .min(),
-        Objective::MaxFalsePositives(n) => Some(*n),
-        Objective::F1 => None,
-    };
-    let candidates: Vec<usize> = (0..scores.len())
-        .filter(|&i| cap.is_none_or(|c| scores[i].false_positives <= c))
-        .collect();
-    let cmp = |a: &usize, b: &usize| -> std::cmp::Ordering {
-        let (a, b) = (*a, *b);
-        let (sa, sb) = (&scores[a], &scores[b]);
-        let by_f1 = sb
-            .f1
-            .total_cmp(&sa.f1)
-            .then(sa.false_positives.cmp(&sb.false_positives));
-        let by_recall = sb.recall.total_cmp(&sa.recall);
-        let primary = match objective {
-            Objective::F1 => by_f1,
-            _ => by_recall,
-        };
-        primary
-            .then(ttd(a).total_cmp(&ttd(b)))
-            .then(distance[a].cmp(&distance[b]))
-            .then(a.cmp(&b))
-    };
-    candidates.into_iter().min_by(cmp)
 }
 
 #[cfg(test)]
@@ -402,7 +419,7 @@ mod tests {
     }
 
     #[test]
-    fn pareto_front_and_default_recommendation() {
+    fn pareto_front() {
         let s = vec![
             sc(0, 3, 0.25, Some(2.0)), // stock
             sc(0, 1, 0.75, Some(4.0)),
@@ -410,13 +427,6 @@ mod tests {
             sc(1, 3, 0.25, Some(3.0)), // dominated by 0
         ];
         assert_eq!(pareto(&s), vec![0, 1, 2]);
-        let stock = [true, false, false, false];
-        let dist = [0, 1, 1, 1];
-        assert_eq!(recommend(&s, &stock, &dist, &Objective::Default), Some(1));
-        assert_eq!(
-            recommend(&s, &stock, &dist, &Objective::MaxFalsePositives(5)),
-            Some(2)
-        );
     }
 
     #[test]

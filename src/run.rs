@@ -166,6 +166,10 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             .map(|g| crate::gates::Gate::parse(g))
             .collect::<Result<_>>()?;
         let labels = crate::labels::resolve(&corpus, req.labels.as_deref(), req.read.lenient)?;
+        let (loops, clean) = labels.counts();
+        for g in &gates {
+            g.needs_labels(loops + clean)?;
+        }
         let scores: Vec<crate::metrics::Scores> = result
             .outcomes
             .iter()
@@ -317,12 +321,8 @@ pub struct SweepRequest {
     pub labels: Option<PathBuf>,
     /// Output folder (default `reports/sweep-<grid name>/`).
     pub out: Option<PathBuf>,
-    /// Worker threads.
-    pub jobs: usize,
-    /// Recommendation rule.
-    pub objective: String,
-    /// Configuration for gates and JUnit (id, label or profile).
-    pub config: Option<String>,
+    /// How to choose (objective, baseline, folds, seed, unions, gate configuration, jobs).
+    pub options: crate::sweep::SweepOptions,
     /// CI outputs.
     pub ci: CiArgs,
     /// No progress bar.
@@ -367,21 +367,23 @@ fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// Run `looptune sweep`; progress and the closing table go to `err`. Returns the exit code.
-pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
+/// Run `looptune sweep`: results (the summary table, the files written) go to
+/// `out`, progress and warnings to `err`. Returns the exit code.
+pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
     let started = std::time::Instant::now();
     // Everything that can be checked before work starts is checked first.
     let grid = load_grid(req.grid.as_deref())?;
-    let objective = crate::metrics::Objective::parse(&req.objective).map_err(Error::Usage)?;
     let gates: Vec<crate::gates::Gate> = req
         .ci
         .requires
         .iter()
         .map(|g| crate::gates::Gate::parse(g))
         .collect::<Result<_>>()?;
-    if let Some(c) = &req.config {
+    let opts = &req.options;
+    if let Some(c) = &opts.chosen {
         crate::sweep::find_variant(&grid, c)?;
     }
+    crate::sweep::find_baseline(&grid, opts.baseline.as_deref())?;
     let out_dir = req.out.clone().unwrap_or_else(|| {
         PathBuf::from("reports").join(format!("sweep-{}", sanitize(&grid.name)))
     });
@@ -415,16 +417,12 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     for w in &labels.warnings {
         writeln!(err, "warning: {w}").ok();
     }
+    let (loops, clean) = labels.counts();
+    for g in &gates {
+        g.needs_labels(loops + clean)?;
+    }
     let progress = crate::progress::for_stderr(req.quiet, "sweeping");
-    let result = crate::sweep::run_sweep(
-        &corpus,
-        grid,
-        labels,
-        objective,
-        req.config.as_deref(),
-        req.jobs,
-        progress.as_ref(),
-    )?;
+    let result = crate::sweep::run_sweep(&corpus, grid, labels, opts, progress.as_ref())?;
     progress.finish();
     let wall = started.elapsed().as_millis();
 
@@ -473,19 +471,20 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     };
     report_failed |= write_ci(&req.ci, &view, &mut written, err);
 
-    print_sweep_table(&result, err);
+    let io = |e| Error::io("<stdout>", e);
+    crate::report::text::sweep_summary(&result, out).map_err(io)?;
     writeln!(
-        err,
-        "{} configurations x {} sessions ({} distinct checks) in {:.1}s",
+        out,
+        "\n{} configurations x {} sessions ({} distinct checks) in {:.1}s",
         result.grid.variants.len(),
         corpus.sessions.len(),
         result.replay.distinct_checks,
         wall as f64 / 1000.0
     )
-    .ok();
-    writeln!(err, "wrote:").ok();
+    .map_err(io)?;
+    writeln!(out, "wrote:").map_err(io)?;
     for p in &written {
-        writeln!(err, "  {}", p.display()).ok();
+        writeln!(out, "  {}", p.display()).map_err(io)?;
     }
     let code = finish_gates(&gate_results, report_failed, err);
     release((corpus, result));
@@ -546,55 +545,6 @@ fn sanitize(name: &str) -> String {
             }
         })
         .collect()
-}
-
-/// The closing table: stock profile vs recommended, side by side.
-fn print_sweep_table(r: &crate::sweep::SweepResult, err: &mut dyn Write) {
-    let stock = r.stock_base;
-    let rec = r.recommended;
-    let rows = [
-        ("recall", "recall"),
-        ("precision", "precision"),
-        ("false_positives", "false positives"),
-        ("missed_loops", "missed loops"),
-        ("ttd_median", "median turns to detection"),
-        ("ttd_p90", "p90 turns to detection"),
-        ("tokens_saved_on_loops", "tokens after stop (loops)"),
-        ("tokens_lost_on_clean", "tokens after stop (clean)"),
-    ];
-    let val = |i: usize, n: &str| {
-        r.scores[i]
-            .get(n)
-            .map(crate::report::fixed)
-            .unwrap_or_else(|| "-".into())
-    };
-    let a = &r.grid.variants[stock].label;
-    let b = rec
-        .map(|i| r.grid.variants[i].label.clone())
-        .unwrap_or_else(|| "(none)".into());
-    writeln!(err).ok();
-    writeln!(err, "{:<28} {:>16}   recommended", "", "stock").ok();
-    writeln!(err, "{:<28} {:>16}   {}", "configuration", a, b).ok();
-    if let Some(i) = rec {
-        writeln!(
-            err,
-            "{:<28} {:>16}   {}",
-            "id", r.grid.variants[stock].id, r.grid.variants[i].id
-        )
-        .ok();
-    }
-    for (n, title) in rows {
-        writeln!(
-            err,
-            "{:<28} {:>16}   {}",
-            title,
-            val(stock, n),
-            rec.map(|i| val(i, n)).unwrap_or_default()
-        )
-        .ok();
-    }
-    writeln!(err, "rule: {}", r.objective.describe()).ok();
-    writeln!(err).ok();
 }
 
 /// `looptune report DIR`: regenerate `report.html` from the files of a sweep.

@@ -1,14 +1,103 @@
 //! A sweep: every configuration of a grid replayed over a corpus, scored
-//! against labels, with the Pareto front and a recommendation.
+//! against labels, with the Pareto front and a recommendation a person can
+//! check: against a baseline, with intervals, each family's best, an
+//! optional union of detectors, and a cross-validated estimate of how the
+//! choice does on sessions it never saw.
 
-use crate::detect;
+use crate::detect::{self, DetectorConfig};
 use crate::error::{Error, Result};
 use crate::event::Corpus;
 use crate::grid::Grid;
 use crate::labels::Labels;
 use crate::metrics::{self, Objective, Scores};
 use crate::progress::Progress;
-use crate::replay::{replay, Replay, ReplayOptions};
+use crate::recommend::{self, CrossValidation, Hits, Labelled, Tally};
+use crate::replay::{replay, Outcome, Replay, ReplayOptions};
+use crate::stats;
+use std::collections::BTreeMap;
+
+/// Fewer labelled loops or clean sessions than this earns a warning.
+pub const FEW_LABELS: usize = 10;
+
+/// How a sweep chooses.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// The recommendation rule.
+    pub objective: Objective,
+    /// The baseline profile (default: the grid's first profile).
+    pub baseline: Option<String>,
+    /// Let any family win (default: only the baseline's family).
+    pub across_families: bool,
+    /// Cross-validation folds requested (fewer when there are fewer labelled loops).
+    pub folds: usize,
+    /// Seed of the folds and the bootstrap.
+    pub seed: u64,
+    /// Largest union searched (0 or 1: none).
+    pub combine: usize,
+    /// Configuration for gates and JUnit, by id, label or profile (default: the baseline).
+    pub chosen: Option<String>,
+    /// Worker threads.
+    pub jobs: usize,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        SweepOptions {
+            objective: Objective::Default,
+            baseline: None,
+            across_families: false,
+            folds: 5,
+            seed: 1,
+            combine: 0,
+            chosen: None,
+            jobs: 0,
+        }
+    }
+}
+
+/// A union of configurations as its own result row.
+#[derive(Debug, Clone)]
+pub struct UnionRow {
+    /// Stable id (`u` + 10 hex digits of a digest of the member ids).
+    pub id: String,
+    /// Member labels joined by ` | `.
+    pub label: String,
+    /// Member configurations (grid indices), in the order they were added.
+    pub members: Vec<usize>,
+    /// Per session (corpus order): the outcome of the member that fired first.
+    pub outcomes: Vec<Outcome>,
+    /// Scores of those outcomes.
+    pub scores: Scores,
+    /// The union search, cross-validated.
+    pub cross_validation: Option<CrossValidation>,
+}
+
+/// The recommendation and everything that qualifies it.
+#[derive(Debug, Clone, Default)]
+pub struct Advice {
+    /// Why there is no recommendation (no labels, no loop, nothing meets the rule).
+    pub reason: Option<String>,
+    /// Warnings about the labels (too few to trust the figures).
+    pub warnings: Vec<String>,
+    /// Any family could win.
+    pub across_families: bool,
+    /// The best configuration of every family other than the baseline's,
+    /// under the same rule (`None`: nothing in that family meets it).
+    pub family_best: Vec<(&'static str, Option<usize>)>,
+    /// The choosing procedure, cross-validated.
+    pub cross_validation: Option<CrossValidation>,
+    /// Why there is no cross-validation.
+    pub cv_reason: Option<String>,
+    /// The best union (`--combine`).
+    pub union: Option<UnionRow>,
+    /// Bootstrap 95% intervals of the median turns-to-detection of the
+    /// configurations the summary shows (grid index).
+    pub ttd_ci: BTreeMap<usize, (f64, f64)>,
+    /// The union's bootstrap interval.
+    pub union_ttd_ci: Option<(f64, f64)>,
+    /// Seed used.
+    pub seed: u64,
+}
 
 /// Everything a sweep computed; what the writers read.
 #[derive(Debug)]
@@ -25,38 +114,66 @@ pub struct SweepResult {
     pub pareto: Vec<usize>,
     /// The recommended configuration.
     pub recommended: Option<usize>,
-    /// The configuration gates and JUnit evaluate (the base stock profile, or `--config`).
+    /// The configuration gates and JUnit evaluate (the baseline, or `--config`).
     pub chosen: usize,
-    /// The stock configuration the recommendation is compared with.
-    pub stock_base: usize,
+    /// The baseline the recommendation is compared with.
+    pub baseline: usize,
     /// The recommendation rule.
     pub objective: Objective,
+    /// What qualifies the recommendation.
+    pub advice: Advice,
 }
 
-/// Run a sweep. `chosen` selects the configuration for gates by id, label or profile name.
+impl SweepResult {
+    /// Label of configuration i.
+    pub fn label(&self, i: usize) -> &str {
+        &self.grid.variants[i].label
+    }
+}
+
+/// Find the baseline: a stock configuration of `profile` (default: the grid's base profile).
+pub fn find_baseline(grid: &Grid, profile: Option<&str>) -> Result<usize> {
+    let name = profile.unwrap_or(&grid.base_profile);
+    if let Some(i) = grid
+        .variants
+        .iter()
+        .position(|v| v.stock && v.config.profile == name)
+    {
+        return Ok(i);
+    }
+    match profile {
+        Some(p) => {
+            detect::family_of_profile(p)?;
+            Err(Error::Usage(format!(
+                "--baseline `{p}`: the grid has no stock configuration of this profile (add it as an [[extra]])"
+            )))
+        }
+        // A grid without its own base profile unchanged: compare with its first configuration.
+        None => Ok(0),
+    }
+}
+
+/// Run a sweep.
 pub fn run_sweep(
     corpus: &Corpus,
     grid: Grid,
     labels: Labels,
-    objective: Objective,
-    chosen: Option<&str>,
-    jobs: usize,
+    opts: &SweepOptions,
     progress: &dyn Progress,
 ) -> Result<SweepResult> {
-    let stock_base = grid
-        .variants
-        .iter()
-        .position(|v| v.stock && v.config.profile == grid.base_profile)
-        .unwrap_or(0);
-    let chosen = match chosen {
-        None => stock_base,
+    let baseline = find_baseline(&grid, opts.baseline.as_deref())?;
+    let chosen = match &opts.chosen {
+        None => baseline,
         Some(c) => find_variant(&grid, c)?,
     };
     let configs = grid.variants.iter().map(|v| v.config.clone()).collect();
     let replay = replay(
         corpus,
         configs,
-        &ReplayOptions { jobs, all: false },
+        &ReplayOptions {
+            jobs: opts.jobs,
+            all: false,
+        },
         progress,
     )?;
     let scores: Vec<Scores> = replay
@@ -65,20 +182,233 @@ pub fn run_sweep(
         .map(|o| metrics::score(o, corpus, &labels))
         .collect();
     let pareto = metrics::pareto(&scores);
-    let stock: Vec<bool> = grid.variants.iter().map(|v| v.stock).collect();
-    let distance: Vec<usize> = grid.variants.iter().map(|v| v.overrides.len()).collect();
-    let recommended = metrics::recommend(&scores, &stock, &distance, &objective);
-    Ok(SweepResult {
+    let mut result = SweepResult {
         grid,
         labels,
         replay,
         scores,
         pareto,
-        recommended,
+        recommended: None,
         chosen,
-        stock_base,
-        objective,
-    })
+        baseline,
+        objective: opts.objective.clone(),
+        advice: Advice::default(),
+    };
+    let (recommended, advice) = advise(&result, corpus, opts);
+    result.recommended = recommended;
+    result.advice = advice;
+    Ok(result)
+}
+
+/// How many parameter values `cfg` changes from `reference`.
+fn distance(cfg: &DetectorConfig, reference: &DetectorConfig) -> usize {
+    cfg.params
+        .0
+        .iter()
+        .filter(|(k, v)| reference.params.0.get(*k) != Some(v))
+        .count()
+}
+
+/// The recommendation, its qualifications, and the union.
+fn advise(r: &SweepResult, corpus: &Corpus, opts: &SweepOptions) -> (Option<usize>, Advice) {
+    let mut advice = Advice {
+        across_families: opts.across_families,
+        seed: opts.seed,
+        ..Default::default()
+    };
+    let labelled = Labelled::from_labels(&r.labels.by_session);
+    let (loops, clean) = labelled.counts();
+    if labelled.is_empty() {
+        advice.reason = Some(
+            "no labelled sessions: a recommendation needs labels (--labels FILE or inline `label` records); the outputs still show how often each configuration fires".into(),
+        );
+        return (None, advice);
+    }
+    if loops == 0 {
+        advice.reason = Some(format!(
+            "no labelled loops among the {clean} labelled sessions: recall is undefined, so nothing can be recommended; the outputs still show false positives"
+        ));
+        return (None, advice);
+    }
+    if loops < FEW_LABELS || clean < FEW_LABELS {
+        advice.warnings.push(format!(
+            "only {loops} labelled loop{} and {clean} labelled clean session{}: intervals are wide and the choice may not carry over; label at least {FEW_LABELS} of each",
+            if loops == 1 { "" } else { "s" },
+            if clean == 1 { "" } else { "s" }
+        ));
+    }
+
+    let variants = &r.grid.variants;
+    let n = variants.len();
+    let baseline_cfg = &variants[r.baseline].config;
+    let family: Vec<&'static str> = variants.iter().map(|v| v.config.family).collect();
+    // Distance from the baseline in its family, from the family's default profile elsewhere.
+    let defaults: BTreeMap<&str, DetectorConfig> = family
+        .iter()
+        .filter(|f| **f != baseline_cfg.family)
+        .filter_map(|f| Some((*f, DetectorConfig::resolve(Some(f), None, &[]).ok()?)))
+        .collect();
+    let dist: Vec<usize> = variants
+        .iter()
+        .map(|v| match defaults.get(v.config.family) {
+            Some(d) => distance(&v.config, d),
+            None => distance(&v.config, baseline_cfg),
+        })
+        .collect();
+    let hits: Hits = r
+        .replay
+        .outcomes
+        .iter()
+        .map(|o| {
+            labelled
+                .session
+                .iter()
+                .map(|&s| o[s].first().map(|d| d.turn))
+                .collect()
+        })
+        .collect();
+    let in_family: Vec<usize> = (0..n)
+        .filter(|&c| opts.across_families || family[c] == baseline_cfg.family)
+        .collect();
+    let every: Vec<usize> = (0..n).collect();
+    let objective = &r.objective;
+    let base = r.baseline;
+
+    let choose_single = |keep: &dyn Fn(usize) -> bool| {
+        let tallies: Vec<Tally> = hits
+            .iter()
+            .map(|h| recommend::tally(&labelled, h, keep))
+            .collect();
+        recommend::pick(&in_family, &tallies, &dist, objective, &tallies[base])
+            .map(|c| (vec![c], hits[c].clone()))
+    };
+    let recommended = choose_single(&|_| true).map(|(m, _)| m[0]);
+    if recommended.is_none() {
+        advice.reason = Some(format!(
+            "no configuration{} meets the rule: {}",
+            if opts.across_families {
+                String::new()
+            } else {
+                format!(" of family `{}`", baseline_cfg.family)
+            },
+            objective.describe()
+        ));
+    }
+
+    // Every other family's best under the same rule (the baseline's cap).
+    let all_tallies: Vec<Tally> = hits
+        .iter()
+        .map(|h| recommend::tally(&labelled, h, |_| true))
+        .collect();
+    let mut seen: Vec<&'static str> = Vec::new();
+    for &f in &family {
+        if (f == baseline_cfg.family && !opts.across_families) || seen.contains(&f) {
+            continue;
+        }
+        seen.push(f);
+        let members: Vec<usize> = (0..n).filter(|&c| family[c] == f).collect();
+        let best = recommend::pick(&members, &all_tallies, &dist, objective, &all_tallies[base]);
+        advice.family_best.push((f, best));
+    }
+
+    match recommend::fold_count(opts.folds, &labelled) {
+        Some(k) => {
+            advice.cross_validation = Some(recommend::cross_validate(
+                &labelled,
+                k,
+                opts.seed,
+                &choose_single,
+            ));
+        }
+        None => {
+            advice.cv_reason = Some(format!(
+                "cross-validation needs at least 2 labelled loops and --folds 2 or more ({loops} loop{}, --folds {})",
+                if loops == 1 { "" } else { "s" },
+                opts.folds
+            ));
+        }
+    }
+
+    if opts.combine >= 2 {
+        let choose_union = |keep: &dyn Fn(usize) -> bool| {
+            recommend::forward_union(
+                &labelled,
+                &hits,
+                &every,
+                &family,
+                &dist,
+                objective,
+                base,
+                opts.combine,
+                keep,
+            )
+            .map(|u| (u.members, u.hits))
+        };
+        if let Some((members, _)) = choose_union(&|_| true) {
+            if members.len() >= 2 {
+                let cv = recommend::fold_count(opts.folds, &labelled)
+                    .map(|k| recommend::cross_validate(&labelled, k, opts.seed, &choose_union));
+                advice.union = Some(union_row(r, corpus, members, cv));
+            }
+        }
+    }
+
+    // Bootstrap intervals of the medians the summary shows.
+    let mut shown = vec![base];
+    shown.extend(recommended);
+    shown.extend(advice.family_best.iter().filter_map(|(_, b)| *b));
+    for c in shown {
+        if let Some(ci) = stats::bootstrap_median(&r.scores[c].ttd, opts.seed) {
+            advice.ttd_ci.insert(c, ci);
+        }
+    }
+    if let Some(u) = &advice.union {
+        advice.union_ttd_ci = stats::bootstrap_median(&u.scores.ttd, opts.seed);
+    }
+    (recommended, advice)
+}
+
+/// Build a union's row: per session, the outcome of the member that fired
+/// first (earliest turn, then earliest event, then the first member).
+fn union_row(
+    r: &SweepResult,
+    corpus: &Corpus,
+    members: Vec<usize>,
+    cross_validation: Option<CrossValidation>,
+) -> UnionRow {
+    let outcomes: Vec<Outcome> = (0..corpus.sessions.len())
+        .map(|s| {
+            members
+                .iter()
+                .map(|&m| &r.replay.outcomes[m][s])
+                .filter(|o| o.first().is_some())
+                .min_by_key(|o| {
+                    let d = o.first().expect("filtered");
+                    (d.turn, d.event)
+                })
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    let scores = metrics::score(&outcomes, corpus, &r.labels);
+    let ids: Vec<&str> = members
+        .iter()
+        .map(|&m| r.grid.variants[m].id.as_str())
+        .collect();
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(ids.join("|").as_bytes());
+    UnionRow {
+        id: format!("u{}", &crate::input::hex(&digest)[..10]),
+        label: members
+            .iter()
+            .map(|&m| r.grid.variants[m].label.as_str())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        members,
+        outcomes,
+        scores,
+        cross_validation,
+    }
 }
 
 /// Find a configuration by id, exact label or stock profile name.

@@ -195,6 +195,8 @@ fn sweep(out: &Path, jobs: &str) -> std::process::Output {
             "--labels",
             "fixtures/labels.csv",
             "--quiet",
+            "--combine",
+            "2",
             "--jobs",
             jobs,
             "--out",
@@ -220,12 +222,25 @@ fn sweep_csv_is_byte_identical_for_every_jobs() {
         assert!(x.len() > 1000, "{f} has content");
         assert_eq!(x, std::fs::read(b.join(f)).unwrap(), "{f}");
     }
+    // The recommendation, its cross-validation, the union and the bootstrap
+    // intervals are the same for any --jobs (wall time aside).
+    let summary = |dir: &std::path::Path| {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("wall_time_ms");
+        v
+    };
+    let (sa, sb) = (summary(&a), summary(&b));
+    assert_eq!(sa, sb);
+    assert!(sa["recommendation"]["cross_validation"]["folds"].as_u64() >= Some(2));
     assert_eq!(ra.status.code(), rb.status.code());
-    let stderr = String::from_utf8_lossy(&ra.stderr);
+    // Results go to stdout, so `sweep ... > out.txt` keeps them.
+    let stdout = String::from_utf8_lossy(&ra.stdout);
     assert!(
-        stderr.contains("recommended") && stderr.contains("sweep.csv"),
-        "{stderr}"
+        stdout.contains("recommended") && stdout.contains("sweep.csv"),
+        "{stdout}"
     );
+    assert!(stdout.contains("out of sample"), "{stdout}");
 }
 
 #[test]
@@ -454,4 +469,157 @@ fn stdin_is_read_with_dash_and_named_stdin() {
     assert!(out.status.success());
     let line = String::from_utf8(out.stdout).unwrap();
     assert!(line.starts_with(r#"{"session":"stdin","turns":1,"events":6,"detections":[{"detector":"gemini","kind":"tool_call","turn":1,"event":6"#), "{line}");
+}
+
+#[test]
+fn sweep_without_labels_writes_outputs_but_recommends_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let r = looptune()
+        .current_dir(root())
+        .args(["sweep", "fixtures/sessions", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        stdout.contains("no recommendation: no labelled sessions"),
+        "{stdout}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["recommendation"].is_null());
+    assert!(summary["recommendation_reason"]
+        .as_str()
+        .unwrap()
+        .contains("no labelled sessions"));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert!(
+        !csv.lines().skip(1).any(|l| l.ends_with(",true")),
+        "nothing recommended"
+    );
+    // A gate on a label-based score cannot mean anything: exit 2 with the reason.
+    let g = looptune()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/sessions",
+            "--quiet",
+            "--require",
+            "recall>=0.5",
+            "--out",
+        ])
+        .arg(d.path().join("out2"))
+        .output()
+        .unwrap();
+    assert_eq!(g.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&g.stderr).contains("needs labels"));
+}
+
+/// The rows of a `sweep.csv` as header -> cell maps.
+fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let h = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            h.iter()
+                .zip(rec.iter())
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn recommendation_stays_in_the_baselines_family_with_intervals_and_a_union_row() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let r = looptune()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/sessions",
+            "--labels",
+            "fixtures/labels.csv",
+            "--quiet",
+            "--baseline",
+            "opencode",
+            "--combine",
+            "3",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let rows = csv_rows(&out.join("sweep.csv"));
+    let rec: Vec<_> = rows.iter().filter(|r| r["recommended"] == "true").collect();
+    assert_eq!(rec.len(), 1);
+    assert_eq!(rec[0]["family"], "opencode", "in the baseline's family");
+    let base = rows
+        .iter()
+        .find(|r| r["label"] == "opencode" && r["stock"] == "true")
+        .unwrap();
+    let fp = |r: &std::collections::HashMap<String, String>| {
+        r["false_positives"].parse::<u32>().unwrap()
+    };
+    assert!(
+        fp(rec[0]) <= fp(base),
+        "no more false positives than the baseline"
+    );
+    // Wilson intervals bracket every recall.
+    for row in &rows {
+        let (lo, x, hi): (f64, f64, f64) = (
+            row["recall_lo"].parse().unwrap(),
+            row["recall"].parse().unwrap(),
+            row["recall_hi"].parse().unwrap(),
+        );
+        assert!(lo <= x && x <= hi, "{row:?}");
+        assert!(row["fp_rate"].parse::<f64>().is_ok());
+    }
+    // The union is its own row, of family `any`, labelled `A | B`.
+    let union: Vec<_> = rows.iter().filter(|r| r["family"] == "any").collect();
+    assert_eq!(union.len(), 1);
+    assert!(union[0]["label"].contains(" | "));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["recommendation"]["config"],
+        rec[0]["config"].as_str()
+    );
+    assert_eq!(summary["union"]["config"], union[0]["config"].as_str());
+    let cv = &summary["recommendation"]["cross_validation"];
+    let chosen: u64 = cv["chosen"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(chosen), cv["folds"].as_u64(), "every fold chose once");
+    // Every other family's best is listed, never the baseline's own family.
+    let fams: Vec<&str> = summary["family_best"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["family"].as_str().unwrap())
+        .collect();
+    assert!(
+        fams.contains(&"gemini") && !fams.contains(&"opencode"),
+        "{fams:?}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("data-chart=\"intervals\""));
+    assert!(html.contains("out of sample"));
 }

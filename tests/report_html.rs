@@ -110,12 +110,11 @@ fn sweep(root: &Path) -> std::path::PathBuf {
         },
         labels: Some(input.join("labels.csv")),
         out: Some(out.clone()),
-        objective: "default".into(),
         quiet: true,
         ..Default::default()
     };
     let mut err = Vec::new();
-    let code = looptune::run::sweep_command(&req, &mut err).unwrap();
+    let code = looptune::run::sweep_command(&req, &mut Vec::new(), &mut err).unwrap();
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
     out
 }

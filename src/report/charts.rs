@@ -1317,6 +1317,96 @@ where
         .collect()
 }
 
+/// Reads one metric's point and interval off a row.
+type IntervalOf = Box<dyn Fn(&IntervalRow) -> Option<(f64, (f64, f64))>>;
+
+/// One configuration of the interval chart: a point and its 95% interval per metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalRow {
+    /// What the row is (baseline, recommended, best FAMILY, union, out of sample).
+    pub role: String,
+    /// Recall and its Wilson interval.
+    pub recall: Option<(f64, (f64, f64))>,
+    /// False positives per labelled clean session and its Wilson interval.
+    pub fp_rate: Option<(f64, (f64, f64))>,
+}
+
+const INTERVAL_ROW_PX: u32 = 30;
+
+/// Recall and false-positive rate with their 95% intervals as error bars, one
+/// row per configuration: how far apart two candidates really are.
+pub fn interval_chart(rows: &[IntervalRow]) -> Draw<String> {
+    let size = (960, 90 + INTERVAL_ROW_PX * rows.len().max(1) as u32);
+    if rows.is_empty() {
+        return empty_chart(size, "Nothing to compare: no labelled loops.");
+    }
+    let names: Vec<String> = rows.iter().map(|r| r.role.clone()).collect();
+    svg(size, |root| {
+        let (left, right) = root.split_horizontally(size.0 / 2 + 60);
+        let panels: [(&DrawingArea<SVGBackend, Shift>, &str, u32, IntervalOf); 2] = [
+            (
+                &left,
+                "recall (95% interval)",
+                160,
+                Box::new(|r: &IntervalRow| r.recall),
+            ),
+            (
+                &right,
+                "false positives per clean session (95% interval)",
+                10,
+                Box::new(|r: &IntervalRow| r.fp_rate),
+            ),
+        ];
+        for (area, title, label_px, get) in panels {
+            let n = rows.len() as f64;
+            let mut ch = ChartBuilder::on(area)
+                .caption(title, font(LABEL_PT))
+                .margin(10)
+                .x_label_area_size(30)
+                .y_label_area_size(label_px)
+                .build_cartesian_2d(0.0..1.0, -0.5..(n - 0.5))?;
+            let names = names.clone();
+            ch.configure_mesh()
+                .light_line_style(WHITE)
+                .bold_line_style(GRID)
+                .y_labels(rows.len())
+                .y_label_formatter(&move |v| {
+                    if label_px > 20 {
+                        // Rows top to bottom: index 0 is drawn at the top.
+                        category_label(&names, n - 1.0 - v)
+                    } else {
+                        String::new()
+                    }
+                })
+                .x_label_formatter(&|v| format!("{:.0}%", v * 100.0))
+                .label_style(font(SMALL_PT))
+                .draw()?;
+            for (i, r) in rows.iter().enumerate() {
+                let y = n - 1.0 - i as f64;
+                let colour = if i == 0 {
+                    INK
+                } else {
+                    PALETTE[i % PALETTE.len()]
+                };
+                if let Some((x, (lo, hi))) = get(r) {
+                    ch.draw_series(std::iter::once(PathElement::new(
+                        vec![(lo, y), (hi, y)],
+                        colour.stroke_width(2),
+                    )))?;
+                    for end in [lo, hi] {
+                        ch.draw_series(std::iter::once(PathElement::new(
+                            vec![(end, y - 0.18), (end, y + 0.18)],
+                            colour.stroke_width(2),
+                        )))?;
+                    }
+                    ch.draw_series(std::iter::once(Circle::new((x, y), 5, colour.filled())))?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -19,7 +19,32 @@ pub fn score_header() -> Vec<&'static str> {
     h
 }
 
-/// `sweep.csv`.
+/// The score cells of one row, in [`SCORE_NAMES`] order, then the detection kinds.
+fn score_cells(s: &crate::metrics::Scores) -> Vec<String> {
+    let mut row: Vec<String> = SCORE_NAMES
+        .iter()
+        .map(|name| match *name {
+            "precision" | "recall" | "f1" | "fp_per_1k_turns" | "ttd_median" | "ttd_p90"
+            | "recall_lo" | "recall_hi" | "precision_lo" | "precision_hi" | "fp_rate"
+            | "fp_rate_lo" | "fp_rate_hi" => opt(s.get(name)),
+            _ => s
+                .get(name)
+                .map(|x| format!("{}", x as i64))
+                .unwrap_or_default(),
+        })
+        .collect();
+    row.push(
+        s.kinds
+            .iter()
+            .map(|(k, n)| format!("{k}:{n}"))
+            .collect::<Vec<_>>()
+            .join(";"),
+    );
+    row
+}
+
+/// `sweep.csv`: one row per configuration, then the union (`--combine`) as
+/// family `any` with no parameter values.
 pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
     let params = param_columns(&r.grid);
     let mut w = csv::Writer::from_writer(Vec::new());
@@ -28,7 +53,6 @@ pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
     header.extend(score_header());
     w.write_record(&header).expect("in-memory write");
     for (i, v) in r.grid.variants.iter().enumerate() {
-        let s = &r.scores[i];
         let mut row: Vec<String> = vec![
             v.id.clone(),
             safe_cell(&v.label).into_owned(),
@@ -48,27 +72,22 @@ pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
                     .unwrap_or_default(),
             );
         }
-        for name in SCORE_NAMES {
-            row.push(match *name {
-                "precision" | "recall" | "f1" | "fp_per_1k_turns" | "ttd_median" | "ttd_p90" => {
-                    opt(s.get(name))
-                }
-                _ => s
-                    .get(name)
-                    .map(|x| format!("{}", x as i64))
-                    .unwrap_or_default(),
-            });
-        }
-        row.push(
-            s.kinds
-                .iter()
-                .map(|(k, n)| format!("{k}:{n}"))
-                .collect::<Vec<_>>()
-                .join(";"),
-        );
+        row.extend(score_cells(&r.scores[i]));
         row.push(v.stock.to_string());
         row.push(r.pareto.contains(&i).to_string());
         row.push((r.recommended == Some(i)).to_string());
+        w.write_record(&row).expect("in-memory write");
+    }
+    if let Some(u) = &r.advice.union {
+        let mut row: Vec<String> = vec![
+            u.id.clone(),
+            safe_cell(&u.label).into_owned(),
+            "any".into(),
+            String::new(),
+        ];
+        row.extend(params.iter().map(|_| String::new()));
+        row.extend(score_cells(&u.scores));
+        row.extend(["false".into(), "false".into(), "false".into()]);
         w.write_record(&row).expect("in-memory write");
     }
     w.into_inner().expect("in-memory flush")
@@ -90,9 +109,21 @@ pub fn detections_csv(r: &SweepResult, corpus: &Corpus) -> Vec<u8> {
         "detail",
     ])
     .expect("in-memory write");
-    for (ci, v) in r.grid.variants.iter().enumerate() {
+    let rows = r
+        .grid
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(ci, v)| (v.id.as_str(), &r.replay.outcomes[ci][..]))
+        .chain(
+            r.advice
+                .union
+                .iter()
+                .map(|u| (u.id.as_str(), &u.outcomes[..])),
+        );
+    for (id, outcomes) in rows {
         for (si, s) in corpus.sessions.iter().enumerate() {
-            let o = &r.replay.outcomes[ci][si];
+            let o = &outcomes[si];
             let Some(d) = o.first() else { continue };
             let label = r.labels.by_session[si];
             let (verd, ttd) = verdict(o, label);
@@ -103,7 +134,7 @@ pub fn detections_csv(r: &SweepResult, corpus: &Corpus) -> Vec<u8> {
             };
             let detail: String = d.detail.chars().take(300).collect();
             w.write_record([
-                v.id.as_str(),
+                id,
                 &safe_cell(&s.id),
                 &d.turn.to_string(),
                 &d.event.to_string(),

@@ -8,7 +8,7 @@
 //! source) is HTML-escaped, so a transcript carrying `<script>` shows as text.
 
 use super::charts::{self, HeatMetric};
-use super::model::{ReportData, Row};
+use super::model::{CrossValidation, ReportData, Row};
 use crate::error::{Error, Result};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -109,65 +109,6 @@ fn figure(
     ))
 }
 
-/// How a score is shown: share as percent, decimal, or whole number.
-#[derive(Clone, Copy, PartialEq)]
-enum Fmt {
-    Pct,
-    Dec,
-    Int,
-}
-
-impl Fmt {
-    fn show(self, x: Option<f64>) -> String {
-        match self {
-            Fmt::Pct => pct(x),
-            Fmt::Dec => dec(x),
-            Fmt::Int => int(x),
-        }
-    }
-}
-
-/// The score rows of the recommendation table: (name, column, format, lower is better).
-const COMPARE: &[(&str, &str, Fmt, bool)] = &[
-    ("recall", "recall", Fmt::Pct, false),
-    ("false positives", "false_positives", Fmt::Int, true),
-    (
-        "false positives per 1,000 clean turns",
-        "fp_per_1k_turns",
-        Fmt::Dec,
-        true,
-    ),
-    ("precision", "precision", Fmt::Pct, false),
-    ("F1", "f1", Fmt::Dec, false),
-    ("true positives", "true_positives", Fmt::Int, false),
-    ("missed loops", "missed_loops", Fmt::Int, true),
-    ("median turns to detection", "ttd_median", Fmt::Int, true),
-    (
-        "90th percentile turns to detection",
-        "ttd_p90",
-        Fmt::Int,
-        true,
-    ),
-    (
-        "early detections (before the onset)",
-        "early_detections",
-        Fmt::Int,
-        true,
-    ),
-    (
-        "tokens saved on loops",
-        "tokens_saved_on_loops",
-        Fmt::Int,
-        false,
-    ),
-    (
-        "tokens lost on clean sessions",
-        "tokens_lost_on_clean",
-        Fmt::Int,
-        true,
-    ),
-];
-
 /// Render the whole page.
 pub fn render(d: &ReportData) -> std::result::Result<String, String> {
     let s = &d.summary;
@@ -225,7 +166,7 @@ pub fn render(d: &ReportData) -> std::result::Result<String, String> {
         esc(note)
     );
 
-    recommendation(&mut h, d);
+    recommendation(&mut h, d)?;
     families(&mut h, d);
     chart_sections(&mut h, d)?;
     sessions(&mut h, d)?;
@@ -250,86 +191,222 @@ pub fn render(d: &ReportData) -> std::result::Result<String, String> {
     Ok(h)
 }
 
-fn recommendation(h: &mut String, d: &ReportData) {
+/// `0.55 [0.28–0.79]` from a row's score and its interval columns.
+fn with_ci(r: &Row, name: &str) -> String {
+    let ci = match (
+        r.score(&format!("{name}_lo")),
+        r.score(&format!("{name}_hi")),
+    ) {
+        (Some(a), Some(b)) => format!(" [{}–{}]", pct(Some(a)), pct(Some(b))),
+        _ => String::new(),
+    };
+    format!("{}{ci}", pct(r.score(name)))
+}
+
+fn pair_text(ci: Option<[f64; 2]>, show: impl Fn(f64) -> String) -> String {
+    ci.map(|[a, b]| format!(" [{}–{}]", show(a), show(b)))
+        .unwrap_or_default()
+}
+
+fn interval_of(r: &Row, name: &str, value: &str) -> Option<(f64, (f64, f64))> {
+    Some((
+        r.score(value)?,
+        (
+            r.score(&format!("{name}_lo"))?,
+            r.score(&format!("{name}_hi"))?,
+        ),
+    ))
+}
+
+fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
     let s = &d.summary;
     h.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n");
     let _ = writeln!(h, "<p>Rule: {}.</p>", esc(&s.objective));
-    let base = s.stock.as_ref().and_then(|r| d.row(&r.config));
-    let rec = d.rows.iter().find(|r| r.recommended);
-    let (Some(base), Some(rec)) = (base, rec) else {
-        h.push_str("<p>No configuration was recommended (no labels, or no configuration meets the rule).</p>\n");
-        return;
+    for w in &s.label_warnings {
+        let _ = writeln!(h, "<p class=\"note\"><b>Few labels.</b> {}</p>", esc(w));
+    }
+    let base = s
+        .baseline
+        .as_ref()
+        .or(s.stock.as_ref())
+        .and_then(|r| d.row(&r.config));
+    let rec_info = s.recommendation.as_ref();
+    let rec = rec_info.and_then(|r| d.row(&r.config));
+    if let Some(why) = &s.recommendation_reason {
+        let _ = writeln!(h, "<p><b>No recommendation:</b> {}.</p>", esc(why));
+    }
+    let Some(base) = base else {
+        return Ok(());
     };
-    if base.config == rec.config {
+    // Baseline, recommendation, each other family's best, the union: side by side.
+    let mut shown: Vec<(String, &Row, Option<[f64; 2]>)> = vec![(
+        "baseline".into(),
+        base,
+        rec_info
+            .and_then(|r| r.baseline.as_ref())
+            .and_then(|b| b.ttd_median_ci),
+    )];
+    if let (Some(info), Some(rec)) = (rec_info, rec) {
+        shown.push(("recommended".into(), rec, info.ttd_median_ci));
+    }
+    for fb in &s.family_best {
+        if let Some(row) = fb.best.as_ref().and_then(|b| d.row(&b.config)) {
+            shown.push((format!("best {}", fb.family), row, None));
+        }
+    }
+    if let Some(u) = &s.union {
+        if let Some(row) = d.row(&u.config) {
+            shown.push(("union (any member fires)".into(), row, u.ttd_median_ci));
+        }
+    }
+    if s.labels.loops == 0 {
         let _ = writeln!(
             h,
-            "<p>The stock profile <b>{}</b> is already the best configuration under this rule.</p>",
-            esc(d.label(base))
+            "<p>The baseline <b>{}</b> fires on {} sessions; the table of all configurations shows how often each would interrupt.</p>",
+            esc(d.label(base)),
+            int(base.score("detections"))
         );
+        return Ok(());
     }
-    let _ = writeln!(
-        h,
-        "<div class=\"cards\"><div class=\"card\"><span>recommended</span><b>{}</b><span class=\"mono\">{}</span></div>\
-         <div class=\"card\"><span>recall</span><b>{} → {}</b><span>stock → recommended</span></div>\
-         <div class=\"card\"><span>false positives</span><b>{} → {}</b><span>stock → recommended</span></div>\
-         <div class=\"card\"><span>median turns to detection</span><b>{} → {}</b><span>stock → recommended</span></div></div>",
-        esc(d.label(rec)),
-        esc(&rec.config),
-        pct(base.score("recall")),
-        pct(rec.score("recall")),
-        int(base.score("false_positives")),
-        int(rec.score("false_positives")),
-        int(base.score("ttd_median")),
-        int(rec.score("ttd_median")),
+    h.push_str(
+        "<div class=\"scroll\"><table><thead><tr><th></th><th>configuration</th><th class=\"n\">recall [95% CI]</th>\
+         <th class=\"n\">precision [95% CI]</th><th class=\"n\">false positives</th><th class=\"n\">FP rate [95% CI]</th>\
+         <th class=\"n\">median TTD [95% CI]</th><th class=\"n\">n</th></tr></thead><tbody>\n",
     );
-    let _ = writeln!(
-        h,
-        "<table><thead><tr><th>score</th><th class=\"n\">stock: {}</th><th class=\"n\">recommended: {}</th><th class=\"n\">change</th></tr></thead><tbody>",
-        esc(d.label(base)),
-        esc(d.label(rec))
-    );
-    for (name, col, f, lower_better) in COMPARE {
-        let (a, b) = (base.score(col), rec.score(col));
-        let change = match (a, b) {
-            (Some(a), Some(b)) if (a - b).abs() > 1e-12 => {
-                let better = (b < a) == *lower_better;
-                let text = match f {
-                    Fmt::Pct => format!("{:+.1} pts", (b - a) * 100.0),
-                    Fmt::Dec => format!("{:+.3}", b - a),
-                    Fmt::Int => format!("{}{}", if b > a { "+" } else { "" }, int(Some(b - a))),
-                };
-                format!(
-                    "<span class=\"{}\">{}</span>",
-                    if better { "better" } else { "worse" },
-                    esc(&text)
-                )
-            }
-            (Some(_), Some(_)) => "same".into(),
-            _ => "–".into(),
+    for (role, r, ttd_ci) in &shown {
+        let class = match role.as_str() {
+            "recommended" => " class=\"rec\"",
+            "baseline" => " class=\"base\"",
+            _ => "",
         };
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{change}</td></tr>",
-            esc(name),
-            esc(&f.show(a)),
-            esc(&f.show(b))
+            "<tr{class}><td>{}</td><td><a href=\"#cfg-{}\">{}</a></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{} of {}</td><td class=\"n\">{}</td><td class=\"n\">{}{}</td><td class=\"n\">{}</td></tr>",
+            esc(role),
+            esc(&r.config),
+            esc(d.label(r)),
+            esc(&with_ci(r, "recall")),
+            esc(&with_ci(r, "precision")),
+            int(r.score("false_positives")),
+            int(r.score("labeled_clean")),
+            esc(&with_ci(r, "fp_rate")),
+            int(r.score("ttd_median")),
+            esc(&pair_text(*ttd_ci, crate::report::fixed)),
+            int(r.score("ttd_n")),
         );
     }
-    h.push_str("</tbody></table>\n");
-    if let Some(c) = d.config(&rec.config) {
-        if !c.overrides.is_empty() {
-            let list: Vec<String> = c
-                .overrides
-                .iter()
-                .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(&value_text(v))))
-                .collect();
-            let _ = writeln!(
-                h,
-                "<p>The recommendation changes {} of profile <code>{}</code>.</p>",
-                list.join(", "),
-                esc(&c.profile)
-            );
+    h.push_str("</tbody></table></div>\n");
+    let mut bars: Vec<charts::IntervalRow> = shown
+        .iter()
+        .map(|(role, r, _)| charts::IntervalRow {
+            role: role.clone(),
+            recall: interval_of(r, "recall", "recall"),
+            fp_rate: interval_of(r, "fp_rate", "fp_rate"),
+        })
+        .collect();
+    if let Some(cv) = rec_info.and_then(|r| r.cross_validation.as_ref()) {
+        bars.push(charts::IntervalRow {
+            role: "recommended, out of sample".into(),
+            recall: cv.recall.zip(cv.recall_ci.map(|[a, b]| (a, b))),
+            fp_rate: cv.fp_rate.zip(cv.fp_rate_ci.map(|[a, b]| (a, b))),
+        });
+    }
+    h.push_str(&figure(
+        charts::interval_chart(&bars),
+        "intervals",
+        "Recall and false positives per clean session with 95% Wilson intervals: where bars overlap, these labels cannot tell the two apart.",
+    )?);
+    if let (Some(info), Some(rec)) = (rec_info, rec) {
+        if let Some(cv) = &info.cross_validation {
+            cross_validation(h, d, cv, rec, "recommendation");
+        } else if let Some(why) = &info.cross_validation_reason {
+            let _ = writeln!(h, "<p>No out-of-sample estimate: {}.</p>", esc(why));
         }
+        if let Some(c) = d.config(&rec.config) {
+            if !c.overrides.is_empty() {
+                let list: Vec<String> = c
+                    .overrides
+                    .iter()
+                    .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(&value_text(v))))
+                    .collect();
+                let _ = writeln!(
+                    h,
+                    "<p>The recommendation changes {} of profile <code>{}</code>.</p>",
+                    list.join(", "),
+                    esc(&c.profile)
+                );
+            }
+        }
+    }
+    if let Some(u) = &s.union {
+        if let (Some(cv), Some(row)) = (&u.cross_validation, d.row(&u.config)) {
+            cross_validation(h, d, cv, row, "union");
+        }
+        h.push_str("<p>A union flags a session when any member fires, at the earliest member's turn. No agent ships one: you would have to build it.</p>\n");
+    }
+    Ok(())
+}
+
+/// In-sample beside out-of-sample, the folds' choices, and a plain verdict.
+fn cross_validation(h: &mut String, d: &ReportData, cv: &CrossValidation, row: &Row, what: &str) {
+    let _ = writeln!(
+        h,
+        "<h3>The {what} on sessions it never saw</h3>\n<p>Stratified {}-fold cross-validation (seed {}): in each fold the {what} is chosen again on the other folds, with the same rule, and scored on the held-out fold; the held-out scores are pooled.</p>",
+        cv.folds, cv.seed
+    );
+    let pct_ci = |x: Option<f64>, ci: Option<[f64; 2]>| {
+        format!("{}{}", pct(x), pair_text(ci, |v| pct(Some(v))))
+    };
+    let _ = writeln!(
+        h,
+        "<table><thead><tr><th></th><th class=\"n\">recall [95% CI]</th><th class=\"n\">precision [95% CI]</th><th class=\"n\">false positives</th><th class=\"n\">F1</th></tr></thead><tbody>\n\
+         <tr><td>in sample</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{} of {}</td><td class=\"n\">{}</td></tr>\n\
+         <tr><td>out of sample</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{} of {}</td><td class=\"n\">{}</td></tr>\n</tbody></table>",
+        esc(&with_ci(row, "recall")),
+        esc(&with_ci(row, "precision")),
+        int(row.score("false_positives")),
+        int(row.score("labeled_clean")),
+        dec(row.score("f1")),
+        esc(&pct_ci(cv.recall, cv.recall_ci)),
+        esc(&pct_ci(cv.precision, cv.precision_ci)),
+        cv.false_positives,
+        cv.labeled_clean,
+        dec(cv.f1),
+    );
+    let mut chosen: Vec<(&String, &u64)> = cv.chosen.iter().collect();
+    chosen.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    h.push_str("<ul>");
+    for (ids, k) in &chosen {
+        let names: Vec<String> = ids
+            .split('|')
+            .map(|id| {
+                d.config(id)
+                    .map(|c| c.label.clone())
+                    .unwrap_or_else(|| id.to_string())
+            })
+            .collect();
+        let _ = write!(
+            h,
+            "<li>chosen in {k} of {} folds: {}</li>",
+            cv.folds,
+            esc(&names.join(" | "))
+        );
+    }
+    h.push_str("</ul>\n");
+    let outside = |x: Option<f64>, ci: Option<[f64; 2]>| match (x, ci) {
+        (Some(x), Some([lo, hi])) => x < lo - 1e-9 || x > hi + 1e-9,
+        _ => false,
+    };
+    let disagree =
+        outside(row.score("recall"), cv.recall_ci) || outside(row.score("fp_rate"), cv.fp_rate_ci);
+    if disagree {
+        h.push_str("<p class=\"note\"><b>In sample and out of sample disagree.</b> The in-sample figure lies outside the out-of-sample interval: the choice is fitted to these sessions. Expect the out-of-sample figures, and label more sessions.</p>\n");
+    } else {
+        h.push_str("<p>In sample and out of sample agree within the intervals.</p>\n");
+    }
+    if chosen.first().is_some_and(|(_, k)| **k * 2 <= cv.folds) {
+        h.push_str("<p class=\"note\">The folds chose different configurations: the choice is unstable on these labels.</p>\n");
     }
 }
 

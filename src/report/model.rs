@@ -72,8 +72,18 @@ pub struct Summary {
     pub stock: Option<ConfigRef>,
     /// The configuration gates were checked against.
     pub chosen: Option<ConfigRef>,
-    /// The recommended configuration, if any.
-    pub recommendation: Option<ConfigRef>,
+    /// The baseline the recommendation is compared with.
+    pub baseline: Option<ConfigRef>,
+    /// The recommended configuration, if any, with its cross-validation.
+    pub recommendation: Option<Recommendation>,
+    /// Why there is no recommendation.
+    pub recommendation_reason: Option<String>,
+    /// Warnings about too few labels.
+    pub label_warnings: Vec<String>,
+    /// Every other family's best under the same rule.
+    pub family_best: Vec<FamilyBest>,
+    /// The best union of detectors (`--combine`).
+    pub union: Option<UnionInfo>,
     /// Sessions where the selected configurations disagree most.
     pub disagreements: Vec<Disagreement>,
     /// What replay cannot know.
@@ -210,6 +220,96 @@ pub struct ConfigRef {
     pub config: String,
     /// Label.
     pub label: String,
+}
+
+/// The recommendation as `summary.json` records it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Recommendation {
+    /// Id.
+    pub config: String,
+    /// Label.
+    pub label: String,
+    /// Its family.
+    pub family: String,
+    /// Any family could win.
+    pub across_families: bool,
+    /// Bootstrap 95% interval of its median turns-to-detection.
+    pub ttd_median_ci: Option<[f64; 2]>,
+    /// The baseline's.
+    pub baseline: Option<BaselineInfo>,
+    /// The choosing procedure, cross-validated.
+    pub cross_validation: Option<CrossValidation>,
+    /// Why there is no cross-validation.
+    pub cross_validation_reason: Option<String>,
+}
+
+/// The baseline inside the recommendation record.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct BaselineInfo {
+    /// Id.
+    pub config: String,
+    /// Bootstrap 95% interval of its median turns-to-detection.
+    pub ttd_median_ci: Option<[f64; 2]>,
+}
+
+/// Pooled held-out scores of a choosing procedure.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct CrossValidation {
+    /// Folds.
+    pub folds: u64,
+    /// Seed.
+    pub seed: u64,
+    /// Labelled loops held out (all of them, once).
+    pub labeled_loops: u64,
+    /// Labelled clean sessions held out.
+    pub labeled_clean: u64,
+    /// Out-of-sample recall.
+    pub recall: Option<f64>,
+    /// Its interval.
+    pub recall_ci: Option<[f64; 2]>,
+    /// Out-of-sample precision.
+    pub precision: Option<f64>,
+    /// Its interval.
+    pub precision_ci: Option<[f64; 2]>,
+    /// Out-of-sample false positives.
+    pub false_positives: u64,
+    /// Per labelled clean session.
+    pub fp_rate: Option<f64>,
+    /// Its interval.
+    pub fp_rate_ci: Option<[f64; 2]>,
+    /// Out-of-sample F1.
+    pub f1: Option<f64>,
+    /// Folds that chose each configuration (ids joined by `|` for unions).
+    pub chosen: BTreeMap<String, u64>,
+}
+
+/// One family's best.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct FamilyBest {
+    /// Family.
+    pub family: String,
+    /// Its best configuration, if one meets the rule.
+    pub best: Option<ConfigRef>,
+}
+
+/// The best union.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct UnionInfo {
+    /// Id (a row of `sweep.csv` with family `any`).
+    pub config: String,
+    /// Members' labels joined by ` | `.
+    pub label: String,
+    /// Member ids.
+    pub members: Vec<String>,
+    /// Bootstrap 95% interval of its median turns-to-detection.
+    pub ttd_median_ci: Option<[f64; 2]>,
+    /// The union search, cross-validated.
+    pub cross_validation: Option<CrossValidation>,
 }
 
 /// A session where the selected configurations disagree.

@@ -101,12 +101,73 @@ pub fn summary_json(r: &SweepResult, corpus: &Corpus, wall_ms: u128) -> Value {
         "objective": r.objective.describe(),
         "scores": scores,
         "pareto": r.pareto.iter().map(|&i| r.grid.variants[i].id.clone()).collect::<Vec<_>>(),
-        "stock": id(r.stock_base),
+        "stock": id(r.baseline),
+        "baseline": id(r.baseline),
         "chosen": id(r.chosen),
-        "recommendation": r.recommended.map(id),
+        "recommendation": recommendation(r),
+        "recommendation_reason": r.advice.reason,
+        "label_warnings": r.advice.warnings,
+        "family_best": r.advice.family_best.iter().map(|(f, b)| json!({"family": f, "best": b.map(&id)})).collect::<Vec<_>>(),
+        "union": r.advice.union.as_ref().map(|u| json!({
+            "config": u.id, "label": u.label,
+            "members": u.members.iter().map(|&m| r.grid.variants[m].id.clone()).collect::<Vec<_>>(),
+            "ttd_median_ci": r.advice.union_ttd_ci.map(|(a, b)| [a, b]),
+            "cross_validation": u.cross_validation.as_ref().map(|cv| cross_validation(r, cv)),
+        })),
         "disagreements": disagreements(r, corpus),
         "note": "Replay cannot know how the model would have reacted to a warning or a stop: the recorded continuation counts as the model not changing course.",
         "wall_time_ms": wall_ms as u64,
+    })
+}
+
+/// The recommendation with what qualifies it (`null` without one).
+fn recommendation(r: &SweepResult) -> Value {
+    let Some(c) = r.recommended else {
+        return Value::Null;
+    };
+    let v = &r.grid.variants[c];
+    let ci = |i: usize| r.advice.ttd_ci.get(&i).map(|(a, b)| json!([a, b]));
+    json!({
+        "config": v.id, "label": v.label, "family": v.config.family,
+        "across_families": r.advice.across_families,
+        "rule": r.objective.describe(),
+        "baseline": {"config": r.grid.variants[r.baseline].id, "label": r.grid.variants[r.baseline].label,
+                     "ttd_median_ci": ci(r.baseline)},
+        "ttd_median_ci": ci(c),
+        "cross_validation": r.advice.cross_validation.as_ref().map(|cv| cross_validation(r, cv)),
+        "cross_validation_reason": r.advice.cv_reason,
+    })
+}
+
+/// A cross-validation as `summary.json` records it: pooled held-out scores
+/// with their intervals, and how many folds chose each configuration.
+fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> Value {
+    let p = &cv.pooled;
+    let pair = |c: Option<(f64, f64)>| c.map(|(a, b)| json!([num(Some(a)), num(Some(b))]));
+    let mut chosen: Map<String, Value> = Map::new();
+    for members in &cv.chosen {
+        let key = if members.is_empty() {
+            "none".to_string()
+        } else {
+            members
+                .iter()
+                .map(|&m| r.grid.variants[m].id.as_str())
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        let n = chosen.get(&key).and_then(Value::as_u64).unwrap_or(0);
+        chosen.insert(key, json!(n + 1));
+    }
+    json!({
+        "folds": cv.folds, "seed": cv.seed,
+        "labeled_loops": p.loops, "labeled_clean": p.clean,
+        "true_positives": p.tp,
+        "recall": num(Some(p.recall())), "recall_ci": pair(crate::stats::wilson(p.tp, p.loops)),
+        "precision": num(Some(p.precision())), "precision_ci": pair(crate::stats::wilson(p.tp, p.tp + p.fp)),
+        "false_positives": p.fp, "fp_rate": num(p.fp_rate()), "fp_rate_ci": pair(crate::stats::wilson(p.fp, p.clean)),
+        "f1": num(Some(p.f1())),
+        "ttd_median": num(p.ttd_median()), "ttd_n": p.ttd.len(),
+        "chosen": chosen,
     })
 }
 

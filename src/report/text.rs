@@ -251,3 +251,269 @@ fn kind(k: &ParamKind) -> String {
         ParamKind::List => "list of names".into(),
     }
 }
+
+/// `lo-hi` of an interval at two decimals.
+fn interval(ci: Option<(f64, f64)>) -> String {
+    ci.map(|(a, b)| format!("[{a:.2}-{b:.2}]"))
+        .unwrap_or_default()
+}
+
+/// A proportion and its interval: `0.55 [0.28-0.79]`.
+fn share(x: Option<f64>, ci: Option<(f64, f64)>) -> String {
+    match x {
+        Some(x) => format!("{x:.2} {}", interval(ci)),
+        None => "-".into(),
+    }
+}
+
+/// False positives as `3/95 [0.01-0.09]` (count of labelled clean, rate interval).
+fn false_positives(fp: usize, clean: usize, ci: Option<(f64, f64)>) -> String {
+    format!("{fp}/{clean} {}", interval(ci))
+}
+
+/// A median with its interval and sample size: `10 [9-12] n=4`.
+fn median_text(m: Option<f64>, ci: Option<(f64, f64)>, n: usize) -> String {
+    let ci = ci
+        .map(|(a, b)| format!(" [{}-{}]", super::fixed(a), super::fixed(b)))
+        .unwrap_or_default();
+    match m {
+        Some(m) => format!("{}{ci} n={n}", super::fixed(m)),
+        None => format!("- n={n}"),
+    }
+}
+
+/// One row of the sweep summary.
+fn summary_row(
+    out: &mut dyn Write,
+    role: &str,
+    s: &crate::metrics::Scores,
+    ttd_ci: Option<(f64, f64)>,
+    label: &str,
+    id: &str,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "{role:<18} {:<18} {:<18} {:<18} {:<20} {label}  ({id})",
+        share(Some(s.recall), s.recall_ci),
+        share(
+            (s.true_positives + s.false_positives > 0).then_some(s.precision),
+            s.precision_ci
+        ),
+        false_positives(s.false_positives, s.labeled_clean, s.fp_rate_ci),
+        median_text(s.ttd_median, ttd_ci, s.ttd.len()),
+    )
+}
+
+/// The closing summary of `sweep`, for people: the labels, the baseline, the
+/// recommendation in its family, every other family's best and the union, each
+/// with its intervals; then the cross-validated estimate beside the in-sample
+/// one, said plainly when they disagree.
+pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::Result<()> {
+    let a = &r.advice;
+    let (loops, clean) = r.labels.counts();
+    let n = r.labels.by_session.len();
+    writeln!(
+        out,
+        "labels: {loops} loop{}, {clean} clean, {} unlabelled ({n} session{})",
+        if loops == 1 { "" } else { "s" },
+        n - loops - clean,
+        if n == 1 { "" } else { "s" }
+    )?;
+    for w in &a.warnings {
+        writeln!(out, "warning: {w}")?;
+    }
+    if loops == 0 {
+        let b = r.baseline;
+        writeln!(
+            out,
+            "baseline {} fires on {} of {n} sessions; sweep.csv has every configuration's `detections`.",
+            r.grid.variants[b].label, r.scores[b].detections
+        )?;
+        if let Some(why) = &a.reason {
+            writeln!(out, "no recommendation: {why}")?;
+        }
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<18} {:<18} {:<18} {:<18} {:<20} configuration",
+        "", "recall [95% CI]", "precision", "false positives", "median TTD"
+    )?;
+    let v = &r.grid.variants;
+    let row = |out: &mut dyn Write, role: &str, c: usize| {
+        summary_row(
+            out,
+            role,
+            &r.scores[c],
+            a.ttd_ci.get(&c).copied(),
+            &v[c].label,
+            &v[c].id,
+        )
+    };
+    row(out, "baseline", r.baseline)?;
+    match r.recommended {
+        Some(c) => row(out, "recommended", c)?,
+        None => writeln!(out, "{:<18} none meets the rule", "recommended")?,
+    }
+    for (family, best) in &a.family_best {
+        let role = format!("best {family}");
+        match best {
+            Some(c) => row(out, &role, *c)?,
+            None => writeln!(out, "{role:<18} none within the baseline's false positives")?,
+        }
+    }
+    if let Some(u) = &a.union {
+        summary_row(out, "union", &u.scores, a.union_ttd_ci, &u.label, &u.id)?;
+    }
+    writeln!(out)?;
+    if let Some(c) = r.recommended {
+        let base = &r.scores[r.baseline];
+        let rec = &r.scores[c];
+        if c == r.baseline {
+            writeln!(
+                out,
+                "The baseline is already the best configuration{} under the rule.",
+                if a.across_families {
+                    String::new()
+                } else {
+                    format!(" of its family ({})", v[c].config.family)
+                }
+            )?;
+        } else {
+            writeln!(
+                out,
+                "In sample, the recommendation catches {} of {loops} loops against the baseline's {}, with {} false positives against {}.",
+                rec.true_positives, base.true_positives, rec.false_positives, base.false_positives
+            )?;
+        }
+    }
+    if let Some(cv) = &a.cross_validation {
+        cross_validation_text(
+            out,
+            r,
+            cv,
+            "recommendation",
+            r.recommended.map(|c| &r.scores[c]),
+        )?;
+    } else if let Some(why) = &a.cv_reason {
+        writeln!(out, "No out-of-sample estimate: {why}.")?;
+    }
+    if let Some(u) = &a.union {
+        if let Some(cv) = &u.cross_validation {
+            cross_validation_text(out, r, cv, "union", Some(&u.scores))?;
+        }
+        writeln!(
+            out,
+            "A union flags a session when any member fires, at the earliest member's turn. No agent ships one: you would have to build it."
+        )?;
+    }
+    if let Some(why) = &a.reason {
+        writeln!(out, "no recommendation: {why}")?;
+    }
+    writeln!(
+        out,
+        "rule: {}{}",
+        r.objective.describe(),
+        if a.across_families {
+            " (any family)"
+        } else {
+            " (within the baseline's family; --across-families lets any win)"
+        }
+    )?;
+    Ok(())
+}
+
+/// The in-sample figures of a choice beside the cross-validated ones.
+fn cross_validation_text(
+    out: &mut dyn Write,
+    r: &crate::sweep::SweepResult,
+    cv: &crate::recommend::CrossValidation,
+    what: &str,
+    in_sample: Option<&crate::metrics::Scores>,
+) -> io::Result<()> {
+    let p = &cv.pooled;
+    writeln!(
+        out,
+        "\nHow the {what} procedure does on sessions it never saw ({}-fold cross-validation, seed {}):",
+        cv.folds, cv.seed
+    )?;
+    writeln!(
+        out,
+        "{:<18} {:<18} {:<18} {:<18} F1",
+        "", "recall [95% CI]", "precision", "false positives"
+    )?;
+    if let Some(s) = in_sample {
+        writeln!(
+            out,
+            "{:<18} {:<18} {:<18} {:<18} {:.2}",
+            "in sample",
+            share(Some(s.recall), s.recall_ci),
+            share(
+                (s.true_positives + s.false_positives > 0).then_some(s.precision),
+                s.precision_ci
+            ),
+            false_positives(s.false_positives, s.labeled_clean, s.fp_rate_ci),
+            s.f1
+        )?;
+    }
+    let recall_ci = crate::stats::wilson(p.tp, p.loops);
+    let precision_ci = crate::stats::wilson(p.tp, p.tp + p.fp);
+    let fp_ci = crate::stats::wilson(p.fp, p.clean);
+    writeln!(
+        out,
+        "{:<18} {:<18} {:<18} {:<18} {:.2}",
+        "out of sample",
+        share(Some(p.recall()), recall_ci),
+        share((p.tp + p.fp > 0).then_some(p.precision()), precision_ci),
+        false_positives(p.fp as usize, p.clean as usize, fp_ci),
+        p.f1()
+    )?;
+    // How often each choice was made, most frequent first.
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for members in &cv.chosen {
+        let name = if members.is_empty() {
+            "(nothing met the rule)".to_string()
+        } else {
+            members
+                .iter()
+                .map(|&m| r.grid.variants[m].label.as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, k)) => *k += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    for (name, k) in &counts {
+        writeln!(out, "  chosen in {k} of {} folds: {name}", cv.folds)?;
+    }
+    if counts[0].1 * 2 <= cv.folds {
+        writeln!(
+            out,
+            "The folds disagree on what to choose: the choice is unstable on these labels."
+        )?;
+    }
+    if let Some(s) = in_sample {
+        let outside = |x: f64, ci: Option<(f64, f64)>| {
+            ci.is_some_and(|(lo, hi)| x < lo - 1e-12 || x > hi + 1e-12)
+        };
+        let recall_off = outside(s.recall, recall_ci);
+        let fp_off = s.fp_rate.is_some_and(|f| outside(f, fp_ci));
+        if recall_off || fp_off {
+            writeln!(
+                out,
+                "In sample and out of sample DISAGREE: the in-sample {} lies outside the out-of-sample interval, so the choice is fitted to these sessions; expect the out-of-sample figures.",
+                if recall_off { "recall" } else { "false-positive rate" }
+            )?;
+        } else {
+            writeln!(
+                out,
+                "In sample and out of sample agree within the intervals."
+            )?;
+        }
+    }
+    Ok(())
+}

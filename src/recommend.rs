@@ -1,0 +1,500 @@
+//! Which constants to ship: the recommendation against a baseline, within the
+//! baseline's family by default; each other family's best under the same
+//! rule; unions of detectors by forward selection; and a stratified k-fold
+//! cross-validation of the whole choosing procedure, so the figure a person
+//! reads about the choice comes from sessions the choice never saw.
+//!
+//! Everything here works on [`Tally`]s: per configuration, the first
+//! detection turn on each labelled session. Tallies over any subset of
+//! sessions add up exactly, which is what folds (and shards later) need.
+//! Pure and sequential: results never depend on `--jobs`.
+
+use crate::event::Label;
+use crate::metrics::Objective;
+use crate::stats;
+
+/// The labelled sessions of a corpus, in corpus order.
+#[derive(Debug, Clone, Default)]
+pub struct Labelled {
+    /// Corpus index of each labelled session.
+    pub session: Vec<usize>,
+    /// Its label.
+    pub label: Vec<Label>,
+}
+
+impl Labelled {
+    /// The labelled sessions of `by_session` (corpus order).
+    pub fn from_labels(by_session: &[Option<Label>]) -> Labelled {
+        let mut l = Labelled::default();
+        for (i, lab) in by_session.iter().enumerate() {
+            if let Some(lab) = lab {
+                l.session.push(i);
+                l.label.push(*lab);
+            }
+        }
+        l
+    }
+
+    /// Number of labelled sessions.
+    pub fn len(&self) -> usize {
+        self.session.len()
+    }
+
+    /// No labelled session.
+    pub fn is_empty(&self) -> bool {
+        self.session.is_empty()
+    }
+
+    /// Labelled loops and clean sessions.
+    pub fn counts(&self) -> (usize, usize) {
+        let loops = self.label.iter().filter(|l| l.is_loop).count();
+        (loops, self.len() - loops)
+    }
+}
+
+/// What one configuration scored on a set of labelled sessions; adds up exactly.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Labelled loops seen.
+    pub loops: u64,
+    /// Labelled clean sessions seen.
+    pub clean: u64,
+    /// Loops with a detection (early ones included).
+    pub tp: u64,
+    /// Clean sessions with a detection.
+    pub fp: u64,
+    /// Turns-to-detection of detected loops with an onset, in session order.
+    pub ttd: Vec<i64>,
+}
+
+impl Tally {
+    /// Count one labelled session whose first detection (if any) is at `hit` (a turn).
+    pub fn add(&mut self, label: Label, hit: Option<u32>) {
+        if label.is_loop {
+            self.loops += 1;
+            if let Some(turn) = hit {
+                self.tp += 1;
+                if let Some(on) = label.onset_turn {
+                    self.ttd.push(turn as i64 - on as i64 + 1);
+                }
+            }
+        } else {
+            self.clean += 1;
+            if hit.is_some() {
+                self.fp += 1;
+            }
+        }
+    }
+
+    /// Add another tally (of other sessions).
+    pub fn merge(&mut self, other: &Tally) {
+        self.loops += other.loops;
+        self.clean += other.clean;
+        self.tp += other.tp;
+        self.fp += other.fp;
+        self.ttd.extend_from_slice(&other.ttd);
+    }
+
+    /// TP / loops (0 without loops).
+    pub fn recall(&self) -> f64 {
+        ratio(self.tp, self.loops)
+    }
+
+    /// TP / (TP + FP) (0 when nothing fired).
+    pub fn precision(&self) -> f64 {
+        ratio(self.tp, self.tp + self.fp)
+    }
+
+    /// Harmonic mean of precision and recall.
+    pub fn f1(&self) -> f64 {
+        let (p, r) = (self.precision(), self.recall());
+        if p + r > 0.0 {
+            2.0 * p * r / (p + r)
+        } else {
+            0.0
+        }
+    }
+
+    /// FP / labelled clean sessions (`None` without clean sessions).
+    pub fn fp_rate(&self) -> Option<f64> {
+        (self.clean > 0).then(|| ratio(self.fp, self.clean))
+    }
+
+    /// Median turns-to-detection.
+    pub fn ttd_median(&self) -> Option<f64> {
+        let mut v = self.ttd.clone();
+        v.sort_unstable();
+        stats::median(&v)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// First detection turn of every configuration on every labelled session:
+/// `hits[config][i]` for labelled session i.
+pub type Hits = Vec<Vec<Option<u32>>>;
+
+/// Tally of `hits` (one configuration) over the labelled sessions `keep` selects.
+pub fn tally(labelled: &Labelled, hits: &[Option<u32>], keep: impl Fn(usize) -> bool) -> Tally {
+    let mut t = Tally::default();
+    for (i, (&label, &hit)) in labelled.label.iter().zip(hits).enumerate() {
+        if keep(i) {
+            t.add(label, hit);
+        }
+    }
+    t
+}
+
+/// The rule's false-positive cap, given the baseline's tally.
+fn cap(objective: &Objective, baseline: &Tally) -> Option<u64> {
+    match objective {
+        Objective::Default => Some(baseline.fp),
+        Objective::MaxFalsePositives(n) => Some(*n as u64),
+        Objective::F1 => None,
+    }
+}
+
+/// Order two tallies by the objective's scores alone: `Less` means `a` is better.
+fn compare_scores(objective: &Objective, ta: &Tally, tb: &Tally) -> std::cmp::Ordering {
+    let ttd = |t: &Tally| t.ttd_median().unwrap_or(f64::INFINITY);
+    let primary = match objective {
+        Objective::F1 => tb.f1().total_cmp(&ta.f1()).then(ta.fp.cmp(&tb.fp)),
+        _ => tb.recall().total_cmp(&ta.recall()),
+    };
+    primary.then(ttd(ta).total_cmp(&ttd(tb)))
+}
+
+/// Order two candidates: scores, then fewer changed values, then grid order.
+fn compare(
+    objective: &Objective,
+    (a, ta, da): (usize, &Tally, usize),
+    (b, tb, db): (usize, &Tally, usize),
+) -> std::cmp::Ordering {
+    compare_scores(objective, ta, tb)
+        .then(da.cmp(&db))
+        .then(a.cmp(&b))
+}
+
+/// Pick the best of `candidates` under `objective`, with the baseline's
+/// tally setting the false-positive cap of the default rule. `distance[c]`
+/// is how many parameter values configuration c changes from its reference
+/// (the baseline, for its own family). `None` when no candidate meets the cap.
+pub fn pick(
+    candidates: &[usize],
+    tallies: &[Tally],
+    distance: &[usize],
+    objective: &Objective,
+    baseline: &Tally,
+) -> Option<usize> {
+    let cap = cap(objective, baseline);
+    candidates
+        .iter()
+        .copied()
+        .filter(|&c| cap.is_none_or(|m| tallies[c].fp <= m))
+        .min_by(|&a, &b| {
+            compare(
+                objective,
+                (a, &tallies[a], distance[a]),
+                (b, &tallies[b], distance[b]),
+            )
+        })
+}
+
+/// A union of configurations: a session is flagged when any member fires, at
+/// the earliest member's turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Union {
+    /// Member configurations, in the order forward selection added them.
+    pub members: Vec<usize>,
+    /// First detection turn per labelled session.
+    pub hits: Vec<Option<u32>>,
+}
+
+fn union_hits(a: &[Option<u32>], b: &[Option<u32>]) -> Vec<Option<u32>> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) => Some(*x.min(y)),
+            (x, y) => x.or(*y),
+        })
+        .collect()
+}
+
+/// Forward selection of a union of up to `max_members` configurations, at
+/// most one per family (`family[c]`), on the labelled sessions `keep`
+/// selects. Starts from the best single configuration of `candidates`; adds
+/// the member that most improves the union under the objective while it
+/// stays within the cap; stops when nothing improves it.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_union(
+    labelled: &Labelled,
+    hits: &Hits,
+    candidates: &[usize],
+    family: &[&str],
+    distance: &[usize],
+    objective: &Objective,
+    baseline: usize,
+    max_members: usize,
+    keep: &dyn Fn(usize) -> bool,
+) -> Option<Union> {
+    let tallies: Vec<Tally> = hits.iter().map(|h| tally(labelled, h, keep)).collect();
+    let base = &tallies[baseline];
+    let cap = cap(objective, base);
+    let first = pick(candidates, &tallies, distance, objective, base)?;
+    let mut u = Union {
+        members: vec![first],
+        hits: hits[first].clone(),
+    };
+    let mut current = tallies[first].clone();
+    while u.members.len() < max_members {
+        let mut best: Option<(usize, Vec<Option<u32>>, Tally)> = None;
+        for &c in candidates {
+            if u.members.iter().any(|&m| family[m] == family[c]) {
+                continue;
+            }
+            let h = union_hits(&u.hits, &hits[c]);
+            let t = tally(labelled, &h, keep);
+            if cap.is_some_and(|m| t.fp > m) {
+                continue;
+            }
+            // Only a strict improvement of the scores earns a member.
+            if !compare_scores(objective, &t, &current).is_lt() {
+                continue;
+            }
+            let better = match &best {
+                None => true,
+                Some((b, _, bt)) => {
+                    compare(objective, (c, &t, distance[c]), (*b, bt, distance[*b])).is_lt()
+                }
+            };
+            if better {
+                best = Some((c, h, t));
+            }
+        }
+        let Some((c, h, t)) = best else { break };
+        u.members.push(c);
+        u.hits = h;
+        current = t;
+    }
+    Some(u)
+}
+
+/// The out-of-sample estimate of a choosing procedure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CrossValidation {
+    /// Folds used.
+    pub folds: usize,
+    /// The seed of the fold assignment.
+    pub seed: u64,
+    /// Held-out tallies of every fold's choice, added up.
+    pub pooled: Tally,
+    /// What each fold chose (configuration indices; a union lists its members).
+    pub chosen: Vec<Vec<usize>>,
+}
+
+/// How many folds `requested` can give: at most the labelled loops (each
+/// fold needs one); fewer than 2 means no cross-validation.
+pub fn fold_count(requested: usize, labelled: &Labelled) -> Option<usize> {
+    let (loops, _) = labelled.counts();
+    let k = requested.min(loops);
+    (k >= 2).then_some(k)
+}
+
+/// A choosing procedure: given which labelled sessions it may see, the
+/// members it chose and their hits on every labelled session.
+pub type Chooser<'a> =
+    dyn Fn(&dyn Fn(usize) -> bool) -> Option<(Vec<usize>, Vec<Option<u32>>)> + 'a;
+
+/// Stratified k-fold cross-validation of `choose`: in each fold it chooses on
+/// the other folds (`keep` says which labelled sessions it may see) and the
+/// choice's hits are scored on the held-out fold.
+pub fn cross_validate(
+    labelled: &Labelled,
+    folds: usize,
+    seed: u64,
+    choose: &Chooser,
+) -> CrossValidation {
+    let is_loop: Vec<bool> = labelled.label.iter().map(|l| l.is_loop).collect();
+    let fold = stats::stratified_folds(&is_loop, folds, seed);
+    let mut pooled = Tally::default();
+    let mut chosen = Vec::new();
+    for k in 0..folds {
+        let train = |i: usize| fold[i] != k;
+        let test = |i: usize| fold[i] == k;
+        match choose(&train) {
+            Some((members, hits)) => {
+                pooled.merge(&tally(labelled, &hits, test));
+                chosen.push(members);
+            }
+            None => {
+                // Nothing met the rule on the training folds: the procedure
+                // ships nothing, which detects nothing on the held-out fold.
+                pooled.merge(&tally(labelled, &vec![None; labelled.len()], test));
+                chosen.push(Vec::new());
+            }
+        }
+    }
+    CrossValidation {
+        folds,
+        seed,
+        pooled,
+        chosen,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lab(is_loop: bool, onset: Option<u32>) -> Label {
+        Label {
+            is_loop,
+            onset_turn: onset,
+        }
+    }
+
+    /// 4 loops (onset 2) then 4 clean sessions.
+    fn labelled() -> Labelled {
+        let mut l = Labelled::default();
+        for i in 0..8 {
+            l.session.push(i);
+            l.label.push(if i < 4 {
+                lab(true, Some(2))
+            } else {
+                lab(false, None)
+            });
+        }
+        l
+    }
+
+    #[test]
+    fn tallies_add_up_over_any_split() {
+        let l = labelled();
+        let h = vec![Some(3), None, Some(2), Some(9), None, Some(1), None, None];
+        let all = tally(&l, &h, |_| true);
+        assert_eq!((all.loops, all.clean, all.tp, all.fp), (4, 4, 3, 1));
+        assert_eq!(all.ttd, vec![2, 1, 8]);
+        assert_eq!(all.ttd_median(), Some(2.0));
+        assert_eq!(all.fp_rate(), Some(0.25));
+        let mut parts = tally(&l, &h, |i| i % 3 == 0);
+        parts.merge(&tally(&l, &h, |i| i % 3 != 0));
+        assert_eq!(
+            (parts.loops, parts.clean, parts.tp, parts.fp),
+            (all.loops, all.clean, all.tp, all.fp)
+        );
+        let mut a = parts.ttd.clone();
+        a.sort();
+        let mut b = all.ttd.clone();
+        b.sort();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn pick_respects_the_baselines_cap_then_recall_ttd_distance() {
+        let l = labelled();
+        let hits: Hits = vec![
+            // 0: baseline: 1 loop, 1 FP
+            vec![Some(5), None, None, None, Some(1), None, None, None],
+            // 1: 3 loops, 2 FP (over the cap)
+            vec![
+                Some(2),
+                Some(2),
+                Some(2),
+                None,
+                Some(1),
+                Some(1),
+                None,
+                None,
+            ],
+            // 2: 2 loops late, 1 FP
+            vec![Some(9), Some(9), None, None, None, Some(1), None, None],
+            // 3: 2 loops early, 0 FP, far from the baseline
+            vec![Some(2), Some(3), None, None, None, None, None, None],
+            // 4: same as 3, closer
+            vec![Some(2), Some(3), None, None, None, None, None, None],
+        ];
+        let t: Vec<Tally> = hits.iter().map(|h| tally(&l, h, |_| true)).collect();
+        let dist = [0, 1, 1, 3, 2];
+        let all = [0, 1, 2, 3, 4];
+        assert_eq!(pick(&all, &t, &dist, &Objective::Default, &t[0]), Some(4));
+        assert_eq!(
+            pick(&all, &t, &dist, &Objective::MaxFalsePositives(2), &t[0]),
+            Some(1)
+        );
+        // Nothing under a cap of 0 but 3 and 4; nothing at all among {1}.
+        assert_eq!(pick(&[1], &t, &dist, &Objective::Default, &t[0]), None);
+    }
+
+    #[test]
+    fn union_fires_at_the_earliest_member_and_needs_improvement() {
+        let l = labelled();
+        let hits: Hits = vec![
+            // 0 (family a): the baseline, catches loops 0,1 late, 1 FP
+            vec![Some(8), Some(8), None, None, Some(1), None, None, None],
+            // 1 (family b): catches loops 2,3, no FP
+            vec![None, None, Some(2), Some(3), None, None, None, None],
+            // 2 (family b): catches loop 0 early, no FP
+            vec![Some(2), None, None, None, None, None, None, None],
+            // 3 (family c): catches everything but with 3 FP
+            vec![Some(2); 8],
+        ];
+        let fam = ["a", "b", "b", "c"];
+        let dist = [0, 0, 0, 0];
+        let u = forward_union(
+            &l,
+            &hits,
+            &[0, 1, 2, 3],
+            &fam,
+            &dist,
+            &Objective::Default,
+            0,
+            3,
+            &|_| true,
+        )
+        .unwrap();
+        // Best single: 1 and 0 both catch 2 loops; 1 is earlier (ttd 1.5 vs 7).
+        // Adding 0 (family a) raises recall to 4/4 with 1 FP (the cap);
+        // 2 is family b like 1; 3 breaks the cap.
+        assert_eq!(u.members, vec![1, 0]);
+        assert_eq!(
+            u.hits,
+            vec![
+                Some(8),
+                Some(8),
+                Some(2),
+                Some(3),
+                Some(1),
+                None,
+                None,
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn cross_validation_scores_each_choice_on_its_held_out_fold() {
+        let l = labelled();
+        // Always choose a configuration that fires on sessions 0 and 4 only.
+        let hits = vec![Some(2), None, None, None, Some(1), None, None, None];
+        let cv = cross_validate(&l, 2, 3, &|_keep| Some((vec![7], hits.clone())));
+        assert_eq!(cv.chosen, vec![vec![7], vec![7]]);
+        // Every labelled session is held out exactly once.
+        assert_eq!((cv.pooled.loops, cv.pooled.clean), (4, 4));
+        assert_eq!((cv.pooled.tp, cv.pooled.fp), (1, 1));
+        // The choice only ever sees its training folds.
+        let seen = std::cell::RefCell::new(Vec::new());
+        cross_validate(&l, 4, 3, &|keep| {
+            seen.borrow_mut().push((0..8).filter(|&i| keep(i)).count());
+            None
+        });
+        assert_eq!(*seen.borrow(), vec![6, 6, 6, 6]);
+        assert_eq!(fold_count(5, &l), Some(4));
+        assert_eq!(fold_count(1, &l), None);
+    }
+}
