@@ -36,8 +36,11 @@ enum Command {
     /// against labels, and write sweep.csv, detections.csv, summary.json and report.html.
     #[command(after_help = SWEEP_HELP)]
     Sweep(SweepArgs),
-    /// Regenerate report.html from a sweep folder (sweep.csv, summary.json), without re-running.
+    /// Regenerate report.html from a sweep folder's summary.json, without re-running.
     Report(ReportArgs),
+    /// Combine the results of `sweep --shard I/N` runs into the full outputs.
+    #[command(after_help = MERGE_HELP)]
+    Merge(MergeArgs),
     /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
     Import(ImportArgs),
     /// List detector families, their profiles and every parameter with its source.
@@ -242,6 +245,10 @@ struct SweepArgs {
     /// a union: it is something you would have to build.
     #[arg(long, value_name = "N", default_value_t = 0)]
     combine: usize,
+    /// Replay only shard I of N (sessions split by a stable hash of their id)
+    /// and write that part's result; combine the parts with `looptune merge`.
+    #[arg(long, value_name = "I/N", value_parser = looptune::result::Shard::parse)]
+    shard: Option<looptune::result::Shard>,
     /// Worker threads for reading files and replaying (default: all cores). CSV output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
@@ -256,6 +263,39 @@ struct SweepArgs {
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
+}
+
+const MERGE_HELP: &str = "\
+Examples:
+  # four machines, one shard each (the shard of a session is a stable hash of its id)
+  looptune sweep logs/ --labels labels.csv --shard 2/4 --out part-2
+  # then, on any machine, with the four folders (or their summary.json files)
+  looptune merge part-1 part-2 part-3 part-4 --out reports/nightly
+
+The merged outputs are byte-identical to one machine's run over the same
+sessions (wall times aside). Parts must come from the same grid, options,
+inputs and labels, and every shard must be given exactly once.
+
+Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 results written but
+a report failed.";
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// Folders written by `sweep --shard I/N` (or their summary.json files).
+    #[arg(required = true, value_name = "PARTS")]
+    parts: Vec<PathBuf>,
+    /// Output folder for the merged outputs.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    out: PathBuf,
+    /// Write a short Markdown summary (for a CI job summary page).
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Write JUnit XML: one test case per labeled session for the chosen configuration.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable.
+    #[arg(long = "require", value_name = "GATE")]
+    requires: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -340,12 +380,24 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                     chosen: a.ci.config.clone(),
                     jobs: a.jobs,
                 },
+                shard: a.shard,
                 ci: a.ci.ci(),
                 quiet: a.quiet,
             };
             run::sweep_command(&req, &mut out, &mut std::io::stderr())
         }
         Command::Report(a) => run::report_command(&a.dir, &mut std::io::stderr()),
+        Command::Merge(a) => run::merge_command(
+            &a.parts,
+            &a.out,
+            &run::CiArgs {
+                markdown: a.markdown.clone(),
+                junit: a.junit.clone(),
+                requires: a.requires.clone(),
+            },
+            &mut out,
+            &mut std::io::stderr(),
+        ),
         Command::Import(a) => run::import_command(
             &a.input.paths,
             &a.input.read_options(false, 0),

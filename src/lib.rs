@@ -20,6 +20,7 @@ pub mod progress;
 pub mod recommend;
 pub mod replay;
 pub mod report;
+pub mod result;
 pub mod run;
 pub mod stats;
 pub mod sweep;

@@ -5,6 +5,7 @@
 use crate::event::{Corpus, Label};
 use crate::labels::Labels;
 use crate::replay::Outcome;
+use crate::result::Hit;
 use crate::stats;
 use std::collections::BTreeMap;
 
@@ -47,13 +48,17 @@ impl Verdict {
 /// Turns-to-detection = detection turn - onset turn + 1 (the onset turn itself
 /// counts 1); an early detection reports it as is (zero or negative).
 pub fn verdict(o: &Outcome, label: Option<Label>) -> (Verdict, Option<i64>) {
-    let fired = o.first();
+    verdict_at(o.first().map(|d| d.turn), label)
+}
+
+/// [`verdict`] from the turn of the first detection, if any.
+pub fn verdict_at(fired: Option<u32>, label: Option<Label>) -> (Verdict, Option<i64>) {
     match (label, fired) {
         (None, Some(_)) => (Verdict::Unlabeled, None),
         (None, None) => (Verdict::Quiet, None),
-        (Some(l), Some(d)) if l.is_loop => {
-            let ttd = l.onset_turn.map(|on| d.turn as i64 - on as i64 + 1);
-            let early = l.onset_turn.is_some_and(|on| d.turn < on);
+        (Some(l), Some(turn)) if l.is_loop => {
+            let ttd = l.onset_turn.map(|on| turn as i64 - on as i64 + 1);
+            let early = l.onset_turn.is_some_and(|on| turn < on);
             (
                 if early {
                     Verdict::Early
@@ -243,14 +248,33 @@ impl Scores {
 
 /// Score one configuration's outcomes (in corpus session order).
 pub fn score(outcomes: &[Outcome], corpus: &Corpus, labels: &Labels) -> Scores {
+    let hits: Vec<Option<Hit>> = outcomes.iter().map(|o| Hit::from_outcome(0, o)).collect();
+    let view: Vec<Option<&Hit>> = hits.iter().map(Option::as_ref).collect();
+    score_hits(&view, |i| {
+        (
+            corpus.sessions[i].turns,
+            labels.by_session.get(i).copied().flatten(),
+        )
+    })
+}
+
+/// Score one configuration from what it did on each session (`None`: nothing
+/// happened); `session(i)` gives session i's turns and label. The one place
+/// scores are computed, for replays and for loaded or merged results alike.
+pub fn score_hits(
+    hits: &[Option<&Hit>],
+    session: impl Fn(usize) -> (u32, Option<Label>),
+) -> Scores {
     let mut s = Scores {
-        sessions: corpus.sessions.len(),
+        sessions: hits.len(),
         ..Default::default()
     };
+    let none = Hit::default();
     let mut clean_turns = 0u64;
-    for (i, o) in outcomes.iter().enumerate() {
-        let label = labels.by_session.get(i).copied().flatten();
-        let (v, ttd) = verdict(o, label);
+    for (i, h) in hits.iter().enumerate() {
+        let o = h.unwrap_or(&none);
+        let (turns, label) = session(i);
+        let (v, ttd) = verdict_at(o.turn(), label);
         match v {
             Verdict::TruePositive => s.true_positives += 1,
             Verdict::Early => {
@@ -272,18 +296,18 @@ pub fn score(outcomes: &[Outcome], corpus: &Corpus, labels: &Labels) -> Scores {
             }
             Some(_) => {
                 s.labeled_clean += 1;
-                clean_turns += corpus.sessions[i].turns as u64;
+                clean_turns += turns as u64;
                 s.tokens_lost_on_clean += o.tokens_after_stop;
             }
             None => {}
         }
-        if let Some(d) = o.first() {
+        if let Some(d) = &o.first {
             s.detections += 1;
-            *s.kinds.entry(d.kind.to_string()).or_default() += 1;
+            *s.kinds.entry(d.kind.clone()).or_default() += 1;
         }
         s.judge_checks_due += o.judge_due as u64;
         s.judge_checks_no_verdict += o.judge_no_verdict as u64;
-        if o.stop.is_some() {
+        if o.stop_turn.is_some() {
             s.stops += 1;
         }
         s.warnings += o.warnings as u64;
@@ -375,6 +399,17 @@ impl std::str::FromStr for Objective {
                 Some(Ok(n)) => Ok(Objective::MaxFalsePositives(n)),
                 _ => Err(format!("unknown objective `{s}` (default, f1, max-fp=N)")),
             },
+        }
+    }
+}
+
+impl std::fmt::Display for Objective {
+    /// The rule as `--objective` takes it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Objective::Default => write!(f, "default"),
+            Objective::F1 => write!(f, "f1"),
+            Objective::MaxFalsePositives(n) => write!(f, "max-fp={n}"),
         }
     }
 }

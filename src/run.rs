@@ -187,6 +187,18 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         };
         let gate_results: Vec<crate::gates::GateResult> =
             gates.iter().map(|g| g.check(&scores[chosen])).collect();
+        let sessions: Vec<crate::result::SessionRecord> = corpus
+            .sessions
+            .iter()
+            .zip(&labels.by_session)
+            .map(|(s, l)| crate::result::SessionRecord::of(s, *l))
+            .collect();
+        let hits: Vec<Option<crate::result::Hit>> = result.outcomes[chosen]
+            .iter()
+            .enumerate()
+            .map(|(i, o)| crate::result::Hit::from_outcome(i as u32, o))
+            .collect();
+        let hit_view: Vec<Option<&crate::result::Hit>> = hits.iter().map(Option::as_ref).collect();
         let view = crate::report::ci::CiView {
             title: "replay".into(),
             labels: result.configs.iter().map(|c| c.profile.clone()).collect(),
@@ -194,9 +206,9 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             chosen,
             recommended: None,
             gates: &gate_results,
-            corpus: &corpus,
+            sessions: &sessions,
             session_labels: &labels,
-            outcomes: &result.outcomes[chosen],
+            hits: &hit_view,
         };
         let mut written = Vec::new();
         let mut err = std::io::stderr();
@@ -323,6 +335,8 @@ pub struct SweepRequest {
     pub out: Option<PathBuf>,
     /// How to choose (objective, baseline, folds, seed, unions, gate configuration, jobs).
     pub options: crate::sweep::SweepOptions,
+    /// Replay only this shard's sessions (`--shard I/N`).
+    pub shard: Option<crate::result::Shard>,
     /// CI outputs.
     pub ci: CiArgs,
     /// No progress bar.
@@ -367,6 +381,51 @@ fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// The files of a sweep's output folder, named in one place.
+pub struct OutputFiles {
+    /// `sweep.csv`.
+    pub sweep_csv: PathBuf,
+    /// `detections.csv`.
+    pub detections_csv: PathBuf,
+    /// `summary.json`: the result as data.
+    pub summary_json: PathBuf,
+    /// `report.html`.
+    pub report_html: PathBuf,
+}
+
+impl OutputFiles {
+    /// The files of folder `dir`.
+    pub fn of(dir: &std::path::Path) -> OutputFiles {
+        OutputFiles {
+            sweep_csv: dir.join("sweep.csv"),
+            detections_csv: dir.join("detections.csv"),
+            summary_json: dir.join("summary.json"),
+            report_html: dir.join("report.html"),
+        }
+    }
+
+    /// Every file, in writing order.
+    pub fn all(&self) -> [&PathBuf; 4] {
+        [
+            &self.sweep_csv,
+            &self.detections_csv,
+            &self.summary_json,
+            &self.report_html,
+        ]
+    }
+}
+
+/// Refuse an `--out` that is a file.
+fn check_out_dir(out_dir: &std::path::Path) -> Result<()> {
+    if out_dir.is_file() {
+        return Err(Error::Usage(format!(
+            "--out {}: is a file, not a folder",
+            out_dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Run `looptune sweep`: results (the summary table, the files written) go to
 /// `out`, progress and warnings to `err`. Returns the exit code.
 pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
@@ -383,23 +442,13 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     if let Some(c) = &opts.chosen {
         crate::sweep::find_variant(&grid, c)?;
     }
-    crate::sweep::find_baseline(&grid, opts.baseline.as_deref())?;
+    crate::sweep::find_baseline(&crate::sweep::grid_record(&grid), opts.baseline.as_deref())?;
     let out_dir = req.out.clone().unwrap_or_else(|| {
         PathBuf::from("reports").join(format!("sweep-{}", sanitize(&grid.name)))
     });
-    if out_dir.is_file() {
-        return Err(Error::Usage(format!(
-            "--out {}: is a file, not a folder",
-            out_dir.display()
-        )));
-    }
-    let files = [
-        out_dir.join("sweep.csv"),
-        out_dir.join("detections.csv"),
-        out_dir.join("summary.json"),
-        out_dir.join("report.html"),
-    ];
-    let mut outputs: Vec<PathBuf> = files.to_vec();
+    check_out_dir(&out_dir)?;
+    let files = OutputFiles::of(&out_dir);
+    let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
     outputs.extend(req.ci.markdown.clone());
     outputs.extend(req.ci.junit.clone());
     let mut protected = req.paths.clone();
@@ -422,28 +471,50 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         g.needs_labels(loops + clean)?;
     }
     let progress = crate::progress::for_stderr(req.quiet, "sweeping");
-    let result = crate::sweep::run_sweep(&corpus, grid, labels, opts, progress.as_ref())?;
+    let mut record =
+        crate::sweep::run_sweep(&corpus, grid, labels, opts, req.shard, progress.as_ref())?;
     progress.finish();
-    let wall = started.elapsed().as_millis();
+    record.wall_time_ms = started.elapsed().as_millis() as u64;
+    release(corpus);
+    let result = crate::sweep::analyze(record)?;
+    let code = finish_sweep(&result, &out_dir, &req.ci, &gates, out, err)?;
+    release(result);
+    Ok(code)
+}
 
-    std::fs::create_dir_all(&out_dir).map_err(|e| Error::io(&out_dir, e))?;
+/// Write every output of an analysed result, print the summary and the gates.
+fn finish_sweep(
+    result: &crate::sweep::SweepResult,
+    out_dir: &std::path::Path,
+    ci: &CiArgs,
+    gates: &[crate::gates::Gate],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32> {
+    let files = OutputFiles::of(out_dir);
+    std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
     let write = |p: &PathBuf, bytes: &[u8]| {
         crate::report::write_atomic(p, bytes).map_err(|e| Error::io(p, e))
     };
-    write(&files[0], &crate::report::csv_out::sweep_csv(&result))?;
+    write(&files.sweep_csv, &crate::report::csv_out::sweep_csv(result))?;
     write(
-        &files[1],
-        &crate::report::csv_out::detections_csv(&result, &corpus),
+        &files.detections_csv,
+        &crate::report::csv_out::detections_csv(result),
     )?;
-    let summary = crate::report::summary::summary_json(&result, &corpus, wall);
+    let summary = crate::report::summary::summary_json(result);
     write(
-        &files[2],
+        &files.summary_json,
         &serde_json::to_vec_pretty(&summary).expect("serialisable"),
     )?;
-    let mut written = vec![files[0].clone(), files[1].clone(), files[2].clone()];
+    let mut written = vec![
+        files.sweep_csv.clone(),
+        files.detections_csv.clone(),
+        files.summary_json.clone(),
+    ];
 
     let mut report_failed = false;
-    match crate::report::html::write_report_dir(&out_dir) {
+    let data = crate::report::model::ReportData::from_result(result);
+    match crate::report::html::write_report(&data, &files.report_html) {
         Ok(p) => written.push(p),
         Err(e) => {
             report_failed = true;
@@ -453,42 +524,80 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let chosen = &result.scores[result.chosen];
     let gate_results: Vec<crate::gates::GateResult> =
         gates.iter().map(|g| g.check(chosen)).collect();
+    let rec = &result.record;
+    let session_labels = crate::labels::Labels {
+        by_session: rec.sessions.iter().map(|s| s.label()).collect(),
+        ..Default::default()
+    };
     let view = crate::report::ci::CiView {
-        title: format!("sweep {}", result.grid.name),
-        labels: result
-            .grid
-            .variants
-            .iter()
-            .map(|v| v.label.clone())
-            .collect(),
+        title: format!("sweep {}", rec.grid.name),
+        labels: rec.grid.configs.iter().map(|v| v.label.clone()).collect(),
         scores: &result.scores,
         chosen: result.chosen,
         recommended: result.recommended,
         gates: &gate_results,
-        corpus: &corpus,
-        session_labels: &result.labels,
-        outcomes: &result.replay.outcomes[result.chosen],
+        sessions: &rec.sessions,
+        session_labels: &session_labels,
+        hits: &result.dense(result.chosen),
     };
-    report_failed |= write_ci(&req.ci, &view, &mut written, err);
+    report_failed |= write_ci(ci, &view, &mut written, err);
 
     let io = |e| Error::io("<stdout>", e);
-    crate::report::text::sweep_summary(&result, out).map_err(io)?;
+    crate::report::text::sweep_summary(result, out).map_err(io)?;
     writeln!(
         out,
-        "\n{} configurations x {} sessions ({} distinct checks) in {:.1}s",
-        result.grid.variants.len(),
-        corpus.sessions.len(),
-        result.replay.distinct_checks,
-        wall as f64 / 1000.0
+        "\n{} configurations x {} sessions in {:.1}s{}",
+        rec.grid.configs.len(),
+        rec.sessions.len(),
+        rec.wall_time_ms as f64 / 1000.0,
+        match rec.shard {
+            Some(s) => format!(
+                " (shard {}/{}: merge the parts with `looptune merge`)",
+                s.index, s.count
+            ),
+            None => String::new(),
+        }
     )
     .map_err(io)?;
     writeln!(out, "wrote:").map_err(io)?;
     for p in &written {
         writeln!(out, "  {}", p.display()).map_err(io)?;
     }
-    let code = finish_gates(&gate_results, report_failed, err);
-    release((corpus, result));
-    Ok(code)
+    Ok(finish_gates(&gate_results, report_failed, err))
+}
+
+/// `looptune merge`: combine the results of shards into the full outputs.
+pub fn merge_command(
+    parts: &[PathBuf],
+    out_dir: &std::path::Path,
+    ci: &CiArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32> {
+    let gates: Vec<crate::gates::Gate> = ci
+        .requires
+        .iter()
+        .map(|g| crate::gates::Gate::parse(g))
+        .collect::<Result<_>>()?;
+    check_out_dir(out_dir)?;
+    let records: Vec<crate::result::SweepRecord> = parts
+        .iter()
+        .map(|p| crate::result::SweepRecord::load(p))
+        .collect::<Result<_>>()?;
+    let files = OutputFiles::of(out_dir);
+    let mut inputs: Vec<PathBuf> = parts.to_vec();
+    inputs.extend(parts.iter().map(|p| OutputFiles::of(p).summary_json));
+    guard_outputs(
+        &files.all().into_iter().cloned().collect::<Vec<_>>(),
+        &inputs,
+    )?;
+    let record = crate::result::SweepRecord::merge(records)?;
+    let labelled = record.sessions.iter().filter(|s| s.label.is_some()).count();
+    for g in &gates {
+        g.needs_labels(labelled)?;
+    }
+    let result = crate::sweep::analyze(record)?;
+    finish_sweep(&result, out_dir, ci, &gates, out, err)
 }
 
 /// Write the Markdown and JUnit outputs; true when one failed.

@@ -12,7 +12,8 @@ use crate::labels::Labels;
 use crate::metrics::{self, Objective, Scores};
 use crate::progress::Progress;
 use crate::recommend::{self, CrossValidation, Hits, Labelled, Tally};
-use crate::replay::{replay, Outcome, Replay, ReplayOptions};
+use crate::replay::{replay, ReplayOptions};
+use crate::result::{ConfigRecord, GridRecord, Hit, OptionsRecord, Shard, SweepRecord};
 use crate::stats;
 use std::collections::BTreeMap;
 
@@ -55,6 +56,35 @@ impl Default for SweepOptions {
     }
 }
 
+impl SweepOptions {
+    /// The options as a result records them.
+    pub fn record(&self) -> OptionsRecord {
+        OptionsRecord {
+            objective: self.objective.to_string(),
+            baseline: self.baseline.clone(),
+            across_families: self.across_families,
+            folds: self.folds,
+            seed: self.seed,
+            combine: self.combine,
+            chosen: self.chosen.clone(),
+        }
+    }
+
+    /// Options from a loaded result (`jobs` is not part of a result).
+    pub fn from_record(r: &OptionsRecord) -> Result<SweepOptions> {
+        Ok(SweepOptions {
+            objective: r.objective.parse().map_err(Error::Usage)?,
+            baseline: r.baseline.clone(),
+            across_families: r.across_families,
+            folds: r.folds,
+            seed: r.seed,
+            combine: r.combine,
+            chosen: r.chosen.clone(),
+            jobs: 0,
+        })
+    }
+}
+
 /// A union of configurations as its own result row.
 #[derive(Debug, Clone)]
 pub struct UnionRow {
@@ -64,8 +94,8 @@ pub struct UnionRow {
     pub label: String,
     /// Member configurations (grid indices), in the order they were added.
     pub members: Vec<usize>,
-    /// Per session (corpus order): the outcome of the member that fired first.
-    pub outcomes: Vec<Outcome>,
+    /// Per session: what the member that fired first did.
+    pub hits: Vec<Option<Hit>>,
     /// Scores of those outcomes.
     pub scores: Scores,
     /// The union search, cross-validated.
@@ -83,7 +113,7 @@ pub struct Advice {
     pub across_families: bool,
     /// The best configuration of every family other than the baseline's,
     /// under the same rule (`None`: nothing in that family meets it).
-    pub family_best: Vec<(&'static str, Option<usize>)>,
+    pub family_best: Vec<(String, Option<usize>)>,
     /// The choosing procedure, cross-validated.
     pub cross_validation: Option<CrossValidation>,
     /// Why there is no cross-validation.
@@ -99,15 +129,11 @@ pub struct Advice {
     pub seed: u64,
 }
 
-/// Everything a sweep computed; what the writers read.
+/// A result and everything derived from it; what the writers render.
 #[derive(Debug)]
 pub struct SweepResult {
-    /// The grid.
-    pub grid: Grid,
-    /// Labels resolved for the corpus.
-    pub labels: Labels,
-    /// Outcomes per configuration and session.
-    pub replay: Replay,
+    /// The result as data.
+    pub record: SweepRecord,
     /// Scores per configuration (grid order).
     pub scores: Vec<Scores>,
     /// Configurations on the Pareto front.
@@ -125,19 +151,29 @@ pub struct SweepResult {
 }
 
 impl SweepResult {
+    /// Configuration i.
+    pub fn config(&self, i: usize) -> &ConfigRecord {
+        &self.record.grid.configs[i]
+    }
+
     /// Label of configuration i.
     pub fn label(&self, i: usize) -> &str {
-        &self.grid.variants[i].label
+        &self.record.grid.configs[i].label
+    }
+
+    /// Configuration i's hits, one entry per session.
+    pub fn dense(&self, i: usize) -> Vec<Option<&Hit>> {
+        self.record.outcomes[i].dense(self.record.sessions.len())
     }
 }
 
 /// Find the baseline: a stock configuration of `profile` (default: the grid's base profile).
-pub fn find_baseline(grid: &Grid, profile: Option<&str>) -> Result<usize> {
+pub fn find_baseline(grid: &GridRecord, profile: Option<&str>) -> Result<usize> {
     let name = profile.unwrap_or(&grid.base_profile);
     if let Some(i) = grid
-        .variants
+        .configs
         .iter()
-        .position(|v| v.stock && v.config.profile == name)
+        .position(|v| v.stock && v.profile == name)
     {
         return Ok(i);
     }
@@ -153,22 +189,87 @@ pub fn find_baseline(grid: &Grid, profile: Option<&str>) -> Result<usize> {
     }
 }
 
-/// Run a sweep.
+/// The grid as a result records it.
+pub fn grid_record(grid: &Grid) -> GridRecord {
+    let text = |v: &crate::detect::ParamValue| match v {
+        crate::detect::ParamValue::Float(f) => crate::report::fixed(*f),
+        other => other.to_string(),
+    };
+    GridRecord {
+        name: grid.name.clone(),
+        base_profile: grid.base_profile.clone(),
+        axes: grid.axes.clone(),
+        source: grid.source.clone(),
+        param_columns: param_columns(grid).iter().map(|s| s.to_string()).collect(),
+        configs: grid
+            .variants
+            .iter()
+            .map(|v| ConfigRecord {
+                id: v.id.clone(),
+                label: v.label.clone(),
+                family: v.config.family.to_string(),
+                profile: v.config.profile.clone(),
+                stock: v.stock,
+                params: v
+                    .config
+                    .params
+                    .0
+                    .iter()
+                    .map(|(k, x)| (k.clone(), text(x)))
+                    .collect(),
+                overrides: v
+                    .overrides
+                    .iter()
+                    .map(|(k, x)| (k.clone(), text(x)))
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Replay a grid over a corpus (only the sessions `shard` owns, if given)
+/// and record the result.
 pub fn run_sweep(
     corpus: &Corpus,
     grid: Grid,
     labels: Labels,
     opts: &SweepOptions,
+    shard: Option<Shard>,
     progress: &dyn Progress,
-) -> Result<SweepResult> {
-    let baseline = find_baseline(&grid, opts.baseline.as_deref())?;
-    let chosen = match &opts.chosen {
-        None => baseline,
-        Some(c) => find_variant(&grid, c)?,
+) -> Result<SweepRecord> {
+    let record_grid = grid_record(&grid);
+    find_baseline(&record_grid, opts.baseline.as_deref())?;
+    if let Some(c) = &opts.chosen {
+        find_variant(&grid, c)?;
+    }
+    let (corpus, labels) = match shard {
+        None => (std::borrow::Cow::Borrowed(corpus), labels),
+        Some(sh) => {
+            let keep: Vec<bool> = corpus.sessions.iter().map(|s| sh.owns(&s.id)).collect();
+            let mut part = Corpus {
+                files: corpus.files.clone(),
+                skipped: corpus.skipped.clone(),
+                sessions: Vec::new(),
+            };
+            let mut by_session = Vec::new();
+            for (i, s) in corpus.sessions.iter().enumerate() {
+                if keep[i] {
+                    part.sessions.push(s.clone());
+                    by_session.push(labels.by_session[i]);
+                }
+            }
+            (
+                std::borrow::Cow::Owned(part),
+                Labels {
+                    by_session,
+                    ..labels
+                },
+            )
+        }
     };
     let configs = grid.variants.iter().map(|v| v.config.clone()).collect();
-    let replay = replay(
-        corpus,
+    let replayed = replay(
+        &corpus,
         configs,
         &ReplayOptions {
             jobs: opts.jobs,
@@ -176,16 +277,38 @@ pub fn run_sweep(
         },
         progress,
     )?;
-    let scores: Vec<Scores> = replay
+    Ok(SweepRecord::build(
+        record_grid,
+        opts.record(),
+        shard,
+        &corpus,
+        &labels,
+        &replayed.outcomes,
+    ))
+}
+
+/// Derive scores, the Pareto front and the recommendation from a result.
+pub fn analyze(record: SweepRecord) -> Result<SweepResult> {
+    let opts = SweepOptions::from_record(&record.options)?;
+    let baseline = find_baseline(&record.grid, opts.baseline.as_deref())?;
+    let chosen = match &opts.chosen {
+        None => baseline,
+        Some(c) => find_config(&record.grid, c)?,
+    };
+    let sessions: Vec<(u32, Option<crate::event::Label>)> = record
+        .sessions
+        .iter()
+        .map(|s| (s.turns, s.label()))
+        .collect();
+    let n = record.sessions.len();
+    let scores: Vec<Scores> = record
         .outcomes
         .iter()
-        .map(|o| metrics::score(o, corpus, &labels))
+        .map(|c| metrics::score_hits(&c.dense(n), |i| sessions[i]))
         .collect();
     let pareto = metrics::pareto(&scores);
     let mut result = SweepResult {
-        grid,
-        labels,
-        replay,
+        record,
         scores,
         pareto,
         recommended: None,
@@ -194,29 +317,29 @@ pub fn run_sweep(
         objective: opts.objective.clone(),
         advice: Advice::default(),
     };
-    let (recommended, advice) = advise(&result, corpus, opts);
+    let (recommended, advice) = advise(&result, &opts);
     result.recommended = recommended;
     result.advice = advice;
     Ok(result)
 }
 
 /// How many parameter values `cfg` changes from `reference`.
-fn distance(cfg: &DetectorConfig, reference: &DetectorConfig) -> usize {
-    cfg.params
-        .0
-        .iter()
-        .filter(|(k, v)| reference.params.0.get(*k) != Some(v))
+fn distance(cfg: &BTreeMap<String, String>, reference: &BTreeMap<String, String>) -> usize {
+    cfg.iter()
+        .filter(|(k, v)| reference.get(*k) != Some(v))
         .count()
 }
 
 /// The recommendation, its qualifications, and the union.
-fn advise(r: &SweepResult, corpus: &Corpus, opts: &SweepOptions) -> (Option<usize>, Advice) {
+fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     let mut advice = Advice {
         across_families: opts.across_families,
         seed: opts.seed,
         ..Default::default()
     };
-    let labelled = Labelled::from_labels(&r.labels.by_session);
+    let by_session: Vec<Option<crate::event::Label>> =
+        r.record.sessions.iter().map(|s| s.label()).collect();
+    let labelled = Labelled::from_labels(&by_session);
     let (loops, clean) = labelled.counts();
     if labelled.is_empty() {
         advice.reason = Some(
@@ -238,32 +361,43 @@ fn advise(r: &SweepResult, corpus: &Corpus, opts: &SweepOptions) -> (Option<usiz
         ));
     }
 
-    let variants = &r.grid.variants;
-    let n = variants.len();
-    let baseline_cfg = &variants[r.baseline].config;
-    let family: Vec<&'static str> = variants.iter().map(|v| v.config.family).collect();
-    // Distance from the baseline in its family, from the family's default profile elsewhere.
-    let defaults: BTreeMap<&str, DetectorConfig> = family
+    let configs = &r.record.grid.configs;
+    let n = configs.len();
+    let baseline_cfg = &configs[r.baseline];
+    let family: Vec<&str> = configs.iter().map(|v| v.family.as_str()).collect();
+    // Distance from the baseline in its family, from the family's default
+    // profile elsewhere (its first stock configuration when the registry
+    // does not know it).
+    let mut defaults: BTreeMap<&str, BTreeMap<String, String>> = BTreeMap::new();
+    for c in configs
         .iter()
-        .filter(|f| **f != baseline_cfg.family)
-        .filter_map(|f| Some((*f, DetectorConfig::resolve(Some(f), None, &[]).ok()?)))
-        .collect();
-    let dist: Vec<usize> = variants
+        .filter(|c| c.stock && c.family != baseline_cfg.family)
+    {
+        let default_profile = DetectorConfig::resolve(Some(&c.family), None, &[])
+            .ok()
+            .map(|d| d.profile);
+        let is_default = default_profile.as_deref().is_none_or(|p| p == c.profile);
+        if is_default && !defaults.contains_key(c.family.as_str()) {
+            defaults.insert(&c.family, c.params.clone());
+        }
+    }
+    let dist: Vec<usize> = configs
         .iter()
-        .map(|v| match defaults.get(v.config.family) {
-            Some(d) => distance(&v.config, d),
-            None => distance(&v.config, baseline_cfg),
+        .map(|v| match defaults.get(v.family.as_str()) {
+            Some(d) => distance(&v.params, d),
+            None => distance(&v.params, &baseline_cfg.params),
         })
         .collect();
     let hits: Hits = r
-        .replay
+        .record
         .outcomes
         .iter()
-        .map(|o| {
+        .map(|c| {
+            let dense = c.dense(r.record.sessions.len());
             labelled
                 .session
                 .iter()
-                .map(|&s| o[s].first().map(|d| d.turn))
+                .map(|&s| dense[s].and_then(Hit::turn))
                 .collect()
         })
         .collect();
@@ -300,7 +434,7 @@ fn advise(r: &SweepResult, corpus: &Corpus, opts: &SweepOptions) -> (Option<usiz
         .iter()
         .map(|h| recommend::tally(&labelled, h, |_| true))
         .collect();
-    let mut seen: Vec<&'static str> = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
     for &f in &family {
         if (f == baseline_cfg.family && !opts.across_families) || seen.contains(&f) {
             continue;
@@ -308,7 +442,7 @@ fn advise(r: &SweepResult, corpus: &Corpus, opts: &SweepOptions) -> (Option<usiz
         seen.push(f);
         let members: Vec<usize> = (0..n).filter(|&c| family[c] == f).collect();
         let best = recommend::pick(&members, &all_tallies, &dist, objective, &all_tallies[base]);
-        advice.family_best.push((f, best));
+        advice.family_best.push((f.to_string(), best));
     }
 
     match recommend::fold_count(opts.folds, &labelled) {
@@ -348,7 +482,7 @@ fn advise(r: &SweepResult, corpus: &Corpus, opts: &SweepOptions) -> (Option<usiz
             if members.len() >= 2 {
                 let cv = recommend::fold_count(opts.folds, &labelled)
                     .map(|k| recommend::cross_validate(&labelled, k, opts.seed, &choose_union));
-                advice.union = Some(union_row(r, corpus, members, cv));
+                advice.union = Some(union_row(r, members, cv));
             }
         }
     }
@@ -368,47 +502,64 @@ fn advise(r: &SweepResult, corpus: &Corpus, opts: &SweepOptions) -> (Option<usiz
     (recommended, advice)
 }
 
-/// Build a union's row: per session, the outcome of the member that fired
-/// first (earliest turn, then earliest event, then the first member).
+/// Build a union's row: per session, what the member that fired first did
+/// (earliest turn, then earliest event, then the first member).
 fn union_row(
     r: &SweepResult,
-    corpus: &Corpus,
     members: Vec<usize>,
     cross_validation: Option<CrossValidation>,
 ) -> UnionRow {
-    let outcomes: Vec<Outcome> = (0..corpus.sessions.len())
+    let dense: Vec<Vec<Option<&Hit>>> = members.iter().map(|&m| r.dense(m)).collect();
+    let hits: Vec<Option<Hit>> = (0..r.record.sessions.len())
         .map(|s| {
-            members
+            dense
                 .iter()
-                .map(|&m| &r.replay.outcomes[m][s])
-                .filter(|o| o.first().is_some())
-                .min_by_key(|o| {
-                    let d = o.first().expect("filtered");
+                .filter_map(|d| d[s])
+                .filter(|h| h.first.is_some())
+                .min_by_key(|h| {
+                    let d = h.first.as_ref().expect("filtered");
                     (d.turn, d.event)
                 })
                 .cloned()
-                .unwrap_or_default()
         })
         .collect();
-    let scores = metrics::score(&outcomes, corpus, &r.labels);
-    let ids: Vec<&str> = members
-        .iter()
-        .map(|&m| r.grid.variants[m].id.as_str())
-        .collect();
+    let view: Vec<Option<&Hit>> = hits.iter().map(Option::as_ref).collect();
+    let scores = metrics::score_hits(&view, |i| {
+        let s = &r.record.sessions[i];
+        (s.turns, s.label())
+    });
+    let ids: Vec<&str> = members.iter().map(|&m| r.config(m).id.as_str()).collect();
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(ids.join("|").as_bytes());
     UnionRow {
         id: format!("u{}", &crate::input::hex(&digest)[..10]),
         label: members
             .iter()
-            .map(|&m| r.grid.variants[m].label.as_str())
+            .map(|&m| r.label(m))
             .collect::<Vec<_>>()
             .join(" | "),
         members,
-        outcomes,
+        hits,
         scores,
         cross_validation,
     }
+}
+
+/// Find a configuration of a recorded grid by id, exact label or stock profile name.
+pub fn find_config(grid: &GridRecord, key: &str) -> Result<usize> {
+    grid.configs
+        .iter()
+        .position(|v| v.id == key || v.label == key)
+        .or_else(|| {
+            grid.configs
+                .iter()
+                .position(|v| v.stock && v.profile == key)
+        })
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--config `{key}`: no configuration of the grid has this id, label or profile"
+            ))
+        })
 }
 
 /// Find a configuration by id, exact label or stock profile name.

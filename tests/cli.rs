@@ -623,3 +623,112 @@ fn recommendation_stays_in_the_baselines_family_with_intervals_and_a_union_row()
     assert!(html.contains("data-chart=\"intervals\""));
     assert!(html.contains("out of sample"));
 }
+
+/// Run a sweep of the fixtures into `out` with extra arguments.
+fn sweep_with(out: &Path, extra: &[&str]) -> std::process::Output {
+    looptune()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/sessions",
+            "--labels",
+            "fixtures/labels.csv",
+            "--quiet",
+            "--combine",
+            "2",
+        ])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// summary.json without its wall time.
+fn summary_without_time(dir: &Path) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("wall_time_ms");
+    v
+}
+
+#[test]
+fn four_shards_and_a_merge_give_the_bytes_of_one_run() {
+    let d = tempfile::tempdir().unwrap();
+    let one = d.path().join("one");
+    assert_eq!(sweep_with(&one, &[]).status.code(), Some(0));
+    let mut parts = Vec::new();
+    let mut sessions = 0;
+    for i in 1..=4 {
+        let p = d.path().join(format!("part{i}"));
+        let r = sweep_with(&p, &["--shard", &format!("{i}/4")]);
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        sessions += summary_without_time(&p)["sessions"]
+            .as_array()
+            .unwrap()
+            .len();
+        parts.push(p);
+    }
+    assert_eq!(sessions, 16, "every session in exactly one shard");
+    let merged = d.path().join("merged");
+    let m = looptune()
+        .arg("merge")
+        .args(&parts)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(
+        m.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&m.stderr)
+    );
+    for f in ["sweep.csv", "detections.csv"] {
+        assert_eq!(
+            std::fs::read(one.join(f)).unwrap(),
+            std::fs::read(merged.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    assert_eq!(summary_without_time(&one), summary_without_time(&merged));
+    // A missing or repeated part is refused.
+    let r = looptune()
+        .arg("merge")
+        .args(&parts[..3])
+        .arg("--out")
+        .arg(d.path().join("x"))
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("shard 4/4 missing"));
+    let r = looptune()
+        .arg("merge")
+        .args(&parts)
+        .arg(&parts[0])
+        .arg("--out")
+        .arg(d.path().join("y"))
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    // `report DIR` rebuilds the page from summary.json alone.
+    std::fs::remove_file(merged.join("sweep.csv")).unwrap();
+    let before = std::fs::read_to_string(merged.join("report.html")).unwrap();
+    std::fs::remove_file(merged.join("report.html")).unwrap();
+    let r = looptune().arg("report").arg(&merged).output().unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert_eq!(
+        before,
+        std::fs::read_to_string(merged.join("report.html")).unwrap()
+    );
+}

@@ -2,11 +2,10 @@
 //! XML with one test case per labeled session for the chosen configuration.
 
 use super::fixed;
-use crate::event::Corpus;
 use crate::gates::GateResult;
 use crate::labels::Labels;
-use crate::metrics::{verdict, Scores, Verdict};
-use crate::replay::Outcome;
+use crate::metrics::{verdict_at, Scores, Verdict};
+use crate::result::{Hit, SessionRecord};
 
 /// What the CI writers read.
 pub struct CiView<'a> {
@@ -22,12 +21,12 @@ pub struct CiView<'a> {
     pub recommended: Option<usize>,
     /// Gate results on the chosen configuration.
     pub gates: &'a [GateResult],
-    /// The corpus.
-    pub corpus: &'a Corpus,
+    /// The sessions.
+    pub sessions: &'a [SessionRecord],
     /// Labels.
     pub session_labels: &'a Labels,
-    /// The chosen configuration's outcomes, in session order.
-    pub outcomes: &'a [Outcome],
+    /// What the chosen configuration did, one entry per session.
+    pub hits: &'a [Option<&'a Hit>],
 }
 
 const ROWS: &[(&str, &str)] = &[
@@ -59,12 +58,12 @@ pub fn markdown(v: &CiView) -> String {
     out.push_str(&format!("## looptune: {}\n\n", md_escape(&v.title)));
     out.push_str(&format!(
         "{} sessions ({} loop, {} clean, {} unlabeled), {} turns, {} events.\n\n",
-        v.corpus.sessions.len(),
+        v.sessions.len(),
         loops,
         clean,
-        v.corpus.sessions.len() - loops - clean,
-        v.corpus.turns(),
-        v.corpus.events()
+        v.sessions.len() - loops - clean,
+        v.sessions.iter().map(|s| s.turns as u64).sum::<u64>(),
+        v.sessions.iter().map(|s| s.events as u64).sum::<u64>()
     ));
     let mut cols = vec![v.chosen];
     if let Some(r) = v.recommended {
@@ -102,17 +101,19 @@ pub fn markdown(v: &CiView) -> String {
         }
     }
     let problems: Vec<String> = v
-        .corpus
         .sessions
         .iter()
         .enumerate()
         .filter_map(|(i, s)| {
-            let (verd, _) = verdict(&v.outcomes[i], v.session_labels.by_session[i]);
+            let (verd, _) = verdict_at(
+                v.hits[i].and_then(Hit::turn),
+                v.session_labels.by_session[i],
+            );
             match verd {
                 Verdict::FalsePositive => Some(format!(
                     "- false positive: `{}` at turn {}",
                     md_code(&s.id),
-                    v.outcomes[i].first().map_or(0, |d| d.turn)
+                    v.hits[i].and_then(Hit::turn).unwrap_or(0)
                 )),
                 Verdict::Missed => Some(format!("- missed loop: `{}`", md_code(&s.id))),
                 _ => None,
@@ -148,18 +149,18 @@ fn md_code(s: &str) -> String {
 pub fn junit(v: &CiView) -> String {
     let mut cases = String::new();
     let (mut tests, mut failures) = (0, 0);
-    for (i, s) in v.corpus.sessions.iter().enumerate() {
+    for (i, s) in v.sessions.iter().enumerate() {
         let Some(label) = v.session_labels.by_session[i] else {
             continue;
         };
         tests += 1;
-        let o = &v.outcomes[i];
-        let (verd, ttd) = verdict(o, Some(label));
+        let first = v.hits[i].and_then(|h| h.first.as_ref());
+        let (verd, ttd) = verdict_at(first.map(|d| d.turn), Some(label));
         let name = xml(&s.id);
         let class = xml(&v.labels[v.chosen]);
         let failure = match verd {
             Verdict::FalsePositive => {
-                let d = o.first().expect("fired");
+                let d = first.expect("fired");
                 Some(format!(
                     "fired on a clean session: {} at turn {}, event {}: {}",
                     d.kind, d.turn, d.event, d.detail

@@ -4,9 +4,8 @@
 //! for spreadsheets.
 
 use super::{fixed, safe_cell};
-use crate::event::Corpus;
-use crate::metrics::{verdict, SCORE_NAMES};
-use crate::sweep::{param_columns, SweepResult};
+use crate::metrics::{verdict_at, SCORE_NAMES};
+use crate::sweep::SweepResult;
 
 fn opt(x: Option<f64>) -> String {
     x.map(fixed).unwrap_or_default()
@@ -46,29 +45,24 @@ fn score_cells(s: &crate::metrics::Scores) -> Vec<String> {
 /// `sweep.csv`: one row per configuration, then the union (`--combine`) as
 /// family `any` with no parameter values.
 pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
-    let params = param_columns(&r.grid);
+    let params = &r.record.grid.param_columns;
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<&str> = vec!["config", "label", "family", "profile"];
-    header.extend(params.iter().copied());
+    header.extend(params.iter().map(String::as_str));
     header.extend(score_header());
     w.write_record(&header).expect("in-memory write");
-    for (i, v) in r.grid.variants.iter().enumerate() {
+    for (i, v) in r.record.grid.configs.iter().enumerate() {
         let mut row: Vec<String> = vec![
             v.id.clone(),
             safe_cell(&v.label).into_owned(),
-            v.config.family.to_string(),
-            v.config.profile.clone(),
+            v.family.clone(),
+            v.profile.clone(),
         ];
-        for p in &params {
+        for p in params {
             row.push(
-                v.config
-                    .params
-                    .0
-                    .get(*p)
-                    .map(|x| match x {
-                        crate::detect::ParamValue::Float(f) => fixed(*f),
-                        other => safe_cell(&other.to_string()).into_owned(),
-                    })
+                v.params
+                    .get(p)
+                    .map(|x| safe_cell(x).into_owned())
                     .unwrap_or_default(),
             );
         }
@@ -94,7 +88,7 @@ pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
 }
 
 /// `detections.csv`: the scored (first) detection of each configuration on each session.
-pub fn detections_csv(r: &SweepResult, corpus: &Corpus) -> Vec<u8> {
+pub fn detections_csv(r: &SweepResult) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "config",
@@ -109,24 +103,29 @@ pub fn detections_csv(r: &SweepResult, corpus: &Corpus) -> Vec<u8> {
         "detail",
     ])
     .expect("in-memory write");
-    let rows = r
-        .grid
-        .variants
+    let union: Vec<&crate::result::Hit> = r
+        .advice
+        .union
         .iter()
-        .enumerate()
-        .map(|(ci, v)| (v.id.as_str(), &r.replay.outcomes[ci][..]))
+        .flat_map(|u| u.hits.iter().flatten())
+        .collect();
+    let rows = r
+        .record
+        .outcomes
+        .iter()
+        .map(|c| (c.config.as_str(), c.hits.iter().collect::<Vec<_>>()))
         .chain(
             r.advice
                 .union
                 .iter()
-                .map(|u| (u.id.as_str(), &u.outcomes[..])),
+                .map(|u| (u.id.as_str(), union.clone())),
         );
-    for (id, outcomes) in rows {
-        for (si, s) in corpus.sessions.iter().enumerate() {
-            let o = &outcomes[si];
-            let Some(d) = o.first() else { continue };
-            let label = r.labels.by_session[si];
-            let (verd, ttd) = verdict(o, label);
+    for (id, hits) in rows {
+        for o in hits {
+            let Some(d) = &o.first else { continue };
+            let s = &r.record.sessions[o.session as usize];
+            let label = s.label();
+            let (verd, ttd) = verdict_at(Some(d.turn), label);
             let label_str = match label {
                 Some(l) if l.is_loop => "loop",
                 Some(_) => "clean",
@@ -138,11 +137,11 @@ pub fn detections_csv(r: &SweepResult, corpus: &Corpus) -> Vec<u8> {
                 &safe_cell(&s.id),
                 &d.turn.to_string(),
                 &d.event.to_string(),
-                d.kind,
+                &d.kind,
                 label_str,
                 verd.as_str(),
                 &ttd.map(|t| t.to_string()).unwrap_or_default(),
-                &o.stop.map(|s| s.turn.to_string()).unwrap_or_default(),
+                &o.stop_turn.map(|t| t.to_string()).unwrap_or_default(),
                 &safe_cell(&detail),
             ])
             .expect("in-memory write");

@@ -20,15 +20,20 @@ const FONT_SANS: &[u8] = include_bytes!("assets/dejavu-sans-subset.woff2");
 const FONT_BOLD: &[u8] = include_bytes!("assets/dejavu-sans-bold-subset.woff2");
 const FONT_MONO: &[u8] = include_bytes!("assets/dejavu-sans-mono-subset.woff2");
 
-/// Build `DIR/report.html` from `DIR/summary.json` and `DIR/sweep.csv`.
+/// Rebuild `DIR/report.html` from the result saved in `DIR/summary.json`.
 pub fn write_report_dir(dir: &Path) -> Result<PathBuf> {
     let data = ReportData::load(dir)?;
-    let out = dir.join("report.html");
+    write_report(&data, &dir.join("report.html"))
+}
+
+/// Render the report of a result to `out`.
+pub fn write_report(data: &ReportData, out: &Path) -> Result<PathBuf> {
+    let out = out.to_path_buf();
     let report_err = |message: String| Error::Report {
         path: out.clone(),
         message,
     };
-    let html = render(&data).map_err(report_err)?;
+    let html = render(data).map_err(report_err)?;
     crate::report::write_atomic(&out, html.as_bytes()).map_err(|e| report_err(e.to_string()))?;
     Ok(out)
 }

@@ -392,21 +392,52 @@ pub struct ExcerptLine {
 }
 
 impl ReportData {
-    /// Read `DIR/summary.json` and `DIR/sweep.csv`.
+    /// The report's view of a result, in memory.
+    pub fn from_result(r: &crate::sweep::SweepResult) -> ReportData {
+        let value = crate::report::summary::summary_json(r);
+        let summary: Summary =
+            serde_json::from_value(value).expect("summary.json matches the report's view");
+        let mut rows: Vec<Row> = r
+            .record
+            .grid
+            .configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Row {
+                config: c.id.clone(),
+                label: c.label.clone(),
+                family: c.family.clone(),
+                profile: c.profile.clone(),
+                params: c.params.clone(),
+                scores: score_map(&r.scores[i]),
+                stock: c.stock,
+                pareto: r.pareto.contains(&i),
+                recommended: r.recommended == Some(i),
+            })
+            .collect();
+        if let Some(u) = &r.advice.union {
+            rows.push(Row {
+                config: u.id.clone(),
+                label: u.label.clone(),
+                family: "any".into(),
+                scores: score_map(&u.scores),
+                ..Row::default()
+            });
+        }
+        ReportData { summary, rows }
+    }
+
+    /// Load a sweep's result (`DIR/summary.json`) and derive the report's view.
     pub fn load(dir: &Path) -> Result<ReportData> {
         let sp = dir.join("summary.json");
-        let text = read(dir, &sp, "summary.json")?;
-        let summary: Summary = serde_json::from_str(&text).map_err(|e| Error::File {
-            path: sp.display().to_string(),
-            message: format!("not a looptune summary.json: {e}"),
-        })?;
-        let cp = dir.join("sweep.csv");
-        let csv_text = read(dir, &cp, "sweep.csv")?;
-        let rows = parse_sweep_csv(&csv_text).map_err(|message| Error::File {
-            path: cp.display().to_string(),
-            message,
-        })?;
-        Ok(ReportData { summary, rows })
+        if !sp.is_file() {
+            return Err(Error::Usage(format!(
+                "{}: no summary.json here; run `looptune sweep` first",
+                dir.display()
+            )));
+        }
+        let record = crate::result::SweepRecord::load(&sp)?;
+        Ok(ReportData::from_result(&crate::sweep::analyze(record)?))
     }
 
     /// The `sweep.csv` row of a configuration.
@@ -439,21 +470,18 @@ impl ReportData {
     }
 }
 
-fn read(dir: &Path, p: &Path, name: &str) -> Result<String> {
-    if !p.is_file() {
-        return Err(Error::Usage(format!(
-            "{}: no {name} here; run `looptune sweep` first",
-            dir.display()
-        )));
-    }
-    std::fs::read_to_string(p).map_err(|e| Error::File {
-        path: p.display().to_string(),
-        message: e.to_string(),
-    })
+/// Every defined score of a configuration, by `sweep.csv` column name.
+fn score_map(s: &crate::metrics::Scores) -> BTreeMap<String, f64> {
+    crate::metrics::SCORE_NAMES
+        .iter()
+        .filter_map(|n| Some((n.to_string(), s.get(n)?)))
+        .collect()
 }
 
 /// Parse `sweep.csv`: parameter columns are those between `profile` and the
-/// first score column (`sessions`); flags are the last three.
+/// first score column (`sessions`); flags are the last three. Test support:
+/// the report itself is built from the result in memory or from summary.json.
+#[cfg(test)]
 pub fn parse_sweep_csv(text: &str) -> std::result::Result<Vec<Row>, String> {
     let mut rd = csv::Reader::from_reader(text.as_bytes());
     let header: Vec<String> = rd
@@ -533,9 +561,12 @@ mod tests {
         assert!(e.to_string().contains("summary.json"), "{e}");
         std::fs::write(d.path().join("summary.json"), "{}").unwrap();
         let e = ReportData::load(d.path()).unwrap_err();
-        assert!(e.to_string().contains("sweep.csv"), "{e}");
+        assert!(e.to_string().contains("schema_version missing"), "{e}");
         std::fs::write(d.path().join("summary.json"), "{not json").unwrap();
         let e = ReportData::load(d.path()).unwrap_err();
-        assert!(matches!(e, Error::File { .. }) && e.to_string().contains("summary.json"));
+        assert!(
+            matches!(e, Error::Line { line: 1, .. }) && e.to_string().contains("summary.json"),
+            "{e}"
+        );
     }
 }

@@ -4,18 +4,17 @@
 //! turns-to-detection distributions, the recommendation, and timelines and
 //! transcript excerpts of the sessions where configurations disagree most.
 
+//! `summary.json`: the serialized [`SweepRecord`] (schema-versioned, what
+//! `looptune report`, `merge` and `diff` load back), plus everything derived
+//! from it for scripts: scores, the Pareto front, the recommendation with its
+//! cross-validation, each family's best, the union, and the sessions where
+//! the stock profiles disagree most, with timelines and excerpts.
+
 use super::fixed;
-use crate::event::{Corpus, Record, Session};
 use crate::metrics::SCORE_NAMES;
+use crate::result::SweepRecord;
 use crate::sweep::SweepResult;
 use serde_json::{json, Map, Value};
-
-/// How many disagreement sessions get a timeline and excerpts.
-const DISAGREEMENTS: usize = 6;
-/// Records shown either side of a detection in an excerpt.
-const EXCERPT_RADIUS: usize = 3;
-/// Characters kept of each excerpt line.
-const EXCERPT_CHARS: usize = 240;
 
 fn num(x: Option<f64>) -> Value {
     match x {
@@ -27,8 +26,8 @@ fn num(x: Option<f64>) -> Value {
 
 /// The configurations charts compare: stock profiles and the recommendation.
 pub fn selected(r: &SweepResult) -> Vec<usize> {
-    let mut sel: Vec<usize> = (0..r.grid.variants.len())
-        .filter(|&i| r.grid.variants[i].stock)
+    let mut sel: Vec<usize> = (0..r.record.grid.configs.len())
+        .filter(|&i| r.config(i).stock)
         .collect();
     if let Some(rec) = r.recommended {
         if !sel.contains(&rec) {
@@ -39,25 +38,17 @@ pub fn selected(r: &SweepResult) -> Vec<usize> {
 }
 
 /// Build `summary.json`.
-pub fn summary_json(r: &SweepResult, corpus: &Corpus, wall_ms: u128) -> Value {
-    let configs: Vec<Value> = r
-        .grid
-        .variants
-        .iter()
-        .map(|v| {
-            let params: Map<String, Value> = v.config.params.0.iter().map(|(k, x)| (k.clone(), json!(x.to_string()))).collect();
-            let overrides: Map<String, Value> = v.overrides.iter().map(|(k, x)| (k.clone(), json!(x.to_string()))).collect();
-            json!({"id": v.id, "label": v.label, "family": v.config.family, "profile": v.config.profile,
-                   "stock": v.stock, "params": params, "overrides": overrides})
-        })
-        .collect();
+pub fn summary_json(r: &SweepResult) -> Value {
+    let rec: &SweepRecord = &r.record;
+    let mut v = serde_json::to_value(rec).expect("a record serializes");
+    let m = v.as_object_mut().expect("an object");
     let scores: Vec<Value> = r
         .scores
         .iter()
         .enumerate()
         .map(|(i, s)| {
             let mut m = Map::new();
-            m.insert("config".into(), json!(r.grid.variants[i].id));
+            m.insert("config".into(), json!(r.config(i).id));
             for name in SCORE_NAMES {
                 m.insert((*name).into(), num(s.get(name)));
             }
@@ -66,58 +57,59 @@ pub fn summary_json(r: &SweepResult, corpus: &Corpus, wall_ms: u128) -> Value {
             Value::Object(m)
         })
         .collect();
-    let files: Vec<Value> = corpus
-        .files
-        .iter()
-        .map(|f| {
-            json!({"path": f.path, "format": f.format, "sha256": f.sha256, "bytes": f.bytes,
-                        "skipped_lines": f.skipped_lines, "unknown_records": f.unknown_records})
-        })
-        .collect();
-    let (loops, clean) = r.labels.counts();
-    let sessions: Vec<Value> = corpus
+    let loops = rec
         .sessions
         .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let l = r.labels.by_session[i];
-            json!({"id": s.id, "turns": s.turns, "events": s.events.len(),
-                   "label": l.map(|l| if l.is_loop { "loop" } else { "clean" }),
-                   "onset_turn": l.and_then(|l| l.onset_turn)})
-        })
-        .collect();
-    let id = |i: usize| json!({"config": r.grid.variants[i].id, "label": r.grid.variants[i].label});
-    json!({
-        "looptune_version": env!("CARGO_PKG_VERSION"),
-        "grid": {"name": r.grid.name, "base_profile": r.grid.base_profile, "axes": r.grid.axes,
-                 "source": r.grid.source, "configs": configs},
-        "inputs": {"files": files, "sessions": corpus.sessions.len(), "turns": corpus.turns(), "events": corpus.events(),
-                   "whole_message_sessions": corpus.sessions.iter().filter(|s| s.whole_messages).count(),
-                   "skipped": corpus.skipped},
-        "labels": {"file": r.labels.file.as_ref().map(|f| &f.0), "sha256": r.labels.file.as_ref().map(|f| &f.1),
-                   "loops": loops, "clean": clean, "unlabeled": corpus.sessions.len() - loops - clean,
-                   "warnings": r.labels.warnings},
-        "sessions": sessions,
+        .filter(|s| s.label.as_deref() == Some("loop"))
+        .count();
+    let clean = rec
+        .sessions
+        .iter()
+        .filter(|s| s.label.as_deref() == Some("clean"))
+        .count();
+    if let Some(inputs) = m.get_mut("inputs").and_then(Value::as_object_mut) {
+        inputs.insert("sessions".into(), json!(rec.sessions.len()));
+        inputs.insert(
+            "turns".into(),
+            json!(rec.sessions.iter().map(|s| s.turns as u64).sum::<u64>()),
+        );
+        inputs.insert(
+            "events".into(),
+            json!(rec.sessions.iter().map(|s| s.events as u64).sum::<u64>()),
+        );
+        inputs.insert(
+            "whole_message_sessions".into(),
+            json!(rec.sessions.iter().filter(|s| s.whole_messages).count()),
+        );
+    }
+    let id = |i: usize| json!({"config": r.config(i).id, "label": r.config(i).label});
+    let derived = json!({
+        "labels": {"file": rec.labels_file.file, "sha256": rec.labels_file.sha256,
+                   "loops": loops, "clean": clean, "unlabeled": rec.sessions.len() - loops - clean,
+                   "warnings": rec.labels_file.warnings},
         "objective": r.objective.describe(),
         "scores": scores,
-        "pareto": r.pareto.iter().map(|&i| r.grid.variants[i].id.clone()).collect::<Vec<_>>(),
+        "pareto": r.pareto.iter().map(|&i| r.config(i).id.clone()).collect::<Vec<_>>(),
         "stock": id(r.baseline),
         "baseline": id(r.baseline),
         "chosen": id(r.chosen),
         "recommendation": recommendation(r),
         "recommendation_reason": r.advice.reason,
         "label_warnings": r.advice.warnings,
-        "family_best": r.advice.family_best.iter().map(|(f, b)| json!({"family": f, "best": b.map(&id)})).collect::<Vec<_>>(),
+        "family_best": r.advice.family_best.iter().map(|(f, b)| json!({"family": f, "best": b.map(id)})).collect::<Vec<_>>(),
         "union": r.advice.union.as_ref().map(|u| json!({
             "config": u.id, "label": u.label,
-            "members": u.members.iter().map(|&m| r.grid.variants[m].id.clone()).collect::<Vec<_>>(),
+            "members": u.members.iter().map(|&m| r.config(m).id.clone()).collect::<Vec<_>>(),
             "ttd_median_ci": r.advice.union_ttd_ci.map(|(a, b)| [a, b]),
             "cross_validation": u.cross_validation.as_ref().map(|cv| cross_validation(r, cv)),
         })),
-        "disagreements": disagreements(r, corpus),
+        "disagreements": disagreements(r),
         "note": "Replay cannot know how the model would have reacted to a warning or a stop: the recorded continuation counts as the model not changing course.",
-        "wall_time_ms": wall_ms as u64,
-    })
+    });
+    for (k, x) in derived.as_object().expect("an object") {
+        m.insert(k.clone(), x.clone());
+    }
+    v
 }
 
 /// The recommendation with what qualifies it (`null` without one).
@@ -125,13 +117,13 @@ fn recommendation(r: &SweepResult) -> Value {
     let Some(c) = r.recommended else {
         return Value::Null;
     };
-    let v = &r.grid.variants[c];
+    let v = r.config(c);
     let ci = |i: usize| r.advice.ttd_ci.get(&i).map(|(a, b)| json!([a, b]));
     json!({
-        "config": v.id, "label": v.label, "family": v.config.family,
+        "config": v.id, "label": v.label, "family": v.family,
         "across_families": r.advice.across_families,
         "rule": r.objective.describe(),
-        "baseline": {"config": r.grid.variants[r.baseline].id, "label": r.grid.variants[r.baseline].label,
+        "baseline": {"config": r.config(r.baseline).id, "label": r.config(r.baseline).label,
                      "ttd_median_ci": ci(r.baseline)},
         "ttd_median_ci": ci(c),
         "cross_validation": r.advice.cross_validation.as_ref().map(|cv| cross_validation(r, cv)),
@@ -151,7 +143,7 @@ fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> 
         } else {
             members
                 .iter()
-                .map(|&m| r.grid.variants[m].id.as_str())
+                .map(|&m| r.config(m).id.as_str())
                 .collect::<Vec<_>>()
                 .join("|")
         };
@@ -171,100 +163,33 @@ fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> 
     })
 }
 
-/// Sessions where the selected configurations disagree most, with timelines and excerpts.
-fn disagreements(r: &SweepResult, corpus: &Corpus) -> Vec<Value> {
+/// Sessions where the stock profiles disagree most (from the record's
+/// material), with every selected configuration's first detection.
+fn disagreements(r: &SweepResult) -> Vec<Value> {
     let sel = selected(r);
-    let mut ranked: Vec<(usize, usize)> = corpus
-        .sessions
+    let rec = &r.record;
+    rec.material
         .iter()
-        .enumerate()
-        .map(|(si, _)| {
-            let fired = sel
-                .iter()
-                .filter(|&&c| r.replay.outcomes[c][si].first().is_some())
-                .count();
-            (fired.min(sel.len() - fired), si)
-        })
-        .filter(|(d, _)| *d > 0)
-        .collect();
-    // Most disagreement first; labeled sessions before unlabeled; then id order.
-    ranked.sort_by_key(|(d, si)| {
-        (
-            std::cmp::Reverse(*d),
-            r.labels.by_session[*si].is_none(),
-            *si,
-        )
-    });
-    ranked
-        .into_iter()
-        .take(DISAGREEMENTS)
-        .map(|(_, si)| {
-            let s = &corpus.sessions[si];
-            let label = r.labels.by_session[si];
+        .filter_map(|m| {
+            let si = rec.sessions.iter().position(|s| s.id == m.session)?;
+            let s = &rec.sessions[si];
             let dets: Vec<Value> = sel
                 .iter()
                 .filter_map(|&c| {
-                    r.replay.outcomes[c][si].first().map(|d| {
-                        json!({"config": r.grid.variants[c].id, "label": r.grid.variants[c].label,
-                               "turn": d.turn, "event": d.event, "kind": d.kind, "detail": d.detail})
-                    })
+                    let h = rec.outcomes[c].hits.iter().find(|h| h.session as usize == si)?;
+                    let d = h.first.as_ref()?;
+                    Some(json!({"config": r.config(c).id, "label": r.config(c).label,
+                                "turn": d.turn, "event": d.event, "kind": d.kind, "detail": d.detail}))
                 })
                 .collect();
-            let mut events: Vec<u32> = sel.iter().filter_map(|&c| r.replay.outcomes[c][si].first().map(|d| d.event)).collect();
-            events.sort_unstable();
-            events.dedup();
-            let excerpts: Vec<Value> = events.iter().map(|&e| json!({"event": e, "lines": excerpt(s, e)})).collect();
-            json!({"session": s.id, "turns": s.turns,
-                   "label": label.map(|l| if l.is_loop { "loop" } else { "clean" }),
-                   "onset_turn": label.and_then(|l| l.onset_turn),
-                   "timeline": timeline(s), "detections": dets, "excerpts": excerpts})
-        })
-        .collect()
-}
-
-/// Per turn: tool calls, failed tool results and content chunks.
-fn timeline(s: &Session) -> Vec<Value> {
-    let mut rows: Vec<[u32; 3]> = vec![[0; 3]; s.turns as usize + 1];
-    for e in &s.events {
-        let row = &mut rows[e.turn as usize];
-        match &e.record {
-            Record::ToolCall { .. } => row[0] += 1,
-            Record::ToolResult {
-                error: Some(true), ..
-            } => row[1] += 1,
-            Record::Content { .. } => row[2] += 1,
-            _ => {}
-        }
-    }
-    rows.iter()
-        .enumerate()
-        .map(|(t, r)| json!({"turn": t, "tool_calls": r[0], "tool_errors": r[1], "content": r[2]}))
-        .collect()
-}
-
-/// The records around a detection, as short text lines (escaped by the HTML writer).
-fn excerpt(s: &Session, event: u32) -> Vec<Value> {
-    let at = event as usize - 1;
-    let from = at.saturating_sub(EXCERPT_RADIUS);
-    let to = (at + EXCERPT_RADIUS + 1).min(s.events.len());
-    (from..to)
-        .map(|i| {
-            let e = &s.events[i];
-            let text = match &e.record {
-                Record::User { text, .. } | Record::Content { text } | Record::Thought { text } => text.clone(),
-                Record::ToolCall { name, args, .. } => format!("{name} {}", crate::js::stringify_object(args)),
-                Record::ToolResult { output, error, .. } => {
-                    format!("{}{}", if *error == Some(true) { "[error] " } else { "" }, output.as_deref().unwrap_or(""))
-                }
-                Record::Judge { confidence, .. } => format!("confidence {confidence}"),
-                Record::LoopDetected { kind, detail } => format!("{} {}", kind.as_deref().unwrap_or(""), detail.as_deref().unwrap_or("")),
-                _ => String::new(),
-            };
-            let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
-            if text.chars().count() > EXCERPT_CHARS {
-                short.push('…');
-            }
-            json!({"event": i + 1, "turn": e.turn, "type": e.record.type_name(), "text": short, "hit": i == at})
+            let timeline: Vec<Value> = m
+                .timeline
+                .iter()
+                .enumerate()
+                .map(|(t, x)| json!({"turn": t, "tool_calls": x[0], "tool_errors": x[1], "content": x[2]}))
+                .collect();
+            Some(json!({"session": s.id, "turns": s.turns, "label": s.label, "onset_turn": s.onset_turn,
+                        "timeline": timeline, "detections": dets, "excerpts": m.excerpts}))
         })
         .collect()
 }

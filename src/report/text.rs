@@ -310,8 +310,16 @@ fn summary_row(
 /// one, said plainly when they disagree.
 pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::Result<()> {
     let a = &r.advice;
-    let (loops, clean) = r.labels.counts();
-    let n = r.labels.by_session.len();
+    let sessions = &r.record.sessions;
+    let loops = sessions
+        .iter()
+        .filter(|s| s.label.as_deref() == Some("loop"))
+        .count();
+    let clean = sessions
+        .iter()
+        .filter(|s| s.label.as_deref() == Some("clean"))
+        .count();
+    let n = sessions.len();
     writeln!(
         out,
         "labels: {loops} loop{}, {clean} clean, {} unlabelled ({n} session{})",
@@ -327,7 +335,7 @@ pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::
         writeln!(
             out,
             "baseline {} fires on {} of {n} sessions; sweep.csv has every configuration's `detections`.",
-            r.grid.variants[b].label, r.scores[b].detections
+            r.label(b), r.scores[b].detections
         )?;
         if let Some(why) = &a.reason {
             writeln!(out, "no recommendation: {why}")?;
@@ -340,7 +348,7 @@ pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::
         "{:<18} {:<18} {:<18} {:<18} {:<20} configuration",
         "", "recall [95% CI]", "precision", "false positives", "median TTD"
     )?;
-    let v = &r.grid.variants;
+    let v = &r.record.grid.configs;
     let row = |out: &mut dyn Write, role: &str, c: usize| {
         summary_row(
             out,
@@ -377,7 +385,7 @@ pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::
                 if a.across_families {
                     String::new()
                 } else {
-                    format!(" of its family ({})", v[c].config.family)
+                    format!(" of its family ({})", v[c].family)
                 }
             )?;
         } else {
@@ -477,7 +485,7 @@ fn cross_validation_text(
         } else {
             members
                 .iter()
-                .map(|&m| r.grid.variants[m].label.as_str())
+                .map(|&m| r.label(m))
                 .collect::<Vec<_>>()
                 .join(" | ")
         };

@@ -1,0 +1,714 @@
+//! The result of a sweep as data: [`SweepRecord`], what `summary.json`
+//! serializes (with a schema version) and what `looptune report`, `merge` and
+//! `diff` load back. It holds the grid, the inputs with their digests, the
+//! sessions with their labels, and per configuration the outcome of every
+//! session where something happened (sparse). Records of disjoint session
+//! sets (shards) merge exactly; scores are derived from a record, never stored
+//! in it as the only copy.
+
+use crate::error::{Error, Result};
+use crate::event::{Corpus, Label, Record, Session};
+use crate::replay::Outcome;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Version of the `summary.json` layout; bumped when a field changes meaning.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// How many sessions with the most disagreement the report explains.
+pub const DISAGREEMENTS: usize = 6;
+/// Records shown either side of a detection in an excerpt.
+const EXCERPT_RADIUS: usize = 3;
+/// Characters kept of each excerpt line.
+const EXCERPT_CHARS: usize = 240;
+
+/// One configuration of the grid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigRecord {
+    /// Stable id.
+    pub id: String,
+    /// Readable label.
+    pub label: String,
+    /// Detector family.
+    pub family: String,
+    /// Profile it starts from.
+    pub profile: String,
+    /// An unchanged stock profile.
+    pub stock: bool,
+    /// Every parameter's value, as text.
+    pub params: BTreeMap<String, String>,
+    /// The values the grid changed, as text.
+    pub overrides: BTreeMap<String, String>,
+}
+
+/// The grid: its source and every configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GridRecord {
+    /// Grid name.
+    pub name: String,
+    /// The first profile of the grid.
+    pub base_profile: String,
+    /// Axis names in declaration order.
+    pub axes: Vec<String>,
+    /// The grid's TOML text as given.
+    pub source: String,
+    /// Parameter columns of `sweep.csv`, in family order.
+    pub param_columns: Vec<String>,
+    /// Every configuration, in grid order.
+    pub configs: Vec<ConfigRecord>,
+}
+
+/// How the sweep chooses (kept so a loaded record is analysed the same way).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptionsRecord {
+    /// `--objective`.
+    pub objective: String,
+    /// `--baseline` profile, if given.
+    pub baseline: Option<String>,
+    /// `--across-families`.
+    pub across_families: bool,
+    /// `--folds`.
+    pub folds: usize,
+    /// `--seed`.
+    pub seed: u64,
+    /// `--combine`.
+    pub combine: usize,
+    /// `--config`.
+    pub chosen: Option<String>,
+}
+
+/// Which part of a sharded run a record holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1-based shard number.
+    pub index: u32,
+    /// Number of shards.
+    pub count: u32,
+}
+
+impl Shard {
+    /// Parse `I/N`.
+    pub fn parse(s: &str) -> std::result::Result<Shard, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("`{s}`: expected I/N, e.g. 2/4"))?;
+        let index: u32 = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}`: I is not a number"))?;
+        let count: u32 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}`: N is not a number"))?;
+        if count == 0 || index == 0 || index > count {
+            return Err(format!("`{s}`: need 1 <= I <= N"));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// Whether this shard replays session `id`: a stable hash of the id
+    /// (SHA-256, first 8 bytes) modulo N, so every machine agrees.
+    pub fn owns(&self, id: &str) -> bool {
+        use sha2::{Digest, Sha256};
+        let d = Sha256::digest(id.as_bytes());
+        let h = u64::from_be_bytes(d[..8].try_into().expect("8 bytes"));
+        h % self.count as u64 == (self.index - 1) as u64
+    }
+}
+
+/// An input file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileRecord {
+    /// Path as given.
+    pub path: String,
+    /// Format name.
+    pub format: String,
+    /// SHA-256 of its bytes.
+    pub sha256: String,
+    /// Size.
+    pub bytes: u64,
+    /// Lines skipped with `--lenient`.
+    pub skipped_lines: u64,
+    /// Records of unknown types.
+    pub unknown_records: u64,
+}
+
+/// The inputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputsRecord {
+    /// Every file read (all of them, also in a shard).
+    pub files: Vec<FileRecord>,
+    /// Skipped lines, as messages.
+    pub skipped: Vec<String>,
+}
+
+/// The labels file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelsRecord {
+    /// Path as given.
+    pub file: Option<String>,
+    /// Its SHA-256.
+    pub sha256: Option<String>,
+    /// Warnings (unknown sessions with `--lenient`...).
+    pub warnings: Vec<String>,
+}
+
+/// One replayed session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Session id.
+    pub id: String,
+    /// Turns.
+    pub turns: u32,
+    /// Records.
+    pub events: u32,
+    /// Content came as whole messages.
+    pub whole_messages: bool,
+    /// `loop`, `clean` or none.
+    pub label: Option<String>,
+    /// Labelled onset turn of a loop.
+    pub onset_turn: Option<u32>,
+}
+
+impl SessionRecord {
+    /// A session and its label.
+    pub fn of(s: &Session, l: Option<Label>) -> SessionRecord {
+        SessionRecord {
+            id: s.id.clone(),
+            turns: s.turns,
+            events: s.events.len() as u32,
+            whole_messages: s.whole_messages,
+            label: l.map(|l| if l.is_loop { "loop" } else { "clean" }.to_string()),
+            onset_turn: l.and_then(|l| l.onset_turn),
+        }
+    }
+
+    /// The label as the scorer reads it.
+    pub fn label(&self) -> Option<Label> {
+        self.label.as_deref().map(|l| Label {
+            is_loop: l == "loop",
+            onset_turn: self.onset_turn,
+        })
+    }
+}
+
+/// The first detection of a configuration on a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FirstDetection {
+    /// Turn.
+    pub turn: u32,
+    /// 1-based record index.
+    pub event: u32,
+    /// Kind.
+    pub kind: String,
+    /// Detail (first 300 characters).
+    pub detail: String,
+}
+
+/// What one configuration did on one session, as scores and outputs need it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Hit {
+    /// Index of the session in [`SweepRecord::sessions`].
+    pub session: u32,
+    /// The scored (first) detection.
+    pub first: Option<FirstDetection>,
+    /// Turn where the policy stops the session.
+    pub stop_turn: Option<u32>,
+    /// Warnings before the stop.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warnings: u32,
+    /// Detections nobody acted on.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unheeded: u32,
+    /// Judge checks due.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub judge_due: u32,
+    /// Of those, without a recorded verdict.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub judge_no_verdict: u32,
+    /// Turns after the stop.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub turns_after_stop: u32,
+    /// Tokens after the stop.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub tokens_after_stop: u64,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
+}
+
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
+}
+
+impl Hit {
+    /// The record of an outcome, or `None` when nothing happened at all.
+    pub fn from_outcome(session: u32, o: &Outcome) -> Option<Hit> {
+        if o == &Outcome::default() {
+            return None;
+        }
+        Some(Hit {
+            session,
+            first: o.first().map(|d| FirstDetection {
+                turn: d.turn,
+                event: d.event,
+                kind: d.kind.to_string(),
+                detail: d.detail.chars().take(300).collect(),
+            }),
+            stop_turn: o.stop.map(|s| s.turn),
+            warnings: o.warnings,
+            unheeded: o.unheeded,
+            judge_due: o.judge_due,
+            judge_no_verdict: o.judge_no_verdict,
+            turns_after_stop: o.turns_after_stop,
+            tokens_after_stop: o.tokens_after_stop,
+        })
+    }
+
+    /// Turn of the first detection.
+    pub fn turn(&self) -> Option<u32> {
+        self.first.as_ref().map(|d| d.turn)
+    }
+}
+
+/// One configuration's hits, in session order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ConfigOutcomes {
+    /// Configuration id.
+    pub config: String,
+    /// Sessions where something happened, in session order.
+    pub hits: Vec<Hit>,
+}
+
+impl ConfigOutcomes {
+    /// Dense view: one entry per session (`None`: nothing happened).
+    pub fn dense(&self, sessions: usize) -> Vec<Option<&Hit>> {
+        let mut v = vec![None; sessions];
+        for h in &self.hits {
+            v[h.session as usize] = Some(h);
+        }
+        v
+    }
+}
+
+/// What the report shows of a session where the stock profiles disagree: a
+/// timeline and the records around each stock profile's first detection.
+/// Kept in the record because a merged run has no inputs to read them from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMaterial {
+    /// Session id.
+    pub session: String,
+    /// How many stock profiles fired against how many did not (the smaller).
+    pub disagreement: u32,
+    /// Per turn: tool calls, failed tool results, content records.
+    pub timeline: Vec<[u32; 3]>,
+    /// Excerpts around the detections: `event -> lines`.
+    pub excerpts: Vec<Excerpt>,
+}
+
+/// The records around one event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Excerpt {
+    /// The event.
+    pub event: u32,
+    /// The lines.
+    pub lines: Vec<ExcerptLine>,
+}
+
+/// One record of an excerpt, shortened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExcerptLine {
+    /// 1-based record index.
+    pub event: u32,
+    /// Its turn.
+    pub turn: u32,
+    /// Record type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Text (escaped by the writers).
+    pub text: String,
+    /// The detection's own record.
+    pub hit: bool,
+}
+
+/// A sweep's result: everything every writer renders, serializable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepRecord {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// looptune version that wrote it.
+    pub looptune_version: String,
+    /// The grid.
+    pub grid: GridRecord,
+    /// How to choose.
+    pub options: OptionsRecord,
+    /// The shard this record holds (`None`: every session).
+    pub shard: Option<Shard>,
+    /// Inputs.
+    pub inputs: InputsRecord,
+    /// Labels file.
+    pub labels_file: LabelsRecord,
+    /// Sessions, sorted by id.
+    pub sessions: Vec<SessionRecord>,
+    /// Per configuration (grid order), the sessions where something happened.
+    pub outcomes: Vec<ConfigOutcomes>,
+    /// Material for the sessions where stock profiles disagree most (this part's best candidates).
+    pub material: Vec<SessionMaterial>,
+    /// Wall time of the run (the longest part's, after a merge).
+    #[serde(default)]
+    pub wall_time_ms: u64,
+}
+
+impl SweepRecord {
+    /// Assemble a record from a replay of `corpus` (sessions in corpus order).
+    pub fn build(
+        grid: GridRecord,
+        options: OptionsRecord,
+        shard: Option<Shard>,
+        corpus: &Corpus,
+        labels: &crate::labels::Labels,
+        outcomes: &[Vec<Outcome>],
+    ) -> SweepRecord {
+        let sessions: Vec<SessionRecord> = corpus
+            .sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SessionRecord::of(s, labels.by_session[i]))
+            .collect();
+        let outcomes: Vec<ConfigOutcomes> = grid
+            .configs
+            .iter()
+            .zip(outcomes)
+            .map(|(c, per)| ConfigOutcomes {
+                config: c.id.clone(),
+                hits: per
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(s, o)| Hit::from_outcome(s as u32, o))
+                    .collect(),
+            })
+            .collect();
+        let mut record = SweepRecord {
+            schema_version: SCHEMA_VERSION,
+            looptune_version: env!("CARGO_PKG_VERSION").to_string(),
+            grid,
+            options,
+            shard,
+            inputs: InputsRecord {
+                files: corpus
+                    .files
+                    .iter()
+                    .map(|f| FileRecord {
+                        path: f.path.clone(),
+                        format: f.format.clone(),
+                        sha256: f.sha256.clone(),
+                        bytes: f.bytes,
+                        skipped_lines: f.skipped_lines,
+                        unknown_records: f.unknown_records,
+                    })
+                    .collect(),
+                skipped: corpus.skipped.clone(),
+            },
+            labels_file: LabelsRecord {
+                file: labels.file.as_ref().map(|f| f.0.clone()),
+                sha256: labels.file.as_ref().map(|f| f.1.clone()),
+                warnings: labels.warnings.clone(),
+            },
+            sessions,
+            outcomes,
+            material: Vec::new(),
+            wall_time_ms: 0,
+        };
+        record.material = record
+            .disagreement_candidates()
+            .into_iter()
+            .map(|(d, si)| material(&corpus.sessions[si], d, &record, si))
+            .collect();
+        record
+    }
+
+    /// Sessions where the stock profiles disagree most: (disagreement, session
+    /// index), most first, labelled before unlabelled, then by id; at most
+    /// [`DISAGREEMENTS`]. Each session's rank depends on that session alone,
+    /// so the best of every shard's best are the best of the whole run.
+    pub fn disagreement_candidates(&self) -> Vec<(u32, usize)> {
+        let stock: Vec<usize> = (0..self.grid.configs.len())
+            .filter(|&c| self.grid.configs[c].stock)
+            .collect();
+        let n = self.sessions.len();
+        let mut fired = vec![0u32; n];
+        for &c in &stock {
+            for h in &self.outcomes[c].hits {
+                if h.first.is_some() {
+                    fired[h.session as usize] += 1;
+                }
+            }
+        }
+        let total = stock.len() as u32;
+        let mut ranked: Vec<(u32, usize)> = (0..n)
+            .map(|s| (fired[s].min(total - fired[s]), s))
+            .filter(|(d, _)| *d > 0)
+            .collect();
+        ranked.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(
+                    self.sessions[a.1]
+                        .label
+                        .is_none()
+                        .cmp(&self.sessions[b.1].label.is_none()),
+                )
+                .then(self.sessions[a.1].id.cmp(&self.sessions[b.1].id))
+        });
+        ranked.truncate(DISAGREEMENTS);
+        ranked
+    }
+
+    /// Merge records of disjoint shards of one run into the record of the whole run.
+    pub fn merge(parts: Vec<SweepRecord>) -> Result<SweepRecord> {
+        let mut parts = parts.into_iter();
+        let mut whole = parts
+            .next()
+            .ok_or_else(|| Error::Usage("merge: no parts given".into()))?;
+        let mut seen_shards: Vec<Shard> = whole.shard.into_iter().collect();
+        let mut all_outcomes: Vec<Vec<(String, Hit)>> = whole
+            .outcomes
+            .iter()
+            .map(|c| {
+                c.hits
+                    .iter()
+                    .map(|h| (whole.sessions[h.session as usize].id.clone(), h.clone()))
+                    .collect()
+            })
+            .collect();
+        for p in parts {
+            let same = |what: &str, ok: bool| {
+                if ok {
+                    Ok(())
+                } else {
+                    Err(Error::Usage(format!(
+                        "merge: the parts come from different runs ({what} differ)"
+                    )))
+                }
+            };
+            same("grids", p.grid == whole.grid)?;
+            same("options", p.options == whole.options)?;
+            same("inputs", p.inputs == whole.inputs)?;
+            same("labels", p.labels_file == whole.labels_file)?;
+            same("versions", p.looptune_version == whole.looptune_version)?;
+            if let Some(s) = p.shard {
+                if seen_shards.contains(&s) {
+                    return Err(Error::Usage(format!(
+                        "merge: shard {}/{} is given twice",
+                        s.index, s.count
+                    )));
+                }
+                seen_shards.push(s);
+            }
+            for (acc, c) in all_outcomes.iter_mut().zip(&p.outcomes) {
+                acc.extend(
+                    c.hits
+                        .iter()
+                        .map(|h| (p.sessions[h.session as usize].id.clone(), h.clone())),
+                );
+            }
+            whole.wall_time_ms = whole.wall_time_ms.max(p.wall_time_ms);
+            whole.sessions.extend(p.sessions);
+            whole.material.extend(p.material);
+        }
+        let counts: Vec<u32> = seen_shards.iter().map(|s| s.count).collect();
+        if let Some(&n) = counts.first() {
+            if counts.iter().any(|&c| c != n) {
+                return Err(Error::Usage(
+                    "merge: the parts were split with different shard counts".into(),
+                ));
+            }
+            if seen_shards.len() != n as usize {
+                let missing: Vec<String> = (1..=n)
+                    .filter(|i| !seen_shards.iter().any(|s| s.index == *i))
+                    .map(|i| format!("{i}/{n}"))
+                    .collect();
+                return Err(Error::Usage(format!(
+                    "merge: shard {} missing",
+                    missing.join(", ")
+                )));
+            }
+        }
+        // Sessions in id order, as one machine reads them.
+        whole.sessions.sort_by(|a, b| a.id.cmp(&b.id));
+        if let Some(w) = whole.sessions.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(Error::Usage(format!(
+                "merge: session `{}` is in more than one part",
+                w[0].id
+            )));
+        }
+        let index: BTreeMap<&str, u32> = whole
+            .sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.as_str(), i as u32))
+            .collect();
+        for (c, acc) in whole.outcomes.iter_mut().zip(all_outcomes) {
+            let mut hits: Vec<Hit> = acc
+                .into_iter()
+                .map(|(id, mut h)| {
+                    h.session = index[id.as_str()];
+                    h
+                })
+                .collect();
+            hits.sort_by_key(|h| h.session);
+            c.hits = hits;
+        }
+        let keep: Vec<String> = whole
+            .disagreement_candidates()
+            .into_iter()
+            .map(|(_, s)| whole.sessions[s].id.clone())
+            .collect();
+        let mut material: Vec<SessionMaterial> = whole
+            .material
+            .drain(..)
+            .filter(|m| keep.contains(&m.session))
+            .collect();
+        material.sort_by_key(|m| keep.iter().position(|k| *k == m.session));
+        whole.material = material;
+        whole.shard = None;
+        Ok(whole)
+    }
+
+    /// Load the record a sweep wrote (`DIR/summary.json`, or the file itself).
+    pub fn load(path: &Path) -> Result<SweepRecord> {
+        let file = if path.is_dir() {
+            path.join("summary.json")
+        } else {
+            path.to_path_buf()
+        };
+        let text = std::fs::read(&file).map_err(|e| Error::io(&file, e))?;
+        let name = file.display().to_string();
+        let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| Error::Line {
+            path: name.clone(),
+            line: e.line() as u64,
+            message: format!("not valid JSON ({e})"),
+        })?;
+        let version = value.get("schema_version").and_then(|v| v.as_u64());
+        if version != Some(SCHEMA_VERSION as u64) {
+            return Err(Error::File {
+                path: name,
+                message: format!(
+                    "schema_version {} is not {SCHEMA_VERSION}: written by another looptune version; rerun the sweep",
+                    version.map_or("missing".into(), |v| v.to_string())
+                ),
+            });
+        }
+        serde_json::from_value(value).map_err(|e| Error::File {
+            path: name,
+            message: format!("not a looptune result ({e})"),
+        })
+    }
+}
+
+/// Timeline and excerpts of one session, around every stock profile's first detection.
+fn material(s: &Session, disagreement: u32, r: &SweepRecord, si: usize) -> SessionMaterial {
+    let mut timeline: Vec<[u32; 3]> = vec![[0; 3]; s.turns as usize + 1];
+    for e in &s.events {
+        let row = &mut timeline[e.turn as usize];
+        match &e.record {
+            Record::ToolCall { .. } => row[0] += 1,
+            Record::ToolResult {
+                error: Some(true), ..
+            } => row[1] += 1,
+            Record::Content { .. } => row[2] += 1,
+            _ => {}
+        }
+    }
+    let mut events: Vec<u32> = (0..r.grid.configs.len())
+        .filter(|&c| r.grid.configs[c].stock)
+        .filter_map(|c| {
+            r.outcomes[c]
+                .hits
+                .iter()
+                .find(|h| h.session as usize == si)
+                .and_then(|h| h.first.as_ref().map(|d| d.event))
+        })
+        .collect();
+    events.sort_unstable();
+    events.dedup();
+    SessionMaterial {
+        session: s.id.clone(),
+        disagreement,
+        timeline,
+        excerpts: events
+            .into_iter()
+            .map(|e| Excerpt {
+                event: e,
+                lines: excerpt(s, e),
+            })
+            .collect(),
+    }
+}
+
+/// The records around an event, as short text lines.
+pub fn excerpt(s: &Session, event: u32) -> Vec<ExcerptLine> {
+    let at = event as usize - 1;
+    let from = at.saturating_sub(EXCERPT_RADIUS);
+    let to = (at + EXCERPT_RADIUS + 1).min(s.events.len());
+    (from..to)
+        .map(|i| {
+            let e = &s.events[i];
+            let text = record_text(&e.record);
+            let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
+            if text.chars().count() > EXCERPT_CHARS {
+                short.push('…');
+            }
+            ExcerptLine {
+                event: i as u32 + 1,
+                turn: e.turn,
+                kind: e.record.type_name().to_string(),
+                text: short,
+                hit: i == at,
+            }
+        })
+        .collect()
+}
+
+/// A record as one line of text (unescaped).
+pub fn record_text(r: &Record) -> String {
+    match r {
+        Record::User { text, .. } | Record::Content { text } | Record::Thought { text } => {
+            text.clone()
+        }
+        Record::ToolCall { name, args, .. } => {
+            format!("{name} {}", crate::js::stringify_object(args))
+        }
+        Record::ToolResult { output, error, .. } => format!(
+            "{}{}",
+            if *error == Some(true) { "[error] " } else { "" },
+            output.as_deref().unwrap_or("")
+        ),
+        Record::Judge { confidence, .. } => format!("confidence {confidence}"),
+        Record::LoopDetected { kind, detail } => format!(
+            "{} {}",
+            kind.as_deref().unwrap_or(""),
+            detail.as_deref().unwrap_or("")
+        ),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_every_id_exactly_once() {
+        let shards: Vec<Shard> = (1..=4).map(|i| Shard { index: i, count: 4 }).collect();
+        for i in 0..500 {
+            let id = format!("session-{i}");
+            assert_eq!(shards.iter().filter(|s| s.owns(&id)).count(), 1, "{id}");
+        }
+        assert_eq!(Shard::parse("2/4"), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["0/4", "5/4", "1/0", "x/2", "3"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
