@@ -41,6 +41,9 @@ enum Command {
     /// Combine the results of `sweep --shard I/N` runs into the full outputs.
     #[command(after_help = MERGE_HELP)]
     Merge(MergeArgs),
+    /// Compare two sweep results of the same grid: changed verdicts and score deltas.
+    #[command(after_help = DIFF_HELP)]
+    Diff(DiffArgs),
     /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
     Import(ImportArgs),
     /// List detector families, their profiles and every parameter with its source.
@@ -226,8 +229,10 @@ struct SweepArgs {
     objective: looptune::metrics::Objective,
     /// The profile the recommendation is compared with and whose family it is
     /// chosen from (default: the profile of the grid's first [[grid]];
-    /// gemini-latest for the embedded grid).
-    #[arg(long, value_name = "PROFILE")]
+    /// gemini-latest for the embedded grid). A folder an earlier sweep wrote
+    /// instead compares this run with that one (`looptune diff`), for gates
+    /// such as 'new_false_positives==0'.
+    #[arg(long, value_name = "PROFILE|DIR")]
     baseline: Option<String>,
     /// Let a configuration of any family be recommended (default: only the baseline's family).
     #[arg(long)]
@@ -279,6 +284,42 @@ inputs and labels, and every shard must be given exactly once.
 Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 results written but
 a report failed.";
 
+const DIFF_HELP: &str = "\
+Examples:
+  looptune diff reports/last-night reports/tonight
+  looptune diff base/summary.json new/summary.json --format json
+  looptune diff base new --markdown \"$GITHUB_STEP_SUMMARY\" \\
+      --require 'new_false_positives==0' --require 'new_missed_loops==0'
+
+A verdict is what detections.csv calls it: tp, early, fp, fn (missed loop), tn,
+unlabeled (fired, no label), quiet (silent, no label), or absent (the session or
+configuration is not in that run). Gates check the new run's chosen
+configuration (its baseline, or --config): changed_verdicts,
+new_false_positives, new_missed_loops, fixed_false_positives, new_catches.
+`sweep --baseline DIR` runs the same comparison against a stored earlier run.
+
+Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 the Markdown
+summary could not be written.";
+
+#[derive(Debug, Args)]
+struct DiffArgs {
+    /// The earlier result: a folder a sweep wrote, or its summary.json.
+    #[arg(value_name = "BASE")]
+    base: PathBuf,
+    /// The new result.
+    #[arg(value_name = "NEW")]
+    new: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// Write the changes as Markdown (for a CI job summary page).
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable.
+    #[arg(long = "require", value_name = "GATE")]
+    requires: Vec<String>,
+}
+
 #[derive(Debug, Args)]
 struct MergeArgs {
     /// Folders written by `sweep --shard I/N` (or their summary.json files).
@@ -327,6 +368,13 @@ struct DetectorsArgs {
     format: Format,
 }
 
+/// `--baseline` names an earlier run when it is a folder with a summary.json
+/// (or such a file), else a profile.
+fn is_run_dir(v: &str) -> bool {
+    let p = std::path::Path::new(v);
+    p.join("summary.json").is_file() || (p.is_file() && v.ends_with(".json"))
+}
+
 fn parse_objective(s: &str) -> std::result::Result<looptune::metrics::Objective, String> {
     s.parse()
 }
@@ -372,7 +420,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 out: a.out.clone(),
                 options: looptune::sweep::SweepOptions {
                     objective: a.objective.clone(),
-                    baseline: a.baseline.clone(),
+                    baseline: a.baseline.clone().filter(|b| !is_run_dir(b)),
                     across_families: a.across_families,
                     folds: a.folds,
                     seed: a.seed,
@@ -381,12 +429,32 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                     jobs: a.jobs,
                 },
                 shard: a.shard,
+                baseline_run: a
+                    .baseline
+                    .as_deref()
+                    .filter(|b| is_run_dir(b))
+                    .map(PathBuf::from),
                 ci: a.ci.ci(),
                 quiet: a.quiet,
             };
             run::sweep_command(&req, &mut out, &mut std::io::stderr())
         }
         Command::Report(a) => run::report_command(&a.dir, &mut std::io::stderr()),
+        Command::Diff(a) => run::diff_command(
+            &a.base,
+            &a.new,
+            match a.format {
+                Format::Json => run::DiffFormat::Json,
+                Format::Table => run::DiffFormat::Table,
+            },
+            &run::CiArgs {
+                markdown: a.markdown.clone(),
+                junit: None,
+                requires: a.requires.clone(),
+            },
+            &mut out,
+            &mut std::io::stderr(),
+        ),
         Command::Merge(a) => run::merge_command(
             &a.parts,
             &a.out,

@@ -33,10 +33,12 @@ impl Gate {
         for op in [">=", "<=", "==", "!=", ">", "<"] {
             if let Some(i) = s.find(op) {
                 let (name, value) = (s[..i].trim(), s[i + op.len()..].trim());
-                if !SCORE_NAMES.contains(&name) {
+                let diff_names = crate::diff::DIFF_SCORES;
+                if !SCORE_NAMES.contains(&name) && !diff_names.contains(&name) {
                     return Err(Error::Usage(format!(
-                        "--require `{s}`: unknown score `{name}` (known: {})",
-                        SCORE_NAMES.join(", ")
+                        "--require `{s}`: unknown score `{name}` (known: {}; against an earlier run: {})",
+                        SCORE_NAMES.join(", "),
+                        diff_names.join(", ")
                     )));
                 }
                 let value: f64 = value.parse().map_err(|_| {
@@ -66,9 +68,18 @@ impl Gate {
         Ok(())
     }
 
+    /// A gate on a change against an earlier run (`new_false_positives`, ...).
+    pub fn is_diff(&self) -> bool {
+        crate::diff::DIFF_SCORES.contains(&self.score.as_str())
+    }
+
     /// Evaluate on a configuration's scores.
     pub fn check(&self, s: &Scores) -> GateResult {
-        let actual = s.get(&self.score);
+        self.check_value(s.get(&self.score))
+    }
+
+    /// Evaluate on a value (`None`: undefined, which never passes).
+    pub fn check_value(&self, actual: Option<f64>) -> GateResult {
         let passed = actual.is_some_and(|a| match self.op {
             ">=" => a >= self.value,
             "<=" => a <= self.value,

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod detect;
+pub mod diff;
 pub mod error;
 pub mod event;
 pub mod gates;

@@ -337,6 +337,8 @@ pub struct SweepRequest {
     pub options: crate::sweep::SweepOptions,
     /// Replay only this shard's sessions (`--shard I/N`).
     pub shard: Option<crate::result::Shard>,
+    /// An earlier run to compare with (`--baseline DIR`).
+    pub baseline_run: Option<PathBuf>,
     /// CI outputs.
     pub ci: CiArgs,
     /// No progress bar.
@@ -455,6 +457,21 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     protected.extend(req.labels.clone());
     protected.extend(req.grid.clone());
     guard_outputs(&outputs, &protected)?;
+    // An earlier run to compare with (`--baseline DIR`), loaded before any work.
+    let earlier = match &req.baseline_run {
+        Some(dir) => Some(crate::sweep::analyze(crate::result::SweepRecord::load(
+            dir,
+        )?)?),
+        None => {
+            if let Some(g) = gates.iter().find(|g| g.is_diff()) {
+                return Err(Error::Usage(format!(
+                    "--require `{}` compares with an earlier run: give --baseline DIR (a folder an earlier sweep wrote)",
+                    g.score
+                )));
+            }
+            None
+        }
+    };
 
     let mut read = req.read.clone();
     read.digests = true;
@@ -477,7 +494,24 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     record.wall_time_ms = started.elapsed().as_millis() as u64;
     release(corpus);
     let result = crate::sweep::analyze(record)?;
-    let code = finish_sweep(&result, &out_dir, &req.ci, &gates, out, err)?;
+    let plain: Vec<crate::gates::Gate> = gates.iter().filter(|g| !g.is_diff()).cloned().collect();
+    let mut code = finish_sweep(&result, &out_dir, &req.ci, &plain, out, err)?;
+    if let Some(earlier) = earlier {
+        let d = crate::diff::diff(&earlier, &result);
+        let io = |e| Error::io("<stdout>", e);
+        writeln!(
+            out,
+            "\nChanges since {}:",
+            req.baseline_run.as_ref().expect("given").display()
+        )
+        .map_err(io)?;
+        crate::report::diff_out::table(&d, out).map_err(io)?;
+        let results = diff_gates(&d, &gates);
+        let diff_code = finish_gates(&results, false, err);
+        if code == EXIT_OK {
+            code = diff_code;
+        }
+    }
     release(result);
     Ok(code)
 }
@@ -564,6 +598,71 @@ fn finish_sweep(
         writeln!(out, "  {}", p.display()).map_err(io)?;
     }
     Ok(finish_gates(&gate_results, report_failed, err))
+}
+
+/// How `looptune diff` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiffFormat {
+    /// A table for people.
+    Table,
+    /// One JSON object per changed verdict.
+    Json,
+}
+
+/// Evaluate the diff gates on the new run's chosen configuration.
+fn diff_gates(
+    d: &crate::diff::Diff,
+    gates: &[crate::gates::Gate],
+) -> Vec<crate::gates::GateResult> {
+    // The diff lists the new run's configurations first, in grid order.
+    let chosen = d.configs.get(d.chosen);
+    gates
+        .iter()
+        .filter(|g| g.is_diff())
+        .map(|g| g.check_value(chosen.and_then(|c| c.count(&g.score))))
+        .collect()
+}
+
+/// `looptune diff BASE NEW`: what changed between two results of the same grid.
+pub fn diff_command(
+    base: &std::path::Path,
+    new: &std::path::Path,
+    format: DiffFormat,
+    ci: &CiArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<i32> {
+    let gates: Vec<crate::gates::Gate> = ci
+        .requires
+        .iter()
+        .map(|g| crate::gates::Gate::parse(g))
+        .collect::<Result<_>>()?;
+    if let Some(g) = gates.iter().find(|g| !g.is_diff()) {
+        return Err(Error::Usage(format!(
+            "--require `{}`: diff gates take {}",
+            g.score,
+            crate::diff::DIFF_SCORES.join(", ")
+        )));
+    }
+    let base = crate::sweep::analyze(crate::result::SweepRecord::load(base)?)?;
+    let new = crate::sweep::analyze(crate::result::SweepRecord::load(new)?)?;
+    let d = crate::diff::diff(&base, &new);
+    let io = |e| Error::io("<stdout>", e);
+    match format {
+        DiffFormat::Json => crate::report::diff_out::json_lines(&d, out).map_err(io)?,
+        DiffFormat::Table => crate::report::diff_out::table(&d, out).map_err(io)?,
+    }
+    let mut failed = false;
+    if let Some(p) = &ci.markdown {
+        if let Err(e) =
+            crate::report::write_atomic(p, crate::report::diff_out::markdown(&d).as_bytes())
+        {
+            failed = true;
+            writeln!(err, "error: failed to write {}: {e}", p.display()).ok();
+        }
+    }
+    let results = diff_gates(&d, &gates);
+    Ok(finish_gates(&results, failed, err))
 }
 
 /// `looptune merge`: combine the results of shards into the full outputs.

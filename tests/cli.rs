@@ -732,3 +732,119 @@ fn four_shards_and_a_merge_give_the_bytes_of_one_run() {
         std::fs::read_to_string(merged.join("report.html")).unwrap()
     );
 }
+
+#[test]
+fn diff_lists_exactly_the_changed_verdicts_and_its_gates_trip() {
+    let d = tempfile::tempdir().unwrap();
+    let base = d.path().join("base");
+    assert_eq!(sweep_with(&base, &[]).status.code(), Some(0));
+    // Tonight a clean session is relabelled a loop: every configuration's
+    // verdict on it changes (fp -> tp/early, tn -> fn), nothing else does.
+    let labels = std::fs::read_to_string(root().join("fixtures/labels.csv")).unwrap();
+    let flipped = labels.replace(
+        "clean_retry_then_fix,clean,,",
+        "clean_retry_then_fix,loop,1,",
+    );
+    assert_ne!(labels, flipped);
+    let lp = write(d.path(), "labels.csv", &flipped);
+    let new = d.path().join("new");
+    let r = looptune()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/sessions",
+            "--quiet",
+            "--combine",
+            "2",
+            "--labels",
+        ])
+        .arg(&lp)
+        .arg("--out")
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0));
+    let out = looptune()
+        .args(["diff", "--format", "json"])
+        .arg(&base)
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let changes: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let configs = csv_rows(&base.join("sweep.csv"));
+    let fired: Vec<String> = csv_rows(&base.join("detections.csv"))
+        .into_iter()
+        .filter(|r| r["session"] == "clean_retry_then_fix")
+        .map(|r| r["config"].clone())
+        .collect();
+    // One change per configuration (the union row is derived, not a grid configuration).
+    let grid_configs = configs.iter().filter(|r| r["family"] != "any").count();
+    assert_eq!(changes.len(), grid_configs, "one change per configuration");
+    for c in &changes {
+        assert_eq!(c["session"], "clean_retry_then_fix");
+        let was_fp = fired.contains(&c["config"].as_str().unwrap().to_string());
+        assert_eq!(c["base"], if was_fp { "fp" } else { "tn" });
+        assert!(if was_fp {
+            c["new"] == "tp" || c["new"] == "early"
+        } else {
+            c["new"] == "fn"
+        });
+    }
+    // The chosen configuration (gemini-latest) misses the relabelled loop unless it fired.
+    let base_fired = fired.iter().any(|id| {
+        configs
+            .iter()
+            .any(|r| &r["config"] == id && r["label"] == "gemini-latest")
+    });
+    let gate = looptune()
+        .args([
+            "diff",
+            "--require",
+            "new_missed_loops==0",
+            "--require",
+            "new_false_positives==0",
+        ])
+        .arg(&base)
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_eq!(gate.status.code(), Some(if base_fired { 0 } else { 1 }));
+    // The same comparison from the sweep itself.
+    let again = d.path().join("again");
+    let r = looptune()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/sessions",
+            "--quiet",
+            "--combine",
+            "2",
+            "--labels",
+        ])
+        .arg(&lp)
+        .arg("--baseline")
+        .arg(&base)
+        .args(["--require", "changed_verdicts==0", "--out"])
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(String::from_utf8_lossy(&r.stdout).contains("clean_retry_then_fix"));
+    // A diff gate without an earlier run is a usage error.
+    let r = sweep_with(&d.path().join("x"), &["--require", "new_missed_loops==0"]);
+    assert_eq!(r.status.code(), Some(2));
+}

@@ -207,7 +207,11 @@ fn chart_numbers_match_sweep_csv() {
 
     for m in charts::heatmaps(&d) {
         for cell in m.cells.iter().flatten().flatten() {
-            assert!(near(cell.f1.unwrap(), csv[&cell.config].2), "{}", cell.config);
+            assert!(
+                near(cell.f1.unwrap(), csv[&cell.config].2),
+                "{}",
+                cell.config
+            );
         }
     }
 

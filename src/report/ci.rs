@@ -134,6 +134,11 @@ pub fn markdown(v: &CiView) -> String {
     out
 }
 
+/// User text inside a Markdown table cell or line: inert, on one line.
+pub fn md_text(s: &str) -> String {
+    md_escape(&s.replace(['\n', '\r'], " "))
+}
+
 fn md_escape(s: &str) -> String {
     s.replace('|', "\\|")
         .replace('<', "&lt;")

@@ -5,6 +5,7 @@
 pub mod charts;
 pub mod ci;
 pub mod csv_out;
+pub mod diff_out;
 pub mod html;
 pub mod model;
 pub mod summary;

@@ -525,3 +525,17 @@ fn cross_validation_text(
     }
     Ok(())
 }
+
+/// User text for a terminal: control characters (escape sequences, newlines)
+/// shown as `\u{..}` so a session id cannot move the cursor or forge lines.
+pub fn terminal_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                format!("\\u{{{:x}}}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
