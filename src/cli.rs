@@ -232,6 +232,9 @@ struct SweepArgs {
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// Refuse grids that expand to more configurations than this (counted before any work).
+    #[arg(long, value_name = "N", default_value_t = looptune::limits::DEFAULT_MAX_CONFIGS)]
+    max_configs: usize,
 }
 
 #[derive(Debug, Args)]
@@ -269,6 +272,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     let mut out = stdout.lock();
     match cli.command {
         Command::Replay(a) => {
+            looptune::limits::check_jobs(a.jobs)?;
             let req = run::ReplayRequest {
                 paths: a.input.paths.clone(),
                 read: a.input.read_options(false, a.jobs),
@@ -291,6 +295,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                     .map_err(|e| Error::io("<stdout>", e))?;
                 return Ok(0);
             }
+            looptune::limits::check_jobs(a.jobs)?;
             let req = run::SweepRequest {
                 paths: a.paths.clone(),
                 read: ReadOptions {
@@ -307,6 +312,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 config: a.ci.config.clone(),
                 ci: a.ci.ci(),
                 quiet: a.quiet,
+                max_configs: a.max_configs,
             };
             run::sweep_command(&req, &mut std::io::stderr())
         }

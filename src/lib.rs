@@ -8,6 +8,7 @@
 
 pub mod detect;
 pub mod error;
+pub mod escape;
 pub mod event;
 pub mod gates;
 pub mod grid;
@@ -15,6 +16,7 @@ pub mod import;
 pub mod input;
 pub mod js;
 pub mod labels;
+pub mod limits;
 pub mod metrics;
 pub mod progress;
 pub mod replay;

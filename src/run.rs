@@ -327,16 +327,31 @@ pub struct SweepRequest {
     pub ci: CiArgs,
     /// No progress bar.
     pub quiet: bool,
+    /// Cap on the grid's configurations (`--max-configs`; 0 = the default).
+    pub max_configs: usize,
 }
 
 /// Load the grid named by a request, or the embedded default.
 pub fn load_grid(path: Option<&std::path::Path>) -> Result<crate::grid::Grid> {
+    load_grid_limited(path, crate::limits::DEFAULT_MAX_CONFIGS)
+}
+
+/// [`load_grid`] with a `--max-configs` cap (0 = the default cap).
+pub fn load_grid_limited(
+    path: Option<&std::path::Path>,
+    max_configs: usize,
+) -> Result<crate::grid::Grid> {
+    let max = if max_configs == 0 {
+        crate::limits::DEFAULT_MAX_CONFIGS
+    } else {
+        max_configs
+    };
     match path {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
-            crate::grid::parse_grid(&text, &p.display().to_string())
+            crate::grid::parse_grid_limited(&text, &p.display().to_string(), max)
         }
-        None => crate::grid::default_grid(),
+        None => crate::grid::parse_grid_limited(crate::grid::DEFAULT_GRID, "default", max),
     }
 }
 
@@ -371,7 +386,7 @@ fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
 pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     let started = std::time::Instant::now();
     // Everything that can be checked before work starts is checked first.
-    let grid = load_grid(req.grid.as_deref())?;
+    let grid = load_grid_limited(req.grid.as_deref(), req.max_configs)?;
     let objective = crate::metrics::Objective::parse(&req.objective).map_err(Error::Usage)?;
     let gates: Vec<crate::gates::Gate> = req
         .ci

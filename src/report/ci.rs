@@ -2,6 +2,7 @@
 //! XML with one test case per labeled session for the chosen configuration.
 
 use super::fixed;
+use crate::escape::{md_code, md_text as md_escape};
 use crate::event::Corpus;
 use crate::gates::GateResult;
 use crate::labels::Labels;
@@ -133,16 +134,6 @@ pub fn markdown(v: &CiView) -> String {
     out
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-fn md_code(s: &str) -> String {
-    s.replace('`', "'")
-}
-
 /// JUnit XML: one test case per labeled session; a failure when the chosen
 /// configuration fires on a clean session or misses a loop.
 pub fn junit(v: &CiView) -> String {
@@ -229,7 +220,11 @@ pub fn xml(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
+            // As character references, so attributes keep them (a parser
+            // normalises literal ones to spaces) and no line can be forged.
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
             c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => {}
             c => out.push(c),
         }
@@ -240,6 +235,11 @@ pub fn xml(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xml_keeps_line_breaks_as_references() {
+        assert_eq!(xml("a\n</x>"), "a&#10;&lt;/x&gt;");
+    }
 
     #[test]
     fn xml_escapes_markup_and_drops_control_chars() {

@@ -80,9 +80,10 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
                 if d.detail.chars().count() > 70 {
                     detail.push('…');
                 }
-                let detail = detail.replace(['\n', '\r', '\t'], " ");
+                // Ids and details come from logs: no control character reaches the terminal.
+                let detail = crate::escape::terminal(&detail).into_owned();
                 rows.push([
-                    s.id.clone(),
+                    crate::escape::terminal(&s.id).into_owned(),
                     if multi {
                         cfg.profile.clone()
                     } else {
