@@ -46,50 +46,38 @@ pub fn terminal_lines(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Text for Markdown outside code spans: every ASCII punctuation character is
-/// backslash-escaped (CommonMark allows it for all of them, so no link, image,
-/// emphasis, table cell or heading can start), `<`, `>` and `&` become
-/// entities (no raw HTML such as `</details><script>`), and line breaks and
-/// other controls become spaces or escapes (no new block can start).
+/// Text for Markdown: every ASCII punctuation character is backslash-escaped
+/// (CommonMark allows it for all of them, so no link, image, emphasis, code
+/// span, table cell or heading can start), `<`, `>` and `&` become entities
+/// (no raw HTML such as `</details><script>`), and line breaks and other
+/// controls are shown as escapes (`\n`, `\u{1b}`), so no new block can start
+/// and the text reads as it was.
 pub fn md_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
+    let mut push = |c: char, out: &mut String| match c {
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '&' => out.push_str("&amp;"),
+        c if c.is_ascii_punctuation() => {
+            out.push('\\');
+            out.push(c);
+        }
+        c => out.push(c),
+    };
     for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if c.is_ascii_punctuation() => {
-                out.push('\\');
-                out.push(c);
+        if is_unsafe_for_terminal(c) {
+            let shown: String = match c {
+                '\n' => "\\n".into(),
+                '\r' => "\\r".into(),
+                '\t' => "\\t".into(),
+                c => c.escape_unicode().collect(),
+            };
+            for e in shown.chars() {
+                push(e, &mut out);
             }
-            c if is_unsafe_for_terminal(c) => out.extend(c.escape_unicode()),
-            c => out.push(c),
+        } else {
+            push(c, &mut out);
         }
-    }
-    out
-}
-
-/// The inside of a Markdown code span (the caller adds the backticks): the
-/// span shows its content literally, so only what could end it or the
-/// paragraph matters: backticks become `'`, and line breaks and other controls
-/// are shown as escapes (`\n`), so a blank line cannot close the span and
-/// start an image or raw HTML.
-pub fn md_code(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    for c in s.chars() {
-        match c {
-            '`' => out.push('\''),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if is_unsafe_for_terminal(c) => out.extend(c.escape_unicode()),
-            c => out.push(c),
-        }
-    }
-    // A span that is all spaces or starts and ends with one loses a space.
-    if out.trim().is_empty() {
-        return "\u{a0}".repeat(out.chars().count().max(1));
     }
     out
 }
@@ -111,18 +99,12 @@ mod tests {
     fn markdown_text_cannot_open_images_links_or_html() {
         let t = md_text("a\n\n![x](http://evil.example/p.png) </details><script> | *b*");
         assert!(!t.contains('\n'));
+        assert!(t.starts_with("a\\\\n\\\\n\\!\\["), "{t}");
         assert!(!t.contains("!["), "{t}");
         assert!(
             !t.contains('<') && !t.contains("](") && !t.contains(" | "),
             "{t}"
         );
         assert!(t.contains("\\!\\[x\\]\\(http"), "{t}");
-    }
-
-    #[test]
-    fn markdown_code_span_content_stays_in_its_span() {
-        let c = md_code("a\n\n![x](http://evil.example/p.png)`");
-        assert!(!c.contains('\n') && !c.contains('`'), "{c}");
-        assert_eq!(c, "a\\n\\n![x](http://evil.example/p.png)'");
     }
 }

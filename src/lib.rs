@@ -18,6 +18,7 @@ pub mod js;
 pub mod labels;
 pub mod limits;
 pub mod metrics;
+pub mod outdir;
 pub mod progress;
 pub mod replay;
 pub mod report;

@@ -196,7 +196,15 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         };
         let mut written = Vec::new();
         let mut err = std::io::stderr();
-        let failed = write_ci(&req.ci, &view, &mut written, &mut err);
+        let mut set = crate::outdir::OutputSet::new();
+        let mut failed = write_ci(&req.ci, &view, &mut set, &mut err);
+        match set.commit() {
+            Ok(w) => written.extend(w),
+            Err(e) => {
+                failed = true;
+                writeln!(err, "error: {e}").ok();
+            }
+        }
         let gate_code = finish_gates(&gate_results, failed, &mut err);
         if gate_code != EXIT_OK {
             code = gate_code;
@@ -369,7 +377,14 @@ fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
         }
         given.extend(canon(i));
     }
+    let reads_stdin = inputs.iter().any(|i| i.as_os_str() == "-");
     for o in outputs {
+        if reads_stdin && crate::outdir::stdin_is(o) {
+            return Err(Error::Usage(format!(
+                "refusing to overwrite {}: it is standard input (`-`)",
+                o.display()
+            )));
+        }
         if let Some(c) = canon(o) {
             if given.contains(&c) {
                 return Err(Error::Usage(format!(
@@ -443,29 +458,35 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     progress.finish();
     let wall = started.elapsed().as_millis();
 
-    std::fs::create_dir_all(&out_dir).map_err(|e| Error::io(&out_dir, e))?;
-    let write = |p: &PathBuf, bytes: &[u8]| {
-        crate::report::write_atomic(p, bytes).map_err(|e| Error::io(p, e))
-    };
-    write(&files[0], &crate::report::csv_out::sweep_csv(&result))?;
-    write(
+    // --- output set (src/outdir.rs): every file is staged beside its target
+    // and moved into place at the end; an error or a signal before then leaves
+    // the previous outputs as they were.
+    if req.out.is_none() && crate::outdir::is_output_folder(&out_dir) {
+        writeln!(
+            err,
+            "note: replacing the previous outputs in {} (give --out to keep them)",
+            out_dir.display()
+        )
+        .ok();
+    }
+    let mut set = crate::outdir::OutputSet::new();
+    set.write(&files[0], &crate::report::csv_out::sweep_csv(&result))?;
+    set.write(
         &files[1],
         &crate::report::csv_out::detections_csv(&result, &corpus),
     )?;
     let summary = crate::report::summary::summary_json(&result, &corpus, wall);
-    write(
+    set.write(
         &files[2],
         &serde_json::to_vec_pretty(&summary).expect("serialisable"),
     )?;
-    let mut written = vec![files[0].clone(), files[1].clone(), files[2].clone()];
 
     let mut report_failed = false;
-    match crate::report::html::write_report_dir(&out_dir) {
-        Ok(p) => written.push(p),
-        Err(e) => {
-            report_failed = true;
-            writeln!(err, "error: {e}").ok();
-        }
+    set.stage(&files[3])?;
+    let staged_dir = set.folder_for(&out_dir)?;
+    if let Err(e) = crate::report::html::write_report_dir(&staged_dir) {
+        report_failed = true;
+        writeln!(err, "error: {e}").ok();
     }
     let chosen = &result.scores[result.chosen];
     let gate_results: Vec<crate::gates::GateResult> =
@@ -486,7 +507,9 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
         session_labels: &result.labels,
         outcomes: &result.replay.outcomes[result.chosen],
     };
-    report_failed |= write_ci(&req.ci, &view, &mut written, err);
+    report_failed |= write_ci(&req.ci, &view, &mut set, err);
+    let written = set.commit()?;
+    // --- end of the output set.
 
     print_sweep_table(&result, err);
     writeln!(
@@ -507,11 +530,11 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     Ok(code)
 }
 
-/// Write the Markdown and JUnit outputs; true when one failed.
+/// Stage the Markdown and JUnit outputs in `set`; true when one failed.
 fn write_ci(
     ci: &CiArgs,
     view: &crate::report::ci::CiView,
-    written: &mut Vec<PathBuf>,
+    set: &mut crate::outdir::OutputSet,
     err: &mut dyn Write,
 ) -> bool {
     let mut failed = false;
@@ -521,12 +544,9 @@ fn write_ci(
     ];
     for (path, text) in outputs {
         let Some(p) = path else { continue };
-        match crate::report::write_atomic(p, text.as_bytes()) {
-            Ok(()) => written.push(p.clone()),
-            Err(e) => {
-                failed = true;
-                writeln!(err, "error: failed to write {}: {e}", p.display()).ok();
-            }
+        if let Err(e) = set.write(p, text.as_bytes()) {
+            failed = true;
+            writeln!(err, "error: failed to write {e}").ok();
         }
     }
     failed

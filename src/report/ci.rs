@@ -2,7 +2,7 @@
 //! XML with one test case per labeled session for the chosen configuration.
 
 use super::fixed;
-use crate::escape::{md_code, md_text as md_escape};
+use crate::escape::md_text as md_escape;
 use crate::event::Corpus;
 use crate::gates::GateResult;
 use crate::labels::Labels;
@@ -111,11 +111,11 @@ pub fn markdown(v: &CiView) -> String {
             let (verd, _) = verdict(&v.outcomes[i], v.session_labels.by_session[i]);
             match verd {
                 Verdict::FalsePositive => Some(format!(
-                    "- false positive: `{}` at turn {}",
-                    md_code(&s.id),
+                    "- false positive: {} at turn {}",
+                    md_escape(&s.id),
                     v.outcomes[i].first().map_or(0, |d| d.turn)
                 )),
-                Verdict::Missed => Some(format!("- missed loop: `{}`", md_code(&s.id))),
+                Verdict::Missed => Some(format!("- missed loop: {}", md_escape(&s.id))),
                 _ => None,
             }
         })

@@ -1,0 +1,320 @@
+//! Issue #16, hardening: limits checked before work, user text escaped in
+//! every output, outputs that never clobber their inputs and are replaced
+//! whole, pipes and empty inputs handled as a CI job and a shell user expect.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn looptune() -> Command {
+    Command::cargo_bin("looptune").unwrap()
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Five identical tool calls in session `id`, with an inline label.
+fn looping_session(id: &str, is_loop: bool) -> String {
+    let id = serde_json::to_string(id).unwrap();
+    let mut s = format!("{{\"type\":\"user\",\"text\":\"go\",\"session\":{id}}}\n");
+    for _ in 0..6 {
+        s.push_str(&format!(
+            "{{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{{\"a\":1}},\"session\":{id}}}\n"
+        ));
+    }
+    s.push_str(&format!(
+        "{{\"type\":\"label\",\"loop\":{is_loop},\"session\":{id}}}\n"
+    ));
+    s
+}
+
+fn calm_session(id: &str, is_loop: bool) -> String {
+    let id = serde_json::to_string(id).unwrap();
+    format!(
+        "{{\"type\":\"user\",\"text\":\"go\",\"session\":{id}}}\n{{\"type\":\"content\",\"text\":\"hello\",\"session\":{id}}}\n{{\"type\":\"label\",\"loop\":{is_loop},\"session\":{id}}}\n"
+    )
+}
+
+#[test]
+fn a_grid_of_a_billion_configurations_is_refused_before_work() {
+    let d = tempfile::tempdir().unwrap();
+    let g = write(
+        d.path(),
+        "big.toml",
+        "family = \"gemini\"\n[axes]\ntool_call_threshold = { start = 1, stop = 1000, step = 1 }\ncontent_chunk_size = { start = 1, stop = 1000, step = 1 }\ncontent_loop_threshold = { start = 2, stop = 1001, step = 1 }\n",
+    );
+    looptune()
+        .current_dir(root())
+        .args(["sweep", "fixtures/", "--quiet", "--grid"])
+        .arg(&g)
+        .arg("--out")
+        .arg(d.path().join("o"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("1000000000 configurations"))
+        .stderr(predicate::str::contains("--max-configs"));
+    let g = write(
+        d.path(),
+        "over.toml",
+        "family = \"gemini\"\n[axes]\ntool_call_threshold = { start = -1, stop = 9223372036854775807, step = 1 }\n",
+    );
+    looptune()
+        .current_dir(root())
+        .args(["sweep", "fixtures/", "--quiet", "--grid"])
+        .arg(&g)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "range has 9223372036854775809 values",
+        ));
+    assert!(!d.path().join("o").exists());
+}
+
+#[test]
+fn max_configs_is_honoured_and_names_itself() {
+    let d = tempfile::tempdir().unwrap();
+    let g = write(
+        d.path(),
+        "g.toml",
+        "family = \"gemini\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [3, 4, 5]\n",
+    );
+    looptune()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/",
+            "--quiet",
+            "--max-configs",
+            "2",
+            "--grid",
+        ])
+        .arg(&g)
+        .arg("--out")
+        .arg(d.path().join("o"))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("3 configurations")
+                .and(predicate::str::contains("--max-configs")),
+        );
+}
+
+#[test]
+fn jobs_beyond_the_cap_is_a_usage_error_naming_the_flag() {
+    looptune()
+        .current_dir(root())
+        .args(["replay", "-j", "10000", "fixtures/"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--jobs 10000"));
+}
+
+#[test]
+fn markdown_junit_and_terminal_keep_hostile_ids_inert() {
+    let d = tempfile::tempdir().unwrap();
+    let image = "a\n\n![x](http://evil.example/p.png)";
+    let script = "</details><script>alert(1)</script>";
+    let esc = "b\u{1b}]0;owned\u{7}";
+    let body = format!(
+        "{}{}{}",
+        looping_session(image, false),
+        calm_session(script, true),
+        looping_session(esc, false)
+    );
+    let f = write(d.path(), "s.jsonl", &body);
+    let md = d.path().join("s.md");
+    let xml = d.path().join("s.xml");
+    let out = looptune()
+        .arg("replay")
+        .arg(&f)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--junit")
+        .arg(&xml)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+        "{stdout:?}"
+    );
+    assert!(stdout.contains("\\u{1b}"), "{stdout}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("missed loop"), "{md}");
+    assert!(!md.contains("\n![x]"), "{md}");
+    assert!(!md.contains("<script>"), "{md}");
+    assert_eq!(md.matches("</details>").count(), 1, "{md}");
+    assert!(
+        md.contains("- false positive: a\\\\n\\\\n\\!\\[x\\]"),
+        "{md}"
+    );
+    let xml = std::fs::read_to_string(&xml).unwrap();
+    assert!(
+        !xml.contains("<script>") && !xml.contains('\u{1b}'),
+        "{xml}"
+    );
+    assert!(xml.contains("a&#10;&#10;![x]"), "{xml}");
+}
+
+#[test]
+fn import_from_stdin_never_overwrites_its_own_input() {
+    let d = tempfile::tempdir().unwrap();
+    let body = looping_session("s", true);
+    let f = write(d.path(), "s.jsonl", &body);
+    // The file itself as stdin (not a copy through a pipe), as a shell's `< F` gives it.
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("looptune"))
+        .args(["import", "-", "-o"])
+        .arg(&f)
+        .stdin(std::fs::File::open(&f).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("standard input"));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), body);
+    // Another output from the same stdin is fine.
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("looptune"))
+        .args(["import", "-", "-o"])
+        .arg(d.path().join("copy.jsonl"))
+        .stdin(std::fs::File::open(&f).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+fn sweep_into(input: &Path, out: &Path, labels: Option<&Path>) -> Command {
+    let mut c = looptune();
+    c.arg("sweep")
+        .arg(input)
+        .args(["--quiet", "--out"])
+        .arg(out);
+    if let Some(l) = labels {
+        c.arg("--labels").arg(l);
+    }
+    c
+}
+
+#[test]
+fn out_inside_the_input_folder_works_the_second_time() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    write(&input, "a.jsonl", &looping_session("a", true));
+    write(&input, "b.jsonl", &calm_session("b", false));
+    let out = input.join("report");
+    sweep_into(&input, &out, None).assert().success();
+    let first = std::fs::read(out.join("sweep.csv")).unwrap();
+    sweep_into(&input, &out, None).assert().success();
+    assert_eq!(std::fs::read(out.join("sweep.csv")).unwrap(), first);
+}
+
+#[cfg(unix)]
+#[test]
+fn outputs_honour_the_umask_not_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "s.jsonl", &looping_session("s", true));
+    let o = d.path().join("o.jsonl");
+    looptune()
+        .arg("import")
+        .arg(&f)
+        .arg("-o")
+        .arg(&o)
+        .assert()
+        .success();
+    let mode = std::fs::metadata(&o).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        mode,
+        std::fs::metadata(&f).unwrap().permissions().mode() & 0o777
+    );
+    assert_ne!(mode, 0o600);
+}
+
+/// SIGINT while a sweep stages its outputs: the previous set stays whole and
+/// no temporary file or folder is left.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_sweep_leaves_the_previous_outputs_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    write(&input, "a.jsonl", &looping_session("a", true));
+    write(&input, "b.jsonl", &calm_session("b", false));
+    let out = d.path().join("out");
+    sweep_into(&input, &out, None).assert().success();
+    let before: Vec<(std::ffi::OsString, Vec<u8>)> = {
+        let mut v: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), std::fs::read(e.path()).unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(before.len(), 4);
+    // Different labels: every new output would differ from the old one.
+    let labels = write(
+        d.path(),
+        "labels.csv",
+        "session,label,onset_turn\na,clean,\nb,loop,1\n",
+    );
+    let bin = assert_cmd::cargo::cargo_bin("looptune");
+    let mut child = std::process::Command::new(bin)
+        .arg("sweep")
+        .arg(&input)
+        .args(["--quiet", "--labels"])
+        .arg(&labels)
+        .arg("--out")
+        .arg(&out)
+        .env("LOOPTUNE_TEST_STAGE_DELAY_MS", "400")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the set is being staged, then interrupt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let staging = std::fs::read_dir(&out).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".looptune-stage-")
+        });
+        if staging {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never started staging"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out_status = child.wait().unwrap();
+    assert_eq!(out_status.code(), Some(130));
+    let mut after: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name(), std::fs::read(e.path()).unwrap_or_default())
+        })
+        .collect();
+    after.sort();
+    assert_eq!(
+        after, before,
+        "the previous outputs, whole, and nothing else"
+    );
+}
