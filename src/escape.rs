@@ -54,7 +54,7 @@ pub fn terminal_lines(s: &str) -> Cow<'_, str> {
 /// and the text reads as it was.
 pub fn md_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
-    let mut push = |c: char, out: &mut String| match c {
+    let push = |c: char, out: &mut String| match c {
         '<' => out.push_str("&lt;"),
         '>' => out.push_str("&gt;"),
         '&' => out.push_str("&amp;"),

@@ -79,6 +79,9 @@ pub struct Grid {
     pub axes: Vec<String>,
 }
 
+/// Named axes with their values, in declaration order.
+type Axes = Vec<(String, Vec<ParamValue>)>;
+
 /// Parse and expand a grid; `origin` names it in errors. At most
 /// [`crate::limits::DEFAULT_MAX_CONFIGS`] configurations.
 pub fn parse_grid(text: &str, origin: &str) -> Result<Grid> {
@@ -104,7 +107,7 @@ pub fn parse_grid_limited(text: &str, origin: &str, max_configs: usize) -> Resul
     let mut axes_seen: Vec<String> = Vec::new();
     let mut base_profile: Option<String> = None;
     let mut total: Option<usize> = Some(file.extra.len());
-    let mut expanded: Vec<(DetectorConfig, Vec<(String, Vec<ParamValue>)>)> = Vec::new();
+    let mut expanded: Vec<(DetectorConfig, Axes)> = Vec::new();
     for (gi, sub) in subs.iter().enumerate() {
         let where_ = if gi == 0 {
             "".to_string()
@@ -115,7 +118,7 @@ pub fn parse_grid_limited(text: &str, origin: &str, max_configs: usize) -> Resul
             .map_err(|e| err(format!("{where_}{e}")))?;
         base_profile.get_or_insert_with(|| base.profile.clone());
         let specs = detect::family(base.family)?.params();
-        let mut axes: Vec<(String, Vec<ParamValue>)> = Vec::new();
+        let mut axes: Axes = Vec::new();
         for (name, raw) in &sub.axes {
             let spec =
                 find_spec(&specs, name, base.family).map_err(|m| err(format!("{where_}{m}")))?;

@@ -180,7 +180,7 @@ fn to_object(session: &str, rec: &Record) -> Map<String, Value> {
         } => {
             opt(&mut m, "id", id.clone().map(Value::String));
             opt(&mut m, "name", name.clone().map(Value::String));
-            opt(&mut m, "output", output.as_deref().map(|o| text(o)));
+            opt(&mut m, "output", output.as_deref().map(text));
             opt(&mut m, "error", error.map(Value::Bool));
         }
         Record::Usage {
@@ -197,11 +197,11 @@ fn to_object(session: &str, rec: &Record) -> Map<String, Value> {
         } => {
             m.insert("confidence".into(), Value::from(*confidence));
             opt(&mut m, "model", model.clone().map(Value::String));
-            opt(&mut m, "analysis", analysis.as_deref().map(|a| text(a)));
+            opt(&mut m, "analysis", analysis.as_deref().map(text));
         }
         Record::LoopDetected { kind, detail } => {
             opt(&mut m, "kind", kind.clone().map(Value::String));
-            opt(&mut m, "detail", detail.as_deref().map(|d| text(d)));
+            opt(&mut m, "detail", detail.as_deref().map(text));
         }
         Record::Label {
             is_loop,
