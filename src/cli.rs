@@ -113,6 +113,9 @@ struct InputArgs {
     /// Input format for every file: `auto` detects it per file by content.
     #[arg(long, value_name = "NAME", default_value = "auto")]
     input_format: String,
+    /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
+    #[arg(long)]
+    allow_empty: bool,
 }
 
 impl InputArgs {
@@ -227,6 +230,9 @@ struct SweepArgs {
     /// Input format for every file: `auto` detects it per file by content.
     #[arg(long, value_name = "NAME", default_value = "auto")]
     input_format: String,
+    /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
+    #[arg(long)]
+    allow_empty: bool,
     #[command(flatten)]
     ci: CiOpts,
     /// No progress bar.
@@ -285,6 +291,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 labels: a.ci.labels.clone(),
                 config: a.ci.config.clone(),
                 ci: a.ci.ci(),
+                allow_empty: a.input.allow_empty,
             };
             run::replay_command(&req, &mut out)
         }
@@ -313,6 +320,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 ci: a.ci.ci(),
                 quiet: a.quiet,
                 max_configs: a.max_configs,
+                allow_empty: a.allow_empty,
             };
             run::sweep_command(&req, &mut std::io::stderr())
         }
@@ -322,6 +330,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             &a.input.read_options(false, 0),
             &a.output,
             a.redact,
+            a.input.allow_empty,
             &mut std::io::stderr(),
         ),
         Command::Synth(a) => {

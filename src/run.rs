@@ -118,6 +118,41 @@ pub struct ReplayRequest {
     pub config: Option<String>,
     /// CI outputs.
     pub ci: CiArgs,
+    /// Accept an input with no session (exit 0) instead of exit 2.
+    pub allow_empty: bool,
+}
+
+/// 0 sessions read is an error (exit 2) unless `--allow-empty`: a nightly job
+/// whose log format changed must not stay green on "0 sessions".
+pub fn require_sessions(
+    corpus: &crate::event::Corpus,
+    paths: &[PathBuf],
+    allow_empty: bool,
+) -> Result<()> {
+    if allow_empty || !corpus.sessions.is_empty() {
+        return Ok(());
+    }
+    let not_sessions: Vec<&String> = corpus
+        .skipped
+        .iter()
+        .filter(|m| m.contains(": skipped file ("))
+        .collect();
+    let reason = match (corpus.files.len(), not_sessions.first()) {
+        (0, None) => "no session file found (canonical `.jsonl` or a native agent log)".to_string(),
+        (_, Some(first)) => format!(
+            "{} not recognised as a session log (first: {first})",
+            crate::report::text::plural(not_sessions.len(), "file", "files")
+        ),
+        (n, None) => format!(
+            "{} read, none holds a record",
+            crate::report::text::plural(n, "file", "files")
+        ),
+    };
+    let given: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    Err(Error::Usage(format!(
+        "no sessions read from {}: {reason} (pass --allow-empty to accept an empty input)",
+        given.join(", ")
+    )))
 }
 
 /// Run `looptune replay`; writes to `out`, returns the exit code.
@@ -127,6 +162,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let corpus = read_corpus_with(&req.paths, &req.read, reading.as_ref())?;
     reading.finish();
     warn_skipped(&corpus, &mut std::io::stderr());
+    require_sessions(&corpus, &req.paths, req.allow_empty)?;
     let progress = crate::progress::for_stderr(req.quiet, "replaying");
     let result = replay(
         &corpus,
@@ -205,7 +241,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
                 writeln!(err, "error: {e}").ok();
             }
         }
-        let gate_code = finish_gates(&gate_results, failed, &mut err);
+        let gate_code = finish_gates(&gate_results, &view.labels[chosen], failed, &mut err);
         if gate_code != EXIT_OK {
             code = gate_code;
         }
@@ -233,11 +269,13 @@ pub fn import_command(
     read: &ReadOptions,
     output: &std::path::Path,
     redact: bool,
+    allow_empty: bool,
     err: &mut dyn Write,
 ) -> Result<i32> {
     guard_outputs(&[output.to_path_buf()], paths)?;
     let corpus = read_corpus(paths, read)?;
     warn_skipped(&corpus, err);
+    require_sessions(&corpus, paths, allow_empty)?;
     let mut buf: Vec<u8> = Vec::new();
     crate::import::write_canonical(&corpus.sessions, &mut buf, redact)
         .map_err(|e| Error::io(output, e))?;
@@ -252,9 +290,9 @@ pub fn import_command(
     let whole = corpus.sessions.iter().filter(|s| s.whole_messages).count();
     writeln!(
         err,
-        "wrote {} sessions ({} events) to {}{}",
-        corpus.sessions.len(),
-        corpus.events(),
+        "wrote {} ({}) to {}{}",
+        crate::report::text::plural(corpus.sessions.len(), "session", "sessions"),
+        crate::report::text::plural(corpus.events(), "event", "events"),
         output.display(),
         if whole > 0 {
             format!("; {whole} came from whole messages, not stream chunks")
@@ -278,8 +316,9 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
             .unwrap_or_default();
         writeln!(
             err,
-            "warning: {}: skipped {} bad lines{first}",
-            f.path, f.skipped_lines
+            "warning: {}: skipped {}{first}",
+            crate::escape::terminal(&f.path),
+            crate::report::text::plural(f.skipped_lines as usize, "bad line", "bad lines")
         )
         .ok();
     }
@@ -288,7 +327,7 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         .iter()
         .filter(|m| m.contains(": skipped file ("))
     {
-        writeln!(err, "warning: {m}").ok();
+        writeln!(err, "warning: {}", crate::escape::terminal(m)).ok();
     }
 }
 
@@ -337,6 +376,8 @@ pub struct SweepRequest {
     pub quiet: bool,
     /// Cap on the grid's configurations (`--max-configs`; 0 = the default).
     pub max_configs: usize,
+    /// Accept an input with no session instead of exit 2.
+    pub allow_empty: bool,
 }
 
 /// Load the grid named by a request, or the embedded default.
@@ -441,6 +482,7 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     let corpus = read_corpus_with(&req.paths, &read, reading.as_ref())?;
     reading.finish();
     warn_skipped(&corpus, err);
+    require_sessions(&corpus, &req.paths, req.allow_empty)?;
     let labels = crate::labels::resolve(&corpus, req.labels.as_deref(), req.read.lenient)?;
     for w in &labels.warnings {
         writeln!(err, "warning: {w}").ok();
@@ -525,7 +567,9 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     for p in &written {
         writeln!(err, "  {}", p.display()).ok();
     }
-    let code = finish_gates(&gate_results, report_failed, err);
+    let checked = &result.grid.variants[result.chosen];
+    let checked = format!("{} {}", checked.id, checked.label);
+    let code = finish_gates(&gate_results, &checked, report_failed, err);
     release((corpus, result));
     Ok(code)
 }
@@ -552,15 +596,23 @@ fn write_ci(
     failed
 }
 
-/// Print gate results; the exit code (report failure wins over a gate).
+/// Print gate results, each naming the configuration it checked; the exit
+/// code (report failure wins over a gate).
 fn finish_gates(
     results: &[crate::gates::GateResult],
+    config: &str,
     report_failed: bool,
     err: &mut dyn Write,
 ) -> i32 {
     for g in results {
         let mark = if g.passed { "ok  " } else { "FAIL" };
-        writeln!(err, "gate {mark} {}", g.describe()).ok();
+        writeln!(
+            err,
+            "gate {mark} {} (configuration {})",
+            g.describe(),
+            crate::escape::terminal(config)
+        )
+        .ok();
     }
     if report_failed {
         crate::error::EXIT_REPORT

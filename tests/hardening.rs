@@ -318,3 +318,100 @@ fn an_interrupted_sweep_leaves_the_previous_outputs_whole() {
         "the previous outputs, whole, and nothing else"
     );
 }
+
+/// `looptune detectors | head -1`: the reader went away; no "Broken pipe", exit 0.
+#[test]
+fn a_closed_pipe_ends_quietly_with_success() {
+    for args in [
+        vec!["detectors"],
+        vec!["replay", "--quiet", "--all", "fixtures/"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("looptune"))
+            .current_dir(root())
+            .args(&args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn no_session_read_is_exit_2_with_the_reason_unless_allowed() {
+    let d = tempfile::tempdir().unwrap();
+    let junk = d.path().join("onlyjunk");
+    std::fs::create_dir(&junk).unwrap();
+    write(&junk, "notes.json", "{\"hello\": 1}\n");
+    looptune()
+        .args(["replay", "--fail-on-detection"])
+        .arg(&junk)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no sessions read from"))
+        .stderr(predicate::str::contains("--allow-empty"));
+    looptune()
+        .arg("sweep")
+        .arg(&junk)
+        .args(["--quiet", "--out"])
+        .arg(d.path().join("o"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not recognised as a session log"));
+    assert!(!d.path().join("o").exists());
+    looptune()
+        .args(["replay", "--allow-empty"])
+        .arg(&junk)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("0 sessions"));
+}
+
+#[test]
+fn messages_use_the_right_plural_and_do_not_repeat_their_cause() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        d.path(),
+        "s.jsonl",
+        "{\"type\":\"user\",\"text\":\"go\"}\nnot json\n",
+    );
+    looptune()
+        .args(["replay", "--lenient"])
+        .arg(&f)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 session, 0 turns, 1 event;"))
+        .stderr(predicate::str::contains("skipped 1 bad line ("));
+    let out = looptune()
+        .args(["replay", "/nonexistent/looptune-input"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+}
+
+#[test]
+fn gate_lines_name_the_configuration_they_checked() {
+    looptune()
+        .current_dir(root())
+        .args([
+            "replay",
+            "fixtures/",
+            "--quiet",
+            "--labels",
+            "fixtures/labels.csv",
+            "--require",
+            "sessions>=1",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("(configuration gemini-latest)"));
+}

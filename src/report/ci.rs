@@ -2,6 +2,7 @@
 //! XML with one test case per labeled session for the chosen configuration.
 
 use super::fixed;
+use super::text::plural;
 use crate::escape::md_text as md_escape;
 use crate::event::Corpus;
 use crate::gates::GateResult;
@@ -59,13 +60,13 @@ pub fn markdown(v: &CiView) -> String {
     let (loops, clean) = v.session_labels.counts();
     out.push_str(&format!("## looptune: {}\n\n", md_escape(&v.title)));
     out.push_str(&format!(
-        "{} sessions ({} loop, {} clean, {} unlabeled), {} turns, {} events.\n\n",
-        v.corpus.sessions.len(),
+        "{} ({} loop, {} clean, {} unlabeled), {}, {}.\n\n",
+        plural(v.corpus.sessions.len(), "session", "sessions"),
         loops,
         clean,
         v.corpus.sessions.len() - loops - clean,
-        v.corpus.turns(),
-        v.corpus.events()
+        plural(v.corpus.turns() as usize, "turn", "turns"),
+        plural(v.corpus.events(), "event", "events")
     ));
     let mut cols = vec![v.chosen];
     if let Some(r) = v.recommended {
@@ -122,8 +123,8 @@ pub fn markdown(v: &CiView) -> String {
         .collect();
     if !problems.is_empty() {
         out.push_str(&format!(
-            "\n<details><summary>{} sessions to look at</summary>\n\n",
-            problems.len()
+            "\n<details><summary>{} to look at</summary>\n\n",
+            plural(problems.len(), "session", "sessions")
         ));
         for p in problems.iter().take(50) {
             out.push_str(p);

@@ -58,6 +58,11 @@ pub fn replay_json(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) 
     Ok(())
 }
 
+/// `1 session`, `2 sessions`: a count with the right form of its noun.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A table for people: one row per session with a detection, then a summary line.
 pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) -> io::Result<()> {
     let multi = r.configs.len() > 1;
@@ -145,10 +150,10 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
     let profiles: Vec<&str> = r.configs.iter().map(|c| c.profile.as_str()).collect();
     writeln!(
         out,
-        "{} sessions, {} turns, {} events; {} with a detection ({}) [{}]",
-        corpus.sessions.len(),
-        corpus.turns(),
-        corpus.events(),
+        "{}, {}, {}; {} with a detection ({}) [{}]",
+        plural(corpus.sessions.len(), "session", "sessions"),
+        plural(corpus.turns() as usize, "turn", "turns"),
+        plural(corpus.events(), "event", "events"),
         fired_sessions,
         if kinds.is_empty() {
             "none".to_string()
