@@ -415,3 +415,87 @@ fn gate_lines_name_the_configuration_they_checked() {
         .success()
         .stderr(predicate::str::contains("(configuration gemini-latest)"));
 }
+
+#[test]
+fn every_subcommand_help_has_examples_and_exit_codes() {
+    for cmd in [
+        "replay",
+        "sweep",
+        "report",
+        "import",
+        "detectors",
+        "completions",
+        "man",
+    ] {
+        looptune().args([cmd, "--help"]).assert().success().stdout(
+            predicate::str::contains("Examples:").and(predicate::str::contains("Exit codes:")),
+        );
+    }
+}
+
+#[test]
+fn allowed_values_are_listed_and_a_bad_input_format_is_rejected_before_reading() {
+    looptune()
+        .args(["replay", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("claude-code"))
+        .stdout(predicate::str::contains("gemini-latest"))
+        .stdout(predicate::str::contains("opencode"));
+    looptune()
+        .args([
+            "replay",
+            "--input-format",
+            "bogus",
+            "/nonexistent/looptune-input",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--input-format"))
+        .stderr(predicate::str::contains("nonexistent").not());
+}
+
+#[test]
+fn completions_and_man_page() {
+    looptune()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("_looptune()").and(predicate::str::contains("sweep")));
+    looptune()
+        .arg("man")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(".TH looptune 1"));
+}
+
+#[test]
+fn dash_o_is_the_output_in_every_command() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "s.jsonl", &looping_session("s", true));
+    // import: -o, --output and --out.
+    for flag in ["-o", "--output", "--out"] {
+        let o = d.path().join(format!("i{}.jsonl", flag.len()));
+        looptune()
+            .arg("import")
+            .arg(&f)
+            .arg(flag)
+            .arg(&o)
+            .assert()
+            .success();
+        assert!(o.is_file(), "{flag}");
+    }
+    // sweep: -o, --out and --output.
+    for flag in ["-o", "--out", "--output"] {
+        let o = d.path().join(format!("s{}", flag.len()));
+        looptune()
+            .arg("sweep")
+            .arg(&f)
+            .arg("--quiet")
+            .arg(flag)
+            .arg(&o)
+            .assert()
+            .success();
+        assert!(o.join("sweep.csv").is_file(), "{flag}");
+    }
+}
