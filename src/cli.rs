@@ -211,7 +211,9 @@ Exit codes:
 #[derive(Debug, Args)]
 struct InputArgs {
     /// Session files or folders (walked recursively in byte order of paths); `-` reads stdin.
-    #[arg(required = true, value_name = "PATHS")]
+    /// Default: the agents' log folders that exist (~/.claude/projects, ~/.codex/sessions,
+    /// ~/.gemini/tmp, ~/.openhands/sessions, opencode and goose data).
+    #[arg(value_name = "PATHS")]
     paths: Vec<PathBuf>,
     /// Skip bad lines (counted and reported per file) instead of stopping at the first.
     #[arg(long)]
@@ -312,8 +314,9 @@ impl CiOpts {
 
 #[derive(Debug, Args)]
 struct SweepArgs {
-    /// Session files or folders; `-` reads stdin. Not needed with --print-default-grid.
-    #[arg(value_name = "PATHS", required_unless_present = "print_default_grid")]
+    /// Session files or folders; `-` reads stdin. Default: the agents' log folders that
+    /// exist (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ...).
+    #[arg(value_name = "PATHS")]
     paths: Vec<PathBuf>,
     /// Print the embedded default grid as TOML and exit.
     #[arg(long)]
@@ -379,7 +382,19 @@ struct DetectorsArgs {
 }
 
 /// Run the parsed command; returns the exit code.
-pub fn dispatch(cli: Cli) -> Result<i32> {
+pub fn dispatch(mut cli: Cli) -> Result<i32> {
+    // No PATHS: the agents' default log folders (said on stderr).
+    match &mut cli.command {
+        Command::Replay(ReplayArgs { input, .. }) | Command::Import(ImportArgs { input, .. })
+            if input.paths.is_empty() =>
+        {
+            input.paths = looptune::logdirs::default_paths(&mut std::io::stderr())?;
+        }
+        Command::Sweep(a) if a.paths.is_empty() && !a.print_default_grid => {
+            a.paths = looptune::logdirs::default_paths(&mut std::io::stderr())?;
+        }
+        _ => {}
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.command {

@@ -17,6 +17,7 @@ pub mod input;
 pub mod js;
 pub mod labels;
 pub mod limits;
+pub mod logdirs;
 pub mod metrics;
 pub mod outdir;
 pub mod progress;

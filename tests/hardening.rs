@@ -499,3 +499,42 @@ fn dash_o_is_the_output_in_every_command() {
         assert!(o.join("sweep.csv").is_file(), "{flag}");
     }
 }
+
+#[test]
+fn without_paths_replay_and_sweep_read_the_agents_log_folders() {
+    let home = tempfile::tempdir().unwrap();
+    let isolate = |c: &mut Command| {
+        c.env("HOME", home.path())
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env_remove("XDG_DATA_HOME");
+    };
+    let mut c = looptune();
+    isolate(&mut c);
+    c.arg("replay")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no PATHS given and no agent log folder found",
+        ))
+        .stderr(predicate::str::contains(".claude/projects"));
+    let projects = home.path().join(".claude/projects/p");
+    std::fs::create_dir_all(&projects).unwrap();
+    write(&projects, "s1.jsonl", &looping_session("s1", true));
+    let mut c = looptune();
+    isolate(&mut c);
+    c.args(["replay", "--quiet"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("no PATHS given: reading"))
+        .stderr(predicate::str::contains("(claude-code)"))
+        .stdout(predicate::str::contains("1 session,"));
+    let out = home.path().join("o");
+    let mut c = looptune();
+    isolate(&mut c);
+    c.args(["sweep", "--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(out.join("sweep.csv").is_file());
+}
