@@ -528,7 +528,11 @@ pub fn sweep_command(req: &SweepRequest, err: &mut dyn Write) -> Result<i32> {
     let staged_dir = set.folder_for(&out_dir)?;
     if let Err(e) = crate::report::html::write_report_dir(&staged_dir) {
         report_failed = true;
-        writeln!(err, "error: {e}").ok();
+        // Name the target, not the staging folder the user never sees.
+        let msg = e
+            .to_string()
+            .replace(&*staged_dir.to_string_lossy(), &out_dir.to_string_lossy());
+        writeln!(err, "error: {msg}").ok();
     }
     let chosen = &result.scores[result.chosen];
     let gate_results: Vec<crate::gates::GateResult> =

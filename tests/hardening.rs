@@ -538,3 +538,23 @@ fn without_paths_replay_and_sweep_read_the_agents_log_folders() {
         .success();
     assert!(out.join("sweep.csv").is_file());
 }
+
+#[test]
+fn a_sweep_without_out_says_before_replacing_its_previous_folder() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "s.jsonl", &looping_session("s", true));
+    let run = || {
+        looptune()
+            .current_dir(d.path())
+            .arg("sweep")
+            .arg(&f)
+            .arg("--quiet")
+            .assert()
+            .success()
+    };
+    run().stderr(predicate::str::contains("replacing the previous outputs").not());
+    assert!(d.path().join("reports/sweep-default/sweep.csv").is_file());
+    run().stderr(predicate::str::contains(
+        "note: replacing the previous outputs in reports/sweep-default",
+    ));
+}
