@@ -55,6 +55,14 @@ fn patterns() -> &'static [(Regex, &'static str)] {
             // Google API keys and OAuth access tokens.
             (format!(r"{B}AIza[0-9A-Za-z_\-]{{35}}"), "${1}[REDACTED]"),
             (format!(r"{B}ya29\.[0-9A-Za-z_\-]{{20,}}"), "${1}[REDACTED]"),
+            // SendGrid, Shopify, DigitalOcean, Databricks and Twilio keys, Stripe
+            // webhook secrets (Anthropic admin keys are `sk-` keys, above).
+            (format!(r"{B}SG\.[A-Za-z0-9_\-]{{22}}\.[A-Za-z0-9_\-]{{43}}"), "${1}[REDACTED]"),
+            (format!(r"{B}shp(?:at|ca|pa|ss)_[a-fA-F0-9]{{32}}"), "${1}[REDACTED]"),
+            (format!(r"{B}do[por]_v1_[a-f0-9]{{64}}"), "${1}[REDACTED]"),
+            (format!(r"{B}dapi[a-f0-9]{{32}}(?:-\d)?"), "${1}[REDACTED]"),
+            (format!(r"{B}SK[0-9a-fA-F]{{32}}"), "${1}[REDACTED]"),
+            (format!(r"{B}whsec_[A-Za-z0-9+/=]{{24,}}"), "${1}[REDACTED]"),
             // Passwords in URLs (scheme://user:password@host): the user is kept.
             (
                 r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+@".into(),
@@ -172,6 +180,18 @@ mod tests {
             (
                 "ya29.a0AfH6SMBabcdefghijklmnopqrstu".into(),
                 "[REDACTED]".into(),
+            ),
+            (
+                format!("k={}", "shpat_0123456789abcdef0123456789abcdef"),
+                "k=[REDACTED]".into(),
+            ),
+            (
+                format!("SG.{}.{}", "a".repeat(22), "b".repeat(43)),
+                "[REDACTED]".into(),
+            ),
+            (
+                format!("DO_TOKEN:dop_v1_{}", "0".repeat(64)),
+                "DO_TOKEN:[REDACTED]".into(),
             ),
         ];
         for (input, want) in cases {
