@@ -23,6 +23,9 @@ static STAGING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// for any move in progress, removes the staging folders and exits.
 fn install_signal_cleanup() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
+    // signal-hook's iterator is Unix-only; elsewhere Ctrl-C keeps its default
+    // action and the staging folders' names say what they are.
+    #[cfg(unix)]
     INSTALLED.get_or_init(|| {
         use signal_hook::consts::{SIGINT, SIGTERM};
         let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
