@@ -47,7 +47,8 @@ Exit codes:
   0  ok: everything ran and was written
   1  a gate (--require) or --fail-on-detection tripped
   2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written
-  3  results were written, but a report (HTML, Markdown, JUnit) failed";
+  3  results were written, but a report (HTML, Markdown, JUnit) failed
+  130, 143  interrupted (SIGINT, SIGTERM) while writing: the previous outputs are left whole";
 
 /// Tune AI-agent loop detectors offline.
 ///
@@ -347,7 +348,7 @@ struct SweepArgs {
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
-    /// Refuse grids that expand to more configurations than this (counted before any work).
+    /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default).
     #[arg(long, value_name = "N", default_value_t = looptune::limits::DEFAULT_MAX_CONFIGS)]
     max_configs: usize,
 }
