@@ -659,9 +659,10 @@ fn print_sweep_table(r: &crate::sweep::SweepResult, err: &mut dyn Write) {
             .map(crate::report::fixed)
             .unwrap_or_else(|| "-".into())
     };
-    let a = &r.grid.variants[stock].label;
+    // Labels come from the grid file: shown without control characters.
+    let a = crate::escape::terminal(&r.grid.variants[stock].label).into_owned();
     let b = rec
-        .map(|i| r.grid.variants[i].label.clone())
+        .map(|i| crate::escape::terminal(&r.grid.variants[i].label).into_owned())
         .unwrap_or_else(|| "(none)".into());
     writeln!(err).ok();
     writeln!(err, "{:<28} {:>16}   recommended", "", "stock").ok();
