@@ -1,18 +1,54 @@
 //! Command-line arguments (clap derive) and their hand-over to the library.
 //! Nothing here computes: each subcommand builds a request and calls `looptune::run`.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use looptune::error::{Error, Result};
 use looptune::input::ReadOptions;
 use looptune::run;
 use std::path::PathBuf;
+
+/// `--input-format` values: `auto`, `canonical` and every importer (aliases hidden).
+fn input_formats() -> PossibleValuesParser {
+    let mut v = vec![
+        PossibleValue::new("auto").help("detect the format per file, by content"),
+        PossibleValue::new("canonical"),
+    ];
+    v.extend(
+        looptune::import::FORMATS
+            .iter()
+            .map(|f| PossibleValue::new(*f)),
+    );
+    v.extend(["openai", "chat"].map(|a| PossibleValue::new(a).hide(true)));
+    PossibleValuesParser::new(v)
+}
+
+/// `--detector` and `--family` values: every detector family.
+fn family_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        looptune::detect::families()
+            .into_iter()
+            .map(|f| PossibleValue::new(f.name())),
+    )
+}
+
+/// `--profile` values: every profile of every family.
+fn profile_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(looptune::detect::families().into_iter().flat_map(|f| {
+        f.profiles()
+            .into_iter()
+            .map(|p| PossibleValue::new(p.name))
+            .collect::<Vec<_>>()
+    }))
+}
 
 const EXIT_CODES: &str = "\
 Exit codes:
   0  ok: everything ran and was written
   1  a gate (--require) or --fail-on-detection tripped
   2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written
-  3  results were written, but a report (HTML, Markdown, JUnit) failed";
+  3  results were written, but a report (HTML, Markdown, JUnit) failed
+  130, 143  interrupted (SIGINT, SIGTERM) while writing: the previous outputs are left whole";
 
 /// Tune AI-agent loop detectors offline.
 ///
@@ -37,6 +73,7 @@ enum Command {
     #[command(after_help = SWEEP_HELP)]
     Sweep(SweepArgs),
     /// Regenerate report.html from a sweep folder's summary.json, without re-running.
+    #[command(after_help = REPORT_HELP)]
     Report(ReportArgs),
     /// Combine the results of `sweep --shard I/N` runs into the full outputs.
     #[command(after_help = MERGE_HELP)]
@@ -45,13 +82,76 @@ enum Command {
     #[command(after_help = DIFF_HELP)]
     Diff(DiffArgs),
     /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
+    #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
     /// List detector families, their profiles and every parameter with its source.
+    #[command(after_help = DETECTORS_HELP)]
     Detectors(DetectorsArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) of looptune and its subcommands.
+    #[command(after_help = MAN_HELP)]
+    Man,
     /// Generate a seeded synthetic corpus (for benchmarks).
     #[command(hide = true)]
     Synth(SynthArgs),
 }
+
+#[derive(Debug, Args)]
+struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
+}
+
+const REPORT_HELP: &str = "\
+Examples:
+  looptune report reports/sweep-default/         # rewrite report.html only
+
+Exit codes:
+  0  ok: report.html written
+  2  bad input (the folder lacks summary.json, or it is damaged or from another version)
+  3  the report could not be written";
+
+const IMPORT_HELP: &str = "\
+Examples:
+  looptune import ~/.claude/projects -o claude.jsonl
+  looptune import --redact ~/.codex/sessions -o codex.jsonl.gz   # masked, compressed
+  looptune import --input-format gemini-cli chats/ -o gemini.jsonl
+  cat session.json | looptune import - -o session.jsonl
+
+Exit codes:
+  0  ok: the file was written
+  2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written";
+
+const DETECTORS_HELP: &str = "\
+Examples:
+  looptune detectors                         # every family, profile and parameter
+  looptune detectors --family gemini
+  looptune detectors --format json | jq .
+
+Exit codes:
+  0  ok
+  2  unknown family";
+
+const COMPLETIONS_HELP: &str = "\
+Examples:
+  looptune completions bash > ~/.local/share/bash-completion/completions/looptune
+  looptune completions zsh > \"${fpath[1]}/_looptune\"
+  looptune completions fish > ~/.config/fish/completions/looptune.fish
+
+Exit codes:
+  0  ok
+  2  unknown shell";
+
+const MAN_HELP: &str = "\
+Examples:
+  looptune man > looptune.1 && man ./looptune.1
+  looptune man | sudo tee /usr/local/share/man/man1/looptune.1 >/dev/null
+
+Exit codes:
+  0  ok";
 
 #[derive(Debug, Args)]
 struct SynthArgs {
@@ -86,8 +186,12 @@ the file wins. Unlabeled sessions are replayed and counted, never scored.
 Replay cannot know how the model would have reacted to a warning or stop: the
 recorded continuation counts as the model not changing course.
 
-Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 results written but
-a report failed.";
+Exit codes:
+  0  ok: everything ran and was written
+  1  a gate (--require) tripped
+  2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written
+  3  results were written, but a report (HTML, Markdown, JUnit) failed
+  130, 143  interrupted (SIGINT, SIGTERM): the previous outputs are left whole";
 
 const REPLAY_HELP: &str = "\
 Examples:
@@ -105,20 +209,28 @@ Gemini CLI's recovery turn does, numbering strikes per prompt. Replay cannot
 know how the model would have reacted to a warning: the recorded continuation
 counts as the model not changing course.
 
-Exit codes: 0 ok, 1 --fail-on-detection or a gate tripped, 2 bad input or
-usage, 3 results written but a report failed.";
+Exit codes:
+  0  ok: everything ran and was written
+  1  --fail-on-detection or a gate (--require) tripped
+  2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written
+  3  results were written, but a report (Markdown, JUnit) failed";
 
 #[derive(Debug, Args)]
 struct InputArgs {
     /// Session files or folders (walked recursively in byte order of paths); `-` reads stdin.
-    #[arg(required = true, value_name = "PATHS")]
+    /// Default: the agents' log folders that exist (~/.claude/projects, ~/.codex/sessions,
+    /// ~/.gemini/tmp, ~/.openhands/sessions, opencode and goose data).
+    #[arg(value_name = "PATHS")]
     paths: Vec<PathBuf>,
     /// Skip bad lines (counted and reported per file) instead of stopping at the first.
     #[arg(long)]
     lenient: bool,
     /// Input format for every file: `auto` detects it per file by content.
-    #[arg(long, value_name = "NAME", default_value = "auto")]
+    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
     input_format: String,
+    /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
+    #[arg(long)]
+    allow_empty: bool,
 }
 
 impl InputArgs {
@@ -135,10 +247,10 @@ impl InputArgs {
 #[derive(Debug, Args)]
 struct DetectorArgs {
     /// Detector families at their default profiles, comma-separated (e.g. `gemini,opencode`).
-    #[arg(long, value_delimiter = ',', value_name = "FAMILY")]
+    #[arg(long, value_delimiter = ',', value_name = "FAMILY", value_parser = family_names())]
     detector: Vec<String>,
     /// Named profiles (repeatable; implies the family). Default: gemini-latest.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = profile_names())]
     profile: Vec<String>,
     /// Override a parameter: KEY=VALUE for every selected family that has KEY, or FAMILY.KEY=VALUE.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -209,8 +321,9 @@ impl CiOpts {
 
 #[derive(Debug, Args)]
 struct SweepArgs {
-    /// Session files or folders; `-` reads stdin. Not needed with --print-default-grid.
-    #[arg(value_name = "PATHS", required_unless_present = "print_default_grid")]
+    /// Session files or folders; `-` reads stdin. Default: the agents' log folders that
+    /// exist (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ...).
+    #[arg(value_name = "PATHS")]
     paths: Vec<PathBuf>,
     /// Print the embedded default grid as TOML and exit.
     #[arg(long)]
@@ -218,8 +331,8 @@ struct SweepArgs {
     /// Grid file (TOML); default: the embedded grid.
     #[arg(long, value_name = "FILE")]
     grid: Option<PathBuf>,
-    /// Output folder (default reports/sweep-<grid name>/).
-    #[arg(long, short = 'o', value_name = "DIR")]
+    /// Output folder (default reports/sweep-<grid name>/). `-o`/`--output` is the output in every command.
+    #[arg(long, short = 'o', visible_alias = "output", value_name = "DIR")]
     out: Option<PathBuf>,
     /// How to pick the recommended configuration: `default` (no more false
     /// positives than the baseline, then highest recall, then lowest median
@@ -261,13 +374,19 @@ struct SweepArgs {
     #[arg(long)]
     lenient: bool,
     /// Input format for every file: `auto` detects it per file by content.
-    #[arg(long, value_name = "NAME", default_value = "auto")]
+    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
     input_format: String,
+    /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
+    #[arg(long)]
+    allow_empty: bool,
     #[command(flatten)]
     ci: CiOpts,
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
+    /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default).
+    #[arg(long, value_name = "N", default_value_t = looptune::limits::DEFAULT_MAX_CONFIGS)]
+    max_configs: usize,
 }
 
 const MERGE_HELP: &str = "\
@@ -350,8 +469,8 @@ struct ReportArgs {
 struct ImportArgs {
     #[command(flatten)]
     input: InputArgs,
-    /// Output file (canonical JSONL; `.gz` compresses). Never an input.
-    #[arg(long, short = 'o', value_name = "OUT.jsonl")]
+    /// Output file (canonical JSONL; `.gz` compresses). Never an input. `-o`/`--out` is the output in every command.
+    #[arg(long, short = 'o', visible_alias = "out", value_name = "OUT.jsonl")]
     output: PathBuf,
     /// Mask common credential patterns (API keys, bearer tokens, private keys) in text and arguments.
     #[arg(long)]
@@ -361,7 +480,7 @@ struct ImportArgs {
 #[derive(Debug, Args)]
 struct DetectorsArgs {
     /// Only this family.
-    #[arg(long, value_name = "FAMILY")]
+    #[arg(long, value_name = "FAMILY", value_parser = family_names())]
     family: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
@@ -380,11 +499,24 @@ fn parse_objective(s: &str) -> std::result::Result<looptune::metrics::Objective,
 }
 
 /// Run the parsed command; returns the exit code.
-pub fn dispatch(cli: Cli) -> Result<i32> {
+pub fn dispatch(mut cli: Cli) -> Result<i32> {
+    // No PATHS: the agents' default log folders (said on stderr).
+    match &mut cli.command {
+        Command::Replay(ReplayArgs { input, .. }) | Command::Import(ImportArgs { input, .. })
+            if input.paths.is_empty() =>
+        {
+            input.paths = looptune::logdirs::default_paths(&mut std::io::stderr())?;
+        }
+        Command::Sweep(a) if a.paths.is_empty() && !a.print_default_grid => {
+            a.paths = looptune::logdirs::default_paths(&mut std::io::stderr())?;
+        }
+        _ => {}
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.command {
         Command::Replay(a) => {
+            looptune::limits::check_jobs(a.jobs)?;
             let req = run::ReplayRequest {
                 paths: a.input.paths.clone(),
                 read: a.input.read_options(false, a.jobs),
@@ -397,6 +529,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 labels: a.ci.labels.clone(),
                 config: a.ci.config.clone(),
                 ci: a.ci.ci(),
+                allow_empty: a.input.allow_empty,
             };
             run::replay_command(&req, &mut out)
         }
@@ -407,6 +540,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                     .map_err(|e| Error::io("<stdout>", e))?;
                 return Ok(0);
             }
+            looptune::limits::check_jobs(a.jobs)?;
             let req = run::SweepRequest {
                 paths: a.paths.clone(),
                 read: ReadOptions {
@@ -436,6 +570,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                     .map(PathBuf::from),
                 ci: a.ci.ci(),
                 quiet: a.quiet,
+                max_configs: a.max_configs,
+                allow_empty: a.allow_empty,
             };
             run::sweep_command(&req, &mut out, &mut std::io::stderr())
         }
@@ -471,6 +607,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             &a.input.read_options(false, 0),
             &a.output,
             a.redact,
+            a.input.allow_empty,
             &mut std::io::stderr(),
         ),
         Command::Synth(a) => {
@@ -482,6 +619,24 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                 total,
                 a.out.display()
             );
+            Ok(0)
+        }
+        // Both rendered to memory first: a write error (a closed pipe) is then
+        // an ordinary error, not a panic inside the generator.
+        Command::Completions(a) => {
+            use std::io::Write;
+            let mut buf = Vec::new();
+            clap_complete::generate(a.shell, &mut Cli::command(), "looptune", &mut buf);
+            out.write_all(&buf).map_err(|e| Error::io("<stdout>", e))?;
+            Ok(0)
+        }
+        Command::Man => {
+            use std::io::Write;
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut buf)
+                .map_err(|e| Error::io("<stdout>", e))?;
+            out.write_all(&buf).map_err(|e| Error::io("<stdout>", e))?;
             Ok(0)
         }
         Command::Detectors(a) => {
@@ -511,7 +666,6 @@ fn selection(d: &DetectorArgs) -> run::Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn cli_is_well_formed() {

@@ -79,8 +79,19 @@ pub struct Grid {
     pub axes: Vec<String>,
 }
 
-/// Parse and expand a grid; `origin` names it in errors.
+/// Named axes with their values, in declaration order.
+type Axes = Vec<(String, Vec<ParamValue>)>;
+
+/// Parse and expand a grid; `origin` names it in errors. At most
+/// [`crate::limits::DEFAULT_MAX_CONFIGS`] configurations.
 pub fn parse_grid(text: &str, origin: &str) -> Result<Grid> {
+    parse_grid_limited(text, origin, crate::limits::DEFAULT_MAX_CONFIGS)
+}
+
+/// [`parse_grid`] with a cap on configurations (`--max-configs`): the product
+/// of the axes is counted, overflow-safe, before anything is expanded, so a
+/// grid of 10^9 configurations is an error, not an allocation failure.
+pub fn parse_grid_limited(text: &str, origin: &str, max_configs: usize) -> Result<Grid> {
     let err = |m: String| Error::Config(format!("grid {origin}: {m}"));
     let file: GridFile = toml::from_str(text).map_err(|e| err(e.to_string().trim().to_string()))?;
     let mut subs: Vec<SubGrid> = Vec::new();
@@ -95,6 +106,8 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Grid> {
     let mut out: Vec<Variant> = Vec::new();
     let mut axes_seen: Vec<String> = Vec::new();
     let mut base_profile: Option<String> = None;
+    let mut total: Option<usize> = Some(file.extra.len());
+    let mut expanded: Vec<(DetectorConfig, Axes)> = Vec::new();
     for (gi, sub) in subs.iter().enumerate() {
         let where_ = if gi == 0 {
             "".to_string()
@@ -105,7 +118,7 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Grid> {
             .map_err(|e| err(format!("{where_}{e}")))?;
         base_profile.get_or_insert_with(|| base.profile.clone());
         let specs = detect::family(base.family)?.params();
-        let mut axes: Vec<(String, Vec<ParamValue>)> = Vec::new();
+        let mut axes: Axes = Vec::new();
         for (name, raw) in &sub.axes {
             let spec =
                 find_spec(&specs, name, base.family).map_err(|m| err(format!("{where_}{m}")))?;
@@ -119,9 +132,26 @@ pub fn parse_grid(text: &str, origin: &str) -> Result<Grid> {
             }
             axes.push((name.clone(), values));
         }
+        let product = axes
+            .iter()
+            .try_fold(1usize, |n, (_, v)| n.checked_mul(v.len()));
+        total = product.zip(total).and_then(|(p, t)| t.checked_add(p));
+        if total.is_none_or(|t| t > max_configs) {
+            // The count for the message, in a wider type (it may not fit a usize).
+            let wide = axes
+                .iter()
+                .try_fold(1u128, |n, (_, v)| n.checked_mul(v.len() as u128))
+                .map_or_else(|| "more than 10^38".to_string(), |n| n.to_string());
+            return Err(err(format!(
+                "{where_}{wide} configurations from the axes, more than the limit of {max_configs} (raise it with --max-configs N, or use fewer or coarser axes)"
+            )));
+        }
+        expanded.push((base, axes));
+    }
+    for (base, axes) in &expanded {
         // Cartesian product, first axis varying slowest.
         let mut combos: Vec<Vec<(String, ParamValue)>> = vec![Vec::new()];
-        for (name, values) in &axes {
+        for (name, values) in axes {
             combos = combos
                 .into_iter()
                 .flat_map(|c| {
@@ -276,10 +306,15 @@ fn axis_values(
                     if a > b {
                         return Err("`start` is after `stop`".into());
                     }
-                    if (b - a) / s > 100_000 {
-                        return Err("range has more than 100000 values".into());
+                    // In i128: `stop - start` overflows i64 for e.g. -1..i64::MAX.
+                    let steps = (i128::from(*b) - i128::from(*a)) / i128::from(*s);
+                    if steps > 100_000 {
+                        return Err(format!(
+                            "range has {} values, more than 100001 (use a larger `step`)",
+                            steps + 1
+                        ));
                     }
-                    (0..=(b - a) / s)
+                    (0..=steps as i64)
                         .map(|i| {
                             spec.check(ParamValue::Int(a + i * s))
                                 .map_err(|e| e.to_string())
@@ -433,5 +468,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn configurations_are_counted_before_expansion() {
+        // 10^9 configurations: an error naming the flag, not an allocation failure.
+        let big = "family = \"gemini\"\n[axes]\ntool_call_threshold = { start = 1, stop = 1000, step = 1 }\ncontent_chunk_size = { start = 1, stop = 1000, step = 1 }\ncontent_loop_threshold = { start = 2, stop = 1001, step = 1 }\n";
+        let e = parse_grid(big, "g.toml").unwrap_err().to_string();
+        assert!(e.contains("1000000000 configurations"), "{e}");
+        assert!(e.contains("--max-configs"), "{e}");
+        let small = "family = \"gemini\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [3, 5, 8]\ncontent_chunk_size = [25, 50]\n";
+        assert!(parse_grid_limited(small, "g", 5)
+            .unwrap_err()
+            .to_string()
+            .contains("6 configurations"));
+        assert_eq!(parse_grid_limited(small, "g", 6).unwrap().variants.len(), 6);
+    }
+
+    #[test]
+    fn huge_integer_ranges_are_errors_not_overflows() {
+        let t = "family = \"gemini\"\n[axes]\ntool_call_threshold = { start = -1, stop = 9223372036854775807, step = 1 }\n";
+        let e = parse_grid(t, "g.toml").unwrap_err().to_string();
+        assert!(e.contains("range has 9223372036854775809 values"), "{e}");
+        let t = "family = \"gemini\"\n[axes]\ntool_call_threshold = { start = -9223372036854775808, stop = 9223372036854775807, step = 9223372036854775807 }\n";
+        assert!(parse_grid(t, "g.toml").is_err());
     }
 }

@@ -439,7 +439,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         let path = entry.path();
         let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
         if ft.is_dir() {
-            walk(&path, out)?;
+            // A previous sweep's output folder is not input (`--out` inside the input folder).
+            if !crate::outdir::is_output_folder(&path) {
+                walk(&path, out)?;
+            }
         } else if is_candidate(&path) {
             out.push(path);
         }

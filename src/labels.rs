@@ -56,10 +56,31 @@ pub fn read_labels_file(
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    let rows: Vec<(u64, String, String, String)> = if ext == "jsonl" || ext == "json" {
-        jsonl_rows(&display, &text)?
+    let out = parse_labels(
+        &display,
+        &text,
+        ext == "jsonl" || ext == "json",
+        lenient,
+        warnings,
+    )?;
+    Ok((out, digest))
+}
+
+/// Parse the text of a labels file (CSV, or JSONL with `jsonl`); `display`
+/// names it in `FILE:LINE: field` errors. (The fuzz and property tests call
+/// this directly.)
+pub fn parse_labels(
+    display: &str,
+    text: &str,
+    jsonl: bool,
+    lenient: bool,
+    warnings: &mut Vec<String>,
+) -> Result<BTreeMap<String, Label>> {
+    let display = display.to_string();
+    let rows: Vec<(u64, String, String, String)> = if jsonl {
+        jsonl_rows(&display, text)?
     } else {
-        csv_rows(&display, &text)?
+        csv_rows(&display, text)?
     };
     let mut out = BTreeMap::new();
     for (line, session, label, onset) in rows {
@@ -109,7 +130,7 @@ pub fn read_labels_file(
             },
         );
     }
-    Ok((out, digest))
+    Ok(out)
 }
 
 fn csv_rows(display: &str, text: &str) -> Result<Vec<(u64, String, String, String)>> {

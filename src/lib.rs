@@ -9,6 +9,7 @@
 pub mod detect;
 pub mod diff;
 pub mod error;
+pub mod escape;
 pub mod event;
 pub mod gates;
 pub mod grid;
@@ -16,7 +17,10 @@ pub mod import;
 pub mod input;
 pub mod js;
 pub mod labels;
+pub mod limits;
+pub mod logdirs;
 pub mod metrics;
+pub mod outdir;
 pub mod progress;
 pub mod recommend;
 pub mod replay;

@@ -14,6 +14,17 @@ pub trait Progress: Sync {
     fn finish(&self);
 }
 
+/// A work rate as people read it: `7992/s`, not indicatif's `7,992.402/s`.
+pub fn rate(per_sec: f64) -> String {
+    if per_sec.is_finite() && per_sec >= 10.0 {
+        format!("{per_sec:.0}/s")
+    } else if per_sec.is_finite() && per_sec > 0.0 {
+        format!("{per_sec:.1}/s")
+    } else {
+        "-/s".into()
+    }
+}
+
 /// No progress output.
 pub struct NoProgress;
 
@@ -31,7 +42,7 @@ impl TerminalProgress {
     pub fn new(message: &'static str) -> TerminalProgress {
         Self::with_template(
             message,
-            "{msg} [{bar:30}] {pos}/{len} checks x sessions, {per_sec}, ETA {eta}",
+            "{msg} [{bar:30}] {pos}/{len} checks x sessions, {rate}, ETA {eta}",
         )
     }
 
@@ -48,6 +59,12 @@ impl TerminalProgress {
         bar.set_style(
             ProgressStyle::with_template(template)
                 .expect("valid template")
+                .with_key(
+                    "rate",
+                    |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = w.write_str(&rate(s.per_sec()));
+                    },
+                )
                 .progress_chars("=> "),
         );
         bar.set_message(message);
@@ -82,5 +99,18 @@ pub fn bytes_for_stderr(quiet: bool, message: &'static str) -> Box<dyn Progress>
         Box::new(TerminalProgress::bytes(message))
     } else {
         Box::new(NoProgress)
+    }
+}
+
+#[cfg(test)]
+mod rate_tests {
+    use super::rate;
+
+    #[test]
+    fn rates_read_like_7992_per_second() {
+        assert_eq!(rate(7992.402), "7992/s");
+        assert_eq!(rate(2.25), "2.2/s");
+        assert_eq!(rate(0.0), "-/s");
+        assert_eq!(rate(f64::INFINITY), "-/s");
     }
 }

@@ -140,7 +140,8 @@ pub fn replay(
         }
     }
     progress.set_length((n_sessions * n_checks) as u64);
-    let pool = pool(opts.jobs)?;
+    // Never more threads than work items (`-j 5000` on 16 sessions took 35 s).
+    let pool = pool(crate::limits::threads_for(opts.jobs, n_sessions * n_checks))?;
     // One task per session: its prepared data (UTF-16 content, tool keys) is
     // built once, shared by all checks, and dropped when the session is done,
     // so memory holds the parsed corpus once plus the sessions in flight.

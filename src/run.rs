@@ -118,6 +118,41 @@ pub struct ReplayRequest {
     pub config: Option<String>,
     /// CI outputs.
     pub ci: CiArgs,
+    /// Accept an input with no session (exit 0) instead of exit 2.
+    pub allow_empty: bool,
+}
+
+/// 0 sessions read is an error (exit 2) unless `--allow-empty`: a nightly job
+/// whose log format changed must not stay green on "0 sessions".
+pub fn require_sessions(
+    corpus: &crate::event::Corpus,
+    paths: &[PathBuf],
+    allow_empty: bool,
+) -> Result<()> {
+    if allow_empty || !corpus.sessions.is_empty() {
+        return Ok(());
+    }
+    let not_sessions: Vec<&String> = corpus
+        .skipped
+        .iter()
+        .filter(|m| m.contains(": skipped file ("))
+        .collect();
+    let reason = match (corpus.files.len(), not_sessions.first()) {
+        (0, None) => "no session file found (canonical `.jsonl` or a native agent log)".to_string(),
+        (_, Some(first)) => format!(
+            "{} not recognised as a session log (first: {first})",
+            crate::report::text::plural(not_sessions.len(), "file", "files")
+        ),
+        (n, None) => format!(
+            "{} read, none holds a record",
+            crate::report::text::plural(n, "file", "files")
+        ),
+    };
+    let given: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    Err(Error::Usage(format!(
+        "no sessions read from {}: {reason} (pass --allow-empty to accept an empty input)",
+        given.join(", ")
+    )))
 }
 
 /// Run `looptune replay`; writes to `out`, returns the exit code.
@@ -127,6 +162,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let corpus = read_corpus_with(&req.paths, &req.read, reading.as_ref())?;
     reading.finish();
     warn_skipped(&corpus, &mut std::io::stderr());
+    require_sessions(&corpus, &req.paths, req.allow_empty)?;
     let progress = crate::progress::for_stderr(req.quiet, "replaying");
     let result = replay(
         &corpus,
@@ -212,8 +248,16 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         };
         let mut written = Vec::new();
         let mut err = std::io::stderr();
-        let failed = write_ci(&req.ci, &view, &mut written, &mut err);
-        let gate_code = finish_gates(&gate_results, failed, &mut err);
+        let mut set = crate::outdir::OutputSet::new();
+        let mut failed = write_ci(&req.ci, &view, &mut set, &mut err);
+        match set.commit() {
+            Ok(w) => written.extend(w),
+            Err(e) => {
+                failed = true;
+                writeln!(err, "error: {e}").ok();
+            }
+        }
+        let gate_code = finish_gates(&gate_results, &view.labels[chosen], failed, &mut err);
         if gate_code != EXIT_OK {
             code = gate_code;
         }
@@ -241,11 +285,13 @@ pub fn import_command(
     read: &ReadOptions,
     output: &std::path::Path,
     redact: bool,
+    allow_empty: bool,
     err: &mut dyn Write,
 ) -> Result<i32> {
     guard_outputs(&[output.to_path_buf()], paths)?;
     let corpus = read_corpus(paths, read)?;
     warn_skipped(&corpus, err);
+    require_sessions(&corpus, paths, allow_empty)?;
     let mut buf: Vec<u8> = Vec::new();
     crate::import::write_canonical(&corpus.sessions, &mut buf, redact)
         .map_err(|e| Error::io(output, e))?;
@@ -260,9 +306,9 @@ pub fn import_command(
     let whole = corpus.sessions.iter().filter(|s| s.whole_messages).count();
     writeln!(
         err,
-        "wrote {} sessions ({} events) to {}{}",
-        corpus.sessions.len(),
-        corpus.events(),
+        "wrote {} ({}) to {}{}",
+        crate::report::text::plural(corpus.sessions.len(), "session", "sessions"),
+        crate::report::text::plural(corpus.events(), "event", "events"),
         output.display(),
         if whole > 0 {
             format!("; {whole} came from whole messages, not stream chunks")
@@ -286,8 +332,9 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
             .unwrap_or_default();
         writeln!(
             err,
-            "warning: {}: skipped {} bad lines{first}",
-            f.path, f.skipped_lines
+            "warning: {}: skipped {}{first}",
+            crate::escape::terminal(&f.path),
+            crate::report::text::plural(f.skipped_lines as usize, "bad line", "bad lines")
         )
         .ok();
     }
@@ -296,7 +343,7 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         .iter()
         .filter(|m| m.contains(": skipped file ("))
     {
-        writeln!(err, "warning: {m}").ok();
+        writeln!(err, "warning: {}", crate::escape::terminal(m)).ok();
     }
 }
 
@@ -343,16 +390,33 @@ pub struct SweepRequest {
     pub ci: CiArgs,
     /// No progress bar.
     pub quiet: bool,
+    /// Cap on the grid's configurations (`--max-configs`; 0 = the default).
+    pub max_configs: usize,
+    /// Accept an input with no session instead of exit 2.
+    pub allow_empty: bool,
 }
 
 /// Load the grid named by a request, or the embedded default.
 pub fn load_grid(path: Option<&std::path::Path>) -> Result<crate::grid::Grid> {
+    load_grid_limited(path, crate::limits::DEFAULT_MAX_CONFIGS)
+}
+
+/// [`load_grid`] with a `--max-configs` cap (0 = the default cap).
+pub fn load_grid_limited(
+    path: Option<&std::path::Path>,
+    max_configs: usize,
+) -> Result<crate::grid::Grid> {
+    let max = if max_configs == 0 {
+        crate::limits::DEFAULT_MAX_CONFIGS
+    } else {
+        max_configs
+    };
     match path {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
-            crate::grid::parse_grid(&text, &p.display().to_string())
+            crate::grid::parse_grid_limited(&text, &p.display().to_string(), max)
         }
-        None => crate::grid::default_grid(),
+        None => crate::grid::parse_grid_limited(crate::grid::DEFAULT_GRID, "default", max),
     }
 }
 
@@ -370,7 +434,14 @@ fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
         }
         given.extend(canon(i));
     }
+    let reads_stdin = inputs.iter().any(|i| i.as_os_str() == "-");
     for o in outputs {
+        if reads_stdin && crate::outdir::stdin_is(o) {
+            return Err(Error::Usage(format!(
+                "refusing to overwrite {}: it is standard input (`-`)",
+                o.display()
+            )));
+        }
         if let Some(c) = canon(o) {
             if given.contains(&c) {
                 return Err(Error::Usage(format!(
@@ -433,7 +504,7 @@ fn check_out_dir(out_dir: &std::path::Path) -> Result<()> {
 pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
     let started = std::time::Instant::now();
     // Everything that can be checked before work starts is checked first.
-    let grid = load_grid(req.grid.as_deref())?;
+    let grid = load_grid_limited(req.grid.as_deref(), req.max_configs)?;
     let gates: Vec<crate::gates::Gate> = req
         .ci
         .requires
@@ -479,6 +550,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let corpus = read_corpus_with(&req.paths, &read, reading.as_ref())?;
     reading.finish();
     warn_skipped(&corpus, err);
+    require_sessions(&corpus, &req.paths, req.allow_empty)?;
     let labels = crate::labels::resolve(&corpus, req.labels.as_deref(), req.read.lenient)?;
     for w in &labels.warnings {
         writeln!(err, "warning: {w}").ok();
@@ -495,6 +567,14 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     release(corpus);
     let result = crate::sweep::analyze(record)?;
     let plain: Vec<crate::gates::Gate> = gates.iter().filter(|g| !g.is_diff()).cloned().collect();
+    if req.out.is_none() && crate::outdir::is_output_folder(&out_dir) {
+        writeln!(
+            err,
+            "note: replacing the previous outputs in {} (give --out to keep them)",
+            out_dir.display()
+        )
+        .ok();
+    }
     let mut code = finish_sweep(&result, &out_dir, &req.ci, &plain, out, err)?;
     if let Some(earlier) = earlier {
         let d = crate::diff::diff(&earlier, &result);
@@ -507,7 +587,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         .map_err(io)?;
         crate::report::diff_out::table(&d, out).map_err(io)?;
         let results = diff_gates(&d, &gates);
-        let diff_code = finish_gates(&results, false, err);
+        let diff_code = finish_gates(&results, &checked_name(&result), false, err);
         if code == EXIT_OK {
             code = diff_code;
         }
@@ -526,34 +606,31 @@ fn finish_sweep(
     err: &mut dyn Write,
 ) -> Result<i32> {
     let files = OutputFiles::of(out_dir);
-    std::fs::create_dir_all(out_dir).map_err(|e| Error::io(out_dir, e))?;
-    let write = |p: &PathBuf, bytes: &[u8]| {
-        crate::report::write_atomic(p, bytes).map_err(|e| Error::io(p, e))
-    };
-    write(&files.sweep_csv, &crate::report::csv_out::sweep_csv(result))?;
-    write(
+    // Every file is staged beside its target and moved into place at the end
+    // (src/outdir.rs): an error or a signal before then leaves the previous
+    // outputs as they were.
+    let mut set = crate::outdir::OutputSet::new();
+    set.write(&files.sweep_csv, &crate::report::csv_out::sweep_csv(result))?;
+    set.write(
         &files.detections_csv,
         &crate::report::csv_out::detections_csv(result),
     )?;
     let summary = crate::report::summary::summary_json(result);
-    write(
+    set.write(
         &files.summary_json,
         &serde_json::to_vec_pretty(&summary).expect("serialisable"),
     )?;
-    let mut written = vec![
-        files.sweep_csv.clone(),
-        files.detections_csv.clone(),
-        files.summary_json.clone(),
-    ];
-
     let mut report_failed = false;
     let data = crate::report::model::ReportData::from_result(result);
-    match crate::report::html::write_report(&data, &files.report_html) {
-        Ok(p) => written.push(p),
-        Err(e) => {
-            report_failed = true;
-            writeln!(err, "error: {e}").ok();
-        }
+    let staged = set.stage(&files.report_html)?;
+    if let Err(e) = crate::report::html::write_report(&data, &staged) {
+        report_failed = true;
+        // Name the target, not the staging folder the user never sees.
+        let msg = e.to_string().replace(
+            &*staged.to_string_lossy(),
+            &files.report_html.to_string_lossy(),
+        );
+        writeln!(err, "error: {msg}").ok();
     }
     let chosen = &result.scores[result.chosen];
     let gate_results: Vec<crate::gates::GateResult> =
@@ -574,7 +651,8 @@ fn finish_sweep(
         session_labels: &session_labels,
         hits: &result.dense(result.chosen),
     };
-    report_failed |= write_ci(ci, &view, &mut written, err);
+    report_failed |= write_ci(ci, &view, &mut set, err);
+    let written = set.commit()?;
 
     let io = |e| Error::io("<stdout>", e);
     crate::report::text::sweep_summary(result, out).map_err(io)?;
@@ -597,7 +675,18 @@ fn finish_sweep(
     for p in &written {
         writeln!(out, "  {}", p.display()).map_err(io)?;
     }
-    Ok(finish_gates(&gate_results, report_failed, err))
+    Ok(finish_gates(
+        &gate_results,
+        &checked_name(result),
+        report_failed,
+        err,
+    ))
+}
+
+/// The configuration gates check, as gate lines name it.
+fn checked_name(result: &crate::sweep::SweepResult) -> String {
+    let c = result.config(result.chosen);
+    format!("{} {}", c.id, c.label)
 }
 
 /// How `looptune diff` prints.
@@ -662,7 +751,7 @@ pub fn diff_command(
         }
     }
     let results = diff_gates(&d, &gates);
-    Ok(finish_gates(&results, failed, err))
+    Ok(finish_gates(&results, &checked_name(&new), failed, err))
 }
 
 /// `looptune merge`: combine the results of shards into the full outputs.
@@ -699,11 +788,11 @@ pub fn merge_command(
     finish_sweep(&result, out_dir, ci, &gates, out, err)
 }
 
-/// Write the Markdown and JUnit outputs; true when one failed.
+/// Stage the Markdown and JUnit outputs in `set`; true when one failed.
 fn write_ci(
     ci: &CiArgs,
     view: &crate::report::ci::CiView,
-    written: &mut Vec<PathBuf>,
+    set: &mut crate::outdir::OutputSet,
     err: &mut dyn Write,
 ) -> bool {
     let mut failed = false;
@@ -713,26 +802,31 @@ fn write_ci(
     ];
     for (path, text) in outputs {
         let Some(p) = path else { continue };
-        match crate::report::write_atomic(p, text.as_bytes()) {
-            Ok(()) => written.push(p.clone()),
-            Err(e) => {
-                failed = true;
-                writeln!(err, "error: failed to write {}: {e}", p.display()).ok();
-            }
+        if let Err(e) = set.write(p, text.as_bytes()) {
+            failed = true;
+            writeln!(err, "error: failed to write {e}").ok();
         }
     }
     failed
 }
 
-/// Print gate results; the exit code (report failure wins over a gate).
+/// Print gate results, each naming the configuration it checked; the exit
+/// code (report failure wins over a gate).
 fn finish_gates(
     results: &[crate::gates::GateResult],
+    config: &str,
     report_failed: bool,
     err: &mut dyn Write,
 ) -> i32 {
     for g in results {
         let mark = if g.passed { "ok  " } else { "FAIL" };
-        writeln!(err, "gate {mark} {}", g.describe()).ok();
+        writeln!(
+            err,
+            "gate {mark} {} (configuration {})",
+            g.describe(),
+            crate::escape::terminal(config)
+        )
+        .ok();
     }
     if report_failed {
         crate::error::EXIT_REPORT

@@ -5,6 +5,8 @@
 //! false positive of the original, kept because the port is faithful, and the
 //! kind of cost a sweep exists to show; a threshold of 8 avoids it.
 
+mod common;
+
 use looptune::detect::{DetectorConfig, ParamValue};
 use looptune::input::{read_corpus, ReadOptions};
 use looptune::progress::NoProgress;
@@ -19,7 +21,7 @@ fn corpus() -> Option<looptune::event::Corpus> {
             std::env::var_os("CI").is_none(),
             "../shared/corpus is missing under CI"
         );
-        eprintln!("note: ../shared/corpus is absent; skipped");
+        common::skipped("../shared/corpus not found (clone or copy shared/ next to the checkout)");
         return None;
     }
     let opts = ReadOptions {

@@ -2,6 +2,8 @@
 //! per-format counts agree with counts taken here from the raw files with plain
 //! serde_json, and turn numbering and session ids agree with `labels.csv`.
 
+mod common;
+
 use looptune::event::{Corpus, Record};
 use looptune::input::{read_corpus, ReadOptions};
 use serde_json::Value;
@@ -20,7 +22,9 @@ fn corpus_dir() -> Option<PathBuf> {
             std::env::var_os("CI").is_none(),
             "{CORPUS} is missing under CI"
         );
-        println!("note: {CORPUS} is absent; corpus tests skipped");
+        common::skipped(&format!(
+            "{CORPUS} not found (clone or copy shared/ next to the checkout)"
+        ));
         None
     }
 }

@@ -10,8 +10,9 @@ use std::sync::Arc;
 /// with keys `type`, `session`, then the record's fields in spec order. Session
 /// metadata that came from outside the records (e.g. a subagent's
 /// `parent_session`) is merged into the session's first `session` record.
-/// With `redact`, credentials in text fields and in string values inside tool
-/// arguments and metadata are masked (see [`super::redact`]).
+/// With `redact`, credentials are masked in every string the line carries
+/// except the fixed `type` name: session ids, texts, tool names and ids, and
+/// the keys and values inside arguments and metadata (see [`super::redact`]).
 pub fn write_canonical(
     sessions: &[Arc<Session>],
     out: &mut dyn Write,
@@ -88,35 +89,52 @@ fn write_line(
     rec: &Record,
     redact: bool,
 ) -> std::io::Result<()> {
-    let obj = to_object(session, rec, redact);
+    let mut obj = to_object(session, rec);
+    if redact {
+        // Every string of the line, ids and argument keys included: a secret can
+        // hide in any of them (a session named after a token, an argument key).
+        for (k, v) in obj.iter_mut() {
+            if k != "type" {
+                *v = redact_value(v);
+            }
+        }
+        // Masked session ids stay distinct (sessions must not merge on reading
+        // back): a short digest of the original follows the mask.
+        let masked = obj.get("session").and_then(Value::as_str) != Some(session);
+        if masked {
+            use sha2::Digest;
+            let d = sha2::Sha256::digest(session.as_bytes());
+            let tag = crate::input::hex(&d[..4]);
+            if let Some(Value::String(id)) = obj.get_mut("session") {
+                id.push('-');
+                id.push_str(&tag);
+            }
+        }
+    }
     serde_json::to_writer(&mut *out, &Value::Object(obj))?;
     out.write_all(b"\n")
 }
 
-fn text(t: &str, redact: bool) -> Value {
-    Value::String(if redact {
-        super::redact(t)
-    } else {
-        t.to_string()
-    })
+fn text(t: &str) -> Value {
+    Value::String(t.to_string())
 }
 
-fn deep(v: &Value, redact: bool) -> Value {
-    if !redact {
-        return v.clone();
-    }
+/// `v` with credentials masked in every string, object keys included.
+fn redact_value(v: &Value) -> Value {
     match v {
         Value::String(t) => Value::String(super::redact(t)),
-        Value::Array(a) => Value::Array(a.iter().map(|x| deep(x, true)).collect()),
-        Value::Object(m) => {
-            Value::Object(m.iter().map(|(k, x)| (k.clone(), deep(x, true))).collect())
-        }
+        Value::Array(a) => Value::Array(a.iter().map(redact_value).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (super::redact(k), redact_value(x)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
 
 /// The canonical object for one record.
-fn to_object(session: &str, rec: &Record, redact: bool) -> Map<String, Value> {
+fn to_object(session: &str, rec: &Record) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("type".into(), Value::String(rec.type_name().to_string()));
     m.insert("session".into(), Value::String(session.to_string()));
@@ -138,21 +156,20 @@ fn to_object(session: &str, rec: &Record, redact: bool) -> Map<String, Value> {
             opt(
                 &mut m,
                 "meta",
-                meta.as_ref()
-                    .map(|x| deep(&Value::Object((**x).clone()), redact)),
+                meta.as_ref().map(|x| Value::Object((**x).clone())),
             );
         }
         Record::User { text: t, prompt_id } => {
-            m.insert("text".into(), text(t, redact));
+            m.insert("text".into(), text(t));
             opt(&mut m, "prompt_id", prompt_id.clone().map(Value::String));
         }
         Record::Turn | Record::Unknown { .. } => {}
         Record::Content { text: t } | Record::Thought { text: t } => {
-            m.insert("text".into(), text(t, redact));
+            m.insert("text".into(), text(t));
         }
         Record::ToolCall { name, args, id } => {
             m.insert("name".into(), Value::String(name.clone()));
-            m.insert("args".into(), deep(&Value::Object(args.clone()), redact));
+            m.insert("args".into(), Value::Object(args.clone()));
             opt(&mut m, "id", id.clone().map(Value::String));
         }
         Record::ToolResult {
@@ -163,7 +180,7 @@ fn to_object(session: &str, rec: &Record, redact: bool) -> Map<String, Value> {
         } => {
             opt(&mut m, "id", id.clone().map(Value::String));
             opt(&mut m, "name", name.clone().map(Value::String));
-            opt(&mut m, "output", output.as_deref().map(|o| text(o, redact)));
+            opt(&mut m, "output", output.as_deref().map(text));
             opt(&mut m, "error", error.map(Value::Bool));
         }
         Record::Usage {
@@ -180,15 +197,11 @@ fn to_object(session: &str, rec: &Record, redact: bool) -> Map<String, Value> {
         } => {
             m.insert("confidence".into(), Value::from(*confidence));
             opt(&mut m, "model", model.clone().map(Value::String));
-            opt(
-                &mut m,
-                "analysis",
-                analysis.as_deref().map(|a| text(a, redact)),
-            );
+            opt(&mut m, "analysis", analysis.as_deref().map(text));
         }
         Record::LoopDetected { kind, detail } => {
             opt(&mut m, "kind", kind.clone().map(Value::String));
-            opt(&mut m, "detail", detail.as_deref().map(|d| text(d, redact)));
+            opt(&mut m, "detail", detail.as_deref().map(text));
         }
         Record::Label {
             is_loop,
@@ -307,5 +320,35 @@ mod tests {
         let text = String::from_utf8(buf).unwrap();
         assert!(!text.contains("sk-abc"));
         assert!(text.contains(r#""z":"[REDACTED]""#));
+    }
+
+    #[test]
+    fn redacts_ids_names_and_argument_keys() {
+        let o = crate::event::Origin { file: 0, line: 0 };
+        let key = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let mut args = Map::new();
+        args.insert(key.into(), Value::from(1));
+        let recs = vec![(
+            Record::ToolCall {
+                name: "sk-proj-abcdefghijklmnopqrstuv".into(),
+                args,
+                id: Some("AKIAABCDEFGHIJKLMNOP".into()),
+            },
+            o,
+        )];
+        let s = Arc::new(Session::from_records(
+            "xoxb-1234567890-abcdefgh".into(),
+            recs,
+        ));
+        let mut buf = Vec::new();
+        write_canonical(&[s], &mut buf, true).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        for secret in [key, "sk-proj", "AKIA", "xoxb"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert!(
+            text.starts_with(r#"{"type":"tool_call","session":"[REDACTED]-"#),
+            "{text}"
+        );
     }
 }

@@ -2,6 +2,8 @@
 //! XML with one test case per labeled session for the chosen configuration.
 
 use super::fixed;
+use super::text::plural;
+use crate::escape::md_text as md_escape;
 use crate::gates::GateResult;
 use crate::labels::Labels;
 use crate::metrics::{verdict_at, Scores, Verdict};
@@ -57,13 +59,21 @@ pub fn markdown(v: &CiView) -> String {
     let (loops, clean) = v.session_labels.counts();
     out.push_str(&format!("## looptune: {}\n\n", md_escape(&v.title)));
     out.push_str(&format!(
-        "{} sessions ({} loop, {} clean, {} unlabeled), {} turns, {} events.\n\n",
-        v.sessions.len(),
+        "{} ({} loop, {} clean, {} unlabeled), {}, {}.\n\n",
+        plural(v.sessions.len(), "session", "sessions"),
         loops,
         clean,
         v.sessions.len() - loops - clean,
-        v.sessions.iter().map(|s| s.turns as u64).sum::<u64>(),
-        v.sessions.iter().map(|s| s.events as u64).sum::<u64>()
+        plural(
+            v.sessions.iter().map(|s| s.turns as usize).sum::<usize>(),
+            "turn",
+            "turns"
+        ),
+        plural(
+            v.sessions.iter().map(|s| s.events as usize).sum::<usize>(),
+            "event",
+            "events"
+        )
     ));
     let mut cols = vec![v.chosen];
     if let Some(r) = v.recommended {
@@ -111,19 +121,19 @@ pub fn markdown(v: &CiView) -> String {
             );
             match verd {
                 Verdict::FalsePositive => Some(format!(
-                    "- false positive: `{}` at turn {}",
-                    md_code(&s.id),
+                    "- false positive: {} at turn {}",
+                    md_escape(&s.id),
                     v.hits[i].and_then(Hit::turn).unwrap_or(0)
                 )),
-                Verdict::Missed => Some(format!("- missed loop: `{}`", md_code(&s.id))),
+                Verdict::Missed => Some(format!("- missed loop: {}", md_escape(&s.id))),
                 _ => None,
             }
         })
         .collect();
     if !problems.is_empty() {
         out.push_str(&format!(
-            "\n<details><summary>{} sessions to look at</summary>\n\n",
-            problems.len()
+            "\n<details><summary>{} to look at</summary>\n\n",
+            plural(problems.len(), "session", "sessions")
         ));
         for p in problems.iter().take(50) {
             out.push_str(p);
@@ -132,21 +142,6 @@ pub fn markdown(v: &CiView) -> String {
         out.push_str("\n</details>\n");
     }
     out
-}
-
-/// User text inside a Markdown table cell or line: inert, on one line.
-pub fn md_text(s: &str) -> String {
-    md_escape(&s.replace(['\n', '\r'], " "))
-}
-
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-fn md_code(s: &str) -> String {
-    s.replace('`', "'")
 }
 
 /// JUnit XML: one test case per labeled session; a failure when the chosen
@@ -235,7 +230,11 @@ pub fn xml(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
+            // As character references, so attributes keep them (a parser
+            // normalises literal ones to spaces) and no line can be forged.
+            '\t' => out.push_str("&#9;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
             c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => {}
             c => out.push(c),
         }
@@ -246,6 +245,11 @@ pub fn xml(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xml_keeps_line_breaks_as_references() {
+        assert_eq!(xml("a\n</x>"), "a&#10;&lt;/x&gt;");
+    }
 
     #[test]
     fn xml_escapes_markup_and_drops_control_chars() {

@@ -77,7 +77,7 @@ pub fn table(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
         d.sessions_removed.len()
     )?;
     for c in shown {
-        let label = crate::report::text::terminal_safe(&c.label);
+        let label = crate::escape::terminal(&c.label);
         writeln!(out, "\n{label}  ({})", c.config)?;
         match (&c.base, &c.new) {
             (Some(b), Some(n)) => {
@@ -92,7 +92,7 @@ pub fn table(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "  {:<40} {:>9} -> {:<9} turn {} -> {}",
-                crate::report::text::terminal_safe(&ch.session),
+                crate::escape::terminal(&ch.session),
                 ch.base,
                 ch.new,
                 turn(ch.base_turn),
@@ -108,7 +108,7 @@ pub fn table(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
 
 /// Markdown for a CI summary page.
 pub fn markdown(d: &Diff) -> String {
-    let esc = crate::report::ci::md_text;
+    let esc = crate::escape::md_text;
     let mut s = String::from("## looptune: what changed since the baseline run\n\n");
     let shown: Vec<&ConfigDiff> = d.configs.iter().filter(|c| changed(c)).collect();
     s.push_str(&format!(

@@ -58,6 +58,11 @@ pub fn replay_json(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) 
     Ok(())
 }
 
+/// `1 session`, `2 sessions`: a count with the right form of its noun.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A table for people: one row per session with a detection, then a summary line.
 pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) -> io::Result<()> {
     let multi = r.configs.len() > 1;
@@ -80,9 +85,10 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
                 if d.detail.chars().count() > 70 {
                     detail.push('…');
                 }
-                let detail = detail.replace(['\n', '\r', '\t'], " ");
+                // Ids and details come from logs: no control character reaches the terminal.
+                let detail = crate::escape::terminal(&detail).into_owned();
                 rows.push([
-                    s.id.clone(),
+                    crate::escape::terminal(&s.id).into_owned(),
                     if multi {
                         cfg.profile.clone()
                     } else {
@@ -144,10 +150,10 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
     let profiles: Vec<&str> = r.configs.iter().map(|c| c.profile.as_str()).collect();
     writeln!(
         out,
-        "{} sessions, {} turns, {} events; {} with a detection ({}) [{}]",
-        corpus.sessions.len(),
-        corpus.turns(),
-        corpus.events(),
+        "{}, {}, {}; {} with a detection ({}) [{}]",
+        plural(corpus.sessions.len(), "session", "sessions"),
+        plural(corpus.turns() as usize, "turn", "turns"),
+        plural(corpus.events(), "event", "events"),
         fired_sessions,
         if kinds.is_empty() {
             "none".to_string()
@@ -524,18 +530,4 @@ fn cross_validation_text(
         }
     }
     Ok(())
-}
-
-/// User text for a terminal: control characters (escape sequences, newlines)
-/// shown as `\u{..}` so a session id cannot move the cursor or forge lines.
-pub fn terminal_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                format!("\\u{{{:x}}}", c as u32)
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }

@@ -1,0 +1,14 @@
+//! Native import on arbitrary bytes: format detection, then every importer
+//! forced (as `--input-format NAME` does). No panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = looptune::import::detect(data);
+    let _ = looptune::import::import_auto("n.jsonl", "n", data, true);
+    let _ = looptune::import::import_auto("n.jsonl", "n", data, false);
+    for format in looptune::import::FORMATS {
+        let _ = looptune::import::import_as(format, "n.json", "n", data, true);
+    }
+});

@@ -1,0 +1,16 @@
+//! Labels (CSV and JSONL) on arbitrary text: no panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    for jsonl in [false, true] {
+        for lenient in [false, true] {
+            let mut warnings = Vec::new();
+            let _ = looptune::labels::parse_labels("l.csv", text, jsonl, lenient, &mut warnings);
+        }
+    }
+});

@@ -1,0 +1,251 @@
+//! Output sets replaced whole. A command stages every file it writes in a
+//! temporary folder beside its target (`.looptune-stage-XXXXXX`, one per
+//! target folder) and moves them into place only at the end, so a failed or
+//! interrupted run never leaves a mix of old and new outputs. SIGINT and
+//! SIGTERM remove the staging folders and leave the previous outputs as they
+//! were; a signal that arrives while the files are being moved in waits for
+//! the move to finish (a few renames), so the set is always whole.
+
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// Exit code after SIGINT (128 + 2), as shells report it.
+pub const EXIT_SIGINT: i32 = 130;
+/// Exit code after SIGTERM (128 + 15).
+pub const EXIT_SIGTERM: i32 = 143;
+
+/// Staging folders alive in this process; the signal thread removes them.
+/// The lock is also held while a set is moved into place.
+static STAGING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Install the SIGINT/SIGTERM handler once: a thread that, on a signal, waits
+/// for any move in progress, removes the staging folders and exits.
+fn install_signal_cleanup() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    // signal-hook's iterator is Unix-only; elsewhere Ctrl-C keeps its default
+    // action and the staging folders' names say what they are.
+    #[cfg(unix)]
+    INSTALLED.get_or_init(|| {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+            return; // No handler: the default action still ends the process.
+        };
+        std::thread::spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
+                for dir in staging.iter() {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                eprintln!("interrupted: previous outputs left as they were");
+                std::process::exit(if sig == SIGINT {
+                    EXIT_SIGINT
+                } else {
+                    EXIT_SIGTERM
+                });
+            }
+        });
+    });
+}
+
+/// The files of one command's output, staged until [`OutputSet::commit`].
+#[derive(Default)]
+pub struct OutputSet {
+    /// `(target folder, staging folder)`.
+    folders: Vec<(PathBuf, tempfile::TempDir)>,
+    /// `(staged file, target file)` in staging order.
+    files: Vec<(PathBuf, PathBuf)>,
+}
+
+impl std::fmt::Debug for OutputSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputSet")
+            .field("files", &self.files)
+            .finish()
+    }
+}
+
+impl OutputSet {
+    /// An empty set; installs the signal cleanup.
+    pub fn new() -> OutputSet {
+        install_signal_cleanup();
+        OutputSet::default()
+    }
+
+    /// The staging folder for files that go into `dir` (created, with `dir`, on first use).
+    pub fn folder_for(&mut self, dir: &Path) -> Result<PathBuf> {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if let Some((_, t)) = self.folders.iter().find(|(d, _)| d == dir) {
+            return Ok(t.path().to_path_buf());
+        }
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let mut staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
+        let t = tempfile::Builder::new()
+            .prefix(".looptune-stage-")
+            .tempdir_in(dir)
+            .map_err(|e| Error::io(dir, e))?;
+        staging.push(t.path().to_path_buf());
+        drop(staging);
+        let path = t.path().to_path_buf();
+        self.folders.push((dir.to_path_buf(), t));
+        Ok(path)
+    }
+
+    /// Where to write `target` now: a path in its staging folder. It is moved
+    /// to `target` by [`OutputSet::commit`] if it exists by then.
+    pub fn stage(&mut self, target: &Path) -> Result<PathBuf> {
+        let parent = target.parent().unwrap_or(Path::new("."));
+        let name = target
+            .file_name()
+            .ok_or_else(|| Error::Usage(format!("{}: not a file name", target.display())))?;
+        let staged = self.folder_for(parent)?.join(name);
+        test_delay();
+        if !self.files.iter().any(|(_, t)| t == target) {
+            self.files.push((staged.clone(), target.to_path_buf()));
+        }
+        Ok(staged)
+    }
+
+    /// Stage `bytes` for `target`.
+    pub fn write(&mut self, target: &Path, bytes: &[u8]) -> Result<()> {
+        let staged = self.stage(target)?;
+        crate::report::write_atomic(&staged, bytes).map_err(|e| Error::io(target, e))
+    }
+
+    /// Move every staged file into place (each rename is atomic; signals wait
+    /// until all are done) and remove the staging folders. Returns the targets
+    /// written, in staging order. A replaced file keeps its mode.
+    pub fn commit(mut self) -> Result<Vec<PathBuf>> {
+        let mut staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
+        let mut written = Vec::new();
+        let mut failure = None;
+        for (staged, target) in &self.files {
+            if !staged.exists() {
+                continue;
+            }
+            if let Ok(old) = std::fs::metadata(target) {
+                let _ = std::fs::set_permissions(staged, old.permissions());
+            }
+            match std::fs::rename(staged, target) {
+                Ok(()) => written.push(target.clone()),
+                Err(e) => {
+                    failure = Some(Error::io(target, e));
+                    break;
+                }
+            }
+        }
+        staging.retain(|p| !self.folders.iter().any(|(_, t)| t.path() == p));
+        self.folders.clear(); // TempDir drops remove the staging folders.
+        drop(staging);
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(written),
+        }
+    }
+}
+
+impl Drop for OutputSet {
+    fn drop(&mut self) {
+        if self.folders.is_empty() {
+            return;
+        }
+        let mut staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
+        staging.retain(|p| !self.folders.iter().any(|(_, t)| t.path() == p));
+    }
+}
+
+/// Debug builds only: `LOOPTUNE_TEST_STAGE_DELAY_MS` slows staging so the
+/// interruption test can send its signal while a set is half written.
+fn test_delay() {
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("LOOPTUNE_TEST_STAGE_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+/// A folder written by `looptune sweep` (it holds `sweep.csv` and
+/// `summary.json`): a folder walk skips it, so `--out` inside an input
+/// folder works again on the next run (outputs are not inputs).
+pub fn is_output_folder(dir: &Path) -> bool {
+    dir.join("sweep.csv").is_file() && dir.join("summary.json").is_file()
+}
+
+/// True when standard input is the file at `path` (same device and inode):
+/// `looptune import - -o F < F` would otherwise overwrite its own input.
+pub fn stdin_is(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let Ok(target) = std::fs::metadata(path) else {
+            return false;
+        };
+        let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() else {
+            return false;
+        };
+        let Ok(input) = std::fs::File::from(fd).metadata() else {
+            return false;
+        };
+        input.dev() == target.dev() && input.ino() == target.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_moves_before_commit_and_everything_after() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("a.csv"), b"old a").unwrap();
+        std::fs::write(out.join("b.csv"), b"old b").unwrap();
+        let mut set = OutputSet::new();
+        set.write(&out.join("a.csv"), b"new a").unwrap();
+        set.write(&out.join("b.csv"), b"new b").unwrap();
+        assert_eq!(std::fs::read(out.join("a.csv")).unwrap(), b"old a");
+        let written = set.commit().unwrap();
+        assert_eq!(written, vec![out.join("a.csv"), out.join("b.csv")]);
+        assert_eq!(std::fs::read(out.join("b.csv")).unwrap(), b"new b");
+        let names: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no staging folder left: {names:?}");
+    }
+
+    #[test]
+    fn a_dropped_set_leaves_the_previous_outputs_and_no_trace() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.csv"), b"old").unwrap();
+        {
+            let mut set = OutputSet::new();
+            set.write(&d.path().join("a.csv"), b"new").unwrap();
+        }
+        assert_eq!(std::fs::read(d.path().join("a.csv")).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn stdin_identity_is_by_device_and_inode() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x");
+        std::fs::write(&p, b"x").unwrap();
+        // The test harness's stdin is not this fresh file.
+        assert!(!stdin_is(&p));
+        assert!(!stdin_is(&d.path().join("missing")));
+    }
+}
