@@ -204,6 +204,9 @@ pub struct FirstDetection {
     pub kind: String,
     /// Detail (first 300 characters).
     pub detail: String,
+    /// Where the triggering record is: `FILE:LINE` or `FILE#POINTER`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<String>,
 }
 
 /// What one configuration did on one session, as scores and outputs need it.
@@ -256,6 +259,7 @@ impl Hit {
                 event: d.event,
                 kind: d.kind.to_string(),
                 detail: d.detail.chars().take(300).collect(),
+                place: None,
             }),
             stop_turn: o.stop.map(|s| s.turn),
             warnings: o.warnings,
@@ -331,6 +335,9 @@ pub struct ExcerptLine {
     pub text: String,
     /// The detection's own record.
     pub hit: bool,
+    /// Where the record is: `FILE:LINE` or `FILE#POINTER`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<String>,
 }
 
 /// A sweep's result: everything every writer renders, serializable.
@@ -356,6 +363,11 @@ pub struct SweepRecord {
     pub outcomes: Vec<ConfigOutcomes>,
     /// Material for the sessions where stock profiles disagree most (this part's best candidates).
     pub material: Vec<SessionMaterial>,
+    /// For every labelled session: the records around its labelled onset and
+    /// around every configuration's first detection, so the report can
+    /// explain each false positive and missed loop without the inputs.
+    #[serde(default)]
+    pub explain: Vec<SessionLines>,
     /// Wall time of the run (the longest part's, after a merge).
     #[serde(default)]
     pub wall_time_ms: u64,
@@ -419,12 +431,17 @@ impl SweepRecord {
             sessions,
             outcomes,
             material: Vec::new(),
+            explain: Vec::new(),
             wall_time_ms: 0,
         };
         record.material = record
             .disagreement_candidates()
             .into_iter()
             .map(|(d, si)| material(&corpus.sessions[si], d, &record, si))
+            .collect();
+        record.explain = (0..record.sessions.len())
+            .filter(|&si| record.sessions[si].label.is_some())
+            .map(|si| explain_lines(&corpus.sessions[si], &record, si))
             .collect();
         record
     }
@@ -516,6 +533,7 @@ impl SweepRecord {
             whole.wall_time_ms = whole.wall_time_ms.max(p.wall_time_ms);
             whole.sessions.extend(p.sessions);
             whole.material.extend(p.material);
+            whole.explain.extend(p.explain);
         }
         let counts: Vec<u32> = seen_shards.iter().map(|s| s.count).collect();
         if let Some(&n) = counts.first() {
@@ -572,6 +590,7 @@ impl SweepRecord {
             .collect();
         material.sort_by_key(|m| keep.iter().position(|k| *k == m.session));
         whole.material = material;
+        whole.explain.sort_by(|a, b| a.session.cmp(&b.session));
         whole.shard = None;
         Ok(whole)
     }
@@ -604,6 +623,78 @@ impl SweepRecord {
             path: name,
             message: format!("not a looptune result ({e})"),
         })
+    }
+}
+
+/// Most detection points kept per labelled session (distinct first-detection events).
+const EXPLAIN_EVENTS: usize = 64;
+
+/// The records of a labelled session around its onset and its detections.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionLines {
+    /// Session id.
+    pub session: String,
+    /// Records, each once, in event order.
+    pub lines: Vec<ExcerptLine>,
+}
+
+impl SessionLines {
+    /// The kept records within the excerpt radius of `event`.
+    pub fn around(&self, event: u32) -> Vec<ExcerptLine> {
+        let r = EXCERPT_RADIUS as u32;
+        self.lines
+            .iter()
+            .filter(|l| l.event + r >= event && l.event <= event + r)
+            .map(|l| ExcerptLine {
+                hit: l.event == event,
+                ..l.clone()
+            })
+            .collect()
+    }
+}
+
+/// First event of `turn` in a session (where a labelled onset begins).
+pub fn first_event_of_turn(s: &Session, turn: u32) -> Option<u32> {
+    s.events
+        .iter()
+        .position(|e| e.turn >= turn)
+        .map(|i| i as u32 + 1)
+}
+
+fn explain_lines(s: &Session, r: &SweepRecord, si: usize) -> SessionLines {
+    let mut events: Vec<u32> = r
+        .outcomes
+        .iter()
+        .filter_map(|c| {
+            c.hits
+                .binary_search_by_key(&(si as u32), |h| h.session)
+                .ok()
+                .and_then(|i| c.hits[i].first.as_ref().map(|d| d.event))
+        })
+        .collect();
+    events.sort_unstable();
+    events.dedup();
+    events.truncate(EXPLAIN_EVENTS);
+    if let Some(on) = r.sessions[si].onset_turn {
+        events.extend(first_event_of_turn(s, on));
+    }
+    let mut keep = vec![false; s.events.len()];
+    for e in events {
+        let at = e as usize - 1;
+        for k in keep
+            .iter_mut()
+            .take((at + EXCERPT_RADIUS + 1).min(s.events.len()))
+            .skip(at.saturating_sub(EXCERPT_RADIUS))
+        {
+            *k = true;
+        }
+    }
+    SessionLines {
+        session: s.id.clone(),
+        lines: (0..s.events.len())
+            .filter(|&i| keep[i])
+            .map(|i| line(s, i, false))
+            .collect(),
     }
 }
 
@@ -652,23 +743,25 @@ pub fn excerpt(s: &Session, event: u32) -> Vec<ExcerptLine> {
     let at = event as usize - 1;
     let from = at.saturating_sub(EXCERPT_RADIUS);
     let to = (at + EXCERPT_RADIUS + 1).min(s.events.len());
-    (from..to)
-        .map(|i| {
-            let e = &s.events[i];
-            let text = record_text(&e.record);
-            let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
-            if text.chars().count() > EXCERPT_CHARS {
-                short.push('…');
-            }
-            ExcerptLine {
-                event: i as u32 + 1,
-                turn: e.turn,
-                kind: e.record.type_name().to_string(),
-                text: short,
-                hit: i == at,
-            }
-        })
-        .collect()
+    (from..to).map(|i| line(s, i, i == at)).collect()
+}
+
+/// Record `i` of a session as a short line.
+fn line(s: &Session, i: usize, hit: bool) -> ExcerptLine {
+    let e = &s.events[i];
+    let text = record_text(&e.record);
+    let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
+    if text.chars().count() > EXCERPT_CHARS {
+        short.push('…');
+    }
+    ExcerptLine {
+        event: i as u32 + 1,
+        turn: e.turn,
+        kind: e.record.type_name().to_string(),
+        text: short,
+        hit,
+        place: None,
+    }
 }
 
 /// A record as one line of text (unescaped).

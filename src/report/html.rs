@@ -154,7 +154,7 @@ pub fn render(d: &ReportData) -> std::result::Result<String, String> {
         s.wall_time_ms as f64 / 1000.0
     );
     h.push_str(
-        "<nav><a href=\"#recommendation\">Recommendation</a><a href=\"#families\">Families</a>\
+        "<nav><a href=\"#recommendation\">Recommendation</a><a href=\"#explained\">Explained</a><a href=\"#families\">Families</a>\
          <a href=\"#ttd\">Turns to detection</a><a href=\"#fp-recall\">False positives vs recall</a>\
          <a href=\"#constants\">Each constant</a><a href=\"#heatmaps\">Heatmaps</a>\
          <a href=\"#sessions\">Sessions</a><a href=\"#configs\">All configurations</a>\
@@ -172,6 +172,7 @@ pub fn render(d: &ReportData) -> std::result::Result<String, String> {
     );
 
     recommendation(&mut h, d)?;
+    explained(&mut h, d);
     families(&mut h, d);
     chart_sections(&mut h, d)?;
     sessions(&mut h, d)?;
@@ -684,6 +685,93 @@ fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// One section per false positive and missed loop of the baseline and the
+/// recommendation: where, the records around it, and what each family did.
+fn explained(h: &mut String, d: &ReportData) {
+    let ex = &d.summary.explanations;
+    h.push_str("<h2 id=\"explained\">False positives and missed loops, explained</h2>\n");
+    if ex.is_empty() {
+        h.push_str("<p>The baseline and the recommendation have no false positive and miss no labelled loop.</p>\n");
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<p>{} cases of the baseline and the recommendation: where each is in its file, the records around it (around the labelled onset for a missed loop), and what every family's default profile did on the same session.</p>",
+        ex.len()
+    );
+    for (i, x) in ex.iter().enumerate() {
+        let what = if x.verdict == "fp" {
+            format!(
+                "false positive at turn {}",
+                x.turn.map_or("?".into(), |t| t.to_string())
+            )
+        } else {
+            format!(
+                "missed loop (labelled onset turn {})",
+                x.onset_turn.map_or("?".into(), |t| t.to_string())
+            )
+        };
+        let _ = writeln!(
+            h,
+            "<section class=\"session\" id=\"explain-{i}\"><h3><a href=\"#cfg-{}\">{}</a>: {} in <span class=\"mono\">{}</span></h3>",
+            esc(&x.config),
+            esc(&x.label),
+            esc(&what),
+            esc(&x.session)
+        );
+        if let Some(p) = &x.place {
+            let _ = writeln!(h, "<p>At <code>{}</code>.</p>", esc(p));
+        }
+        if let (Some(k), Some(detail)) = (&x.kind, &x.detail) {
+            let _ = writeln!(
+                h,
+                "<p><b>{}</b>: <span class=\"mono\">{}</span></p>",
+                esc(k),
+                esc(detail)
+            );
+        }
+        if !x.lines.is_empty() {
+            h.push_str("<div class=\"excerpt\">");
+            for l in &x.lines {
+                let _ = writeln!(
+                    h,
+                    "<div class=\"xl{}\"><span class=\"m\">#{} turn {}{}</span><span class=\"m\">{}</span><span class=\"t\">{}</span></div>",
+                    if l.hit { " hit" } else { "" },
+                    l.event,
+                    l.turn,
+                    l.place
+                        .as_ref()
+                        .map(|p| format!(" · {}", esc(p)))
+                        .unwrap_or_default(),
+                    esc(&l.kind),
+                    esc(&l.text)
+                );
+            }
+            h.push_str("</div>\n");
+        }
+        let others: Vec<String> = x
+            .others
+            .iter()
+            .map(|o| {
+                format!(
+                    "<a href=\"#cfg-{}\">{}</a>: {}",
+                    esc(&o.config),
+                    esc(&o.label),
+                    match o.turn {
+                        Some(t) => format!("fires at turn {t} ({})", esc(&o.verdict)),
+                        None => format!("silent ({})", esc(&o.verdict)),
+                    }
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            h,
+            "<p>Every family on this session: {}.</p></section>",
+            others.join("; ")
+        );
+    }
+}
+
 fn config_table(h: &mut String, d: &ReportData) {
     let _ = writeln!(
         h,
@@ -692,7 +780,8 @@ fn config_table(h: &mut String, d: &ReportData) {
         d.rows.len()
     );
     h.push_str(
-        "<div class=\"scroll tall\"><table class=\"sortable\"><thead><tr><th>id</th><th>family</th><th>profile</th>\
+        "<input type=\"search\" data-filter=\"all-configs\" placeholder=\"filter: family, profile, value…\" hidden>\
+         <div class=\"scroll tall\"><table class=\"sortable\" id=\"all-configs\"><thead><tr><th>id</th><th>family</th><th>profile</th>\
          <th>changes</th><th class=\"n\">recall</th><th class=\"n\">FP</th><th class=\"n\">FP / 1k</th>\
          <th class=\"n\">precision</th><th class=\"n\">F1</th><th class=\"n\">median TTD</th><th class=\"n\">p90 TTD</th>\
          <th class=\"n\">detections</th><th>flags</th></tr></thead><tbody>\n",
@@ -719,7 +808,8 @@ fn config_table(h: &mut String, d: &ReportData) {
         }
         let _ = writeln!(
             h,
-            "<tr{}><td class=\"mono\">{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td>{}{}{}{}{}{}{}{}<td>{}</td></tr>",
+            "<tr id=\"cfg-{}\"{}><td class=\"mono\">{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td>{}{}{}{}{}{}{}{}<td>{}</td></tr>",
+            esc(&r.config),
             if r.recommended { " class=\"rec\"" } else { "" },
             esc(&r.config),
             esc(&r.family),

@@ -84,6 +84,8 @@ pub struct Summary {
     pub family_best: Vec<FamilyBest>,
     /// The best union of detectors (`--combine`).
     pub union: Option<UnionInfo>,
+    /// Every false positive and missed loop of the baseline and the recommendation, explained.
+    pub explanations: Vec<Explanation>,
     /// Sessions where the selected configurations disagree most.
     pub disagreements: Vec<Disagreement>,
     /// What replay cannot know.
@@ -296,6 +298,52 @@ pub struct FamilyBest {
     pub best: Option<ConfigRef>,
 }
 
+/// One false positive or missed loop, explained.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Explanation {
+    /// Configuration id.
+    pub config: String,
+    /// Its label.
+    pub label: String,
+    /// Session id.
+    pub session: String,
+    /// `fp` or `fn`.
+    pub verdict: String,
+    /// Labelled onset of a loop.
+    pub onset_turn: Option<u64>,
+    /// Turn of the detection (false positives).
+    pub turn: Option<u64>,
+    /// The record shown at the centre: the detection, or the onset's first record.
+    pub event: Option<u64>,
+    /// Kind of the detection.
+    pub kind: Option<String>,
+    /// Its detail.
+    pub detail: Option<String>,
+    /// `FILE:LINE` or `FILE#POINTER` of the detection.
+    pub place: Option<String>,
+    /// The records around it.
+    pub lines: Vec<ExcerptLine>,
+    /// What each family's default profile did on the session.
+    pub others: Vec<OtherFamily>,
+}
+
+/// What one family's default profile did on an explained session.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct OtherFamily {
+    /// Family.
+    pub family: String,
+    /// Configuration id.
+    pub config: String,
+    /// Its label.
+    pub label: String,
+    /// Turn of its first detection.
+    pub turn: Option<u64>,
+    /// Its verdict.
+    pub verdict: String,
+}
+
 /// The best union.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
@@ -389,6 +437,8 @@ pub struct ExcerptLine {
     pub text: String,
     /// The record where the detection fired.
     pub hit: bool,
+    /// `FILE:LINE` or `FILE#POINTER` of the record.
+    pub place: Option<String>,
 }
 
 impl ReportData {

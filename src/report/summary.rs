@@ -104,6 +104,7 @@ pub fn summary_json(r: &SweepResult) -> Value {
             "cross_validation": u.cross_validation.as_ref().map(|cv| cross_validation(r, cv)),
         })),
         "disagreements": disagreements(r),
+        "explanations": explanations(r),
         "note": "Replay cannot know how the model would have reacted to a warning or a stop: the recorded continuation counts as the model not changing course.",
     });
     for (k, x) in derived.as_object().expect("an object") {
@@ -161,6 +162,76 @@ fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> 
         "ttd_median": num(p.ttd_median()), "ttd_n": p.ttd.len(),
         "chosen": chosen,
     })
+}
+
+/// Every false positive and missed loop of the baseline and the
+/// recommendation: where it is, the records around it (around the labelled
+/// onset for a miss) and what every family's default profile did there.
+fn explanations(r: &SweepResult) -> Vec<Value> {
+    let rec = &r.record;
+    let mut configs = vec![r.baseline];
+    configs.extend(r.recommended.filter(|&c| c != r.baseline));
+    // Each family's default profile: its first stock configuration in grid order.
+    let mut families: Vec<usize> = Vec::new();
+    for (i, c) in rec.grid.configs.iter().enumerate() {
+        if c.stock
+            && !families
+                .iter()
+                .any(|&f| rec.grid.configs[f].family == c.family)
+        {
+            families.push(i);
+        }
+    }
+    let dense: Vec<(usize, Vec<Option<&crate::result::Hit>>)> = configs
+        .iter()
+        .chain(&families)
+        .map(|&c| (c, r.dense(c)))
+        .collect();
+    let hits_of = |c: usize| &dense.iter().find(|(x, _)| *x == c).expect("listed").1;
+    let mut out = Vec::new();
+    for &c in &configs {
+        for (si, s) in rec.sessions.iter().enumerate() {
+            let hit = hits_of(c)[si];
+            let (v, _) =
+                crate::metrics::verdict_at(hit.and_then(crate::result::Hit::turn), s.label());
+            if !matches!(
+                v,
+                crate::metrics::Verdict::FalsePositive | crate::metrics::Verdict::Missed
+            ) {
+                continue;
+            }
+            let Some(lines) = rec.explain.iter().find(|e| e.session == s.id) else {
+                continue;
+            };
+            let first = hit.and_then(|h| h.first.as_ref());
+            let event = match first {
+                Some(d) => Some(d.event),
+                None => s
+                    .onset_turn
+                    .and_then(|on| lines.lines.iter().find(|l| l.turn >= on).map(|l| l.event)),
+            };
+            let others: Vec<Value> = families
+                .iter()
+                .map(|&f| {
+                    let h = hits_of(f)[si];
+                    let (v, _) = crate::metrics::verdict_at(h.and_then(crate::result::Hit::turn), s.label());
+                    json!({"family": rec.grid.configs[f].family, "config": rec.grid.configs[f].id,
+                           "label": rec.grid.configs[f].label, "turn": h.and_then(crate::result::Hit::turn),
+                           "verdict": v.as_str()})
+                })
+                .collect();
+            out.push(json!({
+                "config": r.config(c).id, "label": r.config(c).label, "session": s.id,
+                "verdict": v.as_str(), "onset_turn": s.onset_turn,
+                "turn": first.map(|d| d.turn), "event": event,
+                "kind": first.map(|d| d.kind.clone()), "detail": first.map(|d| d.detail.clone()),
+                "place": first.and_then(|d| d.place.clone()),
+                "lines": event.map(|e| lines.around(e)).unwrap_or_default(),
+                "others": others,
+            }));
+        }
+    }
+    out
 }
 
 /// Sessions where the stock profiles disagree most (from the record's

@@ -1,6 +1,7 @@
 // Sort tables with class "sortable" by clicking a header: numbers by the
-// cell's data-v, text otherwise; empty cells last. Without script the
-// tables keep the report's own order.
+// cell's data-v, text otherwise; empty cells last. A table with a
+// data-filter input before it shows only the rows containing its text.
+// Without script the tables keep the report's own order and every row.
 (function () {
   "use strict";
   function key(cell) {
@@ -37,6 +38,17 @@
           return asc ? cmp(x, y) : cmp(y, x);
         });
         rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("input[data-filter]"), function (input) {
+    var table = document.getElementById(input.getAttribute("data-filter"));
+    if (!table) return;
+    input.hidden = false;
+    input.addEventListener("input", function () {
+      var q = input.value.trim().toLowerCase();
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+        r.hidden = q !== "" && r.textContent.toLowerCase().indexOf(q) < 0;
       });
     });
   });
