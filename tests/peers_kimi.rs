@@ -270,3 +270,29 @@ fn session_warn3_stops_at_the_force_stop() {
     let stop = d.iter().find(|d| d.strike == 4).unwrap();
     assert_eq!((stop.kind, stop.event), ("tool_call_repeat", 36));
 }
+
+#[test]
+fn thresholds_in_any_order_stop_first_as_the_original_checks() {
+    // force_stop below reminder_3: the stop wins at 6 (the if-chain checks it
+    // first); the tiers it skipped are reported at the same call.
+    let mut r = vec![user()];
+    for _ in 0..8 {
+        r.extend([Record::Turn, tc("read", json!({"p": 1})), tr()]);
+    }
+    let over = DetectorConfig::parse_sets("kimi", &["force_stop=6".into()]).unwrap();
+    let cfg = DetectorConfig::resolve(None, Some("kimi"), &over).unwrap();
+    let d: Vec<(&str, u32, u32)> = run_checks(&cfg.checks().unwrap(), &session(r), None)
+        .iter()
+        .map(|d| (d.kind, d.event, d.strike))
+        .collect();
+    assert_eq!(
+        d,
+        [
+            ("reminder_1", 9, 1),
+            ("reminder_2", 15, 2),
+            ("reminder_3", 18, 3),
+            ("tool_call_repeat", 18, 4)
+        ]
+    );
+    assert_eq!(tier(7, &[3, 5, 8, 6]), 4);
+}

@@ -26,7 +26,7 @@ use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::{Record, Session};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
@@ -100,12 +100,8 @@ impl Family for Kimi {
             params.int("reminder_3"),
             params.int("force_stop"),
         ];
-        if t.windows(2).any(|w| w[0] > w[1]) {
-            return Err(Error::Config(format!(
-                "kimi: reminder_1 <= reminder_2 <= reminder_3 <= force_stop is required (got {}, {}, {}, {})",
-                t[0], t[1], t[2], t[3]
-            )));
-        }
+        // Any order is valid: like `_build_repeat_reminder`, the highest
+        // tier whose threshold the streak reached wins, the stop first.
         Ok(vec![Box::new(KimiCheck {
             key: params.key_of(&["reminder_1", "reminder_2", "reminder_3", "force_stop"]),
             tiers: t.map(|x| x as u32),
