@@ -136,6 +136,8 @@ fn every_family_declares_its_parameters_and_profiles() {
         "roo",
         "cline",
         "goose",
+        "crush",
+        "kimi",
         "max-turns",
     ] {
         let f = family(name).unwrap();
@@ -180,6 +182,8 @@ fn every_peer_profile_runs_on_the_gemini_edge_cases() {
         "roo",
         "cline",
         "goose",
+        "crush",
+        "kimi",
         "max-turns",
     ] {
         for prof in family(name).unwrap().profiles() {
@@ -241,4 +245,113 @@ fn lone_surrogates_stay_distinct_and_cline_drops_proto() {
         r#"{"type":"tool_call","name":"read_file","args":{"p":"a"}}"#,
     ]);
     assert_eq!(first("cline", &p), Some(("soft", 3)));
+}
+
+/// `events` with strikes.
+fn strikes(profile: &str, s: &Arc<Session>) -> Vec<(&'static str, u32, u32)> {
+    let cfg = DetectorConfig::resolve(None, Some(profile), &[]).unwrap();
+    run_checks(&cfg.checks().unwrap(), &Prepared::new(s.clone()), None)
+        .iter()
+        .map(|d| (d.kind, d.event, d.strike))
+        .collect()
+}
+
+#[test]
+fn openhands_2026_08_nudges_at_three_errors_and_stops_at_four() {
+    // Records: user, then turn/call/result triples; result k is record 3k+1.
+    // Error texts differ, so only the action-error scenario applies (equal
+    // errors would be 4 equal action/observation pairs, checked first).
+    let outs: Vec<String> = (0..5).map(|i| format!("boom {i}")).collect();
+    let s = turns(
+        &outs
+            .iter()
+            .map(|o| ("edit", json!({"p": 1}), o.as_str(), true))
+            .collect::<Vec<_>>(),
+    );
+    // The older SDK stops at the 3rd error.
+    assert_eq!(
+        events("openhands-v1", &s, &[])[0],
+        ("repeating_action_error", 10)
+    );
+    let d = strikes("openhands-v1-2026-08", &s);
+    assert_eq!(d[0], ("action_error_nudge", 10, 1));
+    assert_eq!(d[1], ("repeating_action_error", 13, 2));
+    let cfg = DetectorConfig::resolve(None, Some("openhands-v1-2026-08"), &[]).unwrap();
+    assert_eq!(cfg.policy().to_string(), "warn:1");
+    // Errors with changing arguments: no streak, nothing.
+    let s = turns(
+        &(0..6)
+            .map(|i| ("edit", json!({ "p": i }), "boom", true))
+            .collect::<Vec<_>>(),
+    );
+    assert!(strikes("openhands-v1-2026-08", &s).is_empty());
+}
+
+#[test]
+fn openhands_2026_08_other_patterns_stop_at_once() {
+    // 4 equal action/observation pairs: no nudge, so the stop is reported as
+    // strikes 1 and 2 at the same event, and warn:1 stops there.
+    let s = turns(&vec![("read", json!({"p": 1}), "same", false); 4]);
+    assert_eq!(
+        strikes("openhands-v1-2026-08", &s),
+        [
+            ("repeating_action_observation", 13, 1),
+            ("repeating_action_observation", 13, 2)
+        ]
+    );
+}
+
+#[test]
+fn cline_2026_03_hard_only_at_exactly_five() {
+    let s = turns(&vec![
+        (
+            "read",
+            json!({"p": 1, "task_progress": "x"}),
+            "",
+            false
+        );
+        11
+    ]);
+    // Calls are records 3k (k = 1..).
+    assert_eq!(
+        events("cline-2026-03", &s, &[]),
+        [("soft", 9), ("hard", 15)]
+    );
+    // The extension's re-arm gives a new run after the hard stop.
+    assert_eq!(
+        events("cline-extension", &s, &[]),
+        [("soft", 9), ("hard", 15), ("soft", 24), ("hard", 30)]
+    );
+    // task_progress is stripped: a changing value does not break the streak.
+    let s = turns(
+        &(0..5)
+            .map(|i| ("read", json!({"p": 1, "task_progress": i}), "", false))
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(
+        events("cline-2026-03", &s, &[]),
+        [("soft", 9), ("hard", 15)]
+    );
+}
+
+#[test]
+fn goose_max_repetitions_profile_and_subagent_caps() {
+    let s = turns(&vec![("t", json!({"a": 1}), "ok", false); 7]);
+    assert!(events("goose", &s, &[]).is_empty());
+    // 5 allowed, the 6th identical call (record 18) is denied.
+    assert_eq!(events("goose-max-repetitions", &s, &[])[0], ("REP-001", 18));
+    let s = turns(&vec![("t", json!({"a": 1}), "ok", false); 51]);
+    for (profile, cap) in [
+        ("gemini-subagent", 30u32),
+        ("gemini-subagent-generalist", 20),
+        ("gemini-subagent-codebase-investigator", 50),
+        ("gemini-subagent-cli-help", 10),
+    ] {
+        // Turn cap+1 starts at record 3 * cap + 2.
+        assert_eq!(
+            events(profile, &s, &[])[0],
+            ("max_turns", 3 * cap + 2),
+            "{profile}"
+        );
+    }
 }

@@ -113,6 +113,8 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Roo,
         &peers::Cline,
         &peers::Goose,
+        &peers::Crush,
+        &peers::Kimi,
         &peers::MaxTurns,
     ]
 }

@@ -59,6 +59,13 @@ impl Family for Cline {
                 doc: "after a hard detection the count starts over (the extension re-arms when the user continues); otherwise every further identical call is hard",
                 source: SRC_EXT,
             },
+            ParamSpec {
+                name: "hard_exact",
+                kind: ParamKind::Bool,
+                unit: "",
+                doc: "the hard verdict fires only when the count equals hard_threshold (=== in the March rule), not on every later identical call",
+                source: SRC_EXT,
+            },
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -72,6 +79,7 @@ impl Family for Cline {
                     ("hard_threshold", ParamValue::Int(5)),
                     ("ignored_params", ParamValue::List(vec![])),
                     ("rearm_after_hard", ParamValue::Bool(false)),
+                    ("hard_exact", ParamValue::Bool(false)),
                 ],
             },
             Profile {
@@ -85,6 +93,17 @@ impl Family for Cline {
                     ("rearm_after_hard", ParamValue::Bool(true)),
                 ],
             },
+            Profile {
+                name: "cline-2026-03",
+                about: "Cline loop-detection.ts @f3a3f30db5 (PR #9933, 2026-03) as written: task_progress stripped from the compared arguments, soft at === 3, hard only at === 5 (a streak that goes on past 5 gives nothing more); no re-arm",
+                values: vec![
+                    (
+                        "ignored_params",
+                        ParamValue::List(vec!["task_progress".into()]),
+                    ),
+                    ("hard_exact", ParamValue::Bool(true)),
+                ],
+            },
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
@@ -94,11 +113,13 @@ impl Family for Cline {
                 "hard_threshold",
                 "ignored_params",
                 "rearm_after_hard",
+                "hard_exact",
             ]),
             soft: params.int("soft_threshold"),
             hard: params.int("hard_threshold"),
             ignored: params.list("ignored_params").to_vec(),
             rearm: params.bool("rearm_after_hard"),
+            hard_exact: params.bool("hard_exact"),
         })])
     }
 }
@@ -121,6 +142,7 @@ pub struct ClineTracker {
     hard: i64,
     ignored: Vec<String>,
     rearm: bool,
+    hard_exact: bool,
     last: Option<(String, String)>,
     count: i64,
     at_call: i64,
@@ -135,10 +157,17 @@ impl ClineTracker {
             hard,
             ignored,
             rearm,
+            hard_exact: false,
             last: None,
             count: 0,
             at_call: 0,
         }
+    }
+
+    /// Fire the hard verdict only when the count equals the threshold.
+    pub fn with_hard_exact(mut self, exact: bool) -> ClineTracker {
+        self.hard_exact = exact;
+        self
     }
 
     /// The signature of an argument object: JSON with keys sorted recursively.
@@ -163,7 +192,12 @@ impl ClineTracker {
         self.at_call = self.count;
         self.last = Some((name.to_string(), sig));
         // The hard verdict is checked first, as in the original.
-        let v = if self.count >= self.hard {
+        let hard = if self.hard_exact {
+            self.count == self.hard
+        } else {
+            self.count >= self.hard
+        };
+        let v = if hard {
             if self.rearm {
                 self.last = None;
                 self.count = 0;
@@ -189,6 +223,7 @@ struct ClineCheck {
     hard: i64,
     ignored: Vec<String>,
     rearm: bool,
+    hard_exact: bool,
 }
 
 impl Check for ClineCheck {
@@ -198,7 +233,8 @@ impl Check for ClineCheck {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut t = ClineTracker::new(self.soft, self.hard, self.ignored.clone(), self.rearm);
+        let mut t = ClineTracker::new(self.soft, self.hard, self.ignored.clone(), self.rearm)
+            .with_hard_exact(self.hard_exact);
         let mut out = Vec::new();
         // Strikes are counted per run of identical calls: the soft notice of a
         // run warns and its hard verdict stops, while a later run's soft

@@ -53,7 +53,8 @@ impl Family for Goose {
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
-        vec![Profile {
+        vec![
+            Profile {
             name: "goose",
             about: "Goose @37c043b954 (2026): REP-002 after 3 identical errors of one tool; REP-001 disabled (RepetitionInspector::new(None)). A denial returns a declined result to the model and the run goes on, hence policy ignore",
             values: vec![
@@ -62,6 +63,11 @@ impl Family for Goose {
                 ("error_chars", ParamValue::Int(100)),
                 ("max_repetitions", ParamValue::Int(0)),
             ],
+        },
+        Profile {
+            name: "goose-max-repetitions",
+            about: "What-if: Goose with a repetition limit (--max-tool-repetitions / GOOSE_MAX_TOOL_REPETITIONS, no default; 5 here) committed on every call, as check_tool_call does; as shipped, inspect() checks a temporary clone and REP-001 never fires. REP-002 as in goose",
+            values: vec![("max_repetitions", ParamValue::Int(5))],
         }]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {

@@ -28,7 +28,7 @@ impl Family for MaxTurns {
                 100_000_000,
                 "turns",
                 "turns allowed; the record that starts the next one is the detection",
-                "looptune baseline; Gemini CLI MAX_TURNS = 100 (client.ts @5411f113ca), Blade SAFETY_LIMIT = 100 (Agent.ts @b52d9f2bec), OpenHands SDK max_iteration_per_run = 500 (local_conversation.py)",
+                "looptune baseline; Gemini CLI MAX_TURNS = 100 (client.ts @5411f113ca), subagents DEFAULT_MAX_TURNS = 30 (agents/types.ts @5411f113ca), Blade SAFETY_LIMIT = 100 (Agent.ts @b52d9f2bec), OpenHands SDK max_iteration_per_run = 500 (local_conversation.py)",
             ),
             ParamSpec {
                 name: "per_prompt",
@@ -65,6 +65,38 @@ impl Family for MaxTurns {
                 about: "OpenHands SDK LocalConversation max_iteration_per_run = 500 per run (one run per user message)",
                 values: vec![
                     ("max_turns", ParamValue::Int(500)),
+                    ("per_prompt", ParamValue::Bool(true)),
+                ],
+            },
+            Profile {
+                name: "gemini-subagent",
+                about: "Gemini CLI @5411f113ca packages/core/src/agents (local-executor.ts, types.ts): DEFAULT_MAX_TURNS = 30: a Gemini CLI local subagent without its own cap, per invocation (one prompt); subagents do not use the loop detection service",
+                values: vec![
+                    ("max_turns", ParamValue::Int(30)),
+                    ("per_prompt", ParamValue::Bool(true)),
+                ],
+            },
+            Profile {
+                name: "gemini-subagent-generalist",
+                about: "Gemini CLI @5411f113ca packages/core/src/agents (local-executor.ts, types.ts): the generalist subagent's maxTurns = 20, per invocation (one prompt); subagents do not use the loop detection service",
+                values: vec![
+                    ("max_turns", ParamValue::Int(20)),
+                    ("per_prompt", ParamValue::Bool(true)),
+                ],
+            },
+            Profile {
+                name: "gemini-subagent-codebase-investigator",
+                about: "Gemini CLI @5411f113ca packages/core/src/agents (local-executor.ts, types.ts): the codebase_investigator subagent's maxTurns = 50, per invocation (one prompt); subagents do not use the loop detection service",
+                values: vec![
+                    ("max_turns", ParamValue::Int(50)),
+                    ("per_prompt", ParamValue::Bool(true)),
+                ],
+            },
+            Profile {
+                name: "gemini-subagent-cli-help",
+                about: "Gemini CLI @5411f113ca packages/core/src/agents (local-executor.ts, types.ts): the cli_help subagent's maxTurns = 10, per invocation (one prompt); subagents do not use the loop detection service",
+                values: vec![
+                    ("max_turns", ParamValue::Int(10)),
                     ("per_prompt", ParamValue::Bool(true)),
                 ],
             },

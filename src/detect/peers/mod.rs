@@ -1,11 +1,13 @@
 //! The peer detector families: faithful ports of the loop detectors other
-//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose) and a
+//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI) and a
 //! turn-cap baseline.
 
 pub mod blade;
 pub mod cline;
 mod common;
+pub mod crush;
 pub mod goose;
+pub mod kimi;
 pub mod max_turns;
 pub mod opencode;
 pub mod openhands;
@@ -13,7 +15,9 @@ pub mod roo;
 
 pub use blade::Blade;
 pub use cline::Cline;
+pub use crush::Crush;
 pub use goose::Goose;
+pub use kimi::Kimi;
 pub use max_turns::MaxTurns;
 pub use opencode::OpenCode;
 pub use openhands::OpenHands;

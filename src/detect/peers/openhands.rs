@@ -16,6 +16,8 @@ const SRC_V0: &str =
     "OpenHands/OpenHands openhands/controller/stuck.py @d6fab190bf (blob 092be02efe, last changed 17e32af6)";
 const SRC_V1: &str =
     "OpenHands/software-agent-sdk openhands-sdk/openhands/sdk/conversation/stuck_detector.py @1c2e6b5183";
+const SRC_V1_NUDGE: &str =
+    "OpenHands/software-agent-sdk openhands-sdk/openhands/sdk/conversation/stuck_detector.py @611629e6 (c8a65f0d, #4332), local_conversation.py _check_stuck_or_nudge";
 
 /// The `openhands` family.
 pub struct OpenHands;
@@ -84,6 +86,13 @@ impl Family for OpenHands {
                 "v1: only the last events are scanned (MAX_EVENTS_TO_SCAN_FOR_STUCK_DETECTION)",
                 SRC_V1,
             ),
+            ParamSpec {
+                name: "action_error_nudge",
+                kind: ParamKind::Bool,
+                unit: "",
+                doc: "v1: the 2026-08 rule: a streak of exactly action_error same actions with errors nudges once (a detection, which warns), the stop needs one more",
+                source: SRC_V1_NUDGE,
+            },
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -100,12 +109,22 @@ impl Family for OpenHands {
                     ("monologue", ParamValue::Int(3)),
                     ("alternating_pattern", ParamValue::Int(6)),
                     ("scan_events", ParamValue::Int(20)),
+                    ("action_error_nudge", ParamValue::Bool(false)),
                 ],
             },
             Profile {
                 name: "openhands-v1",
                 about: "OpenHands software-agent-sdk @1c2e6b5183: StuckDetectionThresholds 4/3/3/6 over the last 20 events after the last user message; status STUCK stops the run",
                 values: vec![("version", ParamValue::Str("v1".into()))],
+            },
+            Profile {
+                name: "openhands-v1-2026-08",
+                about: "OpenHands software-agent-sdk @611629e6 (2026-08, #4332): as openhands-v1, but a streak of 3 same actions with errors nudges (strike 1) and a 4th stops (strike 2); any other stuck pattern stops at once (reported as strikes 1 and 2 at the same event). Policy warn:1",
+                values: vec![
+                    (POLICY, ParamValue::Str("warn:1".into())),
+                    ("version", ParamValue::Str("v1".into())),
+                    ("action_error_nudge", ParamValue::Bool(true)),
+                ],
             },
         ]
     }
@@ -124,6 +143,7 @@ impl Family for OpenHands {
                     "monologue",
                     "alternating_pattern",
                     "scan_events",
+                    "action_error_nudge",
                 ]),
                 th: Thresholds {
                     action_observation: params.int("action_observation") as usize,
@@ -131,6 +151,7 @@ impl Family for OpenHands {
                     monologue: params.int("monologue") as usize,
                     alternating_pattern: params.int("alternating_pattern") as usize,
                     scan: params.int("scan_events") as usize,
+                    nudge: params.bool("action_error_nudge"),
                 },
             })
         }])
@@ -852,6 +873,8 @@ pub enum V1Event {
     },
     /// `CondensationSummaryEvent`.
     CondensationSummary,
+    /// `MessageEvent` from the environment (the action-error nudge).
+    EnvironmentMessage(String),
 }
 
 /// `StuckDetectionThresholds` plus the scan window.
@@ -867,6 +890,8 @@ pub struct Thresholds {
     pub alternating_pattern: usize,
     /// `MAX_EVENTS_TO_SCAN_FOR_STUCK_DETECTION` (20).
     pub scan: usize,
+    /// The 2026-08 action-error rule: nudge at the threshold, stop above it.
+    pub nudge: bool,
 }
 
 impl Default for Thresholds {
@@ -877,6 +902,7 @@ impl Default for Thresholds {
             monologue: 3,
             alternating_pattern: 6,
             scan: 20,
+            nudge: false,
         }
     }
 }
@@ -915,7 +941,11 @@ pub fn is_stuck_v1(events: &[V1Event], th: &Thresholds) -> Option<&'static str> 
     if ev.len() < min {
         return None;
     }
-    let max_needed = th.action_observation.max(th.action_error);
+    // The 2026-08 rule needs one more pair to tell a fresh streak from one
+    // that went on past the nudge.
+    let max_needed = th
+        .action_observation
+        .max(th.action_error + usize::from(th.nudge));
     let is_obs =
         |e: &V1Event| matches!(e, V1Event::Observation { .. } | V1Event::AgentError { .. });
     let mut acts: Vec<&V1Event> = Vec::new();
@@ -939,7 +969,11 @@ pub fn is_stuck_v1(events: &[V1Event], th: &Thresholds) -> Option<&'static str> 
         return Some("repeating_action_observation");
     }
     let n = th.action_error;
-    if acts.len() >= n
+    if th.nudge {
+        if action_error_streak(&acts, &obs) > n {
+            return Some("repeating_action_error");
+        }
+    } else if acts.len() >= n
         && obs.len() >= n
         && acts[..n].iter().all(|a| v1_eq(acts[0], a))
         && obs[..n]
@@ -953,7 +987,9 @@ pub fn is_stuck_v1(events: &[V1Event], th: &Thresholds) -> Option<&'static str> 
         for e in ev.iter().rev() {
             match e {
                 V1Event::AgentMessage(_) => count += 1,
-                V1Event::CondensationSummary => continue,
+                // A message from neither the agent nor the user (the nudge)
+                // neither counts nor breaks the run.
+                V1Event::CondensationSummary | V1Event::EnvironmentMessage(_) => continue,
                 _ => break,
             }
         }
@@ -984,6 +1020,47 @@ pub fn is_stuck_v1(events: &[V1Event], th: &Thresholds) -> Option<&'static str> 
         }
     }
     None
+}
+
+/// The 2026-08 `_action_error_streak`: how many of the newest actions, paired
+/// newest first with the newest observations, equal the newest action and
+/// got an error.
+fn action_error_streak(acts: &[&V1Event], obs: &[&V1Event]) -> usize {
+    let Some(first) = acts.first() else { return 0 };
+    acts.iter()
+        .zip(obs)
+        .take_while(|(a, o)| v1_eq(first, a) && matches!(o, V1Event::AgentError { .. }))
+        .count()
+}
+
+/// The 2026-08 `get_action_error_nudge`: whether the trailing streak is
+/// exactly `action_error` long, and the position (in `events`) of its newest
+/// error, which is nudged only once.
+pub fn action_error_nudge(events: &[V1Event], th: &Thresholds) -> Option<usize> {
+    let start = events.len().saturating_sub(th.scan);
+    let mut from = start;
+    if let Some(u) = events[start..]
+        .iter()
+        .rposition(|e| matches!(e, V1Event::UserMessage(_)))
+    {
+        from = start + u + 1;
+    }
+    let need = th.action_error + 1;
+    let (mut acts, mut obs): (Vec<&V1Event>, Vec<(usize, &V1Event)>) = (Vec::new(), Vec::new());
+    for (i, e) in events[from..].iter().enumerate().rev() {
+        if matches!(e, V1Event::Action { .. }) && acts.len() < need {
+            acts.push(e);
+        } else if matches!(e, V1Event::Observation { .. } | V1Event::AgentError { .. })
+            && obs.len() < need
+        {
+            obs.push((from + i, e));
+        }
+        if acts.len() >= need && obs.len() >= need {
+            break;
+        }
+    }
+    let o: Vec<&V1Event> = obs.iter().map(|x| x.1).collect();
+    (action_error_streak(&acts, &o) == th.action_error).then(|| obs[0].0)
 }
 
 fn to_v1(m: &Mapped) -> V1Event {
@@ -1033,7 +1110,16 @@ impl Check for V1Check {
         let s = &session.session;
         let mut out = Vec::new();
         let mut events: Vec<V1Event> = Vec::new();
+        // Events dropped from the front of `events` (ids stay stable).
+        let mut dropped = 0usize;
+        let mut last_nudged: Option<usize> = None;
         let mut users = 0u32;
+        // With the nudge rule, strikes are counted per nudge: a nudge opens
+        // a group (strike 1), a stop right after it is strike 2; a stop that
+        // no nudge announced is reported twice at its event (strikes 1 and 2)
+        // so that warn:1 stops there, as OpenHands does.
+        let mut group = 0u32;
+        let mut nudged = false;
         for (i, m) in map_session(s) {
             if matches!(m, Mapped::User(_)) {
                 users += 1;
@@ -1041,16 +1127,55 @@ impl Check for V1Check {
             events.push(to_v1(&m));
             // Only the window matters; keep the history short.
             if events.len() > 4 * self.th.scan.max(64) {
-                events.drain(..events.len() - self.th.scan);
+                let n = events.len() - self.th.scan;
+                events.drain(..n);
+                dropped += n;
+            }
+            if self.th.nudge {
+                if let Some(at) = action_error_nudge(&events, &self.th) {
+                    if last_nudged != Some(dropped + at) {
+                        last_nudged = Some(dropped + at);
+                        group += 1;
+                        nudged = true;
+                        out.push(detection(
+                            s,
+                            i,
+                            "action_error_nudge",
+                            group,
+                            format!(
+                                "the same action got an error {} times in a row",
+                                self.th.action_error
+                            ),
+                        ));
+                        if full(&out, limit) {
+                            break;
+                        }
+                        // The nudge is an event of the conversation, and the
+                        // stuck check is skipped at this point.
+                        events.push(V1Event::EnvironmentMessage("nudge".into()));
+                        continue;
+                    }
+                }
             }
             if let Some(kind) = is_stuck_v1(&events, &self.th) {
-                out.push(detection(
-                    s,
-                    i,
-                    kind,
-                    users.saturating_sub(1),
-                    kind.to_string(),
-                ));
+                let prompt = if self.th.nudge {
+                    if !nudged {
+                        group += 1;
+                        out.push(detection(s, i, kind, group, kind.to_string()));
+                        if full(&out, limit) {
+                            break;
+                        }
+                    }
+                    nudged = false;
+                    group
+                } else {
+                    users.saturating_sub(1)
+                };
+                out.push(detection(s, i, kind, prompt, kind.to_string()));
+                if self.th.nudge {
+                    // Going on after a stop starts a new group.
+                    group += 1;
+                }
                 if full(&out, limit) {
                     break;
                 }

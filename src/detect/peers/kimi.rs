@@ -1,0 +1,322 @@
+//! Kimi CLI's repeated-tool-call escalation (`src/kimi_cli/soul/toolset.py`,
+//! `KimiToolset.handle` / `begin_step` / `end_step`, and the force stop in
+//! `kimisoul.py`).
+//!
+//! A call's key is its name and its arguments as canonical JSON (keys sorted
+//! recursively, compact). A streak counts consecutive equal keys across the
+//! calls of a turn's steps. A call whose key was already seen in an earlier
+//! step of the turn (a cross-step duplicate) gets a `<system-reminder>` by
+//! its projected streak: tier 1 from 3, tier 2 from 5, tier 3 from 8, and
+//! from 12 the turn is force-stopped after the step (`tool_call_repeat`).
+//! A repeat of a key inside one step shares the first call's result and gets
+//! no reminder of its own, but still counts in the streak (it is in
+//! `_current_step_calls`). The state resets when a step had no calls (the
+//! turn ends) and at every new turn (every `user` record).
+//!
+//! Reported: the first call of each tier in a streak (kinds `reminder_1`,
+//! `reminder_2`, `reminder_3`, `tool_call_repeat`), strikes counted per
+//! streak, so that policy `warn:3` stops where Kimi CLI stops. When a streak
+//! enters a tier without passing through the one below (the lower tiers'
+//! calls were same-step repeats), the tiers it skipped are reported at the
+//! same call, so that the stop is always the 4th strike.
+//! Mapping: docs/detector-mappings.md, "Kimi CLI".
+
+use super::common::{detection, full, int, segments};
+use crate::detect::{
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    POLICY_SPEC,
+};
+use crate::error::Result;
+use crate::event::{Record, Session};
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+
+const SRC: &str = "MoonshotAI/kimi-cli src/kimi_cli/soul/toolset.py @b0e08c5fbc (PR #2466)";
+
+/// The `kimi` family.
+pub struct Kimi;
+
+impl Family for Kimi {
+    fn name(&self) -> &'static str {
+        "kimi"
+    }
+    fn about(&self) -> &'static str {
+        "Kimi CLI KimiToolset: streak of identical calls (name + sorted-key JSON) across steps; reminders from 3, 5 and 8, the turn force-stopped from 12"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            POLICY_SPEC,
+            int(
+                "reminder_1",
+                1,
+                100_000,
+                "calls",
+                "streak from which a cross-step repeat gets the first reminder (_REPEAT_REMINDER_1_START)",
+                SRC,
+            ),
+            int(
+                "reminder_2",
+                1,
+                100_000,
+                "calls",
+                "streak from which the reminder names the tool, count and arguments (_REPEAT_REMINDER_2_START)",
+                SRC,
+            ),
+            int(
+                "reminder_3",
+                1,
+                100_000,
+                "calls",
+                "streak from which the reminder tells the model to stop calling tools (_REPEAT_REMINDER_3_START)",
+                SRC,
+            ),
+            int(
+                "force_stop",
+                1,
+                100_000,
+                "calls",
+                "streak at which the turn is force-stopped after the step (_REPEAT_FORCE_STOP_STREAK)",
+                SRC,
+            ),
+        ]
+    }
+    fn profiles(&self) -> Vec<Profile> {
+        vec![Profile {
+            name: "kimi",
+            about: "Kimi CLI @b0e08c5f (2026-06, #2466): reminders at streaks 3, 5, 8 (strikes 1-3), force stop at 12 (strike 4); policy warn:3 stops where Kimi CLI stops",
+            values: vec![
+                (POLICY, ParamValue::Str("warn:3".into())),
+                ("reminder_1", ParamValue::Int(3)),
+                ("reminder_2", ParamValue::Int(5)),
+                ("reminder_3", ParamValue::Int(8)),
+                ("force_stop", ParamValue::Int(12)),
+            ],
+        }]
+    }
+    fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let t = [
+            params.int("reminder_1"),
+            params.int("reminder_2"),
+            params.int("reminder_3"),
+            params.int("force_stop"),
+        ];
+        // Any order is valid: like `_build_repeat_reminder`, the highest
+        // tier whose threshold the streak reached wins, the stop first.
+        Ok(vec![Box::new(KimiCheck {
+            key: params.key_of(&["reminder_1", "reminder_2", "reminder_3", "force_stop"]),
+            tiers: t.map(|x| x as u32),
+        })])
+    }
+}
+
+/// Python's `json.dumps(_sort_json_value(args), ensure_ascii=False,
+/// separators=(",", ":"))`: keys sorted by code point at every depth.
+pub fn canonical_args(args: &Map<String, Value>) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    serde_json::to_string(&sorted(&Value::Object(args.clone()))).unwrap_or_default()
+}
+
+/// A call's key: `(tool name, canonical arguments)`.
+pub type CallKey = (String, String);
+
+/// What `_build_repeat_reminder` decides for a projected streak: 0 (none),
+/// 1-3 (reminder tiers) or 4 (stop).
+pub fn tier(streak: u32, tiers: &[u32; 4]) -> u8 {
+    tiers
+        .iter()
+        .rev()
+        .position(|&t| streak >= t)
+        .map_or(0, |p| 4 - p as u8)
+}
+
+/// The toolset's dedup state, usable on its own (for the original's tests).
+#[derive(Debug, Clone, Default)]
+pub struct Toolset {
+    seen: HashSet<CallKey>,
+    key: Option<CallKey>,
+    count: u32,
+    current: Vec<CallKey>,
+    tasks: HashSet<CallKey>,
+    /// Call ordinal (in the whole session) where the streak in force began.
+    start: u64,
+    calls: u64,
+}
+
+/// What `handle` did with one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handled {
+    /// A repeat of a key already called in this step: shares its result.
+    SameStep,
+    /// Executed; `Some((projected streak, tier, streak start))` for a
+    /// cross-step duplicate.
+    Run(Option<(u32, u8, u64)>),
+}
+
+impl Toolset {
+    /// `begin_step(previous_calls)`.
+    pub fn begin_step(&mut self, previous: &[CallKey]) {
+        self.current.clear();
+        self.tasks.clear();
+        if previous.is_empty() {
+            self.seen.clear();
+            self.key = None;
+            self.count = 0;
+        } else {
+            self.seen.extend(previous.iter().cloned());
+            if self.key.is_none() && self.count == 0 {
+                let start = self.calls;
+                self.advance(previous, start);
+            }
+        }
+    }
+
+    /// `end_step()`: the calls of the step, same-step repeats included.
+    pub fn end_step(&mut self) -> Vec<CallKey> {
+        let calls = std::mem::take(&mut self.current);
+        let first = self.calls - calls.len() as u64;
+        self.advance(&calls, first);
+        self.seen.extend(calls.iter().cloned());
+        calls
+    }
+
+    fn advance(&mut self, calls: &[CallKey], first: u64) {
+        for (i, k) in calls.iter().enumerate() {
+            if self.key.as_ref() == Some(k) {
+                self.count += 1;
+            } else {
+                self.key = Some(k.clone());
+                self.count = 1;
+                self.start = first + i as u64;
+            }
+        }
+    }
+
+    /// `handle(tool_call)` for a tool that exists, with the tiers in force.
+    pub fn handle(&mut self, key: CallKey, tiers: &[u32; 4]) -> Handled {
+        let idx = self.current.len();
+        self.current.push(key.clone());
+        self.calls += 1;
+        if !self.tasks.insert(key.clone()) {
+            return Handled::SameStep;
+        }
+        if !self.seen.contains(&key) {
+            return Handled::Run(None);
+        }
+        // `_projected_streak_for_call`.
+        let (mut k, mut n, mut start) = (self.key.as_ref(), self.count, self.start);
+        let first = self.calls - self.current.len() as u64;
+        for (i, c) in self.current[..=idx].iter().enumerate() {
+            if k == Some(c) {
+                n += 1;
+            } else {
+                k = Some(c);
+                n = 1;
+                start = first + i as u64;
+            }
+        }
+        Handled::Run(Some((n, tier(n, tiers), start)))
+    }
+}
+
+const KINDS: [&str; 4] = ["reminder_1", "reminder_2", "reminder_3", "tool_call_repeat"];
+
+struct KimiCheck {
+    key: String,
+    tiers: [u32; 4],
+}
+
+/// A session as Kimi steps: `None` for a new turn (a `user` record), else
+/// the step's tool calls `(record index, key)`.
+fn steps(s: &Session) -> Vec<Option<Vec<(usize, CallKey)>>> {
+    let mut out = Vec::new();
+    for seg in segments(s) {
+        if matches!(s.events[seg.start].record, Record::User { .. }) {
+            out.push(None);
+        }
+        if !seg.model_turn {
+            continue;
+        }
+        let calls = (seg.start..seg.end)
+            .filter_map(|i| match &s.events[i].record {
+                Record::ToolCall { name, args, .. } => {
+                    Some((i, (name.clone(), canonical_args(args))))
+                }
+                _ => None,
+            })
+            .collect();
+        out.push(Some(calls));
+    }
+    out
+}
+
+impl Check for KimiCheck {
+    fn key(&self) -> String {
+        format!("kimi:{}", self.key)
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let mut out = Vec::new();
+        let mut ts = Toolset::default();
+        let mut last: Vec<CallKey> = Vec::new();
+        // (streak start, highest tier reported in it)
+        let mut reported: Option<(u64, u8)> = None;
+        'steps: for step in steps(s) {
+            let Some(calls) = step else {
+                // `_turn`: `_last_tool_calls = []`.
+                last.clear();
+                continue;
+            };
+            ts.begin_step(&last);
+            let mut stop = false;
+            for (i, key) in calls {
+                let name = key.0.clone();
+                let args = key.1.clone();
+                let Handled::Run(Some((n, t, start))) = ts.handle(key, &self.tiers) else {
+                    continue;
+                };
+                let before = match reported {
+                    Some((st, r)) if st == start => r,
+                    _ => 0,
+                };
+                stop |= t == 4;
+                for k in before + 1..=t {
+                    out.push(detection(
+                        s,
+                        i,
+                        KINDS[k as usize - 1],
+                        start as u32,
+                        format!("{n} consecutive identical calls to `{name}` with {args}"),
+                    ));
+                    if full(&out, limit) {
+                        break 'steps;
+                    }
+                }
+                if t > before {
+                    reported = Some((start, t));
+                }
+            }
+            last = ts.end_step();
+            if stop {
+                // The turn is force-stopped; anything recorded after it
+                // belongs to a new turn.
+                last.clear();
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,259 @@
+//! Crush's `loop_detection_test.go` (@af86738e) ported to the port's
+//! functions, and the stop condition driven by canonical sessions.
+
+use looptune::detect::peers::crush::{has_repeated_tool_calls, step_signature, StepCall};
+use looptune::detect::{run_checks, DetectorConfig, Prepared};
+use looptune::event::{Origin, Record, Session};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+fn call(name: &str, input: &str, output: &str) -> StepCall {
+    StepCall {
+        name: name.into(),
+        input: input.into(),
+        output: output.into(),
+    }
+}
+
+/// `makeToolStep`: one call with its text result.
+fn tool_step(name: &str, input: &str, output: &str) -> Option<String> {
+    step_signature(&[call(name, input, output)])
+}
+
+/// `makeEmptyStep`: a text-only step.
+fn empty_step() -> Option<String> {
+    step_signature(&[])
+}
+
+#[test]
+fn no_steps() {
+    assert_eq!(has_repeated_tool_calls(&[], 10, 5), None);
+}
+
+#[test]
+fn fewer_steps_than_window() {
+    let steps: Vec<_> = (0..5)
+        .map(|_| tool_step("read", r#"{"file":"a.go"}"#, "content"))
+        .collect();
+    assert_eq!(has_repeated_tool_calls(&steps, 10, 5), None);
+}
+
+#[test]
+fn all_different_signatures() {
+    let steps: Vec<_> = (0..10)
+        .map(|i| tool_step("tool", &format!(r#"{{"i":{i}}}"#), &format!("result-{i}")))
+        .collect();
+    assert_eq!(has_repeated_tool_calls(&steps, 10, 5), None);
+}
+
+#[test]
+fn exact_repeat_at_threshold_not_detected() {
+    let mut steps: Vec<_> = (0..5)
+        .map(|_| tool_step("read", r#"{"file":"a.go"}"#, "content"))
+        .collect();
+    steps.extend(
+        (5..10).map(|i| tool_step("tool", &format!(r#"{{"i":{i}}}"#), &format!("result-{i}"))),
+    );
+    assert_eq!(has_repeated_tool_calls(&steps, 10, 5), None);
+}
+
+#[test]
+fn loop_detected() {
+    let mut steps: Vec<_> = (0..6)
+        .map(|_| tool_step("read", r#"{"file":"a.go"}"#, "content"))
+        .collect();
+    steps.extend(
+        (6..10).map(|i| tool_step("tool", &format!(r#"{{"i":{i}}}"#), &format!("result-{i}"))),
+    );
+    assert!(has_repeated_tool_calls(&steps, 10, 5).is_some());
+}
+
+#[test]
+fn steps_without_tool_calls_are_skipped() {
+    let mut steps: Vec<_> = (0..4)
+        .map(|_| tool_step("read", r#"{"file":"a.go"}"#, "content"))
+        .collect();
+    steps.extend((4..8).map(|_| empty_step()));
+    steps.extend((8..10).map(|_| tool_step("write", r#"{"file":"b.go"}"#, "ok")));
+    assert_eq!(has_repeated_tool_calls(&steps, 10, 5), None);
+}
+
+#[test]
+fn multiple_different_patterns_alternating() {
+    let steps: Vec<_> = (0..10)
+        .map(|i| {
+            if i % 2 == 0 {
+                tool_step("read", r#"{"file":"a.go"}"#, "content-a")
+            } else {
+                tool_step("write", r#"{"file":"b.go"}"#, "content-b")
+            }
+        })
+        .collect();
+    assert_eq!(has_repeated_tool_calls(&steps, 10, 5), None);
+}
+
+#[test]
+fn signature_empty_and_text_only_content() {
+    assert_eq!(step_signature(&[]), None);
+}
+
+#[test]
+fn signature_same_interactions_same_signature_whatever_the_ids() {
+    // The call ids differ in the original test; they never enter the hash.
+    let a = tool_step("read", r#"{"file":"a.go"}"#, "content");
+    let b = tool_step("read", r#"{"file":"a.go"}"#, "content");
+    assert!(a.is_some());
+    assert_eq!(a, b);
+}
+
+#[test]
+fn signature_different_inputs_differ() {
+    assert_ne!(
+        tool_step("read", r#"{"file":"a.go"}"#, "content"),
+        tool_step("read", r#"{"file":"b.go"}"#, "content")
+    );
+}
+
+#[test]
+fn signature_is_sha256_of_nul_separated_fields() {
+    // sha256("read\0{}\0x\0"), computed independently with coreutils.
+    assert_eq!(
+        tool_step("read", "{}", "x").unwrap(),
+        "68fbc1ed9a17ef2d063314129cfdcdc527d457cfc5abc2924a3c6c58ee0dda1c"
+    );
+    // Output is part of the signature: same call, different result.
+    assert_ne!(tool_step("read", "{}", "x"), tool_step("read", "{}", "y"));
+}
+
+// ---- driven by sessions ------------------------------------------------------
+
+fn o() -> Origin {
+    Origin { file: 0, line: 0 }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+fn tc(name: &str, args: Value) -> Record {
+    Record::ToolCall {
+        name: name.into(),
+        args: obj(args),
+        id: None,
+    }
+}
+
+fn tr(out: &str) -> Record {
+    Record::ToolResult {
+        id: None,
+        name: None,
+        output: Some(out.into()),
+        error: None,
+    }
+}
+
+fn user() -> Record {
+    Record::User {
+        text: "go".into(),
+        prompt_id: None,
+    }
+}
+
+fn first(profile: &str, recs: Vec<Record>) -> Vec<(&'static str, u32)> {
+    let s = Arc::new(Session::from_records(
+        "s".into(),
+        recs.into_iter().map(|r| (r, o())).collect(),
+    ));
+    let cfg = DetectorConfig::resolve(None, Some(profile), &[]).unwrap();
+    run_checks(&cfg.checks().unwrap(), &Prepared::new(s), None)
+        .iter()
+        .map(|d| (d.kind, d.event))
+        .collect()
+}
+
+/// One step per turn: `turn`, a call, its result (3 records).
+fn step(out: &mut Vec<Record>, name: &str, args: Value, output: &str) {
+    out.extend([Record::Turn, tc(name, args), tr(output)]);
+}
+
+#[test]
+fn session_waits_for_ten_steps_then_stops_at_the_step_end() {
+    let mut r = vec![user()];
+    for _ in 0..12 {
+        step(&mut r, "read", json!({"f": "a"}), "same");
+    }
+    // 6 equal signatures by step 6, but the window needs 10 steps: step 10
+    // ends at record 1 + 10 * 3 = 31.
+    assert_eq!(first("crush", r)[0], ("repeated_tool_calls", 31));
+}
+
+#[test]
+fn session_output_and_key_order_are_compared() {
+    // Changing outputs: never equal.
+    let mut r = vec![user()];
+    for i in 0..12 {
+        step(&mut r, "read", json!({"f": "a"}), &format!("out {i}"));
+    }
+    assert!(first("crush", r).is_empty());
+    // Key order is part of the input text: 5 steps with one order then 5
+    // with the other are two signatures of 5 each (as one they would stop).
+    let mut r = vec![user()];
+    for i in 0..10 {
+        let args = if i < 5 {
+            json!({"a": 1, "b": 2})
+        } else {
+            json!({"b": 2, "a": 1})
+        };
+        step(&mut r, "read", args, "same");
+    }
+    assert!(first("crush", r.clone()).is_empty());
+    // One more of the second order makes 6 of it in the last 10.
+    step(&mut r, "read", json!({"b": 2, "a": 1}), "same");
+    assert_eq!(first("crush", r), vec![("repeated_tool_calls", 34)]);
+}
+
+#[test]
+fn session_user_message_starts_a_new_run() {
+    let mut r = vec![user()];
+    for _ in 0..9 {
+        step(&mut r, "read", json!({"f": "a"}), "same");
+    }
+    r.push(user());
+    for _ in 0..9 {
+        step(&mut r, "read", json!({"f": "a"}), "same");
+    }
+    assert!(first("crush", r).is_empty());
+}
+
+#[test]
+fn session_text_only_step_counts_then_ends_the_run() {
+    // 9 equal steps then a text-only step: the 10th step completes the
+    // window, and 9 > 5 fires on that text-only step (it ends at record 31).
+    let mut r = vec![user()];
+    for _ in 0..9 {
+        step(&mut r, "read", json!({"f": "a"}), "same");
+    }
+    r.extend([
+        Record::Turn,
+        Record::Content {
+            text: "done".into(),
+        },
+    ]);
+    assert_eq!(first("crush", r.clone()), vec![("repeated_tool_calls", 30)]);
+    // 8 equal steps, a text-only step, then more: the run ended, the next
+    // steps start over and 4 more are not enough.
+    let mut r = vec![user()];
+    for _ in 0..8 {
+        step(&mut r, "read", json!({"f": "a"}), "same");
+    }
+    r.extend([
+        Record::Turn,
+        Record::Content {
+            text: "done".into(),
+        },
+    ]);
+    for _ in 0..9 {
+        step(&mut r, "read", json!({"f": "a"}), "same");
+    }
+    assert!(first("crush", r).is_empty());
+}
