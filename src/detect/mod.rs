@@ -113,6 +113,7 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Roo,
         &peers::Cline,
         &peers::Goose,
+        &peers::Qwen,
         &peers::MaxTurns,
     ]
 }

@@ -8,6 +8,7 @@ mod common;
 pub mod goose;
 pub mod max_turns;
 pub mod opencode;
+pub mod qwen;
 pub mod openhands;
 pub mod roo;
 
@@ -16,5 +17,6 @@ pub use cline::Cline;
 pub use goose::Goose;
 pub use max_turns::MaxTurns;
 pub use opencode::OpenCode;
+pub use qwen::Qwen;
 pub use openhands::OpenHands;
 pub use roo::Roo;
