@@ -244,6 +244,7 @@ pub struct QwenService {
     alt_history: HashMap<String, VecDeque<String>>,
     in_flight: HashMap<String, u32>,
     last_type: Option<&'static str>,
+    logged: Vec<&'static str>,
 }
 
 impl QwenService {
@@ -278,6 +279,7 @@ impl QwenService {
             alt_history: HashMap::new(),
             in_flight: HashMap::new(),
             last_type: None,
+            logged: Vec::new(),
         }
     }
 
@@ -319,8 +321,15 @@ impl QwenService {
                 .any(|p| name.starts_with(p.as_str()))
     }
 
+    /// Every loop type logged so far (`logLoopDetected` calls), oldest first;
+    /// one event can log several heuristic rules.
+    pub fn logged(&self) -> &[&'static str] {
+        &self.logged
+    }
+
     fn fire(&mut self, k: &'static str) -> bool {
         self.last_type = Some(k);
+        self.logged.push(k);
         true
     }
 
@@ -488,7 +497,7 @@ impl QwenService {
                     (stagnation, kind::STAGNATION),
                 ] {
                     if hit {
-                        self.last_type = Some(k);
+                        self.fire(k);
                     }
                 }
                 self.loop_detected = global || alternating || read || stagnation;
@@ -503,7 +512,7 @@ impl QwenService {
             QwenEvent::Content(text) => {
                 self.loop_detected = self.s.content && self.check_content(&utf16(text));
                 if self.loop_detected {
-                    self.last_type = Some(kind::CHANTING);
+                    self.fire(kind::CHANTING);
                 }
             }
             QwenEvent::Thought {
@@ -513,7 +522,7 @@ impl QwenService {
                 self.track_thought(subject, description);
                 self.loop_detected = self.s.thoughts && self.check_thoughts();
                 if self.loop_detected {
-                    self.last_type = Some(kind::THOUGHTS);
+                    self.fire(kind::THOUGHTS);
                 }
             }
             QwenEvent::Finished | QwenEvent::Other => {}
