@@ -249,7 +249,11 @@ fn shell_streak_resets_on_a_non_inspection_call() {
     for i in 0..SHELL_THRESHOLD - 1 {
         assert!(!shell(&mut s, VARIANTS[i % 7]));
     }
-    assert!(!guard(&mut s, "read_file", json!({"absolute_path": "/repo/README.md"})));
+    assert!(!guard(
+        &mut s,
+        "read_file",
+        json!({"absolute_path": "/repo/README.md"})
+    ));
     for i in 0..SHELL_THRESHOLD - 1 {
         assert!(!shell(&mut s, VARIANTS[i % 7]));
     }
@@ -360,7 +364,11 @@ fn varied_content_is_no_loop() {
 #[test]
 fn repeated_chunk_is_a_loop() {
     let mut s = service();
-    assert!(feed(&mut s, &repetitive(1, CONTENT_CHUNK_SIZE), CONTENT_LOOP_THRESHOLD));
+    assert!(feed(
+        &mut s,
+        &repetitive(1, CONTENT_CHUNK_SIZE),
+        CONTENT_LOOP_THRESHOLD
+    ));
     assert_eq!(s.logged(), [kind::CHANTING]);
 }
 
@@ -368,7 +376,12 @@ fn repeated_chunk_is_a_loop() {
 fn far_apart_repetitions_are_no_loop() {
     let mut s = service();
     let filler: String = (0..500)
-        .map(|i| char::from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"[(i * 7 + i / 62) % 62]))
+        .map(|i| {
+            char::from(
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                    [(i * 7 + i / 62) % 62],
+            )
+        })
         .collect();
     let mut hit = false;
     for _ in 0..CONTENT_LOOP_THRESHOLD {
@@ -384,7 +397,10 @@ fn every_bullet_marker_resets() {
     for marker in ["-", "*", "+"] {
         let mut s = service();
         let bullet = format!("{marker} {}\n", repetitive(1, CONTENT_CHUNK_SIZE));
-        assert!(!feed(&mut s, &bullet, CONTENT_LOOP_THRESHOLD * 2), "{marker}");
+        assert!(
+            !feed(&mut s, &bullet, CONTENT_LOOP_THRESHOLD * 2),
+            "{marker}"
+        );
         assert!(s.logged().is_empty());
     }
 }
@@ -409,7 +425,14 @@ fn chanted_letters_and_digits_are_not_dividers() {
 fn real_rules_are_still_dividers() {
     for c in ["-", "=", "*", "_", "+", "─", "━"] {
         let mut s = service();
-        assert!(!feed(&mut s, &c.repeat(CONTENT_CHUNK_SIZE), CONTENT_LOOP_THRESHOLD * 2), "{c}");
+        assert!(
+            !feed(
+                &mut s,
+                &c.repeat(CONTENT_CHUNK_SIZE),
+                CONTENT_LOOP_THRESHOLD * 2
+            ),
+            "{c}"
+        );
         assert!(s.logged().is_empty());
     }
 }
@@ -471,7 +494,11 @@ fn repetition_after_a_closed_code_block_loops() {
         text(&mut s, "```");
         text(&mut s, code);
         text(&mut s, "```");
-        assert!(feed(&mut s, &repetitive(1, CONTENT_CHUNK_SIZE), CONTENT_LOOP_THRESHOLD));
+        assert!(feed(
+            &mut s,
+            &repetitive(1, CONTENT_CHUNK_SIZE),
+            CONTENT_LOOP_THRESHOLD
+        ));
         assert_eq!(s.logged().len(), 1);
     }
 }
@@ -490,7 +517,10 @@ fn long_code_block_with_repeating_tokens() {
     let mut s = service();
     text(&mut s, "```\n");
     for _ in 0..20 {
-        assert!(!text(&mut s, "for (let i = 0; i < 10; i++) { console.log(i); }"));
+        assert!(!text(
+            &mut s,
+            "for (let i = 0; i < 10; i++) { console.log(i); }"
+        ));
     }
     assert!(!text(&mut s, "\n```"));
     assert!(s.logged().is_empty());
@@ -512,7 +542,12 @@ fn a_fence_resets_tracking() {
 
 #[test]
 fn markdown_elements_reset_tracking() {
-    for element in ["| Column 1 | Column 2 |", "* List item", "## Heading", "> Quote text"] {
+    for element in [
+        "| Column 1 | Column 2 |",
+        "* List item",
+        "## Heading",
+        "> Quote text",
+    ] {
         let mut s = service();
         let r = repetitive(1, CONTENT_CHUNK_SIZE);
         for _ in 0..CONTENT_LOOP_THRESHOLD - 1 {
@@ -529,9 +564,36 @@ fn markdown_elements_reset_tracking() {
 #[test]
 fn list_table_and_heading_formats_reset_tracking() {
     let groups: [(&[&str], usize); 3] = [
-        (&["* Bullet item", "- Dash item", "+ Plus item", "1. Numbered item", "42. Another numbered item"], 100),
-        (&["| Column 1 | Column 2 |", "|---|---|", "|++|++|", "+---+---+"], 200),
-        (&["# H1 Heading", "## H2 Heading", "### H3 Heading", "#### H4 Heading", "##### H5 Heading", "###### H6 Heading"], 300),
+        (
+            &[
+                "* Bullet item",
+                "- Dash item",
+                "+ Plus item",
+                "1. Numbered item",
+                "42. Another numbered item",
+            ],
+            100,
+        ),
+        (
+            &[
+                "| Column 1 | Column 2 |",
+                "|---|---|",
+                "|++|++|",
+                "+---+---+",
+            ],
+            200,
+        ),
+        (
+            &[
+                "# H1 Heading",
+                "## H2 Heading",
+                "### H3 Heading",
+                "#### H4 Heading",
+                "##### H5 Heading",
+                "###### H6 Heading",
+            ],
+            300,
+        ),
     ];
     let mut s = service();
     for (formats, base) in groups {
@@ -542,7 +604,10 @@ fn list_table_and_heading_formats_reset_tracking() {
             }
             text(&mut s, &format!("\n{f}"));
             for _ in 0..CONTENT_LOOP_THRESHOLD - 1 {
-                assert!(!text(&mut s, &repetitive(base + i, CONTENT_CHUNK_SIZE)), "{f}");
+                assert!(
+                    !text(&mut s, &repetitive(base + i, CONTENT_CHUNK_SIZE)),
+                    "{f}"
+                );
             }
         }
     }
@@ -557,7 +622,10 @@ fn empty_content() {
 
 #[test]
 fn divider_chunks_never_loop() {
-    for d in ["-".repeat(CONTENT_CHUNK_SIZE), "╭─".repeat(CONTENT_CHUNK_SIZE / 2)] {
+    for d in [
+        "-".repeat(CONTENT_CHUNK_SIZE),
+        "╭─".repeat(CONTENT_CHUNK_SIZE / 2),
+    ] {
         let mut s = service();
         for _ in 0..CONTENT_LOOP_THRESHOLD + 5 {
             assert!(!text(&mut s, &d));
@@ -647,7 +715,11 @@ fn excessive_reads() {
     let mut s = service();
     prime(&mut s);
     for i in 0..7 {
-        assert!(!add(&mut s, "read_file", json!({"path": format!("file{i}.txt")})));
+        assert!(!add(
+            &mut s,
+            "read_file",
+            json!({"path": format!("file{i}.txt")})
+        ));
     }
     assert!(add(&mut s, "read_file", json!({"path": "file7.txt"})));
     assert!(s.logged().contains(&kind::READ));
@@ -657,7 +729,11 @@ fn excessive_reads() {
 fn opening_exploration_is_exempt() {
     let mut s = service();
     for i in 0..20 {
-        let name = if i % 2 == 0 { "read_file" } else { "list_directory" };
+        let name = if i % 2 == 0 {
+            "read_file"
+        } else {
+            "list_directory"
+        };
         assert!(!add(&mut s, name, json!({"path": format!("f{i}")})));
     }
     assert!(!s.logged().contains(&kind::READ));
@@ -670,7 +746,11 @@ fn read_loop_activates_after_a_non_read_tool() {
         add(&mut s, "read_file", json!({"path": format!("pre{i}.txt")}));
     }
     assert!(s.logged().is_empty());
-    add(&mut s, "write_file", json!({"path": "out.txt", "content": "x"}));
+    add(
+        &mut s,
+        "write_file",
+        json!({"path": "out.txt", "content": "x"}),
+    );
     let mut detected = false;
     for i in 0..FILE_READ_WINDOW + 2 {
         detected = add(&mut s, "read_file", json!({"path": format!("post{i}.txt")}));
@@ -689,7 +769,11 @@ fn read_like_names_and_prefixes() {
     add(&mut s, "read_many_files", json!({"paths": ["file1.txt"]}));
     add(&mut s, "list_directory", json!({"path": "."}));
     add(&mut s, "read_resource", json!({"uri": "a"}));
-    add(&mut s, "zoom_image", json!({"file_path": "chart.png", "x1": 0, "y1": 0, "x2": 500, "y2": 500}));
+    add(
+        &mut s,
+        "zoom_image",
+        json!({"file_path": "chart.png", "x1": 0, "y1": 0, "x2": 500, "y2": 500}),
+    );
     add(&mut s, "list_projects", json!({}));
     add(&mut s, "read_file", json!({"path": "file5.txt"}));
     add(&mut s, "read_many_files", json!({"paths": ["file6.txt"]}));
@@ -713,7 +797,11 @@ fn mixed_operations_are_no_read_loop() {
     let mut s = service();
     prime(&mut s);
     add(&mut s, "read_file", json!({"path": "file1.txt"}));
-    add(&mut s, "write_file", json!({"path": "file2.txt", "content": "test"}));
+    add(
+        &mut s,
+        "write_file",
+        json!({"path": "file2.txt", "content": "test"}),
+    );
     add(&mut s, "read_file", json!({"path": "file3.txt"}));
     add(&mut s, "execute", json!({"command": "ls"}));
     add(&mut s, "read_file", json!({"path": "file4.txt"}));
@@ -727,7 +815,11 @@ fn mixed_operations_are_no_read_loop() {
 fn same_name_with_varying_args_stagnates() {
     let mut s = service();
     for i in 0..7 {
-        assert!(!add(&mut s, "search_code", json!({"query": format!("term{i}")})));
+        assert!(!add(
+            &mut s,
+            "search_code",
+            json!({"query": format!("term{i}")})
+        ));
     }
     assert!(add(&mut s, "search_code", json!({"query": "term7"})));
     assert!(s.logged().contains(&kind::STAGNATION));
@@ -739,9 +831,17 @@ fn a_different_tool_resets_the_stagnation_streak() {
     for i in 0..5 {
         add(&mut s, "search_code", json!({"query": format!("a{i}")}));
     }
-    add(&mut s, "write_file", json!({"path": "out.txt", "content": "x"}));
+    add(
+        &mut s,
+        "write_file",
+        json!({"path": "out.txt", "content": "x"}),
+    );
     for i in 0..5 {
-        assert!(!add(&mut s, "search_code", json!({"query": format!("b{i}")})));
+        assert!(!add(
+            &mut s,
+            "search_code",
+            json!({"query": format!("b{i}")})
+        ));
     }
 }
 
@@ -779,7 +879,11 @@ fn cap_fires_when_a_stuck_signal_builds_past_the_soft_cap() {
     }
     let mut fired = false;
     for i in 0..GLOBAL_DUPLICATE_THRESHOLD * 2 {
-        let args = if i % 2 == 0 { json!({"stuck": true}) } else { json!({"filler": i}) };
+        let args = if i % 2 == 0 {
+            json!({"stuck": true})
+        } else {
+            json!({"filler": i})
+        };
         fired = guard(&mut s, "any_tool", args);
         if fired {
             break;
@@ -794,7 +898,12 @@ fn cap_stuck_signal_survives_finished() {
     let mut s = cap_service();
     let mut fired = false;
     for rt in 0..3 {
-        for args in [json!({"same": true}), json!({"d": rt * 2}), json!({"same": true}), json!({"d": rt * 2 + 1})] {
+        for args in [
+            json!({"same": true}),
+            json!({"d": rt * 2}),
+            json!({"same": true}),
+            json!({"d": rt * 2 + 1}),
+        ] {
             if !fired {
                 fired = guard(&mut s, "t", args);
             }
@@ -849,7 +958,11 @@ fn cap_fires_at_the_soft_cap_with_a_stuck_signal() {
     let mut s = cap_service();
     let mut fired = false;
     for i in 0..SOFT_CAP as usize + GLOBAL_DUPLICATE_THRESHOLD {
-        let args = if i % 2 == 0 { json!({"stuck": true}) } else { json!({"distinct": i}) };
+        let args = if i % 2 == 0 {
+            json!({"stuck": true})
+        } else {
+            json!({"distinct": i})
+        };
         fired = guard(&mut s, "any_tool", args);
         if fired {
             break;
@@ -974,7 +1087,11 @@ fn global_duplicate_below_threshold() {
 #[test]
 fn global_duplicate_non_consecutive() {
     let mut s = service();
-    let others = [("other_a", json!({"x": 1})), ("other_b", json!({"y": 2})), ("other_c", json!({"z": 3}))];
+    let others = [
+        ("other_a", json!({"x": 1})),
+        ("other_b", json!({"y": 2})),
+        ("other_c", json!({"z": 3})),
+    ];
     for i in 0..GLOBAL_DUPLICATE_THRESHOLD - 1 {
         assert!(!heur(&mut s, "stuck_tool", json!({"param": "same"})));
         let (n, a) = &others[i % 3];
@@ -1052,7 +1169,9 @@ fn a_single_repeated_key_is_not_alternating() {
 #[test]
 fn a_third_call_breaks_the_window() {
     let mut s = service();
-    for n in ["tool_a", "tool_b", "tool_a", "tool_b", "tool_c", "tool_a", "tool_b", "tool_a", "tool_b"] {
+    for n in [
+        "tool_a", "tool_b", "tool_a", "tool_b", "tool_c", "tool_a", "tool_b", "tool_a", "tool_b",
+    ] {
         heur(&mut s, n, json!({"param": &n[5..]}));
     }
     assert!(!heur(&mut s, "tool_a", json!({"param": "a"})));
@@ -1089,7 +1208,12 @@ fn stateful_unchanged_results_halt() {
         if fired {
             break;
         }
-        result(&mut s, "task_list", task_args(), "#1 [in_progress] @peer-a — task");
+        result(
+            &mut s,
+            "task_list",
+            task_args(),
+            "#1 [in_progress] @peer-a — task",
+        );
     }
     assert!(fired);
     assert_eq!(s.consecutive_count() as usize, TOOL_CALL_LOOP_THRESHOLD);
@@ -1100,7 +1224,12 @@ fn stateful_changing_board_never_halts() {
     let mut s = service();
     for i in 0..4 * TOOL_CALL_LOOP_THRESHOLD {
         assert!(!poll(&mut s));
-        result(&mut s, "task_list", task_args(), &format!("board state v{i}"));
+        result(
+            &mut s,
+            "task_list",
+            task_args(),
+            &format!("board state v{i}"),
+        );
     }
     assert!(s.logged().is_empty());
 }
@@ -1110,7 +1239,12 @@ fn stateful_productive_polling_passes_the_adaptive_cap() {
     let mut s = service();
     for i in 0..120 {
         assert!(!poll(&mut s));
-        result(&mut s, "task_list", task_args(), &format!("board state v{i}"));
+        result(
+            &mut s,
+            "task_list",
+            task_args(),
+            &format!("board state v{i}"),
+        );
     }
 }
 
@@ -1136,7 +1270,12 @@ fn deterministic_tools_ignore_results() {
     let mut s = service();
     for i in 0..TOOL_CALL_LOOP_THRESHOLD - 1 {
         guard(&mut s, "read_file", json!({"file_path": "/a"}));
-        result(&mut s, "read_file", json!({"file_path": "/a"}), &format!("content v{i}"));
+        result(
+            &mut s,
+            "read_file",
+            json!({"file_path": "/a"}),
+            &format!("content v{i}"),
+        );
     }
     assert!(guard(&mut s, "read_file", json!({"file_path": "/a"})));
 }
@@ -1148,7 +1287,11 @@ fn stateful_global_duplicates_count_results() {
     let mut ordinal = 0;
     for round in 0..GLOBAL_DUPLICATE_THRESHOLD + 1 {
         for n in interleaved {
-            let args = if n == "task_list" { task_args() } else { json!({"step": round}) };
+            let args = if n == "task_list" {
+                task_args()
+            } else {
+                json!({"step": round})
+            };
             assert!(!add(&mut s, n, args.clone()));
             if n == "task_list" {
                 assert!(!result(&mut s, n, args, &format!("state-{ordinal}")));
@@ -1160,7 +1303,11 @@ fn stateful_global_duplicates_count_results() {
     let mut detected = false;
     'outer: for round in 0..GLOBAL_DUPLICATE_THRESHOLD {
         for n in interleaved {
-            let args = if n == "task_list" { task_args() } else { json!({"step": round}) };
+            let args = if n == "task_list" {
+                task_args()
+            } else {
+                json!({"step": round})
+            };
             if add(&mut s, n, args.clone()) {
                 detected = true;
                 break 'outer;
@@ -1182,7 +1329,11 @@ fn stateful_oscillating_board_is_productive() {
     let mut k = 0;
     for round in 0..2 * GLOBAL_DUPLICATE_THRESHOLD + 1 {
         for n in interleaved {
-            let args = if n == "task_list" { task_args() } else { json!({"step": round}) };
+            let args = if n == "task_list" {
+                task_args()
+            } else {
+                json!({"step": round})
+            };
             assert!(!add(&mut s, n, args.clone()));
             if n == "task_list" {
                 assert!(!result(&mut s, n, args, ["state-a", "state-b"][k % 2]));
@@ -1201,7 +1352,12 @@ fn stateful_oscillation_never_arms_the_cap() {
         assert!(!poll(&mut s));
         assert!(!guard(&mut s, "tool_b", json!({"step": round})));
         total += 2;
-        result(&mut s, "task_list", task_args(), ["state-a", "state-b"][round % 2]);
+        result(
+            &mut s,
+            "task_list",
+            task_args(),
+            ["state-a", "state-b"][round % 2],
+        );
     }
     assert_eq!(total, 80);
 }
@@ -1211,7 +1367,12 @@ fn stateful_abab_with_changing_results_is_productive() {
     let mut s = make(Some(100), false, false);
     for round in 0..ALTERNATING_PATTERN_CYCLES + 1 {
         assert!(!add(&mut s, "task_list", task_args()));
-        assert!(!result(&mut s, "task_list", task_args(), &format!("board state v{round}")));
+        assert!(!result(
+            &mut s,
+            "task_list",
+            task_args(),
+            &format!("board state v{round}")
+        ));
         assert!(!add(&mut s, "tool_b", json!({"step": "work"})));
     }
     assert!(s.logged().is_empty());
@@ -1244,8 +1405,12 @@ fn rec(v: Value) -> Record {
             prompt_id: s("prompt_id"),
         },
         "turn" => Record::Turn,
-        "content" => Record::Content { text: s("text").unwrap() },
-        "thought" => Record::Thought { text: s("text").unwrap() },
+        "content" => Record::Content {
+            text: s("text").unwrap(),
+        },
+        "thought" => Record::Thought {
+            text: s("text").unwrap(),
+        },
         "tool_call" => Record::ToolCall {
             name: s("name").unwrap(),
             args: obj(o["args"].clone()),
@@ -1265,7 +1430,15 @@ fn session(records: Vec<Value>) -> Prepared {
     let r = records
         .into_iter()
         .enumerate()
-        .map(|(i, v)| (rec(v), Origin { file: 0, line: i as u32 + 1 }))
+        .map(|(i, v)| {
+            (
+                rec(v),
+                Origin {
+                    file: 0,
+                    line: i as u32 + 1,
+                },
+            )
+        })
         .collect();
     Prepared::new(Arc::new(Session::from_records("t".into(), r)))
 }
@@ -1338,7 +1511,10 @@ fn driver_content_and_thoughts() {
     for _ in 0..3 {
         r.push(json!({"type": "thought", "text": "**Plan** Inspect the schema."}));
     }
-    assert_eq!(detect("qwen-all", &session(r.clone())), [(kind::THOUGHTS, 4, 1)]);
+    assert_eq!(
+        detect("qwen-all", &session(r.clone())),
+        [(kind::THOUGHTS, 4, 1)]
+    );
     assert_eq!(detect("qwen", &session(r)), []);
     let mut r = vec![json!({"type": "user", "text": "go"})];
     for _ in 0..10 {

@@ -1,5 +1,5 @@
 //! The peer detector families: faithful ports of the loop detectors other
-//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose) and a
+//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Qwen Code) and a
 //! turn-cap baseline.
 
 pub mod blade;
@@ -8,8 +8,8 @@ mod common;
 pub mod goose;
 pub mod max_turns;
 pub mod opencode;
-pub mod qwen;
 pub mod openhands;
+pub mod qwen;
 pub mod roo;
 
 pub use blade::Blade;
@@ -17,6 +17,6 @@ pub use cline::Cline;
 pub use goose::Goose;
 pub use max_turns::MaxTurns;
 pub use opencode::OpenCode;
-pub use qwen::Qwen;
 pub use openhands::OpenHands;
+pub use qwen::Qwen;
 pub use roo::Roo;

@@ -588,7 +588,8 @@ impl QwenService {
                 continue;
             }
             let occurrences = self.recent_keys.iter().filter(|k| *k == alt).count();
-            let in_flight = (self.in_flight.get(alt).copied().unwrap_or(0) as usize).min(occurrences);
+            let in_flight =
+                (self.in_flight.get(alt).copied().unwrap_or(0) as usize).min(occurrences);
             let expected = occurrences - in_flight;
             if expected == 0 {
                 continue;
@@ -626,7 +627,10 @@ impl QwenService {
             return false;
         }
         let first = &self.thoughts[self.thoughts.len() - n];
-        self.thoughts.iter().skip(self.thoughts.len() - n).all(|t| t == first)
+        self.thoughts
+            .iter()
+            .skip(self.thoughts.len() - n)
+            .all(|t| t == first)
     }
 
     fn check_content(&mut self, c: &[u16]) -> bool {
@@ -1012,15 +1016,15 @@ fn is_git_revision(t: &[u16]) -> bool {
     if let Some(r) = rest {
         if !r.is_empty()
             && r.starts_with(['~', '^'])
-            && r.chars().all(|c| c == '~' || c == '^' || c.is_ascii_digit())
+            && r.chars()
+                .all(|c| c == '~' || c == '^' || c.is_ascii_digit())
         {
             return true;
         }
     }
     // /^[0-9a-f]{7,40}$/i
     if (7..=40).contains(&t.len())
-        && t
-            .iter()
+        && t.iter()
             .all(|u| *u < 0x80 && (*u as u8).is_ascii_hexdigit())
     {
         return true;
@@ -1207,7 +1211,11 @@ struct QwenCheck {
 /// Qwen Code builds holds the output (or the error), so results are equal
 /// exactly when both are.
 fn fingerprint(output: Option<&str>, error: Option<bool>) -> String {
-    let tag = if error == Some(true) { "error" } else { "output" };
+    let tag = if error == Some(true) {
+        "error"
+    } else {
+        "output"
+    };
     format!("{tag}:{}", output.unwrap_or(""))
 }
 
@@ -1361,10 +1369,7 @@ mod tests {
             parse_thought("**Plan** then do it "),
             ("Plan".into(), "then do it".into())
         );
-        assert_eq!(
-            parse_thought("a **b"),
-            (String::new(), "a **b".into())
-        );
+        assert_eq!(parse_thought("a **b"), (String::new(), "a **b".into()));
     }
 
     #[test]
