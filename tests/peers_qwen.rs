@@ -1394,6 +1394,244 @@ fn stateful_abab_on_frozen_results_halts() {
     assert_eq!(s.last_loop_type(), Some(kind::ALTERNATING));
 }
 
+#[test]
+fn stateful_abab_without_results_halts() {
+    let mut s = make(Some(100), false, false);
+    let mut fired = false;
+    for _ in 0..8 {
+        fired =
+            add(&mut s, "task_list", task_args()) || add(&mut s, "tool_b", json!({"step": "work"}));
+        if fired {
+            break;
+        }
+    }
+    assert!(fired);
+    assert_eq!(s.last_loop_type(), Some(kind::ALTERNATING));
+}
+
+/// Rounds of a parallel batch: both requests reach the guard before the
+/// task_list result lands.
+fn batched(first_task: bool, board: &dyn Fn(usize) -> String) -> QwenService {
+    let mut s = make(Some(100), false, false);
+    for round in 0..4 {
+        let fired = if first_task {
+            add(&mut s, "task_list", task_args()) || add(&mut s, "tool_b", json!({"step": "work"}))
+        } else {
+            add(&mut s, "tool_b", json!({"step": "work"})) || add(&mut s, "task_list", task_args())
+        };
+        if fired || result(&mut s, "task_list", task_args(), &board(round)) {
+            break;
+        }
+    }
+    s
+}
+
+#[test]
+fn stateful_batched_abab_with_changing_results_is_productive() {
+    for first_task in [true, false] {
+        let s = batched(first_task, &|r| format!("board state v{r}"));
+        assert!(s.logged().is_empty(), "first_task={first_task}");
+    }
+}
+
+#[test]
+fn stateful_batched_abab_on_frozen_results_halts() {
+    let s = batched(true, &|_| "frozen board".into());
+    assert_eq!(s.last_loop_type(), Some(kind::ALTERNATING));
+}
+
+#[test]
+fn stateful_changed_results_restart_the_stagnation_streak() {
+    let mut s = make(Some(100), false, false);
+    for i in 0..12 {
+        let args = json!({"owner": format!("peer-{}", i % 3)});
+        assert!(!add(&mut s, "task_list", args.clone()));
+        assert!(!result(&mut s, "task_list", args, &format!("state v{i}")));
+    }
+    let mut s = make(Some(100), false, false);
+    let mut fired = false;
+    for i in 0..12 {
+        let args = json!({"owner": format!("peer-{}", i % 3)});
+        fired = add(&mut s, "task_list", args.clone());
+        if fired {
+            break;
+        }
+        result(&mut s, "task_list", args, "frozen board");
+    }
+    assert!(fired);
+    assert_eq!(s.last_loop_type(), Some(kind::STAGNATION));
+}
+
+const UNCHANGED: &str = "#1 [in_progress] @peer-a — task";
+
+#[test]
+fn stateful_retry_resets_result_evidence() {
+    let mut s = service();
+    for _ in 0..TOOL_CALL_LOOP_THRESHOLD - 1 {
+        poll(&mut s);
+        result(&mut s, "task_list", task_args(), UNCHANGED);
+    }
+    assert!(!s.check_always_on(QwenEvent::Retry));
+    for _ in 0..TOOL_CALL_LOOP_THRESHOLD - 1 {
+        assert!(!poll(&mut s));
+        result(&mut s, "task_list", task_args(), UNCHANGED);
+    }
+    assert!(poll(&mut s));
+}
+
+#[test]
+fn stateful_reset_clears_tracking() {
+    let mut s = service();
+    poll(&mut s);
+    result(&mut s, "task_list", task_args(), UNCHANGED);
+    s.reset();
+    for i in 0..4 * TOOL_CALL_LOOP_THRESHOLD {
+        assert!(!poll(&mut s));
+        result(&mut s, "task_list", task_args(), &format!("fresh v{i}"));
+    }
+}
+
+fn frozen_pairs(s: &mut QwenService) {
+    for i in 0..GLOBAL_DUPLICATE_THRESHOLD - 1 {
+        assert!(!add(s, "tool_b", json!({"step": i})));
+        assert!(!add(s, "task_list", task_args()));
+        assert!(!result(s, "task_list", task_args(), "frozen board"));
+    }
+}
+
+#[test]
+fn stateful_retry_restarts_pair_counts() {
+    let mut s = make(Some(100), false, false);
+    frozen_pairs(&mut s);
+    assert!(!s.check_always_on(QwenEvent::Retry));
+    assert!(!add(&mut s, "tool_b", json!({"step": "replay"})));
+    assert!(!add(&mut s, "task_list", task_args()));
+    assert!(!result(&mut s, "task_list", task_args(), "frozen board"));
+}
+
+#[test]
+fn stateful_reset_clears_pair_counts() {
+    let mut s = make(Some(100), false, false);
+    frozen_pairs(&mut s);
+    s.reset();
+    assert!(!add(&mut s, "tool_b", json!({"step": "p2"})));
+    assert!(!add(&mut s, "task_list", task_args()));
+    assert!(!result(&mut s, "task_list", task_args(), "frozen board"));
+}
+
+/// Interleaved polls against a soft cap of 20: (fired, calls made).
+fn cap_polls(
+    rounds: std::ops::Range<usize>,
+    s: &mut QwenService,
+    board: &dyn Fn(usize) -> String,
+    finished: bool,
+) -> (bool, usize) {
+    let mut calls = 0;
+    for round in rounds {
+        calls += 1;
+        if poll(s) {
+            return (true, calls);
+        }
+        calls += 1;
+        if guard(s, "tool_b", json!({"step": round})) {
+            return (true, calls);
+        }
+        if result(s, "task_list", task_args(), &board(round)) {
+            return (true, calls);
+        }
+        if finished {
+            s.check_always_on(QwenEvent::Finished);
+        }
+    }
+    (false, calls)
+}
+
+#[test]
+fn stateful_frozen_poller_halts_past_the_soft_cap() {
+    for finished in [false, true] {
+        let mut s = make(Some(20), false, true);
+        let (fired, calls) = cap_polls(0..40, &mut s, &|_| "frozen board".into(), finished);
+        assert!(fired);
+        assert_eq!(s.last_loop_type(), Some(kind::CAP));
+        assert!(calls <= 22, "{calls}");
+    }
+}
+
+#[test]
+fn stateful_thawed_board_disarms_the_cap() {
+    let mut s = make(Some(20), false, true);
+    let (fired, _) = cap_polls(
+        0..GLOBAL_DUPLICATE_THRESHOLD,
+        &mut s,
+        &|_| "frozen board".into(),
+        false,
+    );
+    assert!(!fired);
+    let (fired, calls) = cap_polls(
+        GLOBAL_DUPLICATE_THRESHOLD..40,
+        &mut s,
+        &|r| format!("thawed board v{r}"),
+        false,
+    );
+    assert!(!fired);
+    assert!(calls + 2 * GLOBAL_DUPLICATE_THRESHOLD >= 40);
+}
+
+#[test]
+fn stateful_abandoned_poller_releases_the_cap() {
+    let mut s = make(Some(20), false, true);
+    let (fired, _) = cap_polls(0..8, &mut s, &|_| "frozen board".into(), true);
+    assert!(!fired);
+    for i in 0..30 {
+        assert!(!guard(&mut s, "tool_c", json!({"i": i})));
+        if i % 3 == 2 {
+            s.check_always_on(QwenEvent::Finished);
+        }
+    }
+    assert_eq!(s.last_loop_type(), None);
+}
+
+#[test]
+fn stateful_resumed_streak_is_judged_on_fresh_evidence() {
+    let mut s = service();
+    for _ in 0..TOOL_CALL_LOOP_THRESHOLD - 1 {
+        assert!(!poll(&mut s));
+        result(&mut s, "task_list", task_args(), UNCHANGED);
+    }
+    assert!(!guard(&mut s, "tool_b", json!({"step": 1})));
+    assert!(!poll(&mut s));
+    result(&mut s, "task_list", task_args(), "board changed");
+    for _ in 1..=3 {
+        assert!(!poll(&mut s));
+    }
+    assert!(poll(&mut s));
+    assert_eq!(s.last_loop_type(), Some(kind::CONSECUTIVE));
+}
+
+#[test]
+fn stateful_board_quoting_a_digest_label_is_compared_whole() {
+    let quoted = "deadbeef".repeat(8);
+    let mut s = service();
+    for i in 0..4 * TOOL_CALL_LOOP_THRESHOLD {
+        assert!(!poll(&mut s));
+        let board = format!(
+            "board row changing {i}\nFull output sha256: {quoted}\nmore changing content {i}"
+        );
+        result(&mut s, "task_list", task_args(), &board);
+    }
+    let mut s = service();
+    let board = format!("frozen board row\nFull output sha256: {quoted}\nfrozen tail");
+    let mut fired = false;
+    for _ in 0..TOOL_CALL_LOOP_THRESHOLD {
+        fired = poll(&mut s);
+        if fired {
+            break;
+        }
+        result(&mut s, "task_list", task_args(), &board);
+    }
+    assert!(fired);
+}
+
 // ---- The session driver ----
 
 fn rec(v: Value) -> Record {
