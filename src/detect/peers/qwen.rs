@@ -1121,7 +1121,7 @@ impl Family for Qwen {
             switch("max_tool_calls_explicit", "the cap was set explicitly (isMaxToolCallsPerTurnExplicit): the call past it always halts"),
             int("cap_hard_multiplier", 1, 1_000_000, "x cap", "the adaptive cap always halts past cap x this (ADAPTIVE_CAP_HARD_MULTIPLIER)"),
             switch("skip_loop_detection", "skipLoopDetection: true keeps the heuristic tier off (the default since QwenLM/qwen-code#2092, 2026-03-04)"),
-            switch("global_duplicate_check", "heuristic: run checkGlobalDuplicate (looptune switch; on in Qwen Code)"),
+            switch("global_duplicate_check", "heuristic: run checkGlobalDuplicate and its result-time twin for stateful reads (looptune switch; on in Qwen Code)"),
             int("global_duplicate_threshold", 1, 100_000, "calls", "heuristic: occurrences of one call anywhere in the prompt that make a loop (GLOBAL_DUPLICATE_THRESHOLD); also the adaptive cap's stuck signal, which is always on"),
             switch("alternating_check", "heuristic: run checkAlternatingPattern (looptune switch)"),
             int("alternating_cycles", 1, 10_000, "cycles", "heuristic: A/B cycles in a row that make a loop (ALTERNATING_PATTERN_CYCLES; window 2 x this)"),
@@ -1257,6 +1257,7 @@ impl Check for QwenCheck {
             if svc.loop_detected() {
                 continue;
             }
+            let mut answered = None;
             match &e.record {
                 Record::ToolCall { name, args, id } => {
                     streaming = true;
@@ -1284,29 +1285,25 @@ impl Check for QwenCheck {
                     if let Some((n, args)) = calls.answer(id.as_deref(), name.as_deref()) {
                         let fp = fingerprint(output.as_deref(), *error);
                         svc.record_tool_result(&n, &args, &fp);
+                        answered = Some(n);
                     }
                 }
                 _ => {}
             }
             if svc.loop_detected() {
                 let k = svc.last_loop_type().expect("set with the flag");
-                out.push(detection(s, i, k, prompt, detail(k, &e.record)));
+                let detail = match (&e.record, answered) {
+                    (Record::ToolCall { name, .. }, _) => format!("{k}: {name}"),
+                    (_, Some(call)) => format!("{k}: result of {call}"),
+                    _ => k.to_string(),
+                };
+                out.push(detection(s, i, k, prompt, detail));
                 if full(&out, limit) {
                     break;
                 }
             }
         }
         out
-    }
-}
-
-fn detail(k: &str, r: &Record) -> String {
-    match r {
-        Record::ToolCall { name, .. } => format!("{k}: {name}"),
-        Record::ToolResult { name, .. } => {
-            format!("{k}: result of {}", name.as_deref().unwrap_or("task_list"))
-        }
-        _ => k.to_string(),
     }
 }
 
