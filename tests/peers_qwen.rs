@@ -1414,11 +1414,15 @@ fn stateful_abab_without_results_halts() {
 fn batched(first_task: bool, board: &dyn Fn(usize) -> String) -> QwenService {
     let mut s = make(Some(100), false, false);
     for round in 0..4 {
-        let fired = if first_task {
-            add(&mut s, "task_list", task_args()) || add(&mut s, "tool_b", json!({"step": "work"}))
-        } else {
-            add(&mut s, "tool_b", json!({"step": "work"})) || add(&mut s, "task_list", task_args())
-        };
+        // Feed the batch in order; stop at the first detection.
+        let order = if first_task { [0, 1] } else { [1, 0] };
+        let fired = order.iter().any(|&which| {
+            if which == 0 {
+                add(&mut s, "task_list", task_args())
+            } else {
+                add(&mut s, "tool_b", json!({"step": "work"}))
+            }
+        });
         if fired || result(&mut s, "task_list", task_args(), &board(round)) {
             break;
         }
