@@ -34,7 +34,6 @@ use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 const SRC: &str = "QwenLM/qwen-code packages/core/src/services/loopDetectionService.ts @00aa71b4";
-const KEY_SRC: &str = "QwenLM/qwen-code packages/core/src/utils/tool-call-repeat-key.ts (getToolCallRepeatKey: canonicalToolName + sorted-key JSON.stringify)";
 
 /// Loop types, as Qwen Code's `LoopType` names them (the detection kinds).
 pub mod kind {
@@ -1112,10 +1111,7 @@ impl Family for Qwen {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            ParamSpec {
-                source: KEY_SRC,
-                ..int("tool_call_threshold", 1, 100_000, "calls", "always on: identical consecutive calls (same repeat key) that make a loop (TOOL_CALL_LOOP_THRESHOLD); for stateful read tools only when their recorded results did not change")
-            },
+            int("tool_call_threshold", 1, 100_000, "calls", "always on: identical consecutive calls (same repeat key) that make a loop (TOOL_CALL_LOOP_THRESHOLD); for stateful read tools only when their recorded results did not change. Key: canonicalToolName + sorted-key JSON.stringify of the arguments (utils/tool-call-repeat-key.ts)"),
             int("shell_stagnation_threshold", 1, 100_000, "calls", "always on: consecutive run_shell_command calls whose every chained segment is git status / ls-files / an overview git diff (SHELL_COMMAND_STAGNATION_THRESHOLD = STAGNATION_THRESHOLD)"),
             int("max_tool_calls_per_turn", 0, 1_000_000_000, "calls", "always on: per-prompt tool-call cap (DEFAULT_MAX_TOOL_CALLS_PER_TURN, setting model.maxToolCallsPerTurn; 0 = disabled); past it the default cap halts only when some call repeated global_duplicate_threshold times"),
             switch("max_tool_calls_explicit", "the cap was set explicitly (isMaxToolCallsPerTurnExplicit): the call past it always halts"),
