@@ -115,6 +115,7 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Goose,
         &peers::Crush,
         &peers::Kimi,
+        &peers::Qwen,
         &peers::MaxTurns,
     ]
 }

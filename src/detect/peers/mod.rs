@@ -1,5 +1,5 @@
 //! The peer detector families: faithful ports of the loop detectors other
-//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI) and a
+//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI, Qwen Code) and a
 //! turn-cap baseline.
 
 pub mod blade;
@@ -11,6 +11,7 @@ pub mod kimi;
 pub mod max_turns;
 pub mod opencode;
 pub mod openhands;
+pub mod qwen;
 pub mod roo;
 
 pub use blade::Blade;
@@ -21,4 +22,5 @@ pub use kimi::Kimi;
 pub use max_turns::MaxTurns;
 pub use opencode::OpenCode;
 pub use openhands::OpenHands;
+pub use qwen::Qwen;
 pub use roo::Roo;
