@@ -40,6 +40,9 @@ enum Command {
     Report(ReportArgs),
     /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
     Import(ImportArgs),
+    /// Label sessions in the terminal, most informative first (or print the queue with --suggest).
+    #[command(after_help = LABEL_HELP)]
+    Label(LabelArgs),
     /// List detector families, their profiles and every parameter with its source.
     Detectors(DetectorsArgs),
     /// Generate a seeded synthetic corpus (for benchmarks).
@@ -61,6 +64,30 @@ struct SynthArgs {
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+}
+
+const LABEL_HELP: &str = "\
+Keys: j/k or arrows move between turns, n/p next/previous session, l labels the
+session `loop` with onset = the turn under the cursor, c labels it `clean`,
+s skips, u undoes, ? shows help, q quits. Every label is written to FILE at once.
+
+Examples:
+  looptune label runs/ --labels labels.csv        # created if missing
+  looptune label --suggest runs/ > queue.csv      # the ranked queue, no terminal";
+
+#[derive(Debug, Args)]
+struct LabelArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Labels file to write (CSV or JSONL: session,label,onset_turn); other rows and columns are kept.
+    #[arg(long, value_name = "FILE", required_unless_present = "suggest")]
+    labels: Option<PathBuf>,
+    /// Print the ranked queue as CSV (session,file,reason, first detection turn per family) instead of opening the terminal.
+    #[arg(long)]
+    suggest: bool,
+    /// Worker threads for reading files and replaying (default: all cores).
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    jobs: usize,
 }
 
 const SWEEP_HELP: &str = "\
@@ -329,6 +356,16 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
             );
             Ok(0)
         }
+        Command::Label(a) => run::label_command(
+            &run::LabelRequest {
+                paths: a.input.paths.clone(),
+                read: a.input.read_options(false, a.jobs),
+                labels: a.labels.clone(),
+                suggest: a.suggest,
+                jobs: a.jobs,
+            },
+            &mut out,
+        ),
         Command::Detectors(a) => {
             run::detectors_command(
                 a.family.as_deref(),
