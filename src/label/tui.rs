@@ -52,10 +52,13 @@ pub fn place(corpus: &Corpus, origins: &[Origin]) -> String {
     let Some(first) = origins.first() else {
         return String::new();
     };
-    let file = corpus
-        .files
-        .get(first.file as usize)
-        .map_or("?", |f| f.path.as_str());
+    // The file name only: the session header shows the whole path once.
+    let file = corpus.files.get(first.file as usize).map_or("?", |f| {
+        std::path::Path::new(&f.path)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(&f.path)
+    });
     let lines: Vec<u32> = origins
         .iter()
         .filter(|o| o.file == first.file && o.line > 0)
@@ -166,8 +169,8 @@ pub fn session_view(corpus: &Corpus, replay: &Replay, ranked: &Ranked) -> Sessio
     let file = s
         .events
         .first()
-        .map(|e| place(corpus, &[Origin { line: 0, ..e.origin }]))
-        .unwrap_or_default();
+        .and_then(|e| corpus.files.get(e.origin.file as usize))
+        .map_or(String::new(), |f| f.path.clone());
     let about = [s.meta.agent.as_deref(), s.meta.model.as_deref()]
         .into_iter()
         .flatten()
@@ -248,7 +251,7 @@ impl App {
             cursor: 0,
             store,
             done: Vec::new(),
-            status: "? for help".into(),
+            status: String::new(),
             help: false,
             quit: false,
         };
@@ -313,11 +316,7 @@ impl App {
             undo,
             pos: self.pos,
         });
-        self.status = format!(
-            "{id}: {} (written to {})",
-            describe(Some(label)),
-            self.store.path().display()
-        );
+        self.status = format!("saved {id}: {}", describe(Some(label)));
         self.advance();
         Ok(())
     }
@@ -396,7 +395,7 @@ impl App {
             .split(area);
         let cols = Layout::default()
             .direction(Direction::Horizontal)
-            .constraints([Constraint::Length(34), Constraint::Min(20)])
+            .constraints([Constraint::Length(40), Constraint::Min(20)])
             .split(rows[0]);
         self.draw_queue(f, cols[0]);
         self.draw_session(f, cols[1]);
@@ -451,6 +450,7 @@ impl App {
                         .borders(Borders::ALL)
                         .title(format!(" queue {done}/{total} labelled ")),
                 )
+                .highlight_symbol(">")
                 .highlight_style(Style::default().add_modifier(Modifier::REVERSED)),
             area,
             &mut state,
@@ -467,15 +467,16 @@ impl App {
         };
         let parts = Layout::default()
             .direction(Direction::Vertical)
-            .constraints([Constraint::Length(4), Constraint::Min(3)])
+            .constraints([Constraint::Length(5), Constraint::Min(3)])
             .split(area);
         let label = describe(self.label_at(self.pos));
         let header = Text::from(vec![
             Line::from(vec![
                 Span::styled(s.id.clone(), Style::default().add_modifier(Modifier::BOLD)),
-                Span::raw(format!("  {}  {}", s.file, s.about)),
+                Span::raw(format!("  {}", s.about)),
             ]),
             Line::from(format!("label: {label}   queue: {}", s.reason)),
+            Line::from(s.file.clone()),
         ]);
         f.render_widget(
             Paragraph::new(header)
@@ -614,7 +615,7 @@ mod tests {
             unknown_records: 0,
         };
         Corpus {
-            files: vec![file("loopy.jsonl"), file("calm.jsonl")],
+            files: vec![file("runs/loopy.jsonl"), file("calm.jsonl")],
             sessions: vec![Arc::new(calm), Arc::new(loopy)],
             skipped: vec![],
         }
@@ -632,7 +633,7 @@ mod tests {
     }
 
     fn screen(app: &App) -> String {
-        let mut t = Terminal::new(TestBackend::new(120, 30)).unwrap();
+        let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
         t.draw(|f| app.draw(f)).unwrap();
         let buf = t.backend().buffer().clone();
         let mut s = String::new();
@@ -655,7 +656,7 @@ mod tests {
             .find(|x| c.sessions[x.session].id == "loopy")
             .unwrap();
         let v = session_view(&c, &r, loopy);
-        assert_eq!(v.file, "loopy.jsonl");
+        assert_eq!(v.file, "runs/loopy.jsonl");
         assert_eq!(v.turns[0].turn, 0);
         assert_eq!(v.turns[0].lines, vec!["user: fix it"]);
         assert_eq!(v.turns[1].place, "loopy.jsonl:2-3");
@@ -767,6 +768,7 @@ mod tests {
         let s = screen(&a);
         assert!(s.contains("queue 1/2 labelled"), "{s}");
         assert!(s.contains("C loopy"), "{s}");
+        assert!(s.contains("saved loopy: clean"), "{s}");
         a.key(Key::Char('?'));
         assert!(screen(&a).contains("label loop, onset = turn under cursor"));
     }
