@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const LOOP: &str = "{\"type\":\"user\",\"text\":\"go\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n";
-const CALM: &str = "{\"type\":\"user\",\"text\":\"hi\"}\n{\"type\":\"content\",\"text\":\"hello\"}\n";
+const CALM: &str =
+    "{\"type\":\"user\",\"text\":\"hi\"}\n{\"type\":\"content\",\"text\":\"hello\"}\n";
 
 fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -29,7 +30,11 @@ fn label_in_a_pty_writes_the_labels_file() {
     std::fs::write(d.path().join("loopy.jsonl"), LOOP).unwrap();
     std::fs::write(d.path().join("calm.jsonl"), CALM).unwrap();
     let labels = d.path().join("labels.csv");
-    std::fs::write(&labels, "session,label,onset_turn,note\nother,clean,,kept\n").unwrap();
+    std::fs::write(
+        &labels,
+        "session,label,onset_turn,note\nother,clean,,kept\n",
+    )
+    .unwrap();
 
     let pty = native_pty_system()
         .openpty(PtySize {
@@ -146,10 +151,17 @@ fn suggest_prints_the_ranked_queue_without_labelled_sessions() {
         .arg(&b)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("session,file,reason,gemini,"), "{text}");
+    assert!(
+        lines[0].starts_with("session,file,reason,gemini,"),
+        "{text}"
+    );
     assert!(lines[1].starts_with("loopy,"), "flagged first: {text}");
     assert!(lines[1].contains("loopy.jsonl,disagree: "), "{text}");
     assert!(lines[2].starts_with("calm,"), "{text}");
@@ -182,7 +194,10 @@ fn clear_errors_without_a_terminal_and_for_a_bad_labels_file() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("needs a terminal") && err.contains("--suggest"), "{err}");
+    assert!(
+        err.contains("needs a terminal") && err.contains("--suggest"),
+        "{err}"
+    );
     assert!(!labels.exists(), "nothing written");
     std::fs::write(&labels, "session,label,onset_turn\nx,maybe,\n").unwrap();
     let out = looptune()

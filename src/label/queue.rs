@@ -106,9 +106,21 @@ pub fn rank(corpus: &Corpus, replay: &Replay) -> Vec<Ranked> {
         })
         .collect();
     out.sort_by(|a, b| {
-        (a.tier, std::cmp::Reverse(a.disagreement()), std::cmp::Reverse(a.flagged))
-            .cmp(&(b.tier, std::cmp::Reverse(b.disagreement()), std::cmp::Reverse(b.flagged)))
-            .then_with(|| corpus.sessions[a.session].id.cmp(&corpus.sessions[b.session].id))
+        (
+            a.tier,
+            std::cmp::Reverse(a.disagreement()),
+            std::cmp::Reverse(a.flagged),
+        )
+            .cmp(&(
+                b.tier,
+                std::cmp::Reverse(b.disagreement()),
+                std::cmp::Reverse(b.flagged),
+            ))
+            .then_with(|| {
+                corpus.sessions[a.session]
+                    .id
+                    .cmp(&corpus.sessions[b.session].id)
+            })
     });
     out
 }
@@ -251,7 +263,10 @@ mod tests {
         let text = String::from_utf8(suggest_csv(&c, &ranked, |s| s == "quiet")).unwrap();
         let mut lines = text.lines();
         let header = lines.next().unwrap();
-        assert!(header.starts_with("session,file,reason,gemini,"), "{header}");
+        assert!(
+            header.starts_with("session,file,reason,gemini,"),
+            "{header}"
+        );
         assert_eq!(
             header.split(',').count(),
             3 + detect::families().len(),

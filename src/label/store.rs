@@ -218,6 +218,14 @@ impl LabelStore {
 
     /// Label `session` and write the file. Returns what to pass to [`LabelStore::undo`].
     pub fn set(&mut self, session: &str, label: Label) -> Result<Undo> {
+        let before = self.rows.clone();
+        let undo = self.apply(session, label);
+        // A failed write leaves the store as the file is.
+        self.save().inspect_err(|_| self.rows = before)?;
+        Ok(undo)
+    }
+
+    fn apply(&mut self, session: &str, label: Label) -> Undo {
         let pos = self.rows.iter().position(|r| r.session == session);
         let undo = Undo {
             session: session.to_string(),
@@ -259,19 +267,25 @@ impl LabelStore {
             Kind::Jsonl => {
                 row.object
                     .insert("session".into(), Value::String(session.into()));
-                row.object.insert("label".into(), Value::String(word.into()));
+                row.object
+                    .insert("label".into(), Value::String(word.into()));
                 row.object.insert(
                     "onset_turn".into(),
                     label.onset_turn.map_or(Value::Null, Value::from),
                 );
             }
         }
-        self.save()?;
-        Ok(undo)
+        undo
     }
 
     /// Put back what a [`LabelStore::set`] replaced, and write the file.
     pub fn undo(&mut self, undo: Undo) -> Result<()> {
+        let before = self.rows.clone();
+        self.apply_undo(undo);
+        self.save().inspect_err(|_| self.rows = before)
+    }
+
+    fn apply_undo(&mut self, undo: Undo) {
         let pos = self.rows.iter().position(|r| r.session == undo.session);
         match (pos, undo.before) {
             (Some(i), Some(row)) => self.rows[i] = row,
@@ -281,7 +295,6 @@ impl LabelStore {
             (None, Some(row)) => self.rows.push(row),
             (None, None) => {}
         }
-        self.save()
     }
 
     /// The file's bytes as they stand.
@@ -464,6 +477,28 @@ mod tests {
         assert_ne!(std::os::unix::fs::MetadataExt::ino(&m), ino_before);
         let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn a_failed_write_changes_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("labels.csv");
+        std::fs::write(&p, FILE).unwrap();
+        let mut s = LabelStore::open(&p).unwrap();
+        // A folder where the file was: the rename fails (also for root).
+        std::fs::remove_file(&p).unwrap();
+        std::fs::create_dir(&p).unwrap();
+        assert!(s.set("b", label(false, None)).is_err());
+        assert_eq!(s.get("b"), Some(label(true, Some(4))));
+        assert_eq!(String::from_utf8(s.render()).unwrap(), FILE);
+        let u = {
+            std::fs::remove_dir(&p).unwrap();
+            s.set("b", label(false, None)).unwrap()
+        };
+        std::fs::remove_file(&p).unwrap();
+        std::fs::create_dir(&p).unwrap();
+        assert!(s.undo(u).is_err());
+        assert_eq!(s.get("b"), Some(label(false, None)));
     }
 
     #[test]

@@ -279,12 +279,9 @@ impl App {
 
     /// Start on the first real turn (turn 0 holds what precedes the model).
     fn first_cursor(&self) -> usize {
-        self.sessions.get(self.pos).map_or(0, |s| {
-            s.turns
-                .iter()
-                .position(|t| t.turn > 0)
-                .unwrap_or(0)
-        })
+        self.sessions
+            .get(self.pos)
+            .map_or(0, |s| s.turns.iter().position(|t| t.turn > 0).unwrap_or(0))
     }
 
     fn go(&mut self, pos: usize) {
@@ -345,9 +342,7 @@ impl App {
         let turns = self.sessions[self.pos].turns.len();
         match key {
             Key::Char('j') | Key::Down => {
-                if self.cursor + 1 < turns {
-                    self.cursor += 1;
-                }
+                self.cursor = (self.cursor + 1).min(turns.saturating_sub(1))
             }
             Key::Char('k') | Key::Up => self.cursor = self.cursor.saturating_sub(1),
             Key::Char('n') => self.go(self.pos + 1),
@@ -367,13 +362,12 @@ impl App {
                 self.status = format!("skipped {}", self.sessions[self.pos].id);
                 self.advance();
             }
-            Key::Char('u') => match self.done.pop() {
+            Key::Char('u') => match self.done.last() {
                 Some(d) => {
+                    // Popped only once the file is written, so a failed write can be retried.
+                    self.store.undo(d.undo.clone())?;
+                    let d = self.done.pop().expect("just seen");
                     let id = d.undo.session().to_string();
-                    if let Err(e) = self.store.undo(d.undo) {
-                        // Nothing changed on disk: keep the entry.
-                        return Err(e);
-                    }
                     self.go(d.pos);
                     self.status = format!("undone: {id} is {}", describe(self.label_at(d.pos)));
                 }
@@ -479,13 +473,13 @@ impl App {
             Line::from(s.file.clone()),
         ]);
         f.render_widget(
-            Paragraph::new(header)
-                .wrap(Wrap { trim: false })
-                .block(Block::default().borders(Borders::ALL).title(format!(
+            Paragraph::new(header).wrap(Wrap { trim: false }).block(
+                Block::default().borders(Borders::ALL).title(format!(
                     " session {}/{} ",
                     self.pos + 1,
                     self.sessions.len()
-                ))),
+                )),
+            ),
             parts[0],
         );
         let width = parts[1].width.saturating_sub(4) as usize;
@@ -602,8 +596,14 @@ mod tests {
                     },
                     Origin { file: 1, line: 1 },
                 ),
-                (Record::Content { text: "hel".into() }, Origin { file: 1, line: 2 }),
-                (Record::Content { text: "lo".into() }, Origin { file: 1, line: 3 }),
+                (
+                    Record::Content { text: "hel".into() },
+                    Origin { file: 1, line: 2 },
+                ),
+                (
+                    Record::Content { text: "lo".into() },
+                    Origin { file: 1, line: 3 },
+                ),
             ],
         );
         let file = |p: &str| crate::event::SourceFile {
@@ -718,7 +718,9 @@ mod tests {
         assert_eq!(a.pos, 0);
         // Change an existing label.
         a.key(Key::Char('c'));
-        assert!(std::fs::read_to_string(&p).unwrap().contains("loopy,clean,\n"));
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,clean,\n"));
         a.key(Key::Char('u'));
         a.key(Key::Char('u'));
         a.key(Key::Char('u'));
