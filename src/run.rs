@@ -635,9 +635,13 @@ pub fn label_command(req: &LabelRequest, out: &mut dyn Write) -> Result<i32> {
     if let Some(l) = &req.labels {
         guard_outputs(std::slice::from_ref(l), &req.paths)?;
     }
-    let corpus = read_corpus(&req.paths, &req.read)?;
+    let reading = crate::progress::bytes_for_stderr(false, "reading");
+    let corpus = read_corpus_with(&req.paths, &req.read, reading.as_ref())?;
+    reading.finish();
     warn_skipped(&corpus, &mut std::io::stderr());
-    let replayed = queue::replay_stock(&corpus, req.jobs)?;
+    let progress = crate::progress::for_stderr(false, "ranking");
+    let replayed = queue::replay_stock_with(&corpus, req.jobs, progress.as_ref())?;
+    progress.finish();
     let ranked = queue::rank(&corpus, &replayed);
     if req.suggest {
         let file_labels = store.as_ref().map(|s| s.labels()).unwrap_or_default();

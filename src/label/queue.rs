@@ -21,11 +21,20 @@ pub fn stock_configs() -> Result<Vec<DetectorConfig>> {
 
 /// Replay the stock configurations over the corpus.
 pub fn replay_stock(corpus: &Corpus, jobs: usize) -> Result<Replay> {
+    replay_stock_with(corpus, jobs, &crate::progress::NoProgress)
+}
+
+/// [`replay_stock`], counting on `progress`.
+pub fn replay_stock_with(
+    corpus: &Corpus,
+    jobs: usize,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Replay> {
     replay(
         corpus,
         stock_configs()?,
         &ReplayOptions { jobs, all: false },
-        &crate::progress::NoProgress,
+        progress,
     )
 }
 

@@ -41,6 +41,8 @@ pub struct SessionView {
     pub about: String,
     /// Why it is where it is in the queue.
     pub reason: String,
+    /// Configurations that flag it, of how many (shown in the queue).
+    pub flagged: (usize, usize),
     /// Its turns.
     pub turns: Vec<TurnView>,
 }
@@ -181,6 +183,7 @@ pub fn session_view(corpus: &Corpus, replay: &Replay, ranked: &Ranked) -> Sessio
         file,
         about,
         reason: ranked.reason(),
+        flagged: (ranked.flagged, ranked.configs),
         turns,
     }
 }
@@ -433,7 +436,7 @@ impl App {
                     Some(_) => "C",
                     None => " ",
                 };
-                ListItem::new(format!("{mark} {}", s.id))
+                ListItem::new(format!("{mark} {:>2} {}", s.flagged.0, s.id))
             })
             .collect();
         let mut state = ListState::default().with_selected(Some(self.pos));
@@ -442,7 +445,8 @@ impl App {
                 .block(
                     Block::default()
                         .borders(Borders::ALL)
-                        .title(format!(" queue {done}/{total} labelled ")),
+                        .title(format!(" queue {done}/{total} labelled "))
+                        .title_bottom(" L loop  C clean  N: configs flagging "),
                 )
                 .highlight_symbol(">")
                 .highlight_style(Style::default().add_modifier(Modifier::REVERSED)),
@@ -769,7 +773,9 @@ mod tests {
         a.key(Key::Char('c'));
         let s = screen(&a);
         assert!(s.contains("queue 1/2 labelled"), "{s}");
-        assert!(s.contains("C loopy"), "{s}");
+        let row = format!("C {:>2} loopy", a.sessions[0].flagged.0);
+        assert!(a.sessions[0].flagged.0 > 0);
+        assert!(s.contains(&row), "{s}");
         assert!(s.contains("saved loopy: clean"), "{s}");
         a.key(Key::Char('?'));
         assert!(screen(&a).contains("label loop, onset = turn under cursor"));
