@@ -628,13 +628,14 @@ pub fn label_command(req: &LabelRequest, out: &mut dyn Write) -> Result<i32> {
         ));
     }
     if !req.suggest {
+        // Written to: it must not be an input (`--suggest` only reads it).
+        if let Some(l) = &req.labels {
+            guard_outputs(std::slice::from_ref(l), &req.paths)?;
+        }
         crate::label::check_terminal()?;
     }
     // The labels file is checked before any work.
     let store = req.labels.as_deref().map(LabelStore::open).transpose()?;
-    if let Some(l) = &req.labels {
-        guard_outputs(std::slice::from_ref(l), &req.paths)?;
-    }
     let reading = crate::progress::bytes_for_stderr(false, "reading");
     let corpus = read_corpus_with(&req.paths, &req.read, reading.as_ref())?;
     reading.finish();

@@ -114,7 +114,9 @@ fn label_in_a_pty_writes_the_labels_file() {
     );
     // The file is valid input for sweep --labels (leniently: `other` is not in the input).
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_looptune"))
-        .args(["replay", "--lenient", "--labels"])
+        .args(["sweep", "--quiet", "--lenient", "--out"])
+        .arg(d.path().join("out"))
+        .arg("--labels")
         .arg(&labels)
         .arg(d.path().join("loopy.jsonl"))
         .arg(d.path().join("calm.jsonl"))
@@ -125,6 +127,10 @@ fn label_in_a_pty_writes_the_labels_file() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&d.path().join("out").join("summary.json"))).unwrap();
+    assert_eq!(summary["labels"]["loops"], 1, "{summary}");
+    assert_eq!(summary["labels"]["clean"], 1, "{summary}");
 }
 
 fn corpus(d: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -199,6 +205,16 @@ fn clear_errors_without_a_terminal_and_for_a_bad_labels_file() {
         "{err}"
     );
     assert!(!labels.exists(), "nothing written");
+    let out = looptune()
+        .args(["label", "--labels"])
+        .arg(&a)
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refusing to overwrite"), "{err}");
+    assert_eq!(read(&a), LOOP);
     std::fs::write(&labels, "session,label,onset_turn\nx,maybe,\n").unwrap();
     let out = looptune()
         .args(["label", "--suggest", "--labels"])
