@@ -504,8 +504,20 @@ impl App {
                         Style::default().fg(Color::Red),
                     )));
                 }
-                for l in &t.lines {
+                // A turn taller than the screen could never be seen whole.
+                let room = (parts[1].height as usize)
+                    .saturating_sub(4 + t.detections.len())
+                    .max(3);
+                let shown = if t.lines.len() > room {
+                    room - 1
+                } else {
+                    t.lines.len()
+                };
+                for l in &t.lines[..shown] {
                     lines.push(Line::from(format!("  {}", head(l, width.max(10)))));
+                }
+                if shown < t.lines.len() {
+                    lines.push(Line::from(format!("  … {} more", t.lines.len() - shown)));
                 }
                 ListItem::new(Text::from(lines))
             })
@@ -779,6 +791,28 @@ mod tests {
         assert!(s.contains("saved loopy: clean"), "{s}");
         a.key(Key::Char('?'));
         assert!(screen(&a).contains("label loop, onset = turn under cursor"));
+    }
+
+    #[test]
+    fn a_turn_taller_than_the_screen_is_cut_with_a_count() {
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        a.sessions[0].turns[1].lines = (0..100).map(|i| format!("call n{i}")).collect();
+        let s = screen(&a);
+        assert!(s.contains("call n0"), "{s}");
+        assert!(!s.contains("call n99"), "{s}");
+        let more = s.lines().find(|l| l.contains(" more")).expect("a count");
+        let n: usize = more
+            .split('…')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let listed = s.matches("call n").count();
+        assert_eq!(n + listed, 100, "{s}");
     }
 
     #[test]
