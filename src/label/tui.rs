@@ -392,7 +392,11 @@ impl App {
             .split(area);
         let cols = Layout::default()
             .direction(Direction::Horizontal)
-            .constraints([Constraint::Length(40), Constraint::Min(20)])
+            // The queue never takes more than a third: the turns need the room.
+            .constraints([
+                Constraint::Length((area.width / 3).min(40)),
+                Constraint::Min(20),
+            ])
             .split(rows[0]);
         self.draw_queue(f, cols[0]);
         self.draw_session(f, cols[1]);
@@ -813,6 +817,19 @@ mod tests {
             .unwrap();
         let listed = s.matches("call n").count();
         assert_eq!(n + listed, 100, "{s}");
+    }
+
+    #[test]
+    fn tiny_terminals_do_not_panic() {
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        for help in [false, true] {
+            a.help = help;
+            for (w, h) in [(1, 1), (20, 5), (45, 8), (80, 3)] {
+                let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+                t.draw(|f| a.draw(f)).unwrap();
+            }
+        }
     }
 
     #[test]
