@@ -84,6 +84,9 @@ enum Command {
     /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
+    /// Label sessions in the terminal, most informative first (or print the queue with --suggest).
+    #[command(after_help = LABEL_HELP)]
+    Label(LabelArgs),
     /// List detector families, their profiles and every parameter with its source.
     #[command(after_help = DETECTORS_HELP)]
     Detectors(DetectorsArgs),
@@ -167,6 +170,30 @@ struct SynthArgs {
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+}
+
+const LABEL_HELP: &str = "\
+Keys: j/k or arrows move between turns, n/p next/previous session, l labels the
+session `loop` with onset = the turn under the cursor, c labels it `clean`,
+s skips, u undoes, ? shows help, q quits. Every label is written to FILE at once.
+
+Examples:
+  looptune label runs/ --labels labels.csv        # created if missing
+  looptune label --suggest runs/ > queue.csv      # the ranked queue, no terminal";
+
+#[derive(Debug, Args)]
+struct LabelArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Labels file to write (CSV or JSONL: session,label,onset_turn); other rows and columns are kept.
+    #[arg(long, value_name = "FILE", required_unless_present = "suggest")]
+    labels: Option<PathBuf>,
+    /// Print the ranked queue as CSV (session,file,reason, first detection turn per family) instead of opening the terminal.
+    #[arg(long)]
+    suggest: bool,
+    /// Worker threads for reading files and replaying (default: all cores).
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    jobs: usize,
 }
 
 const SWEEP_HELP: &str = "\
@@ -639,6 +666,16 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
             out.write_all(&buf).map_err(|e| Error::io("<stdout>", e))?;
             Ok(0)
         }
+        Command::Label(a) => run::label_command(
+            &run::LabelRequest {
+                paths: a.input.paths.clone(),
+                read: a.input.read_options(false, a.jobs),
+                labels: a.labels.clone(),
+                suggest: a.suggest,
+                jobs: a.jobs,
+            },
+            &mut out,
+        ),
         Command::Detectors(a) => {
             run::detectors_command(
                 a.family.as_deref(),

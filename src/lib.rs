@@ -16,6 +16,7 @@ pub mod grid;
 pub mod import;
 pub mod input;
 pub mod js;
+pub mod label;
 pub mod labels;
 pub mod limits;
 pub mod logdirs;

@@ -855,3 +855,64 @@ pub fn report_command(dir: &std::path::Path, err: &mut dyn Write) -> Result<i32>
     writeln!(err, "wrote {}", p.display()).ok();
     Ok(EXIT_OK)
 }
+
+/// `looptune label`.
+#[derive(Debug, Clone, Default)]
+pub struct LabelRequest {
+    /// Inputs.
+    pub paths: Vec<PathBuf>,
+    /// How to read them.
+    pub read: ReadOptions,
+    /// The labels file to edit (with `suggest`: labelled sessions to leave out).
+    pub labels: Option<PathBuf>,
+    /// Write the ranked queue as CSV on `out` instead of opening the terminal.
+    pub suggest: bool,
+    /// Worker threads for the replay.
+    pub jobs: usize,
+}
+
+/// Run `looptune label`; `--suggest` writes to `out`. Returns the exit code.
+pub fn label_command(req: &LabelRequest, out: &mut dyn Write) -> Result<i32> {
+    use crate::label::{queue, store::LabelStore, tui::App};
+    if !req.suggest && req.labels.is_none() {
+        return Err(Error::Usage(
+            "looptune label needs --labels FILE (created if missing), or --suggest".into(),
+        ));
+    }
+    if !req.suggest {
+        // Written to: it must not be an input (`--suggest` only reads it).
+        if let Some(l) = &req.labels {
+            guard_outputs(std::slice::from_ref(l), &req.paths)?;
+        }
+        crate::label::check_terminal()?;
+    }
+    // The labels file is checked before any work.
+    let store = req.labels.as_deref().map(LabelStore::open).transpose()?;
+    let reading = crate::progress::bytes_for_stderr(false, "reading");
+    let corpus = read_corpus_with(&req.paths, &req.read, reading.as_ref())?;
+    reading.finish();
+    warn_skipped(&corpus, &mut std::io::stderr());
+    let progress = crate::progress::for_stderr(false, "ranking");
+    let replayed = queue::replay_stock_with(&corpus, req.jobs, progress.as_ref())?;
+    progress.finish();
+    let ranked = queue::rank(&corpus, &replayed);
+    if req.suggest {
+        let file_labels = store.as_ref().map(|s| s.labels()).unwrap_or_default();
+        let inline: std::collections::HashSet<&str> = corpus
+            .sessions
+            .iter()
+            .filter(|s| s.inline_label.is_some())
+            .map(|s| s.id.as_str())
+            .collect();
+        let labelled = |id: &str| file_labels.contains_key(id) || inline.contains(id);
+        let csv = queue::suggest_csv(&corpus, &ranked, labelled);
+        crate::label::write_suggest(&csv, out)?;
+        return Ok(EXIT_OK);
+    }
+    let store = store.expect("checked above");
+    let mut app = App::new(&corpus, &replayed, &ranked, store);
+    crate::label::run_terminal(&mut app)?;
+    let (done, total) = app.progress();
+    eprintln!("{done} of {total} sessions labelled");
+    Ok(EXIT_OK)
+}

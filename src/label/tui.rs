@@ -1,0 +1,844 @@
+//! The labeller's state, keys and screen. The state machine ([`App::key`])
+//! knows nothing of terminals, so it is tested with plain key codes and
+//! ratatui's `TestBackend`; the terminal loop lives in [`super::run_terminal`].
+
+use super::queue::Ranked;
+use super::store::{LabelStore, Undo};
+use crate::detect;
+use crate::error::Result;
+use crate::event::{Corpus, Label, Origin, Record, Session};
+use crate::replay::Replay;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragraph, Wrap};
+use ratatui::Frame;
+
+/// Characters of a call's arguments, a result or a text shown per line.
+const HEAD: usize = 160;
+
+/// One turn as the screen shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnView {
+    /// Turn number (spec numbering; 0 is what comes before the first turn).
+    pub turn: u32,
+    /// Where its records are, e.g. `a.jsonl:12-19`.
+    pub place: String,
+    /// What each family detected here: `family: kind (profiles)`.
+    pub detections: Vec<String>,
+    /// Calls, result heads and text heads, one line each.
+    pub lines: Vec<String>,
+}
+
+/// One session as the screen shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionView {
+    /// Session id.
+    pub id: String,
+    /// Its file (of its first record).
+    pub file: String,
+    /// Agent and model, when known.
+    pub about: String,
+    /// Why it is where it is in the queue.
+    pub reason: String,
+    /// Configurations that flag it, of how many (shown in the queue).
+    pub flagged: (usize, usize),
+    /// Its turns.
+    pub turns: Vec<TurnView>,
+}
+
+/// `file:line` (or `file:first-last`) of records, from their origins. The one
+/// place that turns provenance into text, so richer provenance (JSON pointers
+/// for document formats) changes only this function.
+pub fn place(corpus: &Corpus, origins: &[Origin]) -> String {
+    let Some(first) = origins.first() else {
+        return String::new();
+    };
+    // The file name only: the session header shows the whole path once.
+    let file = corpus.files.get(first.file as usize).map_or("?", |f| {
+        std::path::Path::new(&f.path)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(&f.path)
+    });
+    let lines: Vec<u32> = origins
+        .iter()
+        .filter(|o| o.file == first.file && o.line > 0)
+        .map(|o| o.line)
+        .collect();
+    match (lines.iter().min(), lines.iter().max()) {
+        (Some(a), Some(b)) if a == b => format!("{file}:{a}"),
+        (Some(a), Some(b)) => format!("{file}:{a}-{b}"),
+        _ => file.to_string(),
+    }
+}
+
+/// The first `n` characters of `s` on one line (newlines shown as `⏎`).
+fn head(s: &str, n: usize) -> String {
+    let flat: String = s
+        .trim()
+        .chars()
+        .map(|c| match c {
+            '\n' => '⏎',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect();
+    match flat.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
+}
+
+/// Build the view of one session: its turns with every family's detections.
+pub fn session_view(corpus: &Corpus, replay: &Replay, ranked: &Ranked) -> SessionView {
+    let s: &Session = &corpus.sessions[ranked.session];
+    let mut turns: Vec<TurnView> = Vec::new();
+    let mut origins: Vec<Vec<Origin>> = Vec::new();
+    let mut text = String::new();
+    let flush = |text: &mut String, lines: &mut Vec<String>| {
+        if !text.trim().is_empty() {
+            lines.push(format!("text: {}", head(text, HEAD)));
+        }
+        text.clear();
+    };
+    for e in &s.events {
+        if turns.last().is_none_or(|t| t.turn != e.turn) {
+            if let Some(t) = turns.last_mut() {
+                flush(&mut text, &mut t.lines);
+            }
+            turns.push(TurnView {
+                turn: e.turn,
+                place: String::new(),
+                detections: Vec::new(),
+                lines: Vec::new(),
+            });
+            origins.push(Vec::new());
+        }
+        origins.last_mut().expect("pushed").push(e.origin);
+        let lines = &mut turns.last_mut().expect("pushed").lines;
+        let line = match &e.record {
+            Record::Content { text: t } => {
+                // Stream chunks form one text.
+                text.push_str(t);
+                continue;
+            }
+            Record::User { text: t, .. } => format!("user: {}", head(t, HEAD)),
+            Record::Thought { text: t } => format!("thought: {}", head(t, HEAD)),
+            Record::ToolCall { name, args, .. } => format!(
+                "call {name} {}",
+                head(&serde_json::Value::Object(args.clone()).to_string(), HEAD)
+            ),
+            Record::ToolResult { output, error, .. } => format!(
+                "result{}: {}",
+                if *error == Some(true) { " (error)" } else { "" },
+                head(output.as_deref().unwrap_or(""), HEAD)
+            ),
+            Record::LoopDetected { kind, .. } => format!(
+                "agent's own detector: {}",
+                kind.as_deref().unwrap_or("loop")
+            ),
+            _ => continue,
+        };
+        flush(&mut text, lines);
+        lines.push(line);
+    }
+    if let Some(t) = turns.last_mut() {
+        flush(&mut text, &mut t.lines);
+    }
+    for (t, o) in turns.iter_mut().zip(&origins) {
+        t.place = place(corpus, o);
+    }
+    // Detections, per turn and family: the kinds and how many profiles.
+    for f in detect::families() {
+        let mut at: std::collections::BTreeMap<(u32, &str), usize> = Default::default();
+        for (cfg, outs) in replay.configs.iter().zip(&replay.outcomes) {
+            if cfg.family != f.name() {
+                continue;
+            }
+            if let Some(d) = outs[ranked.session].first() {
+                *at.entry((d.turn, d.kind)).or_default() += 1;
+            }
+        }
+        let profiles = f.profiles().len();
+        for ((turn, kind), k) in at {
+            if let Some(t) = turns.iter_mut().find(|t| t.turn == turn) {
+                t.detections
+                    .push(format!("{}: {kind} ({k}/{profiles})", f.name()));
+            }
+        }
+    }
+    let file = s
+        .events
+        .first()
+        .and_then(|e| corpus.files.get(e.origin.file as usize))
+        .map_or(String::new(), |f| f.path.clone());
+    let about = [s.meta.agent.as_deref(), s.meta.model.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" / ");
+    SessionView {
+        id: s.id.clone(),
+        file,
+        about,
+        reason: ranked.reason(),
+        flagged: (ranked.flagged, ranked.configs),
+        turns,
+    }
+}
+
+/// A key, as the state machine sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// A printable key.
+    Char(char),
+    /// Arrow up.
+    Up,
+    /// Arrow down.
+    Down,
+    /// Escape.
+    Esc,
+}
+
+/// One decision, kept for `u`.
+#[derive(Debug)]
+struct Done {
+    undo: Undo,
+    /// Queue position the decision was made at.
+    pos: usize,
+}
+
+/// The labeller's whole state.
+pub struct App {
+    /// Sessions in queue order: unlabelled first, then those already labelled.
+    pub sessions: Vec<SessionView>,
+    /// Inline labels by queue position (the file wins over them, as in `sweep`).
+    inline: Vec<Option<Label>>,
+    /// Queue position of the session on screen.
+    pub pos: usize,
+    /// Index into the current session's turns.
+    pub cursor: usize,
+    store: LabelStore,
+    done: Vec<Done>,
+    /// One line of feedback (what was written, or an error).
+    pub status: String,
+    /// The help overlay is open.
+    pub help: bool,
+    /// `q` was pressed.
+    pub quit: bool,
+}
+
+impl App {
+    /// Build the queue: ranked sessions, those without a label first.
+    pub fn new(corpus: &Corpus, replay: &Replay, ranked: &[Ranked], store: LabelStore) -> App {
+        let labelled = |r: &Ranked| {
+            let s = &corpus.sessions[r.session];
+            store.get(&s.id).is_some() || s.inline_label.is_some()
+        };
+        let order: Vec<&Ranked> = ranked
+            .iter()
+            .filter(|r| !labelled(r))
+            .chain(ranked.iter().filter(|r| labelled(r)))
+            .collect();
+        let mut app = App {
+            sessions: order
+                .iter()
+                .map(|r| session_view(corpus, replay, r))
+                .collect(),
+            inline: order
+                .iter()
+                .map(|r| corpus.sessions[r.session].inline_label)
+                .collect(),
+            pos: 0,
+            cursor: 0,
+            store,
+            done: Vec::new(),
+            status: String::new(),
+            help: false,
+            quit: false,
+        };
+        app.cursor = app.first_cursor();
+        app
+    }
+
+    /// The label of the session at queue position `i` (file first, then inline).
+    pub fn label_at(&self, i: usize) -> Option<Label> {
+        self.store.get(&self.sessions[i].id).or(self.inline[i])
+    }
+
+    /// Sessions labelled, and sessions in all.
+    pub fn progress(&self) -> (usize, usize) {
+        let n = (0..self.sessions.len())
+            .filter(|&i| self.label_at(i).is_some())
+            .count();
+        (n, self.sessions.len())
+    }
+
+    /// The turn under the cursor.
+    pub fn turn(&self) -> Option<&TurnView> {
+        self.sessions.get(self.pos)?.turns.get(self.cursor)
+    }
+
+    /// Start on the first real turn (turn 0 holds what precedes the model).
+    fn first_cursor(&self) -> usize {
+        self.sessions
+            .get(self.pos)
+            .map_or(0, |s| s.turns.iter().position(|t| t.turn > 0).unwrap_or(0))
+    }
+
+    fn go(&mut self, pos: usize) {
+        if pos < self.sessions.len() {
+            self.pos = pos;
+            self.cursor = self.first_cursor();
+        }
+    }
+
+    /// After a decision: the next session without a label, else the next one.
+    fn advance(&mut self) {
+        let n = self.sessions.len();
+        let next = (1..n)
+            .map(|k| (self.pos + k) % n)
+            .find(|&i| self.label_at(i).is_none());
+        match next {
+            Some(i) => self.go(i),
+            None => {
+                self.go((self.pos + 1).min(n.saturating_sub(1)));
+                self.status.push_str("; every session is labelled");
+            }
+        }
+    }
+
+    fn decide(&mut self, label: Label) -> Result<()> {
+        let id = self.sessions[self.pos].id.clone();
+        let undo = self.store.set(&id, label)?;
+        self.done.push(Done {
+            undo,
+            pos: self.pos,
+        });
+        self.status = format!("saved {id}: {}", describe(Some(label)));
+        self.advance();
+        Ok(())
+    }
+
+    /// Handle one key. Errors (the file could not be written) are shown on the
+    /// status line and the state is unchanged.
+    pub fn key(&mut self, key: Key) {
+        if let Err(e) = self.key_inner(key) {
+            self.status = format!("error: {e}");
+        }
+    }
+
+    fn key_inner(&mut self, key: Key) -> Result<()> {
+        if self.help {
+            // Any key closes the help; `q` still quits.
+            self.help = false;
+            if key == Key::Char('q') {
+                self.quit = true;
+            }
+            return Ok(());
+        }
+        if self.sessions.is_empty() {
+            self.quit = matches!(key, Key::Char('q') | Key::Esc);
+            return Ok(());
+        }
+        let turns = self.sessions[self.pos].turns.len();
+        match key {
+            Key::Char('j') | Key::Down => {
+                self.cursor = (self.cursor + 1).min(turns.saturating_sub(1))
+            }
+            Key::Char('k') | Key::Up => self.cursor = self.cursor.saturating_sub(1),
+            Key::Char('n') => self.go(self.pos + 1),
+            Key::Char('p') => self.go(self.pos.saturating_sub(1)),
+            Key::Char('l') => match self.turn().map(|t| t.turn) {
+                Some(t) if t > 0 => self.decide(Label {
+                    is_loop: true,
+                    onset_turn: Some(t),
+                })?,
+                _ => self.status = "move the cursor to the turn where the loop starts".into(),
+            },
+            Key::Char('c') => self.decide(Label {
+                is_loop: false,
+                onset_turn: None,
+            })?,
+            Key::Char('s') => {
+                self.status = format!("skipped {}", self.sessions[self.pos].id);
+                self.advance();
+            }
+            Key::Char('u') => match self.done.last() {
+                Some(d) => {
+                    // Popped only once the file is written, so a failed write can be retried.
+                    self.store.undo(d.undo.clone())?;
+                    let d = self.done.pop().expect("just seen");
+                    let id = d.undo.session().to_string();
+                    self.go(d.pos);
+                    self.status = format!("undone: {id} is {}", describe(self.label_at(d.pos)));
+                }
+                None => self.status = "nothing to undo".into(),
+            },
+            Key::Char('?') => self.help = true,
+            Key::Char('q') | Key::Esc => self.quit = true,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Draw the whole screen.
+    pub fn draw(&self, f: &mut Frame) {
+        let area = f.area();
+        let rows = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Min(3), Constraint::Length(1)])
+            .split(area);
+        let cols = Layout::default()
+            .direction(Direction::Horizontal)
+            // The queue never takes more than a third: the turns need the room.
+            .constraints([
+                Constraint::Length((area.width / 3).min(40)),
+                Constraint::Min(20),
+            ])
+            .split(rows[0]);
+        self.draw_queue(f, cols[0]);
+        self.draw_session(f, cols[1]);
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled(
+                    " j/k turn  n/p session  l loop  c clean  s skip  u undo  ? help  q quit ",
+                    Style::default().add_modifier(Modifier::REVERSED),
+                ),
+                Span::raw(" "),
+                Span::raw(self.status.clone()),
+            ])),
+            rows[1],
+        );
+        if self.help {
+            let w = area.width.min(60);
+            let h = area.height.min(14);
+            let r = Rect::new(
+                area.x + (area.width - w) / 2,
+                area.y + (area.height - h) / 2,
+                w,
+                h,
+            );
+            f.render_widget(Clear, r);
+            f.render_widget(
+                Paragraph::new(HELP).block(Block::default().borders(Borders::ALL).title(" help ")),
+                r,
+            );
+        }
+    }
+
+    fn draw_queue(&self, f: &mut Frame, area: Rect) {
+        let (done, total) = self.progress();
+        let items: Vec<ListItem> = self
+            .sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mark = match self.label_at(i) {
+                    Some(l) if l.is_loop => "L",
+                    Some(_) => "C",
+                    None => " ",
+                };
+                ListItem::new(format!("{mark} {:>2} {}", s.flagged.0, s.id))
+            })
+            .collect();
+        let mut state = ListState::default().with_selected(Some(self.pos));
+        f.render_stateful_widget(
+            List::new(items)
+                .block(
+                    Block::default()
+                        .borders(Borders::ALL)
+                        .title(format!(" queue {done}/{total} labelled "))
+                        .title_bottom(" L loop  C clean  N: configs flagging "),
+                )
+                .highlight_symbol(">")
+                .highlight_style(Style::default().add_modifier(Modifier::REVERSED)),
+            area,
+            &mut state,
+        );
+    }
+
+    fn draw_session(&self, f: &mut Frame, area: Rect) {
+        let Some(s) = self.sessions.get(self.pos) else {
+            f.render_widget(
+                Paragraph::new("no sessions").block(Block::default().borders(Borders::ALL)),
+                area,
+            );
+            return;
+        };
+        let parts = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Length(5), Constraint::Min(3)])
+            .split(area);
+        let label = describe(self.label_at(self.pos));
+        let header = Text::from(vec![
+            Line::from(vec![
+                Span::styled(s.id.clone(), Style::default().add_modifier(Modifier::BOLD)),
+                Span::raw(format!("  {}", s.about)),
+            ]),
+            Line::from(format!("label: {label}   queue: {}", s.reason)),
+            Line::from(s.file.clone()),
+        ]);
+        f.render_widget(
+            Paragraph::new(header).wrap(Wrap { trim: false }).block(
+                Block::default().borders(Borders::ALL).title(format!(
+                    " session {}/{} ",
+                    self.pos + 1,
+                    self.sessions.len()
+                )),
+            ),
+            parts[0],
+        );
+        let width = parts[1].width.saturating_sub(4) as usize;
+        let items: Vec<ListItem> = s
+            .turns
+            .iter()
+            .map(|t| {
+                let mut lines = vec![Line::from(vec![
+                    Span::styled(
+                        format!("turn {}", t.turn),
+                        Style::default().add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(format!("  {}", t.place)),
+                ])];
+                for d in &t.detections {
+                    lines.push(Line::from(Span::styled(
+                        format!("  ▶ {d}"),
+                        Style::default().fg(Color::Red),
+                    )));
+                }
+                // A turn taller than the screen could never be seen whole.
+                let room = (parts[1].height as usize)
+                    .saturating_sub(4 + t.detections.len())
+                    .max(3);
+                let shown = if t.lines.len() > room {
+                    room - 1
+                } else {
+                    t.lines.len()
+                };
+                for l in &t.lines[..shown] {
+                    lines.push(Line::from(format!("  {}", head(l, width.max(10)))));
+                }
+                if shown < t.lines.len() {
+                    lines.push(Line::from(format!("  … {} more", t.lines.len() - shown)));
+                }
+                ListItem::new(Text::from(lines))
+            })
+            .collect();
+        let mut state = ListState::default().with_selected(Some(self.cursor));
+        f.render_stateful_widget(
+            List::new(items)
+                .block(Block::default().borders(Borders::ALL).title(" turns "))
+                .highlight_symbol("> ")
+                .highlight_style(Style::default().bg(Color::DarkGray)),
+            parts[1],
+            &mut state,
+        );
+    }
+}
+
+/// A label in words.
+fn describe(l: Option<Label>) -> String {
+    match l {
+        Some(Label {
+            is_loop: true,
+            onset_turn,
+        }) => format!(
+            "loop from turn {}",
+            onset_turn.map_or("?".into(), |t| t.to_string())
+        ),
+        Some(_) => "clean".into(),
+        None => "not labelled".into(),
+    }
+}
+
+const HELP: &str = "j / k, arrows  previous / next turn
+n / p          next / previous session
+l              label loop, onset = turn under cursor
+c              label clean
+s              skip this session
+u              undo the last label
+?              this help
+q              quit (every label is already saved)
+
+Sessions without a label come first, those the
+detector configurations disagree on most at the top.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::label::queue;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use std::sync::Arc;
+
+    fn corpus() -> Corpus {
+        // Session "loopy": five identical calls; "calm": one call and a text.
+        let mut recs = vec![];
+        let o = |line| Origin { file: 0, line };
+        recs.push((
+            Record::User {
+                text: "fix it".into(),
+                prompt_id: None,
+            },
+            o(1),
+        ));
+        for i in 0..6 {
+            let mut args = serde_json::Map::new();
+            args.insert("path".into(), "a.rs".into());
+            recs.push((
+                Record::ToolCall {
+                    name: "read".into(),
+                    args,
+                    id: None,
+                },
+                o(2 + 2 * i),
+            ));
+            recs.push((
+                Record::ToolResult {
+                    id: None,
+                    name: None,
+                    output: Some("fn main() {}\nmore".into()),
+                    error: None,
+                },
+                o(3 + 2 * i),
+            ));
+        }
+        let loopy = Session::from_records("loopy".into(), recs);
+        let calm = Session::from_records(
+            "calm".into(),
+            vec![
+                (
+                    Record::User {
+                        text: "hi".into(),
+                        prompt_id: None,
+                    },
+                    Origin { file: 1, line: 1 },
+                ),
+                (
+                    Record::Content { text: "hel".into() },
+                    Origin { file: 1, line: 2 },
+                ),
+                (
+                    Record::Content { text: "lo".into() },
+                    Origin { file: 1, line: 3 },
+                ),
+            ],
+        );
+        let file = |p: &str| crate::event::SourceFile {
+            path: p.into(),
+            format: "canonical".into(),
+            sha256: String::new(),
+            bytes: 0,
+            skipped_lines: 0,
+            unknown_records: 0,
+        };
+        Corpus {
+            files: vec![file("runs/loopy.jsonl"), file("calm.jsonl")],
+            sessions: vec![Arc::new(calm), Arc::new(loopy)],
+            skipped: vec![],
+        }
+    }
+
+    fn app(dir: &std::path::Path, existing: Option<&str>) -> App {
+        let p = dir.join("labels.csv");
+        if let Some(t) = existing {
+            std::fs::write(&p, t).unwrap();
+        }
+        let c = corpus();
+        let r = queue::replay_stock(&c, 1).unwrap();
+        let ranked = queue::rank(&c, &r);
+        App::new(&c, &r, &ranked, LabelStore::open(&p).unwrap())
+    }
+
+    fn screen(app: &App) -> String {
+        let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        t.draw(|f| app.draw(f)).unwrap();
+        let buf = t.backend().buffer().clone();
+        let mut s = String::new();
+        for y in 0..buf.area.height {
+            for x in 0..buf.area.width {
+                s.push_str(buf[(x, y)].symbol());
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    #[test]
+    fn view_has_turns_calls_results_texts_and_places() {
+        let c = corpus();
+        let r = queue::replay_stock(&c, 1).unwrap();
+        let ranked = queue::rank(&c, &r);
+        let loopy = ranked
+            .iter()
+            .find(|x| c.sessions[x.session].id == "loopy")
+            .unwrap();
+        let v = session_view(&c, &r, loopy);
+        assert_eq!(v.file, "runs/loopy.jsonl");
+        assert_eq!(v.turns[0].turn, 0);
+        assert_eq!(v.turns[0].lines, vec!["user: fix it"]);
+        assert_eq!(v.turns[1].place, "loopy.jsonl:2-3");
+        assert_eq!(
+            v.turns[1].lines,
+            vec!["call read {\"path\":\"a.rs\"}", "result: fn main() {}⏎more"]
+        );
+        // Gemini's stock tool-call threshold is 5 identical calls: turn 5.
+        assert!(
+            v.turns[5]
+                .detections
+                .iter()
+                .any(|d| d.starts_with("gemini: tool_call")),
+            "{:?}",
+            v.turns
+        );
+        let calm = ranked
+            .iter()
+            .find(|x| c.sessions[x.session].id == "calm")
+            .unwrap();
+        let v = session_view(&c, &r, calm);
+        assert_eq!(v.turns[1].lines, vec!["text: hello"]);
+        assert_eq!(v.turns[1].place, "calm.jsonl:2-3");
+    }
+
+    #[test]
+    fn keys_label_loop_at_cursor_clean_skip_and_undo() {
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        assert_eq!(a.sessions[0].id, "loopy", "flagged first");
+        assert_eq!(a.progress(), (0, 2));
+        assert_eq!(a.turn().unwrap().turn, 1);
+        a.key(Key::Char('j'));
+        a.key(Key::Down);
+        a.key(Key::Char('k'));
+        a.key(Key::Char('j'));
+        assert_eq!(a.turn().unwrap().turn, 3);
+        a.key(Key::Char('l'));
+        assert_eq!(a.pos, 1, "moves on to the next unlabelled session");
+        let p = d.path().join("labels.csv");
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "session,label,onset_turn\nloopy,loop,3\n"
+        );
+        a.key(Key::Char('c'));
+        assert_eq!(a.progress(), (2, 2));
+        let (m, _) = crate::labels::read_labels_file(&p, false, &mut vec![]).unwrap();
+        assert!(!m["calm"].is_loop);
+        a.key(Key::Char('u'));
+        assert_eq!(a.pos, 1);
+        assert_eq!(a.progress(), (1, 2));
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "session,label,onset_turn\nloopy,loop,3\n"
+        );
+        a.key(Key::Char('s'));
+        assert_eq!(a.pos, 1, "the only unlabelled session stays");
+        a.key(Key::Char('p'));
+        assert_eq!(a.pos, 0);
+        // Change an existing label.
+        a.key(Key::Char('c'));
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,clean,\n"));
+        a.key(Key::Char('u'));
+        a.key(Key::Char('u'));
+        a.key(Key::Char('u'));
+        assert!(a.status.contains("nothing to undo"), "{}", a.status);
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "session,label,onset_turn\n"
+        );
+        assert!(!a.quit);
+        a.key(Key::Char('?'));
+        assert!(a.help);
+        a.key(Key::Char('x'));
+        assert!(!a.help && !a.quit);
+        a.key(Key::Char('q'));
+        assert!(a.quit);
+    }
+
+    #[test]
+    fn loop_needs_a_turn_and_labelled_sessions_come_last() {
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(
+            d.path(),
+            Some("session,label,onset_turn,note\nloopy,loop,5,seen\n"),
+        );
+        assert_eq!(a.sessions[0].id, "calm");
+        assert_eq!(a.sessions[1].id, "loopy");
+        a.key(Key::Char('k'));
+        assert_eq!(a.turn().unwrap().turn, 0);
+        a.key(Key::Char('l'));
+        assert_eq!(a.progress(), (1, 2), "no loop label at turn 0");
+        assert!(a.status.contains("move the cursor"));
+        a.key(Key::Char('n'));
+        assert!(screen(&a).contains("label: loop from turn 5"));
+    }
+
+    #[test]
+    fn screen_shows_progress_turns_detections_and_help() {
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        let s = screen(&a);
+        assert!(s.contains("queue 0/2 labelled"), "{s}");
+        assert!(s.contains("loopy.jsonl:2-3"), "{s}");
+        assert!(s.contains("call read {\"path\":\"a.rs\"}"), "{s}");
+        assert!(s.contains("▶ gemini: tool_call"), "{s}");
+        assert!(s.contains("label: not labelled"), "{s}");
+        a.key(Key::Char('c'));
+        let s = screen(&a);
+        assert!(s.contains("queue 1/2 labelled"), "{s}");
+        let row = format!("C {:>2} loopy", a.sessions[0].flagged.0);
+        assert!(a.sessions[0].flagged.0 > 0);
+        assert!(s.contains(&row), "{s}");
+        assert!(s.contains("saved loopy: clean"), "{s}");
+        a.key(Key::Char('?'));
+        assert!(screen(&a).contains("label loop, onset = turn under cursor"));
+    }
+
+    #[test]
+    fn a_turn_taller_than_the_screen_is_cut_with_a_count() {
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        a.sessions[0].turns[1].lines = (0..100).map(|i| format!("call n{i}")).collect();
+        let s = screen(&a);
+        assert!(s.contains("call n0"), "{s}");
+        assert!(!s.contains("call n99"), "{s}");
+        let more = s.lines().find(|l| l.contains(" more")).expect("a count");
+        let n: usize = more
+            .split('…')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let listed = s.matches("call n").count();
+        assert_eq!(n + listed, 100, "{s}");
+    }
+
+    #[test]
+    fn tiny_terminals_do_not_panic() {
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        for help in [false, true] {
+            a.help = help;
+            for (w, h) in [(1, 1), (20, 5), (45, 8), (80, 3)] {
+                let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+                t.draw(|f| a.draw(f)).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn place_names_file_and_line_range() {
+        let c = corpus();
+        let o = |file, line| Origin { file, line };
+        assert_eq!(place(&c, &[o(0, 4)]), "loopy.jsonl:4");
+        assert_eq!(place(&c, &[o(0, 9), o(0, 4)]), "loopy.jsonl:4-9");
+        assert_eq!(place(&c, &[o(1, 0)]), "calm.jsonl");
+        assert_eq!(place(&c, &[]), "");
+    }
+}

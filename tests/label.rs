@@ -1,0 +1,231 @@
+//! `looptune label` in a real pseudo-terminal: the binary starts, draws, takes
+//! keys, and leaves a labels file that `sweep --labels` accepts; `--suggest`
+//! and the errors a user meets without a terminal or with a bad labels file.
+
+use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const LOOP: &str = "{\"type\":\"user\",\"text\":\"go\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_result\",\"output\":\"x\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n";
+const CALM: &str =
+    "{\"type\":\"user\",\"text\":\"hi\"}\n{\"type\":\"content\",\"text\":\"hello\"}\n";
+
+fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+#[test]
+fn label_in_a_pty_writes_the_labels_file() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("loopy.jsonl"), LOOP).unwrap();
+    std::fs::write(d.path().join("calm.jsonl"), CALM).unwrap();
+    let labels = d.path().join("labels.csv");
+    std::fs::write(
+        &labels,
+        "session,label,onset_turn,note\nother,clean,,kept\n",
+    )
+    .unwrap();
+
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 30,
+            cols: 110,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_looptune"));
+    cmd.args(["label", "--labels"]);
+    cmd.arg(&labels);
+    cmd.arg(d.path().join("loopy.jsonl"));
+    cmd.arg(d.path().join("calm.jsonl"));
+    cmd.env("TERM", "xterm-256color");
+    cmd.cwd(d.path());
+    let mut child = pty.slave.spawn_command(cmd).unwrap();
+    drop(pty.slave);
+    // Drain the terminal output on a thread, or the child blocks on a full pty.
+    let screen = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let mut reader = pty.master.try_clone_reader().unwrap();
+    let sink = screen.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    let mut keys = pty.master.take_writer().unwrap();
+    let shown = |s: &str| String::from_utf8_lossy(&screen.lock().unwrap()).contains(s);
+    let start = Instant::now();
+    // ratatui moves the cursor over blanks, so look for single words.
+    while !(shown("labelled") && shown("turn 1")) {
+        if start.elapsed() > Duration::from_secs(60) {
+            child.kill().ok();
+            panic!(
+                "the queue was not drawn; the terminal got: {:?}",
+                String::from_utf8_lossy(&screen.lock().unwrap())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The flagged session is first: move to turn 3 and label it a loop there.
+    keys.write_all(b"jj").unwrap();
+    keys.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    keys.write_all(b"l").unwrap();
+    keys.flush().unwrap();
+    wait_for("the loop label", Duration::from_secs(20), || {
+        read(&labels).contains("loopy,loop,3")
+    });
+    keys.write_all(b"c").unwrap();
+    keys.flush().unwrap();
+    wait_for("the clean label", Duration::from_secs(20), || {
+        read(&labels).contains("calm,clean")
+    });
+    keys.write_all(b"q").unwrap();
+    keys.flush().unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            child.kill().ok();
+            panic!("looptune label did not quit on q");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        read(&labels),
+        "session,label,onset_turn,note\nother,clean,,kept\nloopy,loop,3,\ncalm,clean,,\n"
+    );
+    // The file is valid input for sweep --labels (leniently: `other` is not in the input).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_looptune"))
+        .args(["sweep", "--quiet", "--lenient", "--out"])
+        .arg(d.path().join("out"))
+        .arg("--labels")
+        .arg(&labels)
+        .arg(d.path().join("loopy.jsonl"))
+        .arg(d.path().join("calm.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&d.path().join("out").join("summary.json"))).unwrap();
+    assert_eq!(summary["labels"]["loops"], 1, "{summary}");
+    assert_eq!(summary["labels"]["clean"], 1, "{summary}");
+}
+
+fn corpus(d: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let a = d.join("loopy.jsonl");
+    let b = d.join("calm.jsonl");
+    std::fs::write(&a, LOOP).unwrap();
+    std::fs::write(&b, CALM).unwrap();
+    (a, b)
+}
+
+fn looptune() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_looptune"));
+    c.stdin(std::process::Stdio::null());
+    c
+}
+
+#[test]
+fn suggest_prints_the_ranked_queue_without_labelled_sessions() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = corpus(d.path());
+    let out = looptune()
+        .args(["label", "--suggest"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("session,file,reason,gemini,"),
+        "{text}"
+    );
+    assert!(lines[1].starts_with("loopy,"), "flagged first: {text}");
+    assert!(lines[1].contains("loopy.jsonl,disagree: "), "{text}");
+    assert!(lines[2].starts_with("calm,"), "{text}");
+    assert!(lines[2].contains(",no configuration flags"), "{text}");
+    // With a labels file, labelled sessions leave the queue.
+    let labels = d.path().join("l.csv");
+    std::fs::write(&labels, "session,label,onset_turn\nloopy,loop,2\n").unwrap();
+    let out = looptune()
+        .args(["label", "--suggest", "--labels"])
+        .arg(&labels)
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.lines().nth(1).unwrap().starts_with("calm,"), "{text}");
+}
+
+#[test]
+fn clear_errors_without_a_terminal_and_for_a_bad_labels_file() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, _) = corpus(d.path());
+    let labels = d.path().join("l.csv");
+    let out = looptune()
+        .args(["label", "--labels"])
+        .arg(&labels)
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("needs a terminal") && err.contains("--suggest"),
+        "{err}"
+    );
+    assert!(!labels.exists(), "nothing written");
+    let out = looptune()
+        .args(["label", "--labels"])
+        .arg(&a)
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refusing to overwrite"), "{err}");
+    assert_eq!(read(&a), LOOP);
+    std::fs::write(&labels, "session,label,onset_turn\nx,maybe,\n").unwrap();
+    let out = looptune()
+        .args(["label", "--suggest", "--labels"])
+        .arg(&labels)
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("l.csv:2: field `label` must be `loop` or `clean`, not `maybe`"),
+        "{err}"
+    );
+}
