@@ -3,7 +3,7 @@
 //! [`crate::import`]. Strict by default; `--lenient` skips and counts bad lines.
 
 use crate::error::{Error, Result};
-use crate::event::{Corpus, Origin, Record, Session, SourceFile};
+use crate::event::{Corpus, Origin, Place, Record, Session, SourceFile};
 use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -35,8 +35,9 @@ const KEEP_SKIPPED: usize = 50;
 pub struct FileSessions {
     /// Format name.
     pub format: String,
-    /// `(session id, records)` in order of first appearance.
-    pub sessions: Vec<(String, Vec<(Record, u32)>)>,
+    /// `(session id, records)` in order of first appearance, each record with
+    /// its origin in this file (`Origin::file` is set when the corpus is merged).
+    pub sessions: Vec<(String, Vec<(Record, Origin)>)>,
     /// Lines skipped with `--lenient`: `(line, message)`.
     pub skipped: Vec<(u64, String)>,
     /// Records of unknown types.
@@ -194,20 +195,15 @@ pub fn read_corpus_with(
                 seen.clone()
             };
             slot.reserve(records.len());
-            for (i, (r, line)) in records.into_iter().enumerate() {
+            for (i, (r, mut origin)) in records.into_iter().enumerate() {
                 if let Some(Some(k)) = keys.get(i) {
                     if before.contains(k) {
                         continue;
                     }
                     seen.insert(k.clone());
                 }
-                slot.push((
-                    r,
-                    Origin {
-                        file: file_idx,
-                        line,
-                    },
-                ));
+                origin.file = file_idx;
+                slot.push((r, origin));
             }
         }
     }
@@ -593,6 +589,8 @@ struct Fast<'a> {
     input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
+    #[serde(default)]
+    src: Option<FastSrc>,
 }
 
 /// Parse canonical JSONL.
@@ -665,7 +663,7 @@ fn parse_canonical_pieces(
             if offset > 0 {
                 records
                     .iter_mut()
-                    .for_each(|r| r.1 = r.1.saturating_add(offset));
+                    .for_each(|r| r.1.line = r.1.line.saturating_add(offset));
             }
             match index.get(&sid) {
                 Some(&slot) => fs.sessions[slot].1.append(&mut records),
@@ -685,7 +683,7 @@ fn parse_canonical_pieces(
 /// skipped lines 0-based, to add to the piece's first line).
 #[derive(Default)]
 struct Piece {
-    sessions: Vec<(String, Vec<(Record, u32)>)>,
+    sessions: Vec<(String, Vec<(Record, Origin)>)>,
     skipped: Vec<(u64, String)>,
     unknown: u64,
     /// The first bad line when not lenient (parsing stopped there).
@@ -696,6 +694,7 @@ struct Piece {
 fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
     let mut p = Piece::default();
     let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
+    let mut last_place: Option<Arc<Place>> = None;
     let mut line_no = 0u64;
     // Lines as `split(b'\n')` gives them (a last, possibly empty, line
     // after the last newline), found with memchr.
@@ -716,7 +715,7 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
             continue;
         }
         match parse_line_borrowed(raw) {
-            Ok((session, record)) => {
+            Ok((session, record, place)) => {
                 if matches!(record, Record::Unknown { .. }) {
                     p.unknown += 1;
                 }
@@ -729,7 +728,20 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
                         p.sessions.len() - 1
                     }
                 };
-                p.sessions[slot].1.push((record, line_no as u32));
+                // Records of one native message share their place.
+                let place = place.map(|pl| match &last_place {
+                    Some(prev) if **prev == pl => prev.clone(),
+                    _ => Arc::new(pl),
+                });
+                last_place.clone_from(&place);
+                p.sessions[slot].1.push((
+                    record,
+                    Origin {
+                        file: 0,
+                        line: line_no as u32,
+                        place,
+                    },
+                ));
             }
             Err(message) if lenient => p.skipped.push((line_no - 1, message)),
             Err(message) => {
@@ -744,12 +756,80 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
 
 /// Parse one canonical line into its session id and record; errors name the field.
 pub fn parse_line(line: &str) -> std::result::Result<(Option<String>, Record), String> {
-    parse_line_borrowed(line.as_bytes()).map(|(session, rec)| (session.map(Cow::into_owned), rec))
+    parse_line_borrowed(line.as_bytes()).map(|(session, rec, _)| (session.map(Cow::into_owned), rec))
+}
+
+/// A line's session id (borrowed when it can be), record and `src` provenance.
+type Parsed<'a> = (Option<Cow<'a, str>>, Record, Option<Place>);
+
+/// The `src` field of a canonical record (written by `looptune import -o`).
+#[derive(Deserialize)]
+struct FastSrc {
+    file: String,
+    #[serde(default)]
+    line: Option<u32>,
+    #[serde(default)]
+    pointer: Option<String>,
+}
+
+impl FastSrc {
+    fn place(self) -> Option<Place> {
+        // What the slow path rejects goes there, so the error names the field.
+        let bad_pointer = self
+            .pointer
+            .as_deref()
+            .is_some_and(|p| !p.is_empty() && !p.starts_with('/'));
+        if self.line == Some(0) || bad_pointer {
+            return None;
+        }
+        Some(Place {
+            file: Some(self.file),
+            line: self.line,
+            pointer: self.pointer,
+        })
+    }
+}
+
+/// Read an optional `src` object: `file` (string, required), `line`
+/// (1-based integer) and `pointer` (JSON pointer string), both optional;
+/// other keys are ignored so later versions can add some.
+fn src_from_object(obj: &Map<String, Value>) -> std::result::Result<Option<Place>, String> {
+    let src = match obj.get("src") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err("field `src` must be an object".into()),
+    };
+    let file = match src.get("file") {
+        Some(Value::String(f)) => f.clone(),
+        Some(_) => return Err("field `src.file` must be a string".into()),
+        None => return Err("missing field `src.file`".into()),
+    };
+    let line = match src.get("line") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => Some(
+            n.as_u64()
+                .filter(|l| (1..=u32::MAX as u64).contains(l))
+                .ok_or("field `src.line` must be a positive integer")? as u32,
+        ),
+        Some(_) => return Err("field `src.line` must be a positive integer".into()),
+    };
+    let pointer = match src.get("pointer") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) if p.is_empty() || p.starts_with('/') => Some(p.clone()),
+        Some(_) => {
+            return Err("field `src.pointer` must be a JSON pointer string (`/messages/3`)".into())
+        }
+    };
+    Ok(Some(Place {
+        file: Some(file),
+        line,
+        pointer,
+    }))
 }
 
 /// [`parse_line`] with the session id borrowed from the line when it can be
 /// (no allocation per record for the id).
-fn parse_line_borrowed(raw: &[u8]) -> std::result::Result<(Option<Cow<'_, str>>, Record), String> {
+fn parse_line_borrowed(raw: &[u8]) -> std::result::Result<Parsed<'_>, String> {
     // The typed fast path covers well-formed common records; anything it
     // rejects is re-read as a generic value so the error names the field
     // (and so duplicate keys behave as JSON.parse: last one wins). The line
@@ -783,15 +863,20 @@ fn parse_line_borrowed(raw: &[u8]) -> std::result::Result<(Option<Cow<'_, str>>,
             }),
             _ => None,
         };
-        if let Some(rec) = rec {
-            return Ok((f.session, rec));
+        let place = match f.src {
+            None => Some(None),
+            Some(src) => src.place().map(Some),
+        };
+        if let (Some(rec), Some(place)) = (rec, place) {
+            return Ok((f.session, rec, place));
         }
     }
     let value: Value = parse_json(line).map_err(|e| format!("not valid JSON ({e})"))?;
     let Value::Object(obj) = value else {
         return Err("not a JSON object".to_string());
     };
-    record_from_object(&obj).map(|(session, rec)| (session.map(Cow::Owned), rec))
+    let (session, rec) = record_from_object(&obj)?;
+    Ok((session.map(Cow::Owned), rec, src_from_object(&obj)?))
 }
 
 /// Validate a record object field by field.
@@ -1176,7 +1261,7 @@ mod tests {
         assert_eq!(fs.sessions.len(), 2);
         assert_eq!(fs.sessions[0].0, "f");
         assert_eq!(fs.sessions[0].1.len(), 2);
-        assert_eq!(fs.sessions[0].1[1].1, 4);
+        assert_eq!(fs.sessions[0].1[1].1.line, 4);
         assert_eq!(fs.sessions[1].0, "B");
     }
 

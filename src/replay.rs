@@ -368,14 +368,14 @@ mod tests {
         for _ in 0..10 {
             recs.push((
                 crate::event::Record::Turn,
-                crate::event::Origin { file: 0, line: 0 },
+                crate::event::Origin::default(),
             ));
             recs.push((
                 crate::event::Record::Usage {
                     input_tokens: Some(10),
                     output_tokens: Some(1),
                 },
-                crate::event::Origin { file: 0, line: 0 },
+                crate::event::Origin::default(),
             ));
         }
         Session::from_records("s".into(), recs)

@@ -231,7 +231,7 @@ pub fn import_command(
     let corpus = read_corpus(paths, read)?;
     warn_skipped(&corpus, err);
     let mut buf: Vec<u8> = Vec::new();
-    crate::import::write_canonical(&corpus.sessions, &mut buf, redact)
+    crate::import::write_canonical(&corpus, &mut buf, redact)
         .map_err(|e| Error::io(output, e))?;
     let bytes = if output.extension().is_some_and(|e| e == "gz") {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

@@ -84,7 +84,7 @@ impl B {
         let recs = self
             .0
             .into_iter()
-            .map(|r| (r, Origin { file: 0, line: 0 }))
+            .map(|r| (r, Origin::default()))
             .collect();
         Session::from_records("s".into(), recs)
     }

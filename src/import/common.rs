@@ -3,7 +3,8 @@
 //! numbers of array elements inside single-JSON files.
 
 use crate::error::{Error, Result};
-use crate::event::Record;
+use crate::event::{Origin, Place, Record};
+use std::sync::Arc;
 use crate::input::FileSessions;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -40,6 +41,8 @@ pub(crate) struct Out {
     fs: FileSessions,
     index: HashMap<String, usize>,
     keys: Vec<Vec<Option<String>>>,
+    /// The place of records pushed now (see [`Out::at`]).
+    place: Option<Arc<Place>>,
 }
 
 impl Out {
@@ -53,6 +56,7 @@ impl Out {
             },
             index: HashMap::new(),
             keys: Vec::new(),
+            place: None,
         }
     }
 
@@ -80,8 +84,26 @@ impl Out {
     /// Append a record with a de-duplication key (the native record it came from).
     pub fn push_keyed(&mut self, sid: &str, rec: Record, line: u32, key: Option<&str>) {
         let i = self.slot(sid);
-        self.fs.sessions[i].1.push((rec, line));
+        let origin = Origin {
+            file: 0,
+            line,
+            place: self.place.clone(),
+        };
+        self.fs.sessions[i].1.push((rec, origin));
         self.keys[i].push(key.map(str::to_string));
+    }
+
+    /// Records pushed from now on come from the native record at JSON
+    /// pointer `pointer` of a whole-document file (`None`: no pointer, for
+    /// line-based formats). Records of one native message share the place.
+    pub fn at(&mut self, pointer: Option<String>) {
+        self.place = pointer.map(|p| {
+            Arc::new(Place {
+                file: None,
+                line: None,
+                pointer: Some(p),
+            })
+        });
     }
 
     /// Add a metadata entry for a session (merged into its resolved metadata).
@@ -419,4 +441,14 @@ mod tests {
         let v: Value = serde_json::json!([{"type":"text","text":"a"},{"type":"image"},{"type":"text","text":"b"}]);
         assert_eq!(text_of(Some(&v)), "a\n[image]\nb");
     }
+}
+
+/// A JSON pointer (RFC 6901) from its reference tokens: `~` and `/` escaped.
+pub(crate) fn pointer<T: std::fmt::Display>(tokens: &[T]) -> String {
+    let mut p = String::new();
+    for t in tokens {
+        p.push('/');
+        p.push_str(&t.to_string().replace('~', "~0").replace('/', "~1"));
+    }
+    p
 }

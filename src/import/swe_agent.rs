@@ -2,7 +2,9 @@
 //! `history` messages, `info`) mapped onto canonical records: one turn per
 //! trajectory step, or per non-demo assistant message for history-only files.
 
-use super::common::{args_from_str, doc_or_skip, element_lines, s, session_rec, text_of, Ctx, Out};
+use super::common::{
+    args_from_str, doc_or_skip, element_lines, pointer, s, session_rec, text_of, Ctx, Out,
+};
 use crate::error::Result;
 use crate::event::Record;
 use serde_json::{Map, Value};
@@ -43,6 +45,10 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     out.push(&sid, session_rec("swe-agent", model_of(m), info_meta(m)), 0);
     let task = live.iter().find(|x| s(x, "role") == Some("user"));
     if let Some(t) = task {
+        let at = history
+            .iter()
+            .position(|h| h.as_object().is_some_and(|h| std::ptr::eq(h, *t)));
+        out.at(at.map(|i| pointer(&["history".to_string(), i.to_string()])));
         out.push(
             &sid,
             Record::User {
@@ -63,6 +69,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
             let mut next = 0usize;
             for (i, step) in steps.iter().enumerate() {
                 let line = lines.get(i).copied().unwrap_or(0);
+                out.at(Some(pointer(&["trajectory".to_string(), i.to_string()])));
                 let Some(step) = step.as_object() else {
                     return Err(ctx.file_err(format!("field `trajectory[{i}]` must be an object")));
                 };
@@ -118,6 +125,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
                     continue;
                 }
                 let line = lines.get(i).copied().unwrap_or(0);
+                out.at(Some(pointer(&["history".to_string(), i.to_string()])));
                 match s(h, "role") {
                     Some("assistant") => {
                         out.push(&sid, Record::Turn, line);
@@ -282,6 +290,6 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(recs[2].1, 2);
+        assert_eq!(recs[2].1.line, 2);
     }
 }
