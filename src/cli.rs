@@ -113,6 +113,19 @@ struct InputArgs {
     /// Input format for every file: `auto` detects it per file by content.
     #[arg(long, value_name = "NAME", default_value = "auto")]
     input_format: String,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// Caps on what one input file may cost.
+#[derive(Debug, Args)]
+struct LimitArgs {
+    /// Most bytes one gzip file may expand to.
+    #[arg(long, value_name = "BYTES", default_value_t = looptune::input::MAX_GZIP_BYTES)]
+    max_gzip_bytes: u64,
+    /// Most times a gzip file may expand (checked past 16 MiB decompressed).
+    #[arg(long, value_name = "N", default_value_t = looptune::input::MAX_GZIP_RATIO)]
+    max_gzip_ratio: u64,
 }
 
 impl InputArgs {
@@ -122,6 +135,8 @@ impl InputArgs {
             format: Some(self.input_format.clone()),
             digests,
             jobs,
+            max_gzip_bytes: self.limits.max_gzip_bytes,
+            max_gzip_ratio: self.limits.max_gzip_ratio,
         }
     }
 }
@@ -228,6 +243,8 @@ struct SweepArgs {
     #[arg(long, value_name = "NAME", default_value = "auto")]
     input_format: String,
     #[command(flatten)]
+    limits: LimitArgs,
+    #[command(flatten)]
     ci: CiOpts,
     /// No progress bar.
     #[arg(long, short = 'q')]
@@ -298,6 +315,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
                     format: Some(a.input_format.clone()),
                     digests: true,
                     jobs: a.jobs,
+                    max_gzip_bytes: a.limits.max_gzip_bytes,
+                    max_gzip_ratio: a.limits.max_gzip_ratio,
                 },
                 grid: a.grid.clone(),
                 labels: a.ci.labels.clone(),

@@ -376,6 +376,10 @@ pub struct Corpus {
     pub sessions: Vec<Arc<Session>>,
     /// First messages of skipped lines (`FILE:LINE: ...`), for the summary.
     pub skipped: Vec<String>,
+    /// Entries of walked folders skipped under `--lenient` because they could
+    /// not be read (dangling or looping links, unreadable files or folders);
+    /// each also has a note in [`Corpus::skipped`].
+    pub unreadable: u64,
 }
 
 impl Corpus {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// How to read inputs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ReadOptions {
     /// Skip and count bad lines instead of stopping at the first.
     pub lenient: bool,
@@ -25,6 +25,34 @@ pub struct ReadOptions {
     pub digests: bool,
     /// Threads reading files: 0 means all cores, 1 reads on the calling thread.
     pub jobs: usize,
+    /// Most bytes one gzip file may expand to (`--max-gzip-bytes`).
+    pub max_gzip_bytes: u64,
+    /// Most a gzip file may expand, as decompressed over stored bytes, once
+    /// past [`RATIO_FLOOR`] (`--max-gzip-ratio`).
+    pub max_gzip_ratio: u64,
+}
+
+/// Default of [`ReadOptions::max_gzip_bytes`]: 1 GiB, far above any real
+/// session log, far below what takes a machine down.
+pub const MAX_GZIP_BYTES: u64 = 1 << 30;
+/// Default of [`ReadOptions::max_gzip_ratio`]: JSON logs compress 5 to 30
+/// times; a gzip bomb expands up to 1,032 times.
+pub const MAX_GZIP_RATIO: u64 = 100;
+/// Decompressed size below which the ratio is not checked: a small file
+/// costs nothing whatever its ratio.
+pub const RATIO_FLOOR: u64 = 16 << 20;
+
+impl Default for ReadOptions {
+    fn default() -> ReadOptions {
+        ReadOptions {
+            lenient: false,
+            format: None,
+            digests: false,
+            jobs: 0,
+            max_gzip_bytes: MAX_GZIP_BYTES,
+            max_gzip_ratio: MAX_GZIP_RATIO,
+        }
+    }
 }
 
 /// How many skipped-line messages a corpus keeps for its summary.
@@ -73,7 +101,7 @@ pub fn read_corpus_with(
     opts: &ReadOptions,
     progress: &dyn crate::progress::Progress,
 ) -> Result<Corpus> {
-    let files = collect_files(paths)?;
+    let (files, walk_notes) = collect_files_with(paths, opts.lenient)?;
     progress.set_length(
         files
             .iter()
@@ -93,19 +121,33 @@ pub fn read_corpus_with(
                 .join(", ")
         )));
     }
-    let mut corpus = Corpus::default();
+    let mut corpus = Corpus {
+        unreadable: walk_notes.len() as u64,
+        skipped: walk_notes,
+        ..Default::default()
+    };
     // Files are read and parsed in parallel (in the caller's rayon pool), then
     // merged in order, so the result and the first error do not depend on it.
     // Every file is read before merging: clashing native ids need all files.
     let load_one = |found: &Found| -> Result<Loaded> {
-        let (bytes, display) = load(found)?;
+        let walked = matches!(found, Found::Path { walked: true, .. });
+        let (bytes, display) = match load(found) {
+            Ok(loaded) => loaded,
+            // An unreadable file of a walked folder does not stop a lenient run.
+            Err(Error::Io { path, source }) if walked && opts.lenient => {
+                return Ok(Loaded::Unreadable(format!(
+                    "{}: skipped file (cannot read: {source})",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(e),
+        };
         let sha256 = if opts.digests {
             hex(&Sha256::digest(&bytes))
         } else {
             String::new()
         };
         let stored = bytes.len() as u64;
-        let walked = matches!(found, Found::Path { walked: true, .. });
         let parsed = parse_bytes(&display, found.stem(), bytes, opts);
         progress.inc(stored);
         match parsed {
@@ -140,6 +182,11 @@ pub fn read_corpus_with(
                 fs,
             } => (display, sha256, stored, *fs),
             Loaded::Skipped(note) => {
+                corpus.skipped.push(note);
+                continue;
+            }
+            Loaded::Unreadable(note) => {
+                corpus.unreadable += 1;
                 corpus.skipped.push(note);
                 continue;
             }
@@ -234,7 +281,10 @@ enum Loaded {
         stored: u64,
         fs: Box<FileSessions>,
     },
+    /// Walked, but no importer recognises it.
     Skipped(String),
+    /// Walked, but could not be read (lenient).
+    Unreadable(String),
 }
 
 /// One file as read, before its sessions are merged into the corpus.
@@ -396,8 +446,21 @@ pub fn file_stem(path: &Path) -> String {
 }
 
 /// Expand folders recursively (byte order of paths); keep files and `-` in the order given.
+/// Strict: an unreadable entry of a walked folder is an error (see [`collect_files_with`]).
 pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<Found>> {
+    collect_files_with(paths, false).map(|(found, _)| found)
+}
+
+/// [`collect_files`]. Inside walked folders, only regular files and folders
+/// are taken: a FIFO, socket or device is skipped (reading a FIFO would wait
+/// for a writer forever), and a symbolic link to a folder is not followed (no
+/// cycles). A dangling or looping symbolic link with a session file's name,
+/// or a folder that cannot be listed, is an error; with `lenient` it is
+/// skipped instead, with a note (`PATH: skipped file (...)`) in the second
+/// value.
+pub fn collect_files_with(paths: &[PathBuf], lenient: bool) -> Result<(Vec<Found>, Vec<String>)> {
     let mut out = Vec::new();
+    let mut notes = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" {
             out.push(Found::Stdin);
@@ -406,7 +469,12 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<Found>> {
         let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
         if meta.is_dir() {
             let mut found = Vec::new();
-            walk(p, &mut found)?;
+            let mut w = Walk {
+                lenient,
+                found: &mut found,
+                notes: &mut notes,
+            };
+            w.dir(p)?;
             // Byte order of the full paths, as the spec requires.
             found.sort_by(|a: &PathBuf, b| {
                 a.as_os_str()
@@ -425,22 +493,78 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<Found>> {
             });
         }
     }
-    Ok(out)
+    Ok((out, notes))
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let path = entry.path();
-        let ft = entry.file_type().map_err(|e| Error::io(&path, e))?;
-        if ft.is_dir() {
-            walk(&path, out)?;
-        } else if is_candidate(&path) {
-            out.push(path);
+/// A folder walk: what it found, and what it skipped under `--lenient`.
+struct Walk<'a> {
+    lenient: bool,
+    found: &'a mut Vec<PathBuf>,
+    notes: &'a mut Vec<String>,
+}
+
+impl Walk<'_> {
+    /// Strict: the error; lenient: a note, and the walk goes on.
+    fn unreadable(&mut self, path: &Path, what: &str, e: std::io::Error) -> Result<()> {
+        if self.lenient {
+            self.notes
+                .push(format!("{}: skipped file ({what}: {e})", path.display()));
+            Ok(())
+        } else {
+            Err(Error::File {
+                path: path.display().to_string(),
+                message: format!("{what}: {e} (--lenient skips it)"),
+            })
         }
     }
-    Ok(())
+
+    fn dir(&mut self, dir: &Path) -> Result<()> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => return self.unreadable(dir, "cannot list folder", e),
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    self.unreadable(dir, "cannot list folder", e)?;
+                    continue;
+                }
+            };
+            let path = entry.path();
+            let ft = match entry.file_type() {
+                Ok(ft) => ft,
+                Err(e) => {
+                    self.unreadable(&path, "cannot read entry", e)?;
+                    continue;
+                }
+            };
+            if ft.is_dir() {
+                self.dir(&path)?;
+                continue;
+            }
+            if !is_candidate(&path) {
+                continue;
+            }
+            let ft = if ft.is_symlink() {
+                match std::fs::metadata(&path) {
+                    Ok(m) => m.file_type(),
+                    Err(e) => {
+                        self.unreadable(&path, "dangling or looping symbolic link", e)?;
+                        continue;
+                    }
+                }
+            } else {
+                ft
+            };
+            // Only regular files: a FIFO would block the read forever, and
+            // a link to a folder is not followed.
+            if ft.is_file() {
+                self.found.push(path);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Files a folder walk picks up: canonical JSONL and the native formats' extensions.
@@ -470,19 +594,59 @@ fn load(found: &Found) -> Result<(Vec<u8>, String)> {
     }
 }
 
-/// Decompress gzip input; a truncated stream is an error at the line it broke.
-fn gunzip(display: &str, bytes: &[u8]) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
+/// Decompress gzip input within the caps of `opts`; a truncated stream is an
+/// error at the line it broke.
+fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
+    let mut out: Vec<u8> = Vec::new();
     let mut dec = flate2::read::MultiGzDecoder::new(bytes);
-    if let Err(e) = dec.read_to_end(&mut out) {
-        let line = out.iter().filter(|b| **b == b'\n').count() as u64 + 1;
-        return Err(Error::Line {
-            path: display.to_string(),
-            line,
-            message: format!("gzip stream is damaged or truncated ({e})"),
-        });
+    let stored = bytes.len().max(1) as u64;
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = match dec.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let line = out.iter().filter(|b| **b == b'\n').count() as u64 + 1;
+                return Err(Error::Line {
+                    path: display.to_string(),
+                    line,
+                    message: format!("gzip stream is damaged or truncated ({e})"),
+                });
+            }
+        };
+        let total = out.len() as u64 + n as u64;
+        if total > opts.max_gzip_bytes {
+            return Err(Error::File {
+                path: display.to_string(),
+                message: format!(
+                    "gzip stream expands to more than {} bytes (--max-gzip-bytes raises the cap)",
+                    opts.max_gzip_bytes
+                ),
+            });
+        }
+        if total > RATIO_FLOOR && total > stored.saturating_mul(opts.max_gzip_ratio) {
+            return Err(Error::File {
+                path: display.to_string(),
+                message: format!(
+                    "gzip stream expands more than {} times its {stored} bytes (--max-gzip-ratio raises the cap)",
+                    opts.max_gzip_ratio
+                ),
+            });
+        }
+        // Growing the buffer can fail on a machine short of memory: say so
+        // rather than call the stream damaged.
+        if out.try_reserve(n).is_err() {
+            return Err(Error::File {
+                path: display.to_string(),
+                message: format!(
+                    "out of memory after decompressing {} bytes (--max-gzip-bytes sets a lower cap)",
+                    out.len()
+                ),
+            });
+        }
+        out.extend_from_slice(&chunk[..n]);
     }
-    Ok(out)
 }
 
 fn is_gzip(bytes: &[u8]) -> bool {
@@ -497,7 +661,7 @@ pub fn parse_bytes(
     opts: &ReadOptions,
 ) -> Result<FileSessions> {
     let bytes = if is_gzip(&bytes) {
-        gunzip(display, &bytes)?
+        gunzip(display, &bytes, opts)?
     } else {
         bytes
     };
@@ -756,7 +920,8 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
 
 /// Parse one canonical line into its session id and record; errors name the field.
 pub fn parse_line(line: &str) -> std::result::Result<(Option<String>, Record), String> {
-    parse_line_borrowed(line.as_bytes()).map(|(session, rec, _)| (session.map(Cow::into_owned), rec))
+    parse_line_borrowed(line.as_bytes())
+        .map(|(session, rec, _)| (session.map(Cow::into_owned), rec))
 }
 
 /// A line's session id (borrowed when it can be), record and `src` provenance.

@@ -366,10 +366,7 @@ mod tests {
     fn session() -> Session {
         let mut recs = Vec::new();
         for _ in 0..10 {
-            recs.push((
-                crate::event::Record::Turn,
-                crate::event::Origin::default(),
-            ));
+            recs.push((crate::event::Record::Turn, crate::event::Origin::default()));
             recs.push((
                 crate::event::Record::Usage {
                     input_tokens: Some(10),

@@ -231,8 +231,7 @@ pub fn import_command(
     let corpus = read_corpus(paths, read)?;
     warn_skipped(&corpus, err);
     let mut buf: Vec<u8> = Vec::new();
-    crate::import::write_canonical(&corpus, &mut buf, redact)
-        .map_err(|e| Error::io(output, e))?;
+    crate::import::write_canonical(&corpus, &mut buf, redact).map_err(|e| Error::io(output, e))?;
     let bytes = if output.extension().is_some_and(|e| e == "gz") {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         enc.write_all(&buf).map_err(|e| Error::io(output, e))?;
@@ -281,6 +280,14 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         .filter(|m| m.contains(": skipped file ("))
     {
         writeln!(err, "warning: {m}").ok();
+    }
+    if corpus.unreadable > 0 {
+        writeln!(
+            err,
+            "warning: skipped {} unreadable entries of walked folders (--lenient)",
+            corpus.unreadable
+        )
+        .ok();
     }
 }
 

@@ -209,12 +209,7 @@ fn lone_surrogates_stay_distinct_and_cline_drops_proto() {
     let session = |lines: &[&str]| {
         let recs = lines
             .iter()
-            .map(|l| {
-                (
-                    parse_line(l).unwrap().1,
-                    looptune::event::Origin::default(),
-                )
-            })
+            .map(|l| (parse_line(l).unwrap().1, looptune::event::Origin::default()))
             .collect();
         Prepared::new(std::sync::Arc::new(looptune::event::Session::from_records(
             "s".into(),

@@ -74,7 +74,9 @@ fn check_calls(corpus: &Corpus) -> BTreeMap<String, usize> {
                 }
                 // JSONL: the line, and the pointer inside it when there is one.
                 _ => {
-                    let line = p.line.unwrap_or_else(|| panic!("{p}: a JSONL record needs a line"));
+                    let line = p
+                        .line
+                        .unwrap_or_else(|| panic!("{p}: a JSONL record needs a line"));
                     let raw = &lines[line as usize - 1];
                     let v: Value = serde_json::from_str(raw.trim_start_matches('\u{feff}'))
                         .unwrap_or_else(|e| panic!("{p}: not JSON ({e})"));
@@ -100,7 +102,9 @@ fn check_calls(corpus: &Corpus) -> BTreeMap<String, usize> {
                 !head.is_empty() && shown.contains(&escaped(&head))
             });
             assert!(
-                shown.contains(&escaped(name)) || id.as_deref().is_some_and(|i| shown.contains(i)) || arg,
+                shown.contains(&escaped(name))
+                    || id.as_deref().is_some_and(|i| shown.contains(i))
+                    || arg,
                 "{} event {} ({format}): {p} does not hold the call `{name}`: {}",
                 s.id,
                 ei + 1,
@@ -136,9 +140,7 @@ fn bundled_fixtures_name_the_line_of_every_call() {
 #[test]
 fn whole_documents_name_a_pointer_that_holds_the_call() {
     let d = tempfile::tempdir().unwrap();
-    let call = |name: &str, id: &str| {
-        serde_json::json!({"id": id, "type": "function", "function": {"name": name, "arguments": "{\"path\":\"a\"}"}})
-    };
+    let call = |name: &str, id: &str| serde_json::json!({"id": id, "type": "function", "function": {"name": name, "arguments": "{\"path\":\"a\"}"}});
     let chat = serde_json::json!([
         {"role": "system", "content": "s"},
         {"role": "user", "content": "fix it"},
@@ -167,7 +169,9 @@ fn whole_documents_name_a_pointer_that_holds_the_call() {
         ("gemini.json", &gemini),
     ] {
         for pretty in [true, false] {
-            let file = d.path().join(format!("{}{name}", if pretty { "p-" } else { "m-" }));
+            let file = d
+                .path()
+                .join(format!("{}{name}", if pretty { "p-" } else { "m-" }));
             let text = if pretty {
                 serde_json::to_string_pretty(doc).unwrap()
             } else {
@@ -195,8 +199,13 @@ fn whole_documents_name_a_pointer_that_holds_the_call() {
 fn real_corpus_names_the_line_or_pointer_of_every_call() {
     let root = PathBuf::from(CORPUS);
     if !root.is_dir() {
-        assert!(std::env::var_os("CI").is_none(), "{CORPUS} is missing under CI");
-        eprintln!("note: {CORPUS} is absent; SKIPPED real_corpus_names_the_line_or_pointer_of_every_call");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CORPUS} is missing under CI"
+        );
+        eprintln!(
+            "note: {CORPUS} is absent; SKIPPED real_corpus_names_the_line_or_pointer_of_every_call"
+        );
         return;
     }
     let got = check_calls(&read(&[root]));
@@ -228,10 +237,20 @@ fn detections_name_the_original_file_through_import() {
     let src = "tests/fixtures/import/claude-edge.jsonl";
     let loops = "fixtures/sessions/loop_identical_read.jsonl";
     let conv = d.path().join("conv.jsonl");
-    let o = looptune(&["import", "--lenient", src, loops, "-o", conv.to_str().unwrap()]);
+    let o = looptune(&[
+        "import",
+        "--lenient",
+        src,
+        loops,
+        "-o",
+        conv.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(&conv).unwrap();
-    assert!(text.contains(&format!("\"src\":{{\"file\":\"{src}\",\"line\":")), "{text}");
+    assert!(
+        text.contains(&format!("\"src\":{{\"file\":\"{src}\",\"line\":")),
+        "{text}"
+    );
 
     let direct = looptune(&["replay", "--format", "json", loops]);
     let via = looptune(&["replay", "--format", "json", conv.to_str().unwrap()]);
@@ -250,7 +269,10 @@ fn detections_name_the_original_file_through_import() {
     let line = a[0]["line"].as_u64().unwrap() as usize;
     let held = std::fs::read_to_string(loops).unwrap();
     let held = held.lines().nth(line - 1).unwrap();
-    assert!(held.contains("\"tool_call\"") && held.contains("read_file"), "{held}");
+    assert!(
+        held.contains("\"tool_call\"") && held.contains("read_file"),
+        "{held}"
+    );
 
     // The table says file:line too.
     let table = looptune(&["replay", conv.to_str().unwrap()]);
@@ -264,8 +286,14 @@ fn bad_src_fields_are_named() {
     for (src, want) in [
         (r#"5"#, "field `src` must be an object"),
         (r#"{"line":3}"#, "missing field `src.file`"),
-        (r#"{"file":"a","line":0}"#, "field `src.line` must be a positive integer"),
-        (r#"{"file":"a","pointer":"x"}"#, "field `src.pointer` must be a JSON pointer"),
+        (
+            r#"{"file":"a","line":0}"#,
+            "field `src.line` must be a positive integer",
+        ),
+        (
+            r#"{"file":"a","pointer":"x"}"#,
+            "field `src.pointer` must be a JSON pointer",
+        ),
     ] {
         let line = format!(r#"{{"type":"tool_call","name":"x","args":{{}},"src":{src}}}"#);
         let e = looptune::input::parse_canonical("f.jsonl", "f", line.as_bytes(), false)

@@ -4,10 +4,10 @@
 
 use crate::error::{Error, Result};
 use crate::event::{Origin, Place, Record};
-use std::sync::Arc;
 use crate::input::FileSessions;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Prefix of the error message for a file no importer recognises; `read_corpus`
 /// skips walked files whose error starts with it.

@@ -6,8 +6,8 @@
 //! parts are calls, `toolResponse` parts (in user messages) their results.
 
 use super::common::{
-    args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec, text_of,
-    Ctx, Out,
+    args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec,
+    text_of, Ctx, Out,
 };
 use crate::error::Result;
 use crate::event::Record;

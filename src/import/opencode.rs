@@ -78,7 +78,11 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     );
     for (i, e) in entries.iter().enumerate() {
         let line = lines.get(i).copied().unwrap_or(0);
-        let tokens: Vec<String> = root.iter().map(|r| r.to_string()).chain([i.to_string()]).collect();
+        let tokens: Vec<String> = root
+            .iter()
+            .map(|r| r.to_string())
+            .chain([i.to_string()])
+            .collect();
         out.at(Some(pointer(&tokens)));
         if !is_entry(e) {
             out.bad(

@@ -4,8 +4,8 @@
 //! mapped onto canonical records, including its stuck detector's verdicts.
 
 use super::common::{
-    args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec, text_of, Ctx,
-    Out,
+    args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec,
+    text_of, Ctx, Out,
 };
 use crate::error::Result;
 use crate::event::Record;

@@ -309,7 +309,13 @@ mod tests {
     fn round_trips_through_the_canonical_reader() {
         let s = session();
         let mut buf = Vec::new();
-        write_sessions(&Corpus::default(), std::slice::from_ref(&s), &mut buf, false).unwrap();
+        write_sessions(
+            &Corpus::default(),
+            std::slice::from_ref(&s),
+            &mut buf,
+            false,
+        )
+        .unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
         assert!(text.starts_with(
             r#"{"type":"session","session":"S","agent":"codex","meta":{"parent_session":"P"}}"#

@@ -126,7 +126,9 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
         }
     }
     let header: [&str; 7] = if multi {
-        ["session", "profile", "kind", "turn", "event", "at", "detail"]
+        [
+            "session", "profile", "kind", "turn", "event", "at", "detail",
+        ]
     } else {
         ["session", "kind", "turn", "event", "strike", "at", "detail"]
     };
