@@ -398,6 +398,16 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
     out
 }
 
+/// A JSON pointer (RFC 6901) from its reference tokens: `~` and `/` escaped.
+pub(crate) fn pointer<T: std::fmt::Display>(tokens: &[T]) -> String {
+    let mut p = String::new();
+    for t in tokens {
+        p.push('/');
+        p.push_str(&t.to_string().replace('~', "~0").replace('/', "~1"));
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,18 +447,15 @@ mod tests {
     }
 
     #[test]
+    fn pointers_escape_tilde_and_slash() {
+        assert_eq!(pointer(&["messages", "3"]), "/messages/3");
+        assert_eq!(pointer(&["a/b", "c~d"]), "/a~1b/c~0d");
+        assert_eq!(pointer::<&str>(&[]), "");
+    }
+
+    #[test]
     fn text_of_parts() {
         let v: Value = serde_json::json!([{"type":"text","text":"a"},{"type":"image"},{"type":"text","text":"b"}]);
         assert_eq!(text_of(Some(&v)), "a\n[image]\nb");
     }
-}
-
-/// A JSON pointer (RFC 6901) from its reference tokens: `~` and `/` escaped.
-pub(crate) fn pointer<T: std::fmt::Display>(tokens: &[T]) -> String {
-    let mut p = String::new();
-    for t in tokens {
-        p.push('/');
-        p.push_str(&t.to_string().replace('~', "~0").replace('/', "~1"));
-    }
-    p
 }
