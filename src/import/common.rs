@@ -4,36 +4,12 @@
 
 use crate::error::{Error, Result};
 use crate::event::{Origin, Place, Record};
-use crate::input::FileSessions;
+pub(crate) use crate::format::Ctx;
+use crate::format::FileSessions;
+pub(crate) use crate::json::{opt_arr, opt_str, req_obj, req_str, s};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// Prefix of the error message for a file no importer recognises; `read_corpus`
-/// skips walked files whose error starts with it.
-pub const UNRECOGNISED: &str = "not a recognised session log";
-
-/// What an importer is reading.
-pub(crate) struct Ctx<'a> {
-    /// File as given, for messages.
-    pub display: &'a str,
-    /// File stem: the default session id.
-    pub stem: &'a str,
-    /// The file's (decompressed) bytes.
-    pub bytes: &'a [u8],
-    /// Skip and count bad lines instead of failing.
-    pub lenient: bool,
-}
-
-impl Ctx<'_> {
-    /// A whole-file error.
-    pub fn file_err(&self, message: impl Into<String>) -> Error {
-        Error::File {
-            path: self.display.to_string(),
-            message: message.into(),
-        }
-    }
-}
 
 /// Builds a [`FileSessions`]: records per session in order of first appearance,
 /// with optional de-duplication keys.
@@ -175,7 +151,7 @@ pub(crate) fn parse_object(
     text: std::result::Result<&str, String>,
 ) -> std::result::Result<Map<String, Value>, String> {
     let text = text?;
-    match crate::input::parse_json(text) {
+    match crate::json::parse_json(text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err("not a JSON object".to_string()),
         Err(e) => Err(format!("not valid JSON ({e})")),
@@ -185,7 +161,7 @@ pub(crate) fn parse_object(
 /// Parse a whole file as one JSON value (BOM tolerated).
 pub(crate) fn parse_doc(bytes: &[u8]) -> std::result::Result<Value, serde_json::Error> {
     let bytes = bytes.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(bytes);
-    crate::input::parse_json_slice(bytes)
+    crate::json::parse_json_slice(bytes)
 }
 
 /// Parse a whole single-JSON file; a parse failure is an error at its line,
@@ -224,59 +200,6 @@ fn raw_args(v: Value) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("_raw".to_string(), v);
     m
-}
-
-/// A string field, if present and a string.
-pub(crate) fn s<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    m.get(key).and_then(Value::as_str)
-}
-
-/// A field that must be a string when present: `Err` names it otherwise.
-pub(crate) fn opt_str<'a>(
-    m: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> std::result::Result<Option<&'a str>, String> {
-    match m.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(v)) => Ok(Some(v)),
-        Some(_) => Err(format!("field `{path}` must be a string")),
-    }
-}
-
-/// A field that must be a string.
-pub(crate) fn req_str<'a>(
-    m: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> std::result::Result<&'a str, String> {
-    opt_str(m, key, path)?.ok_or_else(|| format!("missing field `{path}`"))
-}
-
-/// A field that must be an object.
-pub(crate) fn req_obj<'a>(
-    m: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> std::result::Result<&'a Map<String, Value>, String> {
-    match m.get(key) {
-        Some(Value::Object(o)) => Ok(o),
-        Some(_) => Err(format!("field `{path}` must be an object")),
-        None => Err(format!("missing field `{path}`")),
-    }
-}
-
-/// A field that must be an array when present (missing or null = empty).
-pub(crate) fn opt_arr<'a>(
-    m: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> std::result::Result<&'a [Value], String> {
-    match m.get(key) {
-        None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(a)) => Ok(a),
-        Some(_) => Err(format!("field `{path}` must be an array")),
-    }
 }
 
 /// Text of a message content: a string, or the `text` of its text-like parts

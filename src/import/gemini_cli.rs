@@ -48,7 +48,7 @@ pub(crate) fn claims_message(m: &Map<String, Value>) -> bool {
 }
 
 /// Import one recording (either encoding).
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("gemini-cli");
     let sid = ctx.stem.to_string();
     let (meta, messages) = match parse_doc(ctx.bytes) {
@@ -347,11 +347,36 @@ fn gemini(
     Ok(())
 }
 
+/// Gemini CLI conversation records (JSON or JSONL).
+pub(crate) struct GeminiCli;
+
+impl crate::format::Format for GeminiCli {
+    fn name(&self) -> &'static str {
+        "gemini-cli"
+    }
+    fn expected(&self) -> &'static str {
+        "a Gemini CLI ConversationRecord with `sessionId` and `messages`, or its JSONL form"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        line.as_object()
+            .is_some_and(|m| sniff_line(m) || claims_message(m))
+    }
+    fn claims_line(&self, line: &Map<String, Value>) -> bool {
+        claims_message(line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(text: &str) -> crate::input::FileSessions {
+    fn run(text: &str) -> crate::format::FileSessions {
         let ctx = Ctx {
             display: "s.json",
             stem: "s",

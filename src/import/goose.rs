@@ -59,7 +59,7 @@ pub(crate) fn sniff_doc(v: &Value) -> bool {
 }
 
 /// Import one Goose session file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("goose");
     let sid = ctx.stem.to_string();
     out.open(&sid);
@@ -226,6 +226,27 @@ fn message(
         _ => out.unknown(),
     }
     Ok(())
+}
+
+/// Goose session JSONL or JSON.
+pub(crate) struct Goose;
+
+impl crate::format::Format for Goose {
+    fn name(&self) -> &'static str {
+        "goose"
+    }
+    fn expected(&self) -> &'static str {
+        "a Goose session JSONL (metadata line, then messages with `role`, `created`, `content`)"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        line.as_object().is_some_and(sniff_line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ pub(crate) fn sniff_line(v: &Value) -> bool {
 }
 
 /// Import a file of message lists.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("openai-chat");
     if let Ok(doc) = parse_doc(ctx.bytes) {
         if is_list(&doc) || doc.is_array() || doc.get("messages").is_some() {
@@ -62,7 +62,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     let mut parsed: Vec<(u32, Value)> = Vec::new();
     for (line, text) in lines(ctx.bytes) {
         match text
-            .and_then(|t| crate::input::parse_json(t).map_err(|e| format!("not valid JSON ({e})")))
+            .and_then(|t| crate::json::parse_json(t).map_err(|e| format!("not valid JSON ({e})")))
         {
             Ok(v) => parsed.push((line, v)),
             Err(e) => out.bad(ctx, line as u64, e)?,
@@ -360,11 +360,35 @@ fn fenced_command(text: &str) -> Option<String> {
     None
 }
 
+/// chat-completions message lists (mini-swe-agent).
+pub(crate) struct OpenAiChat;
+
+impl crate::format::Format for OpenAiChat {
+    fn name(&self) -> &'static str {
+        "openai-chat"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["mini-swe-agent", "openai", "chat"]
+    }
+    fn expected(&self) -> &'static str {
+        "a chat-completions message list, an object with `messages`, or one per JSONL line"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        sniff_line(line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(text: &str) -> crate::input::FileSessions {
+    fn run(text: &str) -> crate::format::FileSessions {
         let ctx = Ctx {
             display: "c.jsonl",
             stem: "c",

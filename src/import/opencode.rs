@@ -32,7 +32,7 @@ pub(crate) fn sniff_doc(v: &Value) -> bool {
 }
 
 /// Import one export file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("opencode");
     let Some(doc) = doc_or_skip(ctx, &mut out)? else {
         return Ok(out.finish());
@@ -194,6 +194,24 @@ fn assistant(out: &mut Out, sid: &str, line: u32, parts: &[Value]) {
             }
             _ => {}
         }
+    }
+}
+
+/// `opencode export` JSON.
+pub(crate) struct OpenCode;
+
+impl crate::format::Format for OpenCode {
+    fn name(&self) -> &'static str {
+        "opencode"
+    }
+    fn expected(&self) -> &'static str {
+        "an `opencode export` object with `info` and `messages[{info, parts}]`"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
     }
 }
 

@@ -81,7 +81,7 @@ pub(crate) fn sniff_line(m: &Map<String, Value>) -> bool {
 }
 
 /// Import a trajectory file or an eval output file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("openhands");
     match parse_doc(ctx.bytes) {
         Ok(Value::Array(events)) => {
@@ -545,11 +545,32 @@ fn legacy_history(
     Ok(())
 }
 
+/// OpenHands trajectories and eval output.
+pub(crate) struct OpenHands;
+
+impl crate::format::Format for OpenHands {
+    fn name(&self) -> &'static str {
+        "openhands"
+    }
+    fn expected(&self) -> &'static str {
+        "an OpenHands event array or eval output lines with `history`"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        line.as_object().is_some_and(sniff_line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(text: &str, stem: &str) -> crate::input::FileSessions {
+    fn run(text: &str, stem: &str) -> crate::format::FileSessions {
         let ctx = Ctx {
             display: "o.json",
             stem,

@@ -25,7 +25,7 @@ pub(crate) fn sniff_doc(v: &Value) -> bool {
 }
 
 /// Import one `.traj` file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("swe-agent");
     let Some(doc) = doc_or_skip(ctx, &mut out)? else {
         return Ok(out.finish());
@@ -248,6 +248,27 @@ fn info_meta(m: &Map<String, Value>) -> Map<String, Value> {
         meta.insert("environment".into(), env.clone());
     }
     meta
+}
+
+/// SWE-agent `.traj` trajectories.
+pub(crate) struct SweAgent;
+
+impl crate::format::Format for SweAgent {
+    fn name(&self) -> &'static str {
+        "swe-agent"
+    }
+    fn expected(&self) -> &'static str {
+        "a SWE-agent .traj object with `trajectory` or `history`"
+    }
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".traj", ".json"]
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
 }
 
 #[cfg(test)]
