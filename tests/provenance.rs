@@ -308,3 +308,24 @@ fn bad_src_fields_are_named() {
     assert_eq!(place.line, Some(7));
     assert_eq!(place.pointer.as_deref(), Some("/messages/2"));
 }
+
+/// A JUnit failure for a false positive names the file and line it fired at.
+#[test]
+fn junit_failures_name_file_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    let xml = d.path().join("j.xml");
+    let o = looptune(&[
+        "replay",
+        "fixtures/sessions",
+        "--labels",
+        "fixtures/labels.csv",
+        "--junit",
+        xml.to_str().unwrap(),
+    ]);
+    assert!(o.status.code().is_some(), "{}", String::from_utf8_lossy(&o.stderr));
+    let junit = std::fs::read_to_string(&xml).unwrap();
+    let want = "event 25 (fixtures/sessions/clean_polling_process.jsonl:25)";
+    assert!(junit.contains(want), "{junit}");
+    let held = std::fs::read_to_string("fixtures/sessions/clean_polling_process.jsonl").unwrap();
+    assert!(held.lines().nth(24).unwrap().contains("\"tool_call\""));
+}
