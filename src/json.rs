@@ -92,10 +92,14 @@ pub enum FieldError {
         /// What it must be.
         expected: &'static str,
     },
+    /// A number too large for what it counts.
+    #[error("field `{0}` is too large")]
+    TooLarge(String),
 }
 
 impl FieldError {
-    fn ty(field: &str, expected: &'static str) -> FieldError {
+    /// A field of the wrong type.
+    pub fn ty(field: &str, expected: &'static str) -> FieldError {
         FieldError::Type {
             field: field.to_string(),
             expected,

@@ -322,7 +322,11 @@ fn junit_failures_name_file_and_line() {
         "--junit",
         xml.to_str().unwrap(),
     ]);
-    assert!(o.status.code().is_some(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.code().is_some(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let junit = std::fs::read_to_string(&xml).unwrap();
     let want = "event 25 (fixtures/sessions/clean_polling_process.jsonl:25)";
     assert!(junit.contains(want), "{junit}");
