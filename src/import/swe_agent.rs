@@ -61,6 +61,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     match m.get("trajectory") {
         Some(Value::Array(steps)) => {
             let lines = element_lines(ctx.bytes, Some("trajectory"));
+            let history_lines = element_lines(ctx.bytes, Some("history"));
             let assistants: Vec<&Map<String, Value>> = live
                 .iter()
                 .copied()
@@ -99,9 +100,21 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
                 if calls.is_empty() {
                     out.push(&sid, text_action(action), line);
                 } else {
-                    for (name, args, id) in calls {
-                        out.push(&sid, Record::ToolCall { name, args, id }, line);
+                    // The calls are the history message's: name its place.
+                    let k = msg.and_then(|m| {
+                        history
+                            .iter()
+                            .position(|h| h.as_object().is_some_and(|h| std::ptr::eq(h, m)))
+                    });
+                    let call_line = k.and_then(|k| history_lines.get(k).copied());
+                    if let Some(k) = k {
+                        out.at(Some(pointer(&["history".to_string(), k.to_string()])));
                     }
+                    for (name, args, id) in calls {
+                        let at = call_line.unwrap_or(line);
+                        out.push(&sid, Record::ToolCall { name, args, id }, at);
+                    }
+                    out.at(Some(pointer(&["trajectory".to_string(), i.to_string()])));
                 }
                 out.push(
                     &sid,
