@@ -14,12 +14,13 @@ fn input_formats() -> PossibleValuesParser {
         PossibleValue::new("auto").help("detect the format per file, by content"),
         PossibleValue::new("canonical"),
     ];
+    // Every importer's name and alias from the one registry; the short
+    // aliases are accepted but not listed.
     v.extend(
-        looptune::import::FORMATS
-            .iter()
-            .map(|f| PossibleValue::new(*f)),
+        looptune::import::format_names()
+            .into_iter()
+            .map(|f| PossibleValue::new(f).hide(matches!(f, "openai" | "chat"))),
     );
-    v.extend(["openai", "chat"].map(|a| PossibleValue::new(a).hide(true)));
     PossibleValuesParser::new(v)
 }
 
@@ -258,6 +259,19 @@ struct InputArgs {
     /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
     #[arg(long)]
     allow_empty: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// Caps on what one input file may cost.
+#[derive(Debug, Args)]
+struct LimitArgs {
+    /// Most bytes one gzip file may expand to.
+    #[arg(long, value_name = "BYTES", default_value_t = looptune::input::MAX_GZIP_BYTES)]
+    max_gzip_bytes: u64,
+    /// Most times a gzip file may expand (checked past 16 MiB decompressed).
+    #[arg(long, value_name = "N", default_value_t = looptune::input::MAX_GZIP_RATIO)]
+    max_gzip_ratio: u64,
 }
 
 impl InputArgs {
@@ -267,6 +281,8 @@ impl InputArgs {
             format: Some(self.input_format.clone()),
             digests,
             jobs,
+            max_gzip_bytes: self.limits.max_gzip_bytes,
+            max_gzip_ratio: self.limits.max_gzip_ratio,
         }
     }
 }
@@ -406,6 +422,8 @@ struct SweepArgs {
     /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
     #[arg(long)]
     allow_empty: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
     #[command(flatten)]
     ci: CiOpts,
     /// No progress bar.
@@ -575,6 +593,8 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                     format: Some(a.input_format.clone()),
                     digests: true,
                     jobs: a.jobs,
+                    max_gzip_bytes: a.limits.max_gzip_bytes,
+                    max_gzip_ratio: a.limits.max_gzip_ratio,
                 },
                 grid: a.grid.clone(),
                 labels: a.ci.labels.clone(),

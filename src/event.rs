@@ -117,13 +117,66 @@ impl Record {
     }
 }
 
-/// Where a record came from, for error messages and report excerpts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a record came from, for error messages, report excerpts and the
+/// `file`/`line`/`pointer` of every detection (see [`Corpus::provenance`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Origin {
     /// Index into [`Corpus::files`].
     pub file: u32,
     /// 1-based line number in that file (0 when the importer has no lines).
     pub line: u32,
+    /// More than a line: the position inside a whole-document file, or the
+    /// original place a converted canonical record names in its `src` field.
+    /// Shared by the records of one native message; `None` for plain JSONL.
+    pub place: Option<Arc<Place>>,
+}
+
+impl Origin {
+    /// A record at `line` of file `file`, with nothing more to say.
+    pub fn at(file: u32, line: u32) -> Origin {
+        Origin {
+            file,
+            line,
+            place: None,
+        }
+    }
+}
+
+/// Provenance beyond a line of the file read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Place {
+    /// The original file, when the record was read from a converted canonical
+    /// file whose `src` names it; `None` means the file read.
+    pub file: Option<String>,
+    /// 1-based line in [`Place::file`] (only with `file`; otherwise
+    /// [`Origin::line`] is the line).
+    pub line: Option<u32>,
+    /// JSON pointer (RFC 6901) of the native record inside a whole-document
+    /// file, e.g. `/messages/3`.
+    pub pointer: Option<String>,
+}
+
+/// Where one record came from, resolved for output: the original file and
+/// its line, or its JSON pointer for whole-document formats (or both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Provenance<'a> {
+    /// File as given (or as a converted file's `src` names it); `-` for stdin.
+    pub file: &'a str,
+    /// 1-based line, when known.
+    pub line: Option<u32>,
+    /// JSON pointer inside the file, for whole-document formats.
+    pub pointer: Option<&'a str>,
+}
+
+impl std::fmt::Display for Provenance<'_> {
+    /// `FILE:LINE`, `FILE#POINTER` when there is no line, else `FILE`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, self.pointer) {
+            (Some(l), _) => write!(f, "{}:{l}", self.file),
+            (None, Some(p)) => write!(f, "{}#{p}", self.file),
+            (None, None) => f.write_str(self.file),
+        }
+    }
 }
 
 /// A record placed in its session: its turn (0 before the first turn) and origin.
@@ -323,9 +376,42 @@ pub struct Corpus {
     pub sessions: Vec<Arc<Session>>,
     /// First messages of skipped lines (`FILE:LINE: ...`), for the summary.
     pub skipped: Vec<String>,
+    /// Entries of walked folders skipped under `--lenient` because they could
+    /// not be read (dangling or looping links, unreadable files or folders);
+    /// each also has a note in [`Corpus::skipped`].
+    pub unreadable: u64,
 }
 
 impl Corpus {
+    /// Where event `event` (1-based, as detections count) of session
+    /// `session` (index into [`Corpus::sessions`]) came from; `None` when
+    /// either is out of range. A record converted by `looptune import -o`
+    /// names the original native file, not the converted one.
+    pub fn provenance(&self, session: usize, event: u32) -> Option<Provenance<'_>> {
+        let s = self.sessions.get(session)?;
+        let e = s.events.get((event as usize).checked_sub(1)?)?;
+        Some(self.origin_provenance(&e.origin))
+    }
+
+    /// [`Corpus::provenance`] of one origin.
+    pub fn origin_provenance<'a>(&'a self, o: &'a Origin) -> Provenance<'a> {
+        let place = o.place.as_deref();
+        match place.and_then(|p| p.file.as_deref()) {
+            Some(file) => Provenance {
+                file,
+                line: place.and_then(|p| p.line),
+                pointer: place.and_then(|p| p.pointer.as_deref()),
+            },
+            None => Provenance {
+                file: self
+                    .files
+                    .get(o.file as usize)
+                    .map_or("", |f| f.path.as_str()),
+                line: (o.line > 0).then_some(o.line),
+                pointer: place.and_then(|p| p.pointer.as_deref()),
+            },
+        }
+    }
     /// Total number of records over all sessions.
     pub fn events(&self) -> usize {
         self.sessions.iter().map(|s| s.events.len()).sum()
@@ -341,7 +427,7 @@ mod tests {
     use super::*;
 
     fn o() -> Origin {
-        Origin { file: 0, line: 0 }
+        Origin::default()
     }
 
     fn content(t: &str) -> (Record, Origin) {

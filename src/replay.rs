@@ -8,7 +8,7 @@
 //! `--jobs`. Policies are applied afterwards, per configuration and session.
 
 use crate::detect::{Check, Detection, DetectorConfig, Policy, Prepared};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::{Corpus, Session};
 use crate::progress::Progress;
 use rayon::prelude::*;
@@ -74,13 +74,7 @@ pub struct Replay {
 /// One check on one session: its detections and, for judges, the due checks.
 type CheckRun = (Vec<Detection>, Option<Vec<(u32, bool)>>);
 
-/// Build a local thread pool (`jobs` = 0 means all cores).
-pub fn pool(jobs: usize) -> Result<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|e| Error::Usage(format!("cannot start {jobs} worker threads: {e}")))
-}
+pub use crate::pool::pool;
 
 /// Replay every configuration over the corpus.
 pub fn replay(
@@ -367,16 +361,13 @@ mod tests {
     fn session() -> Session {
         let mut recs = Vec::new();
         for _ in 0..10 {
-            recs.push((
-                crate::event::Record::Turn,
-                crate::event::Origin { file: 0, line: 0 },
-            ));
+            recs.push((crate::event::Record::Turn, crate::event::Origin::default()));
             recs.push((
                 crate::event::Record::Usage {
                     input_tokens: Some(10),
                     output_tokens: Some(1),
                 },
-                crate::event::Origin { file: 0, line: 0 },
+                crate::event::Origin::default(),
             ));
         }
         Session::from_records("s".into(), recs)

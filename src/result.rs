@@ -204,9 +204,45 @@ pub struct FirstDetection {
     pub kind: String,
     /// Detail (first 300 characters).
     pub detail: String,
-    /// Where the triggering record is: `FILE:LINE` or `FILE#POINTER`.
+    /// Where the triggering record is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub place: Option<String>,
+    pub place: Option<PlaceRecord>,
+}
+
+/// Where a record is in the user's files: the file, and its 1-based line or
+/// (whole-document formats) its JSON pointer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlaceRecord {
+    /// File as given (or as a converted file's `src` names it).
+    pub file: String,
+    /// 1-based line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// JSON pointer inside a whole-document file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+}
+
+impl PlaceRecord {
+    /// The place of a record, if its file is known.
+    pub fn of(p: crate::event::Provenance) -> Option<PlaceRecord> {
+        (!p.file.is_empty()).then(|| PlaceRecord {
+            file: p.file.to_string(),
+            line: p.line,
+            pointer: p.pointer.map(str::to_string),
+        })
+    }
+}
+
+impl std::fmt::Display for PlaceRecord {
+    /// `FILE:LINE`, `FILE#POINTER` without a line, else `FILE`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, &self.pointer) {
+            (Some(l), _) => write!(f, "{}:{l}", self.file),
+            (None, Some(p)) => write!(f, "{}#{p}", self.file),
+            (None, None) => f.write_str(&self.file),
+        }
+    }
 }
 
 /// What one configuration did on one session, as scores and outputs need it.
@@ -269,6 +305,17 @@ impl Hit {
             turns_after_stop: o.turns_after_stop,
             tokens_after_stop: o.tokens_after_stop,
         })
+    }
+
+    /// The hit with its detection's place (`FILE:LINE` or `FILE#POINTER`),
+    /// `session` being an index into `corpus`.
+    pub fn located(mut self, corpus: &Corpus) -> Hit {
+        if let Some(d) = &mut self.first {
+            d.place = corpus
+                .provenance(self.session as usize, d.event)
+                .and_then(PlaceRecord::of);
+        }
+        self
     }
 
     /// Turn of the first detection.
@@ -335,9 +382,9 @@ pub struct ExcerptLine {
     pub text: String,
     /// The detection's own record.
     pub hit: bool,
-    /// Where the record is: `FILE:LINE` or `FILE#POINTER`.
+    /// Where the record is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub place: Option<String>,
+    pub place: Option<PlaceRecord>,
 }
 
 /// A sweep's result: everything every writer renders, serializable.
@@ -398,7 +445,7 @@ impl SweepRecord {
                 hits: per
                     .iter()
                     .enumerate()
-                    .filter_map(|(s, o)| Hit::from_outcome(s as u32, o))
+                    .filter_map(|(s, o)| Hit::from_outcome(s as u32, o).map(|h| h.located(corpus)))
                     .collect(),
             })
             .collect();
@@ -437,11 +484,11 @@ impl SweepRecord {
         record.material = record
             .disagreement_candidates()
             .into_iter()
-            .map(|(d, si)| material(&corpus.sessions[si], d, &record, si))
+            .map(|(d, si)| material(corpus, si, d, &record))
             .collect();
         record.explain = (0..record.sessions.len())
             .filter(|&si| record.sessions[si].label.is_some())
-            .map(|si| explain_lines(&corpus.sessions[si], &record, si))
+            .map(|si| explain_lines(corpus, si, &record))
             .collect();
         record
     }
@@ -661,7 +708,8 @@ pub fn first_event_of_turn(s: &Session, turn: u32) -> Option<u32> {
         .map(|i| i as u32 + 1)
 }
 
-fn explain_lines(s: &Session, r: &SweepRecord, si: usize) -> SessionLines {
+fn explain_lines(corpus: &Corpus, si: usize, r: &SweepRecord) -> SessionLines {
+    let s = &corpus.sessions[si];
     let mut events: Vec<u32> = r
         .outcomes
         .iter()
@@ -693,13 +741,14 @@ fn explain_lines(s: &Session, r: &SweepRecord, si: usize) -> SessionLines {
         session: s.id.clone(),
         lines: (0..s.events.len())
             .filter(|&i| keep[i])
-            .map(|i| line(s, i, false))
+            .map(|i| line(corpus, si, i, false))
             .collect(),
     }
 }
 
 /// Timeline and excerpts of one session, around every stock profile's first detection.
-fn material(s: &Session, disagreement: u32, r: &SweepRecord, si: usize) -> SessionMaterial {
+fn material(corpus: &Corpus, si: usize, disagreement: u32, r: &SweepRecord) -> SessionMaterial {
+    let s = &corpus.sessions[si];
     let mut timeline: Vec<[u32; 3]> = vec![[0; 3]; s.turns as usize + 1];
     for e in &s.events {
         let row = &mut timeline[e.turn as usize];
@@ -732,23 +781,24 @@ fn material(s: &Session, disagreement: u32, r: &SweepRecord, si: usize) -> Sessi
             .into_iter()
             .map(|e| Excerpt {
                 event: e,
-                lines: excerpt(s, e),
+                lines: excerpt(corpus, si, e),
             })
             .collect(),
     }
 }
 
 /// The records around an event, as short text lines.
-pub fn excerpt(s: &Session, event: u32) -> Vec<ExcerptLine> {
+pub fn excerpt(corpus: &Corpus, si: usize, event: u32) -> Vec<ExcerptLine> {
+    let s = &corpus.sessions[si];
     let at = event as usize - 1;
     let from = at.saturating_sub(EXCERPT_RADIUS);
     let to = (at + EXCERPT_RADIUS + 1).min(s.events.len());
-    (from..to).map(|i| line(s, i, i == at)).collect()
+    (from..to).map(|i| line(corpus, si, i, i == at)).collect()
 }
 
 /// Record `i` of a session as a short line.
-fn line(s: &Session, i: usize, hit: bool) -> ExcerptLine {
-    let e = &s.events[i];
+fn line(corpus: &Corpus, si: usize, i: usize, hit: bool) -> ExcerptLine {
+    let e = &corpus.sessions[si].events[i];
     let text = record_text(&e.record);
     let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
     if text.chars().count() > EXCERPT_CHARS {
@@ -760,7 +810,7 @@ fn line(s: &Session, i: usize, hit: bool) -> ExcerptLine {
         kind: e.record.type_name().to_string(),
         text: short,
         hit,
-        place: None,
+        place: PlaceRecord::of(corpus.origin_provenance(&e.origin)),
     }
 }
 

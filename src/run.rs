@@ -232,7 +232,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         let hits: Vec<Option<crate::result::Hit>> = result.outcomes[chosen]
             .iter()
             .enumerate()
-            .map(|(i, o)| crate::result::Hit::from_outcome(i as u32, o))
+            .map(|(i, o)| crate::result::Hit::from_outcome(i as u32, o).map(|h| h.located(&corpus)))
             .collect();
         let hit_view: Vec<Option<&crate::result::Hit>> = hits.iter().map(Option::as_ref).collect();
         let view = crate::report::ci::CiView {
@@ -293,8 +293,7 @@ pub fn import_command(
     warn_skipped(&corpus, err);
     require_sessions(&corpus, paths, allow_empty)?;
     let mut buf: Vec<u8> = Vec::new();
-    crate::import::write_canonical(&corpus.sessions, &mut buf, redact)
-        .map_err(|e| Error::io(output, e))?;
+    crate::import::write_canonical(&corpus, &mut buf, redact).map_err(|e| Error::io(output, e))?;
     let bytes = if output.extension().is_some_and(|e| e == "gz") {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         enc.write_all(&buf).map_err(|e| Error::io(output, e))?;
@@ -344,6 +343,14 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         .filter(|m| m.contains(": skipped file ("))
     {
         writeln!(err, "warning: {}", crate::escape::terminal(m)).ok();
+    }
+    if corpus.unreadable > 0 {
+        writeln!(
+            err,
+            "warning: skipped {} unreadable entries of walked folders (--lenient)",
+            corpus.unreadable
+        )
+        .ok();
     }
 }
 

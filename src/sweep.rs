@@ -247,9 +247,8 @@ pub fn run_sweep(
         Some(sh) => {
             let keep: Vec<bool> = corpus.sessions.iter().map(|s| sh.owns(&s.id)).collect();
             let mut part = Corpus {
-                files: corpus.files.clone(),
-                skipped: corpus.skipped.clone(),
                 sessions: Vec::new(),
+                ..corpus.clone()
             };
             let mut by_session = Vec::new();
             for (i, s) in corpus.sessions.iter().enumerate() {

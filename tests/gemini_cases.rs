@@ -81,11 +81,7 @@ impl B {
         self
     }
     fn session(self) -> Session {
-        let recs = self
-            .0
-            .into_iter()
-            .map(|r| (r, Origin { file: 0, line: 0 }))
-            .collect();
+        let recs = self.0.into_iter().map(|r| (r, Origin::default())).collect();
         Session::from_records("s".into(), recs)
     }
 }

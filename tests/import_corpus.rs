@@ -598,10 +598,10 @@ fn whole_corpus_round_trips_through_the_canonical_writer() {
     let Some(root) = corpus_dir() else { return };
     let c = read(&[root], true);
     let mut buf = Vec::new();
-    looptune::import::write_canonical(&c.sessions, &mut buf, false).unwrap();
+    looptune::import::write_canonical(&c, &mut buf, false).unwrap();
     let back = looptune::input::parse_canonical("out.jsonl", "out", &buf, false).unwrap();
     assert_eq!(back.sessions.len(), c.sessions.len());
-    let by: HashMap<&str, &Vec<(Record, u32)>> = back
+    let by: HashMap<&str, &Vec<(Record, looptune::event::Origin)>> = back
         .sessions
         .iter()
         .map(|(id, r)| (id.as_str(), r))

@@ -331,7 +331,7 @@ fn writer_round_trips_imported_fixtures() {
     )
     .unwrap();
     let mut buf = Vec::new();
-    looptune::import::write_canonical(&c.sessions, &mut buf, false).unwrap();
+    looptune::import::write_canonical(&c, &mut buf, false).unwrap();
     let back = looptune::input::parse_canonical("out.jsonl", "out", &buf, false).unwrap();
     assert_eq!(back.sessions.len(), c.sessions.len());
     for ((id, recs), s) in back.sessions.iter().zip(&c.sessions) {

@@ -122,7 +122,7 @@ fn treats_semantically_equal_json_arguments_as_one_action() {
 }
 
 fn o() -> Origin {
-    Origin { file: 0, line: 0 }
+    Origin::default()
 }
 
 /// `turns` model turns, each with one call and its result.

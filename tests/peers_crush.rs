@@ -128,7 +128,7 @@ fn signature_is_sha256_of_nul_separated_fields() {
 // ---- driven by sessions ------------------------------------------------------
 
 fn o() -> Origin {
-    Origin { file: 0, line: 0 }
+    Origin::at(0, 0)
 }
 
 fn obj(v: Value) -> Map<String, Value> {

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 fn o() -> Origin {
-    Origin { file: 0, line: 0 }
+    Origin::default()
 }
 
 fn call(name: &str, args: Value) -> Record {
@@ -213,12 +213,7 @@ fn lone_surrogates_stay_distinct_and_cline_drops_proto() {
     let session = |lines: &[&str]| {
         let recs = lines
             .iter()
-            .map(|l| {
-                (
-                    parse_line(l).unwrap().1,
-                    looptune::event::Origin { file: 0, line: 0 },
-                )
-            })
+            .map(|l| (parse_line(l).unwrap().1, looptune::event::Origin::default()))
             .collect();
         Prepared::new(std::sync::Arc::new(looptune::event::Session::from_records(
             "s".into(),

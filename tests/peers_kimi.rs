@@ -169,10 +169,10 @@ fn canonical_args_sort_recursively_and_keep_arrays() {
 // ---- driven by sessions ------------------------------------------------------
 
 fn session(recs: Vec<Record>) -> Prepared {
-    let o = Origin { file: 0, line: 0 };
+    let o = Origin::at(0, 0);
     Prepared::new(Arc::new(Session::from_records(
         "s".into(),
-        recs.into_iter().map(|r| (r, o)).collect(),
+        recs.into_iter().map(|r| (r, o.clone())).collect(),
     )))
 }
 

@@ -1672,15 +1672,7 @@ fn session(records: Vec<Value>) -> Prepared {
     let r = records
         .into_iter()
         .enumerate()
-        .map(|(i, v)| {
-            (
-                rec(v),
-                Origin {
-                    file: 0,
-                    line: i as u32 + 1,
-                },
-            )
-        })
+        .map(|(i, v)| (rec(v), Origin::at(0, i as u32 + 1)))
         .collect();
     Prepared::new(Arc::new(Session::from_records("t".into(), r)))
 }

@@ -92,7 +92,7 @@ proptest! {
         if let Err(e) = looptune::import::import_auto("n.jsonl", "n", text.as_bytes(), lenient) {
             check_error(&e, "n.jsonl", text.as_bytes());
         }
-        for format in looptune::import::FORMATS {
+        for format in looptune::import::format_names() {
             let _ = looptune::import::import_as(format, "n.json", "n", text.as_bytes(), lenient);
         }
     }

@@ -76,7 +76,7 @@ fn is_skipped_assistant(m: &Map<String, Value>) -> bool {
 }
 
 /// Import one Claude Code JSONL file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("claude-code");
     // Pass 1: parse, drop repeated uuids, learn the groups.
     let mut recs: Vec<(u32, Map<String, Value>)> = Vec::new();
@@ -374,11 +374,32 @@ fn user(
     Ok(())
 }
 
+/// Claude Code session JSONL.
+pub(crate) struct ClaudeCode;
+
+impl crate::format::Format for ClaudeCode {
+    fn name(&self) -> &'static str {
+        "claude-code"
+    }
+    fn expected(&self) -> &'static str {
+        "Claude Code session JSONL: records with `type`, `uuid`, `sessionId`"
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        line.as_object().is_some_and(sniff_line)
+    }
+    fn claims_line(&self, line: &Map<String, Value>) -> bool {
+        sniff_line(line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(text: &str, stem: &str) -> crate::input::FileSessions {
+    fn run(text: &str, stem: &str) -> crate::format::FileSessions {
         let ctx = Ctx {
             display: "t.jsonl",
             stem,

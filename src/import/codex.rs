@@ -26,7 +26,7 @@ pub(crate) fn sniff_line(m: &Map<String, Value>) -> bool {
 }
 
 /// Import one rollout file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("codex");
     let sid = ctx.stem.to_string();
     out.open(&sid);
@@ -265,6 +265,24 @@ pub(crate) fn output_and_error(raw: &str) -> (String, Option<bool>) {
         return (raw.to_string(), Some(false));
     }
     (raw.to_string(), None)
+}
+
+/// Codex CLI rollout JSONL.
+pub(crate) struct Codex;
+
+impl crate::format::Format for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+    fn expected(&self) -> &'static str {
+        "Codex rollout JSONL: lines with `type` and `payload`"
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        line.as_object().is_some_and(sniff_line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
 }
 
 #[cfg(test)]

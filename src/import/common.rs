@@ -3,36 +3,13 @@
 //! numbers of array elements inside single-JSON files.
 
 use crate::error::{Error, Result};
-use crate::event::Record;
-use crate::input::FileSessions;
+use crate::event::{Origin, Place, Record};
+pub(crate) use crate::format::Ctx;
+use crate::format::FileSessions;
+pub(crate) use crate::json::{opt_arr, opt_str, req_obj, req_str, s};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-
-/// Prefix of the error message for a file no importer recognises; `read_corpus`
-/// skips walked files whose error starts with it.
-pub const UNRECOGNISED: &str = "not a recognised session log";
-
-/// What an importer is reading.
-pub(crate) struct Ctx<'a> {
-    /// File as given, for messages.
-    pub display: &'a str,
-    /// File stem: the default session id.
-    pub stem: &'a str,
-    /// The file's (decompressed) bytes.
-    pub bytes: &'a [u8],
-    /// Skip and count bad lines instead of failing.
-    pub lenient: bool,
-}
-
-impl Ctx<'_> {
-    /// A whole-file error.
-    pub fn file_err(&self, message: impl Into<String>) -> Error {
-        Error::File {
-            path: self.display.to_string(),
-            message: message.into(),
-        }
-    }
-}
+use std::sync::Arc;
 
 /// Builds a [`FileSessions`]: records per session in order of first appearance,
 /// with optional de-duplication keys.
@@ -40,6 +17,8 @@ pub(crate) struct Out {
     fs: FileSessions,
     index: HashMap<String, usize>,
     keys: Vec<Vec<Option<String>>>,
+    /// The place of records pushed now (see [`Out::at`]).
+    place: Option<Arc<Place>>,
 }
 
 impl Out {
@@ -53,6 +32,7 @@ impl Out {
             },
             index: HashMap::new(),
             keys: Vec::new(),
+            place: None,
         }
     }
 
@@ -80,8 +60,26 @@ impl Out {
     /// Append a record with a de-duplication key (the native record it came from).
     pub fn push_keyed(&mut self, sid: &str, rec: Record, line: u32, key: Option<&str>) {
         let i = self.slot(sid);
-        self.fs.sessions[i].1.push((rec, line));
+        let origin = Origin {
+            file: 0,
+            line,
+            place: self.place.clone(),
+        };
+        self.fs.sessions[i].1.push((rec, origin));
         self.keys[i].push(key.map(str::to_string));
+    }
+
+    /// Records pushed from now on come from the native record at JSON
+    /// pointer `pointer` of a whole-document file (`None`: no pointer, for
+    /// line-based formats). Records of one native message share the place.
+    pub fn at(&mut self, pointer: Option<String>) {
+        self.place = pointer.map(|p| {
+            Arc::new(Place {
+                file: None,
+                line: None,
+                pointer: Some(p),
+            })
+        });
     }
 
     /// Add a metadata entry for a session (merged into its resolved metadata).
@@ -153,7 +151,7 @@ pub(crate) fn parse_object(
     text: std::result::Result<&str, String>,
 ) -> std::result::Result<Map<String, Value>, String> {
     let text = text?;
-    match crate::input::parse_json(text) {
+    match crate::json::parse_json(text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err("not a JSON object".to_string()),
         Err(e) => Err(format!("not valid JSON ({e})")),
@@ -163,7 +161,7 @@ pub(crate) fn parse_object(
 /// Parse a whole file as one JSON value (BOM tolerated).
 pub(crate) fn parse_doc(bytes: &[u8]) -> std::result::Result<Value, serde_json::Error> {
     let bytes = bytes.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(bytes);
-    crate::input::parse_json_slice(bytes)
+    crate::json::parse_json_slice(bytes)
 }
 
 /// Parse a whole single-JSON file; a parse failure is an error at its line,
@@ -202,59 +200,6 @@ fn raw_args(v: Value) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("_raw".to_string(), v);
     m
-}
-
-/// A string field, if present and a string.
-pub(crate) fn s<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    m.get(key).and_then(Value::as_str)
-}
-
-/// A field that must be a string when present: `Err` names it otherwise.
-pub(crate) fn opt_str<'a>(
-    m: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> std::result::Result<Option<&'a str>, String> {
-    match m.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(v)) => Ok(Some(v)),
-        Some(_) => Err(format!("field `{path}` must be a string")),
-    }
-}
-
-/// A field that must be a string.
-pub(crate) fn req_str<'a>(
-    m: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> std::result::Result<&'a str, String> {
-    opt_str(m, key, path)?.ok_or_else(|| format!("missing field `{path}`"))
-}
-
-/// A field that must be an object.
-pub(crate) fn req_obj<'a>(
-    m: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> std::result::Result<&'a Map<String, Value>, String> {
-    match m.get(key) {
-        Some(Value::Object(o)) => Ok(o),
-        Some(_) => Err(format!("field `{path}` must be an object")),
-        None => Err(format!("missing field `{path}`")),
-    }
-}
-
-/// A field that must be an array when present (missing or null = empty).
-pub(crate) fn opt_arr<'a>(
-    m: &'a Map<String, Value>,
-    key: &str,
-    path: &str,
-) -> std::result::Result<&'a [Value], String> {
-    match m.get(key) {
-        None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(a)) => Ok(a),
-        Some(_) => Err(format!("field `{path}` must be an array")),
-    }
 }
 
 /// Text of a message content: a string, or the `text` of its text-like parts
@@ -376,6 +321,16 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
     out
 }
 
+/// A JSON pointer (RFC 6901) from its reference tokens: `~` and `/` escaped.
+pub(crate) fn pointer<T: std::fmt::Display>(tokens: &[T]) -> String {
+    let mut p = String::new();
+    for t in tokens {
+        p.push('/');
+        p.push_str(&t.to_string().replace('~', "~0").replace('/', "~1"));
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,6 +367,13 @@ mod tests {
             got,
             vec![(1, "{}".to_string()), (4, "{\"a\":1}".to_string())]
         );
+    }
+
+    #[test]
+    fn pointers_escape_tilde_and_slash() {
+        assert_eq!(pointer(&["messages", "3"]), "/messages/3");
+        assert_eq!(pointer(&["a/b", "c~d"]), "/a~1b/c~0d");
+        assert_eq!(pointer::<&str>(&[]), "");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! canonical records, including the CLI's own loop-detection notices.
 
 use super::common::{
-    args_from_value, element_lines, lines, opt_arr, opt_str, parse_doc, parse_object, s,
+    args_from_value, element_lines, lines, opt_arr, opt_str, parse_doc, parse_object, pointer, s,
     session_rec, text_of, Ctx, Out,
 };
 use crate::error::Result;
@@ -48,7 +48,7 @@ pub(crate) fn claims_message(m: &Map<String, Value>) -> bool {
 }
 
 /// Import one recording (either encoding).
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("gemini-cli");
     let sid = ctx.stem.to_string();
     let (meta, messages) = match parse_doc(ctx.bytes) {
@@ -65,6 +65,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
                     (
                         lines.get(i).copied().unwrap_or(0),
                         format!("messages[{i}]"),
+                        Some(pointer(&["messages".to_string(), i.to_string()])),
                         m,
                     )
                 })
@@ -77,7 +78,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     let model = messages
         .iter()
         .rev()
-        .find_map(|(_, _, m)| {
+        .find_map(|(_, _, _, m)| {
             (m.get("type").and_then(Value::as_str) == Some("gemini"))
                 .then(|| m.get("model")?.as_str())
                 .flatten()
@@ -94,7 +95,8 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
         session_rec("gemini-cli", model, smeta),
         messages.first().map_or(0, |m| m.0),
     );
-    for (line, path, m) in &messages {
+    for (line, path, at, m) in &messages {
+        out.at(at.clone());
         if let Err(e) = message(&mut out, &sid, *line, path, m) {
             if *line == 0 {
                 return Err(ctx.file_err(e));
@@ -105,16 +107,19 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     Ok(out.finish())
 }
 
+/// One message to import: its line, its name in errors, its JSON pointer
+/// (whole documents and arrays inside a line) and the message.
+type Message = (u32, String, Option<String>, Value);
+
 /// The final message list of a JSONL recording: the last copy of each message
 /// id at the position of its first copy, rewinds applied, `$set` merged.
+/// Each message keeps the line of its last copy (which holds what is
+/// imported) and, when that line embeds it in an array, its JSON pointer there.
 #[allow(clippy::type_complexity)]
-fn materialise_jsonl(
-    ctx: &Ctx,
-    out: &mut Out,
-) -> Result<(Map<String, Value>, Vec<(u32, String, Value)>)> {
+fn materialise_jsonl(ctx: &Ctx, out: &mut Out) -> Result<(Map<String, Value>, Vec<Message>)> {
     let mut meta = Map::new();
     let mut order: Vec<String> = Vec::new();
-    let mut msgs: HashMap<String, (u32, Value)> = HashMap::new();
+    let mut msgs: HashMap<String, (u32, Option<String>, Value)> = HashMap::new();
     for (line, text) in lines(ctx.bytes) {
         let m = match parse_object(text) {
             Ok(m) => m,
@@ -129,10 +134,11 @@ fn materialise_jsonl(
                     // A checkpoint: it replaces every message.
                     order.clear();
                     msgs.clear();
-                    for x in v.as_array().into_iter().flatten() {
+                    for (k, x) in v.as_array().into_iter().flatten().enumerate() {
                         if let Some(id) = x.get("id").and_then(Value::as_str) {
                             order.push(id.to_string());
-                            msgs.insert(id.to_string(), (line, x.clone()));
+                            let at = pointer(&["$set", "messages", &k.to_string()]);
+                            msgs.insert(id.to_string(), (line, Some(at), x.clone()));
                         }
                     }
                 } else {
@@ -146,19 +152,17 @@ fn materialise_jsonl(
                 msgs.remove(&id);
             }
         } else if let Some(id) = m.get("id").and_then(Value::as_str) {
-            match msgs.get_mut(id) {
-                Some(slot) => slot.1 = Value::Object(m.clone()),
-                None => {
-                    order.push(id.to_string());
-                    msgs.insert(id.to_string(), (line, Value::Object(m.clone())));
-                }
+            if !msgs.contains_key(id) {
+                order.push(id.to_string());
             }
+            msgs.insert(id.to_string(), (line, None, Value::Object(m.clone())));
         } else if m.contains_key("sessionId") {
             if let Some(Value::Array(whole)) = m.get("messages") {
-                for x in whole {
+                for (k, x) in whole.iter().enumerate() {
                     if let Some(id) = x.get("id").and_then(Value::as_str) {
                         order.push(id.to_string());
-                        msgs.insert(id.to_string(), (line, x.clone()));
+                        let at = pointer(&["messages", &k.to_string()]);
+                        msgs.insert(id.to_string(), (line, Some(at), x.clone()));
                     }
                 }
             }
@@ -175,7 +179,7 @@ fn materialise_jsonl(
         .into_iter()
         .filter_map(|id| {
             msgs.remove(&id)
-                .map(|(line, v)| (line, format!("message {id}"), v))
+                .map(|(line, at, v)| (line, format!("message {id}"), at, v))
         })
         .collect();
     Ok((meta, list))
@@ -343,11 +347,36 @@ fn gemini(
     Ok(())
 }
 
+/// Gemini CLI conversation records (JSON or JSONL).
+pub(crate) struct GeminiCli;
+
+impl crate::format::Format for GeminiCli {
+    fn name(&self) -> &'static str {
+        "gemini-cli"
+    }
+    fn expected(&self) -> &'static str {
+        "a Gemini CLI ConversationRecord with `sessionId` and `messages`, or its JSONL form"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        line.as_object()
+            .is_some_and(|m| sniff_line(m) || claims_message(m))
+    }
+    fn claims_line(&self, line: &Map<String, Value>) -> bool {
+        claims_message(line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(text: &str) -> crate::input::FileSessions {
+    fn run(text: &str) -> crate::format::FileSessions {
         let ctx = Ctx {
             display: "s.json",
             stem: "s",
@@ -385,7 +414,7 @@ mod tests {
                 "loop_detected"
             ]
         );
-        assert_eq!(recs[1].1, 2);
+        assert_eq!(recs[1].1.line, 2);
         assert_eq!(
             recs[3].0,
             Record::Thought {
@@ -422,6 +451,7 @@ mod tests {
                 text: "second".into()
             }
         );
-        assert_eq!(recs[3].1, 3);
+        // The line of the last copy: it holds the text imported.
+        assert_eq!(recs[3].1.line, 4);
     }
 }

@@ -6,7 +6,8 @@
 //! parts are calls, `toolResponse` parts (in user messages) their results.
 
 use super::common::{
-    args_from_value, lines, parse_doc, parse_object, s, session_rec, text_of, Ctx, Out,
+    args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec,
+    text_of, Ctx, Out,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -58,18 +59,25 @@ pub(crate) fn sniff_doc(v: &Value) -> bool {
 }
 
 /// Import one Goose session file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("goose");
     let sid = ctx.stem.to_string();
     out.open(&sid);
-    let mut items: Vec<(u32, Map<String, Value>)> = Vec::new();
+    // (line, JSON pointer in a whole document, message)
+    let mut items: Vec<(u32, Option<String>, Map<String, Value>)> = Vec::new();
     match parse_doc(ctx.bytes) {
         Ok(Value::Object(doc)) if messages_of(&doc).is_some() => {
             let meta = meta_of(&doc);
             out.push(&sid, session_rec("goose", None, meta), 0);
-            for m in messages_of(&doc).into_iter().flatten() {
+            let key = ["messages", "conversation"]
+                .into_iter()
+                .find(|k| doc.get(*k).is_some_and(Value::is_array))
+                .unwrap_or("messages");
+            let lines = element_lines(ctx.bytes, Some(key));
+            for (i, m) in messages_of(&doc).into_iter().flatten().enumerate() {
                 if let Some(m) = m.as_object() {
-                    items.push((0, m.clone()));
+                    let at = pointer(&[key.to_string(), i.to_string()]);
+                    items.push((lines.get(i).copied().unwrap_or(0), Some(at), m.clone()));
                 }
             }
         }
@@ -80,7 +88,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
                     Ok(m) if first && !m.contains_key("role") => {
                         out.push(&sid, session_rec("goose", None, meta_of(&m)), line)
                     }
-                    Ok(m) => items.push((line, m)),
+                    Ok(m) => items.push((line, None, m)),
                     Err(e) => out.bad(ctx, line as u64, e)?,
                 }
                 first = false;
@@ -88,7 +96,8 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
         }
     }
     let mut names: HashMap<String, String> = HashMap::new();
-    for (line, m) in items {
+    for (line, at, m) in items {
+        out.at(at);
         if let Err(e) = message(&mut out, &sid, line, &m, &mut names) {
             out.bad(ctx, line as u64, e)?;
         }
@@ -217,6 +226,27 @@ fn message(
         _ => out.unknown(),
     }
     Ok(())
+}
+
+/// Goose session JSONL or JSON.
+pub(crate) struct Goose;
+
+impl crate::format::Format for Goose {
+    fn name(&self) -> &'static str {
+        "goose"
+    }
+    fn expected(&self) -> &'static str {
+        "a Goose session JSONL (metadata line, then messages with `role`, `created`, `content`)"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        line.as_object().is_some_and(sniff_line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
 }
 
 #[cfg(test)]

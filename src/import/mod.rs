@@ -16,159 +16,100 @@ mod redact;
 mod swe_agent;
 mod writer;
 
-pub use common::UNRECOGNISED;
+pub use crate::format::UNRECOGNISED;
 pub use redact::redact;
 pub use writer::write_canonical;
 
 use crate::error::{Error, Result};
-use crate::input::FileSessions;
-use common::Ctx;
+use crate::format::{Ctx, FileSessions, Format};
 use serde_json::{Map, Value};
 
-/// Input format names accepted by `--input-format` (besides `canonical` and
-/// `auto`). `mini-swe-agent` is another name for `openai-chat`.
-pub const FORMATS: &[&str] = &[
-    "claude-code",
-    "codex",
-    "gemini-cli",
-    "openhands",
-    "swe-agent",
-    "openai-chat",
-    "mini-swe-agent",
-    "opencode",
-    "goose",
+/// Every native format, once. Detection tries them in this order and the
+/// first that recognises a file wins (whole documents first, then the
+/// leading lines), so a format whose documents another's sniff would also
+/// accept comes before it (Goose sessions before chat-completions lists).
+const REGISTRY: &[&dyn Format] = &[
+    &claude_code::ClaudeCode,
+    &codex::Codex,
+    &gemini_cli::GeminiCli,
+    &opencode::OpenCode,
+    &goose::Goose,
+    &openhands::OpenHands,
+    &swe_agent::SweAgent,
+    &openai_chat::OpenAiChat,
 ];
 
+/// Input format names accepted by `--input-format` (besides `canonical` and
+/// `auto`), aliases after their format's name.
+pub fn format_names() -> Vec<&'static str> {
+    REGISTRY
+        .iter()
+        .flat_map(|f| std::iter::once(f.name()).chain(f.aliases().iter().copied()))
+        .collect()
+}
+
 /// Whether a folder walk should pick up a file with this (lowercase, `.gz`-less)
-/// name, besides `*.jsonl`: single-JSON logs (`.json`, `.traj.json`) and
-/// SWE-agent `.traj` files. Unrecognised picks are skipped with a note.
+/// name: an extension some format reads. Unrecognised picks are skipped with a note.
 pub fn walk_extension(name: &str) -> bool {
-    name.ends_with(".json") || name.ends_with(".traj")
+    REGISTRY
+        .iter()
+        .any(|f| f.extensions().iter().any(|e| name.ends_with(e)))
 }
 
 /// Whether a JSON line that names a canonical record type is in fact a native
 /// record (Claude Code and Gemini CLI JSONL reuse `"type":"user"`).
 pub fn claims_line(m: &Map<String, Value>) -> bool {
-    claude_code::sniff_line(m) || gemini_cli::claims_message(m)
+    REGISTRY.iter().any(|f| f.claims_line(m))
 }
 
-/// The importer's name for a format name, or `None` if unknown.
-fn resolve(name: &str) -> Option<&'static str> {
-    match name {
-        "mini-swe-agent" | "openai" | "chat" => Some("openai-chat"),
-        other => FORMATS.iter().find(|f| **f == other).copied(),
-    }
+/// The format of a name or alias, or `None` if unknown.
+fn resolve(name: &str) -> Option<&'static dyn Format> {
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|f| f.name() == name || f.aliases().contains(&name))
 }
 
 /// How many leading lines detection looks at (a redacted log may open with
 /// broken lines).
 const SNIFF_LINES: usize = 20;
 
-/// Detect a file's native format by content.
+/// The first leading line that is JSON, for detection.
+fn first_json_line(bytes: &[u8]) -> Option<Value> {
+    common::lines(bytes)
+        .take(SNIFF_LINES)
+        .find_map(|(_, text)| crate::json::parse_json(text.ok()?).ok())
+}
+
+/// Detect a file's native format by content: the first format that claims
+/// the whole document, else the first that claims its first JSON line.
 pub fn detect(bytes: &[u8]) -> Option<&'static str> {
+    detect_format(bytes).map(|f| f.name())
+}
+
+fn detect_format(bytes: &[u8]) -> Option<&'static dyn Format> {
     if let Ok(doc) = common::parse_doc(bytes) {
-        if let Some(f) = sniff_doc(&doc) {
-            return Some(f);
+        if let Some(f) = REGISTRY.iter().find(|f| f.sniff_doc(&doc)) {
+            return Some(*f);
         }
     }
-    for (_, text) in common::lines(bytes).take(SNIFF_LINES) {
-        let Ok(v) = text.and_then(|t| crate::input::parse_json(t).map_err(|e| e.to_string()))
-        else {
-            continue;
-        };
-        return sniff_line(&v);
-    }
-    None
-}
-
-fn sniff_doc(doc: &Value) -> Option<&'static str> {
-    if gemini_cli::sniff_doc(doc) {
-        Some("gemini-cli")
-    } else if opencode::sniff_doc(doc) {
-        Some("opencode")
-    } else if goose::sniff_doc(doc) {
-        Some("goose")
-    } else if openhands::sniff_doc(doc) {
-        Some("openhands")
-    } else if swe_agent::sniff_doc(doc) {
-        Some("swe-agent")
-    } else if openai_chat::sniff_doc(doc) {
-        Some("openai-chat")
-    } else {
-        None
-    }
-}
-
-fn sniff_line(v: &Value) -> Option<&'static str> {
-    if let Some(m) = v.as_object() {
-        if claude_code::sniff_line(m) {
-            return Some("claude-code");
-        }
-        if codex::sniff_line(m) {
-            return Some("codex");
-        }
-        if gemini_cli::sniff_line(m) || gemini_cli::claims_message(m) {
-            return Some("gemini-cli");
-        }
-        if openhands::sniff_line(m) {
-            return Some("openhands");
-        }
-        if goose::sniff_line(m) {
-            return Some("goose");
-        }
-    }
-    openai_chat::sniff_line(v).then_some("openai-chat")
+    let line = first_json_line(bytes)?;
+    REGISTRY.iter().copied().find(|f| f.sniff_line(&line))
 }
 
 /// Whether the content fits format `fmt` (a whole document or any of the
 /// leading lines), for `--input-format`.
-fn fits(fmt: &str, bytes: &[u8]) -> bool {
+fn fits(fmt: &dyn Format, bytes: &[u8]) -> bool {
     if let Ok(doc) = common::parse_doc(bytes) {
-        let hit = match fmt {
-            "gemini-cli" => gemini_cli::sniff_doc(&doc),
-            "opencode" => opencode::sniff_doc(&doc),
-            "goose" => goose::sniff_doc(&doc),
-            "openhands" => openhands::sniff_doc(&doc),
-            "swe-agent" => swe_agent::sniff_doc(&doc),
-            "openai-chat" => openai_chat::sniff_doc(&doc),
-            _ => false,
-        };
-        if hit {
+        if fmt.sniff_doc(&doc) {
             return true;
         }
     }
     common::lines(bytes).take(SNIFF_LINES).any(|(_, text)| {
-        let Ok(v) = text.and_then(|t| crate::input::parse_json(t).map_err(|e| e.to_string()))
-        else {
-            return false;
-        };
-        let m = v.as_object();
-        match fmt {
-            "claude-code" => m.is_some_and(claude_code::sniff_line),
-            "codex" => m.is_some_and(codex::sniff_line),
-            "gemini-cli" => {
-                m.is_some_and(|m| gemini_cli::sniff_line(m) || gemini_cli::claims_message(m))
-            }
-            "openhands" => m.is_some_and(openhands::sniff_line),
-            "goose" => m.is_some_and(goose::sniff_line),
-            "openai-chat" => openai_chat::sniff_line(&v),
-            _ => false,
-        }
+        text.ok()
+            .and_then(|t| crate::json::parse_json(t).ok())
+            .is_some_and(|v| fmt.sniff_line(&v))
     })
-}
-
-fn run(fmt: &str, ctx: &Ctx) -> Result<FileSessions> {
-    match fmt {
-        "claude-code" => claude_code::import(ctx),
-        "codex" => codex::import(ctx),
-        "gemini-cli" => gemini_cli::import(ctx),
-        "openhands" => openhands::import(ctx),
-        "swe-agent" => swe_agent::import(ctx),
-        "openai-chat" => openai_chat::import(ctx),
-        "opencode" => opencode::import(ctx),
-        "goose" => goose::import(ctx),
-        other => Err(ctx.file_err(format!("no importer for `{other}`"))),
-    }
 }
 
 /// Import a file in a named format (`--input-format NAME`). A file whose
@@ -186,7 +127,7 @@ pub fn import_as(
             path: display.to_string(),
             message: format!(
                 "unknown input format `{name}` (known: canonical, auto, {})",
-                FORMATS.join(", ")
+                format_names().join(", ")
             ),
         });
     };
@@ -198,11 +139,12 @@ pub fn import_as(
     };
     if !fits(fmt, bytes) {
         return Err(ctx.file_err(format!(
-            "{UNRECOGNISED} of format `{fmt}` (expected {})",
-            expected(fmt)
+            "{UNRECOGNISED} of format `{}` (expected {})",
+            fmt.name(),
+            fmt.expected()
         )));
     }
-    run(fmt, &ctx)
+    fmt.read(&ctx)
 }
 
 /// Detect a file's format by content and import it. A file no importer
@@ -215,32 +157,12 @@ pub fn import_auto(display: &str, stem: &str, bytes: &[u8], lenient: bool) -> Re
         bytes,
         lenient,
     };
-    match detect(bytes) {
-        Some(fmt) => run(fmt, &ctx),
+    match detect_format(bytes) {
+        Some(fmt) => fmt.read(&ctx),
         None => Err(ctx.file_err(format!(
             "{UNRECOGNISED} (expected canonical JSONL or one of: {})",
-            FORMATS.join(", ")
+            format_names().join(", ")
         ))),
-    }
-}
-
-fn expected(fmt: &str) -> &'static str {
-    match fmt {
-        "claude-code" => "Claude Code session JSONL: records with `type`, `uuid`, `sessionId`",
-        "codex" => "Codex rollout JSONL: lines with `type` and `payload`",
-        "gemini-cli" => {
-            "a Gemini CLI ConversationRecord with `sessionId` and `messages`, or its JSONL form"
-        }
-        "openhands" => "an OpenHands event array or eval output lines with `history`",
-        "swe-agent" => "a SWE-agent .traj object with `trajectory` or `history`",
-        "openai-chat" => {
-            "a chat-completions message list, an object with `messages`, or one per JSONL line"
-        }
-        "opencode" => "an `opencode export` object with `info` and `messages[{info, parts}]`",
-        "goose" => {
-            "a Goose session JSONL (metadata line, then messages with `role`, `created`, `content`)"
-        }
-        _ => "a known format",
     }
 }
 
@@ -281,12 +203,31 @@ mod tests {
         assert!(e.to_string().contains("claude-code"), "{e}");
     }
 
+    /// Every format is listed once, by unique names, and found by each of them.
     #[test]
-    fn claude_user_lines_are_not_canonical() {
-        let line = br#"{"parentUuid":null,"type":"user","uuid":"u","sessionId":"s","message":{"content":"hi"}}"#;
-        assert!(!crate::input::looks_canonical(line));
-        assert!(crate::input::looks_canonical(
-            br#"{"type":"user","text":"hi"}"#
-        ));
+    fn registry_names_are_unique_and_resolve() {
+        let names = format_names();
+        let unique: std::collections::HashSet<_> = names.iter().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for f in REGISTRY {
+            assert!(!f.expected().is_empty());
+            for n in std::iter::once(f.name()).chain(f.aliases().iter().copied()) {
+                assert_eq!(resolve(n).map(|g| g.name()), Some(f.name()));
+            }
+        }
+        assert_eq!(
+            resolve("mini-swe-agent").map(|f| f.name()),
+            Some("openai-chat")
+        );
+        assert!(walk_extension("x.traj") && walk_extension("x.json") && !walk_extension("x.txt"));
+    }
+
+    /// Registry order decides between formats whose sniffs overlap: a Goose
+    /// session object is also a list of role messages to the chat sniff.
+    #[test]
+    fn goose_documents_are_goose_not_chat() {
+        let doc = br#"{"working_dir":"/w","messages":[{"role":"user","created":1,"content":[{"type":"text","text":"hi"}]}]}"#;
+        assert!(openai_chat::OpenAiChat.sniff_doc(&common::parse_doc(doc).unwrap()));
+        assert_eq!(detect(doc), Some("goose"));
     }
 }

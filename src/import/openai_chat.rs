@@ -3,7 +3,7 @@
 //! trajectories, mapped onto canonical records: one turn per assistant message.
 
 use super::common::{
-    args_from_str, args_from_value, lines, parse_doc, s, session_rec, text_of, Ctx, Out,
+    args_from_str, args_from_value, lines, parse_doc, pointer, s, session_rec, text_of, Ctx, Out,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -43,7 +43,7 @@ pub(crate) fn sniff_line(v: &Value) -> bool {
 }
 
 /// Import a file of message lists.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("openai-chat");
     if let Ok(doc) = parse_doc(ctx.bytes) {
         if is_list(&doc) || doc.is_array() || doc.get("messages").is_some() {
@@ -52,7 +52,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
                 _ => super::common::element_lines(ctx.bytes, Some("messages")),
             };
             let at = |i: usize| lines.get(i).copied().unwrap_or(0);
-            if let Err(e) = conversation(&mut out, ctx.stem, &doc, &at) {
+            if let Err(e) = conversation(&mut out, ctx.stem, &doc, &at, true) {
                 return Err(ctx.file_err(e));
             }
             return Ok(out.finish());
@@ -62,7 +62,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     let mut parsed: Vec<(u32, Value)> = Vec::new();
     for (line, text) in lines(ctx.bytes) {
         match text
-            .and_then(|t| crate::input::parse_json(t).map_err(|e| format!("not valid JSON ({e})")))
+            .and_then(|t| crate::json::parse_json(t).map_err(|e| format!("not valid JSON ({e})")))
         {
             Ok(v) => parsed.push((line, v)),
             Err(e) => out.bad(ctx, line as u64, e)?,
@@ -72,7 +72,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     if lists == 0 {
         let msgs: Vec<Value> = parsed.iter().map(|(_, v)| v.clone()).collect();
         let at = |i: usize| parsed.get(i).map_or(0, |p| p.0);
-        if let Err(e) = conversation(&mut out, ctx.stem, &Value::Array(msgs), &at) {
+        if let Err(e) = conversation(&mut out, ctx.stem, &Value::Array(msgs), &at, false) {
             return Err(ctx.file_err(e));
         }
         return Ok(out.finish());
@@ -97,19 +97,22 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
             Some(id) => id.to_string(),
             None => format!("{}#{}", ctx.stem, n + 1),
         };
-        if let Err(e) = conversation(&mut out, &sid, v, &|_| *line) {
+        if let Err(e) = conversation(&mut out, &sid, v, &|_| *line, true) {
             out.bad(ctx, *line as u64, e)?;
         }
     }
     Ok(out.finish())
 }
 
-/// One conversation: a message array, or an object holding it under `messages`.
+/// One conversation: a message array, or an object holding it under
+/// `messages`. With `pointers`, records name their message's JSON pointer
+/// inside `v` (a whole document, or a list on one line).
 fn conversation(
     out: &mut Out,
     sid: &str,
     v: &Value,
     at: &dyn Fn(usize) -> u32,
+    pointers: bool,
 ) -> std::result::Result<(), String> {
     let (container, msgs) = match v {
         Value::Array(a) => (None, a.as_slice()),
@@ -160,6 +163,7 @@ fn conversation(
     } else {
         "openai-chat"
     };
+    out.at(None);
     out.open(sid);
     out.push(sid, session_rec(agent, model, meta), at(0));
     // Text-action agents (mini-swe-agent 1.0) put the command in a fenced
@@ -172,6 +176,11 @@ fn conversation(
     let mut seen_assistant = false;
     for (i, m) in msgs.iter().enumerate() {
         let line = at(i);
+        if pointers {
+            let root = container.map(|_| "messages".to_string());
+            let tokens: Vec<String> = root.into_iter().chain([i.to_string()]).collect();
+            out.at(Some(pointer(&tokens)));
+        }
         let Some(m) = m.as_object() else {
             return Err(format!("field `messages[{i}]` must be an object"));
         };
@@ -351,11 +360,35 @@ fn fenced_command(text: &str) -> Option<String> {
     None
 }
 
+/// chat-completions message lists (mini-swe-agent).
+pub(crate) struct OpenAiChat;
+
+impl crate::format::Format for OpenAiChat {
+    fn name(&self) -> &'static str {
+        "openai-chat"
+    }
+    fn aliases(&self) -> &'static [&'static str] {
+        &["mini-swe-agent", "openai", "chat"]
+    }
+    fn expected(&self) -> &'static str {
+        "a chat-completions message list, an object with `messages`, or one per JSONL line"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        sniff_line(line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(text: &str) -> crate::input::FileSessions {
+    fn run(text: &str) -> crate::format::FileSessions {
         let ctx = Ctx {
             display: "c.jsonl",
             stem: "c",
@@ -382,7 +415,7 @@ mod tests {
             types,
             vec!["session", "user", "turn", "tool_call", "tool_result"]
         );
-        assert_eq!(fs.sessions[0].1[1].1, 1);
+        assert_eq!(fs.sessions[0].1[1].1.line, 1);
     }
 
     #[test]

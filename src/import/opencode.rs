@@ -5,7 +5,9 @@
 //! not read here. Mapping: one turn per `step-start` part (one LLM request),
 //! or per assistant message without steps; `tool` parts carry call and result.
 
-use super::common::{args_from_value, doc_or_skip, element_lines, s, session_rec, Ctx, Out};
+use super::common::{
+    args_from_value, doc_or_skip, element_lines, pointer, s, session_rec, Ctx, Out,
+};
 use crate::error::Result;
 use crate::event::Record;
 use serde_json::{Map, Value};
@@ -30,18 +32,19 @@ pub(crate) fn sniff_doc(v: &Value) -> bool {
 }
 
 /// Import one export file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("opencode");
     let Some(doc) = doc_or_skip(ctx, &mut out)? else {
         return Ok(out.finish());
     };
-    let (info, entries, lines) = match &doc {
-        Value::Array(a) => (None, a.as_slice(), element_lines(ctx.bytes, None)),
+    let (info, entries, lines, root) = match &doc {
+        Value::Array(a) => (None, a.as_slice(), element_lines(ctx.bytes, None), None),
         Value::Object(m) => match m.get("messages") {
             Some(Value::Array(a)) => (
                 m.get("info").and_then(Value::as_object),
                 a.as_slice(),
                 element_lines(ctx.bytes, Some("messages")),
+                Some("messages"),
             ),
             _ => {
                 return Err(
@@ -75,6 +78,12 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     );
     for (i, e) in entries.iter().enumerate() {
         let line = lines.get(i).copied().unwrap_or(0);
+        let tokens: Vec<String> = root
+            .iter()
+            .map(|r| r.to_string())
+            .chain([i.to_string()])
+            .collect();
+        out.at(Some(pointer(&tokens)));
         if !is_entry(e) {
             out.bad(
                 ctx,
@@ -185,6 +194,24 @@ fn assistant(out: &mut Out, sid: &str, line: u32, parts: &[Value]) {
             }
             _ => {}
         }
+    }
+}
+
+/// `opencode export` JSON.
+pub(crate) struct OpenCode;
+
+impl crate::format::Format for OpenCode {
+    fn name(&self) -> &'static str {
+        "opencode"
+    }
+    fn expected(&self) -> &'static str {
+        "an `opencode export` object with `info` and `messages[{info, parts}]`"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
     }
 }
 

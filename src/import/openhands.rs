@@ -4,8 +4,8 @@
 //! mapped onto canonical records, including its stuck detector's verdicts.
 
 use super::common::{
-    args_from_value, element_lines, lines, parse_doc, parse_object, s, session_rec, text_of, Ctx,
-    Out,
+    args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec,
+    text_of, Ctx, Out,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -81,7 +81,7 @@ pub(crate) fn sniff_line(m: &Map<String, Value>) -> bool {
 }
 
 /// Import a trajectory file or an eval output file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("openhands");
     match parse_doc(ctx.bytes) {
         Ok(Value::Array(events)) => {
@@ -95,7 +95,8 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
                 lines.first().copied().unwrap_or(0),
             );
             let at = |i: usize| lines.get(i).copied().unwrap_or(0);
-            if let Err(e) = history(&mut out, &sid, &events, &at) {
+            let ptrs: Vec<String> = (0..events.len()).map(|i| pointer(&[i])).collect();
+            if let Err(e) = history(&mut out, &sid, &events, &at, &ptrs) {
                 return Err(ctx.file_err(e));
             }
         }
@@ -153,6 +154,17 @@ fn instance(
             other => vec![other.clone()],
         })
         .collect();
+    // The JSON pointer of every flattened event inside this line or document.
+    let ptrs: Vec<String> = events
+        .iter()
+        .enumerate()
+        .flat_map(|(i, e)| match e {
+            Value::Array(pair) => (0..pair.len())
+                .map(|j| pointer(&["history".to_string(), i.to_string(), j.to_string()]))
+                .collect(),
+            _ => vec![pointer(&["history".to_string(), i.to_string()])],
+        })
+        .collect();
     let sid = if let Some(id) = m.get("instance_id").filter(|v| !v.is_null()) {
         match id {
             Value::String(t) => t.clone(),
@@ -188,16 +200,18 @@ fn instance(
             meta.insert(f.to_string(), v.clone());
         }
     }
+    out.at(None);
     out.open(&sid);
     out.push(&sid, session_rec("openhands", model, meta), line);
     let legacy = flat
         .iter()
         .any(|e| e.is_object() && e.get("source").is_none() && e.get("id").is_none());
     if legacy {
-        legacy_history(out, &sid, &flat, line)?;
+        legacy_history(out, &sid, &flat, line, &ptrs)?;
     } else {
-        history(out, &sid, &flat, &|_| line)?;
+        history(out, &sid, &flat, &|_| line, &ptrs)?;
     }
+    out.at(None);
     // The run's final error may name the stuck detector.
     if let Some(err) = s(m, "error") {
         if names_stuck(err) {
@@ -224,10 +238,12 @@ fn history(
     sid: &str,
     events: &[Value],
     at: &dyn Fn(usize) -> u32,
+    ptrs: &[String],
 ) -> std::result::Result<(), String> {
     let mut responses: HashSet<String> = HashSet::new();
     for (i, e) in events.iter().enumerate() {
         let line = at(i);
+        out.at(ptrs.get(i).cloned());
         let Some(e) = e.as_object() else {
             return Err(format!("field `history[{i}]` must be an object"));
         };
@@ -445,10 +461,12 @@ fn legacy_history(
     sid: &str,
     events: &[Value],
     line: u32,
+    ptrs: &[String],
 ) -> std::result::Result<(), String> {
     let mut seen_user = false;
     let mut last_action: Option<String> = None;
     for (i, e) in events.iter().enumerate() {
+        out.at(ptrs.get(i).cloned());
         let Some(e) = e.as_object() else {
             return Err(format!("field `history[{i}]` must be an object"));
         };
@@ -527,11 +545,32 @@ fn legacy_history(
     Ok(())
 }
 
+/// OpenHands trajectories and eval output.
+pub(crate) struct OpenHands;
+
+impl crate::format::Format for OpenHands {
+    fn name(&self) -> &'static str {
+        "openhands"
+    }
+    fn expected(&self) -> &'static str {
+        "an OpenHands event array or eval output lines with `history`"
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn sniff_line(&self, line: &Value) -> bool {
+        line.as_object().is_some_and(sniff_line)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(text: &str, stem: &str) -> crate::input::FileSessions {
+    fn run(text: &str, stem: &str) -> crate::format::FileSessions {
         let ctx = Ctx {
             display: "o.json",
             stem,
@@ -568,7 +607,7 @@ mod tests {
                 "loop_detected"
             ]
         );
-        assert_eq!(recs[1].1, 3);
+        assert_eq!(recs[1].1.line, 3);
         match &recs[4].0 {
             Record::ToolCall { name, args, id } => {
                 assert_eq!(name, "execute_bash");

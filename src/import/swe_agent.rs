@@ -2,7 +2,9 @@
 //! `history` messages, `info`) mapped onto canonical records: one turn per
 //! trajectory step, or per non-demo assistant message for history-only files.
 
-use super::common::{args_from_str, doc_or_skip, element_lines, s, session_rec, text_of, Ctx, Out};
+use super::common::{
+    args_from_str, doc_or_skip, element_lines, pointer, s, session_rec, text_of, Ctx, Out,
+};
 use crate::error::Result;
 use crate::event::Record;
 use serde_json::{Map, Value};
@@ -23,7 +25,7 @@ pub(crate) fn sniff_doc(v: &Value) -> bool {
 }
 
 /// Import one `.traj` file.
-pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
+pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     let mut out = Out::new("swe-agent");
     let Some(doc) = doc_or_skip(ctx, &mut out)? else {
         return Ok(out.finish());
@@ -43,6 +45,10 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     out.push(&sid, session_rec("swe-agent", model_of(m), info_meta(m)), 0);
     let task = live.iter().find(|x| s(x, "role") == Some("user"));
     if let Some(t) = task {
+        let at = history
+            .iter()
+            .position(|h| h.as_object().is_some_and(|h| std::ptr::eq(h, *t)));
+        out.at(at.map(|i| pointer(&["history".to_string(), i.to_string()])));
         out.push(
             &sid,
             Record::User {
@@ -55,6 +61,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
     match m.get("trajectory") {
         Some(Value::Array(steps)) => {
             let lines = element_lines(ctx.bytes, Some("trajectory"));
+            let history_lines = element_lines(ctx.bytes, Some("history"));
             let assistants: Vec<&Map<String, Value>> = live
                 .iter()
                 .copied()
@@ -63,6 +70,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
             let mut next = 0usize;
             for (i, step) in steps.iter().enumerate() {
                 let line = lines.get(i).copied().unwrap_or(0);
+                out.at(Some(pointer(&["trajectory".to_string(), i.to_string()])));
                 let Some(step) = step.as_object() else {
                     return Err(ctx.file_err(format!("field `trajectory[{i}]` must be an object")));
                 };
@@ -92,9 +100,21 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
                 if calls.is_empty() {
                     out.push(&sid, text_action(action), line);
                 } else {
-                    for (name, args, id) in calls {
-                        out.push(&sid, Record::ToolCall { name, args, id }, line);
+                    // The calls are the history message's: name its place.
+                    let k = msg.and_then(|m| {
+                        history
+                            .iter()
+                            .position(|h| h.as_object().is_some_and(|h| std::ptr::eq(h, m)))
+                    });
+                    let call_line = k.and_then(|k| history_lines.get(k).copied());
+                    if let Some(k) = k {
+                        out.at(Some(pointer(&["history".to_string(), k.to_string()])));
                     }
+                    for (name, args, id) in calls {
+                        let at = call_line.unwrap_or(line);
+                        out.push(&sid, Record::ToolCall { name, args, id }, at);
+                    }
+                    out.at(Some(pointer(&["trajectory".to_string(), i.to_string()])));
                 }
                 out.push(
                     &sid,
@@ -118,6 +138,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::FileSessions> {
                     continue;
                 }
                 let line = lines.get(i).copied().unwrap_or(0);
+                out.at(Some(pointer(&["history".to_string(), i.to_string()])));
                 match s(h, "role") {
                     Some("assistant") => {
                         out.push(&sid, Record::Turn, line);
@@ -242,6 +263,27 @@ fn info_meta(m: &Map<String, Value>) -> Map<String, Value> {
     meta
 }
 
+/// SWE-agent `.traj` trajectories.
+pub(crate) struct SweAgent;
+
+impl crate::format::Format for SweAgent {
+    fn name(&self) -> &'static str {
+        "swe-agent"
+    }
+    fn expected(&self) -> &'static str {
+        "a SWE-agent .traj object with `trajectory` or `history`"
+    }
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".traj", ".json"]
+    }
+    fn sniff_doc(&self, doc: &Value) -> bool {
+        sniff_doc(doc)
+    }
+    fn read(&self, ctx: &Ctx) -> Result<crate::format::FileSessions> {
+        import(ctx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +324,6 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(recs[2].1, 2);
+        assert_eq!(recs[2].1.line, 2);
     }
 }

@@ -1,7 +1,7 @@
 //! The canonical JSONL writer behind `looptune import`: one JSON object per
 //! record, `type` and `session` first, readable back by `input::parse_canonical`.
 
-use crate::event::{Record, Session};
+use crate::event::{Corpus, Provenance, Record, Session};
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::sync::Arc;
@@ -11,9 +11,18 @@ use std::sync::Arc;
 /// metadata that came from outside the records (e.g. a subagent's
 /// `parent_session`) is merged into the session's first `session` record.
 /// With `redact`, credentials are masked in every string the line carries
-/// except the fixed `type` name: session ids, texts, tool names and ids, and
-/// the keys and values inside arguments and metadata (see [`super::redact`]).
-pub fn write_canonical(
+/// except the fixed `type` name: session ids, texts, tool names and ids, the
+/// keys and values inside arguments and metadata, and `src` (see [`super::redact`]).
+///
+/// Every record read from a file also gets `src`: the file and line (or JSON
+/// pointer) it came from, so that a replay of the written file names the
+/// original native log (see `docs/transcript-format.md`).
+pub fn write_canonical(corpus: &Corpus, out: &mut dyn Write, redact: bool) -> std::io::Result<()> {
+    write_sessions(corpus, &corpus.sessions, out, redact)
+}
+
+fn write_sessions(
+    corpus: &Corpus,
     sessions: &[Arc<Session>],
     out: &mut dyn Write,
     redact: bool,
@@ -33,10 +42,11 @@ pub fn write_canonical(
                 mode: None,
                 meta: Some(Box::new(extra.clone())),
             };
-            write_line(out, &s.id, &rec, redact)?;
+            write_line(out, &s.id, &rec, redact, None)?;
             extra_done = true;
         }
         for e in &s.events {
+            let src = Some(corpus.origin_provenance(&e.origin)).filter(|p| !p.file.is_empty());
             match (&e.record, extra_done) {
                 (
                     Record::Session {
@@ -57,10 +67,10 @@ pub fn write_canonical(
                         mode: mode.clone(),
                         meta: Some(m),
                     };
-                    write_line(out, &s.id, &rec, redact)?;
+                    write_line(out, &s.id, &rec, redact, src)?;
                     extra_done = true;
                 }
-                (rec, _) => write_line(out, &s.id, rec, redact)?,
+                (rec, _) => write_line(out, &s.id, rec, redact, src)?,
             }
         }
     }
@@ -88,11 +98,24 @@ fn write_line(
     session: &str,
     rec: &Record,
     redact: bool,
+    src: Option<Provenance>,
 ) -> std::io::Result<()> {
     let mut obj = to_object(session, rec);
+    if let Some(p) = src {
+        let mut m = Map::new();
+        m.insert("file".into(), Value::String(p.file.to_string()));
+        if let Some(l) = p.line {
+            m.insert("line".into(), Value::from(l));
+        }
+        if let Some(ptr) = p.pointer {
+            m.insert("pointer".into(), Value::String(ptr.to_string()));
+        }
+        obj.insert("src".into(), Value::Object(m));
+    }
     if redact {
-        // Every string of the line, ids and argument keys included: a secret can
-        // hide in any of them (a session named after a token, an argument key).
+        // Every string of the line, ids, argument keys and source paths
+        // included: a secret can hide in any of them (a session named after a
+        // token, an argument key).
         for (k, v) in obj.iter_mut() {
             if k != "type" {
                 *v = redact_value(v);
@@ -220,7 +243,7 @@ mod tests {
     use crate::event::Origin;
 
     fn session() -> Arc<Session> {
-        let o = Origin { file: 0, line: 0 };
+        let o = Origin::default();
         let mut args = Map::new();
         args.insert("z".into(), Value::from("sk-abcdefghijklmnopqrstu"));
         args.insert("a".into(), Value::from(1));
@@ -232,23 +255,23 @@ mod tests {
                     mode: None,
                     meta: None,
                 },
-                o,
+                o.clone(),
             ),
             (
                 Record::User {
                     text: "hi".into(),
                     prompt_id: Some("p".into()),
                 },
-                o,
+                o.clone(),
             ),
-            (Record::Turn, o),
+            (Record::Turn, o.clone()),
             (
                 Record::ToolCall {
                     name: "bash".into(),
                     args,
                     id: None,
                 },
-                o,
+                o.clone(),
             ),
             (
                 Record::ToolResult {
@@ -257,14 +280,14 @@ mod tests {
                     output: Some("x".into()),
                     error: Some(true),
                 },
-                o,
+                o.clone(),
             ),
             (
                 Record::Usage {
                     input_tokens: Some(3),
                     output_tokens: None,
                 },
-                o,
+                o.clone(),
             ),
             (
                 Record::Judge {
@@ -272,21 +295,21 @@ mod tests {
                     model: None,
                     analysis: None,
                 },
-                o,
+                o.clone(),
             ),
             (
                 Record::LoopDetected {
                     kind: Some("k".into()),
                     detail: None,
                 },
-                o,
+                o.clone(),
             ),
             (
                 Record::Label {
                     is_loop: true,
                     onset_turn: Some(2),
                 },
-                o,
+                o.clone(),
             ),
         ];
         let mut s = Session::from_records("S".into(), recs);
@@ -300,13 +323,19 @@ mod tests {
     fn round_trips_through_the_canonical_reader() {
         let s = session();
         let mut buf = Vec::new();
-        write_canonical(std::slice::from_ref(&s), &mut buf, false).unwrap();
+        write_sessions(
+            &Corpus::default(),
+            std::slice::from_ref(&s),
+            &mut buf,
+            false,
+        )
+        .unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
         assert!(text.starts_with(
             r#"{"type":"session","session":"S","agent":"codex","meta":{"parent_session":"P"}}"#
         ));
         assert!(text.contains(r#"{"type":"tool_call","session":"S","name":"bash","args":{"z":"sk-abcdefghijklmnopqrstu","a":1}}"#));
-        let fs = crate::input::parse_canonical("o.jsonl", "o", &buf, false).unwrap();
+        let fs = crate::canonical::parse_canonical("o.jsonl", "o", &buf, false).unwrap();
         assert_eq!(fs.sessions.len(), 1);
         let back: Vec<Record> = fs.sessions[0].1.iter().map(|(r, _)| r.clone()).collect();
         let orig: Vec<Record> = s.events.iter().map(|e| e.record.clone()).collect();
@@ -316,7 +345,7 @@ mod tests {
     #[test]
     fn redacts_text_and_args() {
         let mut buf = Vec::new();
-        write_canonical(&[session()], &mut buf, true).unwrap();
+        write_sessions(&Corpus::default(), &[session()], &mut buf, true).unwrap();
         let text = String::from_utf8(buf).unwrap();
         assert!(!text.contains("sk-abc"));
         assert!(text.contains(r#""z":"[REDACTED]""#));
@@ -324,7 +353,7 @@ mod tests {
 
     #[test]
     fn redacts_ids_names_and_argument_keys() {
-        let o = crate::event::Origin { file: 0, line: 0 };
+        let o = crate::event::Origin::default();
         let key = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
         let mut args = Map::new();
         args.insert(key.into(), Value::from(1));
@@ -341,7 +370,11 @@ mod tests {
             recs,
         ));
         let mut buf = Vec::new();
-        write_canonical(&[s], &mut buf, true).unwrap();
+        let corpus = Corpus {
+            sessions: vec![s],
+            ..Default::default()
+        };
+        write_canonical(&corpus, &mut buf, true).unwrap();
         let text = String::from_utf8(buf).unwrap();
         for secret in [key, "sk-proj", "AKIA", "xoxb"] {
             assert!(!text.contains(secret), "{secret} in {text}");

@@ -178,7 +178,7 @@ mod tests {
                 text: "go".into(),
                 prompt_id: None,
             },
-            Origin { file: 0, line: 1 },
+            Origin::at(0, 1),
         )];
         for i in 0..n {
             let mut args = serde_json::Map::new();
@@ -189,10 +189,7 @@ mod tests {
                     args,
                     id: None,
                 },
-                Origin {
-                    file: 0,
-                    line: i + 2,
-                },
+                Origin::at(0, i + 2),
             ));
             v.push((
                 Record::ToolResult {
@@ -201,10 +198,7 @@ mod tests {
                     output: Some("same".into()),
                     error: None,
                 },
-                Origin {
-                    file: 0,
-                    line: i + 2,
-                },
+                Origin::at(0, i + 2),
             ));
         }
         v
@@ -217,6 +211,7 @@ mod tests {
             .collect();
         ss.sort_by(|a, b| a.id.cmp(&b.id));
         Corpus {
+            unreadable: Default::default(),
             files: vec![crate::event::SourceFile {
                 path: "f.jsonl".into(),
                 format: "canonical".into(),

@@ -54,22 +54,28 @@ pub fn place(corpus: &Corpus, origins: &[Origin]) -> String {
     let Some(first) = origins.first() else {
         return String::new();
     };
+    // Where the records are: the original file (through a converted file's
+    // `src`), its line range, or the JSON pointer of a whole-document format.
+    let first_p = corpus.origin_provenance(first);
     // The file name only: the session header shows the whole path once.
-    let file = corpus.files.get(first.file as usize).map_or("?", |f| {
-        std::path::Path::new(&f.path)
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or(&f.path)
-    });
-    let lines: Vec<u32> = origins
+    let file = std::path::Path::new(first_p.file)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(first_p.file)
+        .to_string();
+    let provs: Vec<_> = origins
         .iter()
-        .filter(|o| o.file == first.file && o.line > 0)
-        .map(|o| o.line)
+        .map(|o| corpus.origin_provenance(o))
+        .filter(|p| p.file == first_p.file)
         .collect();
+    let lines: Vec<u32> = provs.iter().filter_map(|p| p.line).collect();
     match (lines.iter().min(), lines.iter().max()) {
         (Some(a), Some(b)) if a == b => format!("{file}:{a}"),
         (Some(a), Some(b)) => format!("{file}:{a}-{b}"),
-        _ => file.to_string(),
+        _ => match first_p.pointer {
+            Some(p) => format!("{file}#{p}"),
+            None => file,
+        },
     }
 }
 
@@ -115,7 +121,7 @@ pub fn session_view(corpus: &Corpus, replay: &Replay, ranked: &Ranked) -> Sessio
             });
             origins.push(Vec::new());
         }
-        origins.last_mut().expect("pushed").push(e.origin);
+        origins.last_mut().expect("pushed").push(e.origin.clone());
         let lines = &mut turns.last_mut().expect("pushed").lines;
         let line = match &e.record {
             Record::Content { text: t } => {
@@ -576,7 +582,7 @@ mod tests {
     fn corpus() -> Corpus {
         // Session "loopy": five identical calls; "calm": one call and a text.
         let mut recs = vec![];
-        let o = |line| Origin { file: 0, line };
+        let o = |line| Origin::at(0, line);
         recs.push((
             Record::User {
                 text: "fix it".into(),
@@ -614,16 +620,10 @@ mod tests {
                         text: "hi".into(),
                         prompt_id: None,
                     },
-                    Origin { file: 1, line: 1 },
+                    Origin::at(1, 1),
                 ),
-                (
-                    Record::Content { text: "hel".into() },
-                    Origin { file: 1, line: 2 },
-                ),
-                (
-                    Record::Content { text: "lo".into() },
-                    Origin { file: 1, line: 3 },
-                ),
+                (Record::Content { text: "hel".into() }, Origin::at(1, 2)),
+                (Record::Content { text: "lo".into() }, Origin::at(1, 3)),
             ],
         );
         let file = |p: &str| crate::event::SourceFile {
@@ -635,6 +635,7 @@ mod tests {
             unknown_records: 0,
         };
         Corpus {
+            unreadable: Default::default(),
             files: vec![file("runs/loopy.jsonl"), file("calm.jsonl")],
             sessions: vec![Arc::new(calm), Arc::new(loopy)],
             skipped: vec![],
@@ -835,7 +836,7 @@ mod tests {
     #[test]
     fn place_names_file_and_line_range() {
         let c = corpus();
-        let o = |file, line| Origin { file, line };
+        let o = |file, line| Origin::at(file, line);
         assert_eq!(place(&c, &[o(0, 4)]), "loopy.jsonl:4");
         assert_eq!(place(&c, &[o(0, 9), o(0, 4)]), "loopy.jsonl:4-9");
         assert_eq!(place(&c, &[o(1, 0)]), "calm.jsonl");

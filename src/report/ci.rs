@@ -161,8 +161,12 @@ pub fn junit(v: &CiView) -> String {
         let failure = match verd {
             Verdict::FalsePositive => {
                 let d = first.expect("fired");
+                let at = d
+                    .place
+                    .as_ref()
+                    .map_or(String::new(), |p| format!(" ({p})"));
                 Some(format!(
-                    "fired on a clean session: {} at turn {}, event {}: {}",
+                    "fired on a clean session: {} at turn {}, event {}{at}: {}",
                     d.kind, d.turn, d.event, d.detail
                 ))
             }

@@ -101,6 +101,9 @@ pub fn detections_csv(r: &SweepResult) -> Vec<u8> {
         "turns_to_detection",
         "stop_turn",
         "detail",
+        "file",
+        "line",
+        "pointer",
     ])
     .expect("in-memory write");
     let union: Vec<&crate::result::Hit> = r
@@ -132,6 +135,7 @@ pub fn detections_csv(r: &SweepResult) -> Vec<u8> {
                 None => "",
             };
             let detail: String = d.detail.chars().take(300).collect();
+            let place = d.place.as_ref();
             w.write_record([
                 id,
                 &safe_cell(&s.id),
@@ -143,6 +147,12 @@ pub fn detections_csv(r: &SweepResult) -> Vec<u8> {
                 &ttd.map(|t| t.to_string()).unwrap_or_default(),
                 &o.stop_turn.map(|t| t.to_string()).unwrap_or_default(),
                 &safe_cell(&detail),
+                &safe_cell(place.map_or("", |p| p.file.as_str())),
+                &place
+                    .and_then(|p| p.line)
+                    .map(|l| l.to_string())
+                    .unwrap_or_default(),
+                &safe_cell(place.and_then(|p| p.pointer.as_deref()).unwrap_or("")),
             ])
             .expect("in-memory write");
         }

@@ -668,21 +668,30 @@ fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
                 list(&who)
             );
             for l in &x.lines {
-                let _ = writeln!(
-                    h,
-                    "<div class=\"xl{}\"><span class=\"m\">#{} turn {}</span><span class=\"m\">{}</span><span class=\"t\">{}</span></div>",
-                    if l.hit { " hit" } else { "" },
-                    l.event,
-                    l.turn,
-                    esc(&l.kind),
-                    esc(&l.text)
-                );
+                excerpt_line(h, l);
             }
             h.push_str("</div>\n");
         }
         h.push_str("</section>\n");
     }
     Ok(())
+}
+
+/// One record of an excerpt: number, turn and place, type, text (all escaped).
+fn excerpt_line(h: &mut String, l: &super::model::ExcerptLine) {
+    let _ = writeln!(
+        h,
+        "<div class=\"xl{}\"><span class=\"m\">#{} turn {}{}</span><span class=\"m\">{}</span><span class=\"t\">{}</span></div>",
+        if l.hit { " hit" } else { "" },
+        l.event,
+        l.turn,
+        l.place
+            .as_ref()
+            .map(|p| format!(" · {}", esc(&p.to_string())))
+            .unwrap_or_default(),
+        esc(&l.kind),
+        esc(&l.text)
+    );
 }
 
 /// One section per false positive and missed loop of the baseline and the
@@ -733,19 +742,7 @@ fn explained(h: &mut String, d: &ReportData) {
         if !x.lines.is_empty() {
             h.push_str("<div class=\"excerpt\">");
             for l in &x.lines {
-                let _ = writeln!(
-                    h,
-                    "<div class=\"xl{}\"><span class=\"m\">#{} turn {}{}</span><span class=\"m\">{}</span><span class=\"t\">{}</span></div>",
-                    if l.hit { " hit" } else { "" },
-                    l.event,
-                    l.turn,
-                    l.place
-                        .as_ref()
-                        .map(|p| format!(" · {}", esc(p)))
-                        .unwrap_or_default(),
-                    esc(&l.kind),
-                    esc(&l.text)
-                );
+                excerpt_line(h, l);
             }
             h.push_str("</div>\n");
         }

@@ -437,8 +437,8 @@ pub struct ExcerptLine {
     pub text: String,
     /// The record where the detection fired.
     pub hit: bool,
-    /// `FILE:LINE` or `FILE#POINTER` of the record.
-    pub place: Option<String>,
+    /// Where the record is in the user's files.
+    pub place: Option<crate::result::PlaceRecord>,
 }
 
 impl ReportData {

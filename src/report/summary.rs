@@ -225,7 +225,7 @@ fn explanations(r: &SweepResult) -> Vec<Value> {
                 "verdict": v.as_str(), "onset_turn": s.onset_turn,
                 "turn": first.map(|d| d.turn), "event": event,
                 "kind": first.map(|d| d.kind.clone()), "detail": first.map(|d| d.detail.clone()),
-                "place": first.and_then(|d| d.place.clone()),
+                "place": first.and_then(|d| d.place.as_ref()).map(|p| p.to_string()),
                 "lines": event.map(|e| lines.around(e)).unwrap_or_default(),
                 "others": others,
             }));

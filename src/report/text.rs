@@ -7,7 +7,9 @@ use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 
 /// One JSON object per session, sorted by session id:
-/// `{"session","turns","events","detections":[{"detector","kind","turn","event","strike","detail",...}]}`.
+/// `{"session","turns","events","detections":[{"detector","kind","turn","event","file","line"|"pointer","strike","detail",...}]}`:
+/// `file` and `line` (or `pointer`, a JSON pointer inside a whole-document
+/// log) name where the record the detection is at came from.
 pub fn replay_json(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) -> io::Result<()> {
     for (si, s) in corpus.sessions.iter().enumerate() {
         let mut dets = Vec::new();
@@ -25,6 +27,15 @@ pub fn replay_json(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) 
                 m.insert("kind".into(), json!(d.kind));
                 m.insert("turn".into(), json!(d.turn));
                 m.insert("event".into(), json!(d.event));
+                if let Some(p) = corpus.provenance(si, d.event) {
+                    m.insert("file".into(), json!(p.file));
+                    if let Some(l) = p.line {
+                        m.insert("line".into(), json!(l));
+                    }
+                    if let Some(ptr) = p.pointer {
+                        m.insert("pointer".into(), json!(ptr));
+                    }
+                }
                 m.insert("strike".into(), json!(d.strike));
                 m.insert("detail".into(), json!(d.detail));
                 m.insert("profile".into(), json!(cfg.profile));
@@ -66,7 +77,7 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
 /// A table for people: one row per session with a detection, then a summary line.
 pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) -> io::Result<()> {
     let multi = r.configs.len() > 1;
-    let mut rows: Vec<[String; 6]> = Vec::new();
+    let mut rows: Vec<[String; 7]> = Vec::new();
     let mut per_kind: std::collections::BTreeMap<&str, usize> = Default::default();
     let mut fired_sessions = 0;
     for (si, s) in corpus.sessions.iter().enumerate() {
@@ -109,6 +120,9 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
                     } else {
                         d.strike.to_string()
                     },
+                    corpus
+                        .provenance(si, d.event)
+                        .map_or(String::new(), |p| p.to_string()),
                     detail,
                 ]);
             }
@@ -117,32 +131,34 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
             fired_sessions += 1;
         }
     }
-    let header: [&str; 6] = if multi {
-        ["session", "profile", "kind", "turn", "event", "detail"]
+    let header: [&str; 7] = if multi {
+        [
+            "session", "profile", "kind", "turn", "event", "at", "detail",
+        ]
     } else {
-        ["session", "kind", "turn", "event", "strike", "detail"]
+        ["session", "kind", "turn", "event", "strike", "at", "detail"]
     };
     if !rows.is_empty() {
-        let mut w = [0usize; 6];
+        let mut w = [0usize; 7];
         for (i, h) in header.iter().enumerate() {
             w[i] = h.len();
         }
         for r in &rows {
-            for i in 0..5 {
+            for i in 0..6 {
                 w[i] = w[i].max(r[i].chars().count());
             }
         }
-        let line = |cells: [&str; 6], out: &mut dyn Write| -> io::Result<()> {
+        let line = |cells: [&str; 7], out: &mut dyn Write| -> io::Result<()> {
             let mut s = String::new();
-            for i in 0..5 {
+            for i in 0..6 {
                 s.push_str(&format!("{:<width$}  ", cells[i], width = w[i]));
             }
-            s.push_str(cells[5]);
+            s.push_str(cells[6]);
             writeln!(out, "{}", s.trim_end())
         };
         line(header, out)?;
         for r in &rows {
-            line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]], out)?;
+            line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]], out)?;
         }
         writeln!(out)?;
     }

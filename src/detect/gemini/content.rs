@@ -879,7 +879,7 @@ mod tests {
                 text: "go".into(),
                 prompt_id: None,
             },
-            Origin { file: 0, line: 0 },
+            Origin::default(),
         )];
         for _ in 0..records {
             let rec = match r.range(0, reset_every) {
@@ -900,7 +900,7 @@ mod tests {
                     Record::Content { text: t }
                 }
             };
-            recs.push((rec, Origin { file: 0, line: 0 }));
+            recs.push((rec, Origin::default()));
         }
         GeminiPrep::new(&Session::from_records("s".into(), recs))
     }
@@ -991,13 +991,13 @@ mod tests {
                     text: "go".into(),
                     prompt_id: None,
                 },
-                Origin { file: 0, line: 0 },
+                Origin::default(),
             )];
             for t in texts {
                 let rec = Record::Content {
                     text: t.to_string(),
                 };
-                recs.push((rec, Origin { file: 0, line: 0 }));
+                recs.push((rec, Origin::default()));
             }
             GeminiPrep::new(&Session::from_records("s".into(), recs))
         };
