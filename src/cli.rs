@@ -547,7 +547,9 @@ fn parse_objective(s: &str) -> std::result::Result<looptune::metrics::Objective,
 pub fn dispatch(mut cli: Cli) -> Result<i32> {
     // No PATHS: the agents' default log folders (said on stderr).
     match &mut cli.command {
-        Command::Replay(ReplayArgs { input, .. }) | Command::Import(ImportArgs { input, .. })
+        Command::Replay(ReplayArgs { input, .. })
+        | Command::Import(ImportArgs { input, .. })
+        | Command::Label(LabelArgs { input, .. })
             if input.paths.is_empty() =>
         {
             input.paths = looptune::logdirs::default_paths(&mut std::io::stderr())?;

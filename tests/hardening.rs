@@ -537,6 +537,14 @@ fn without_paths_replay_and_sweep_read_the_agents_log_folders() {
         .assert()
         .success();
     assert!(out.join("sweep.csv").is_file());
+    // `label --suggest` reads the same folders (s1 is labelled inline, so the queue is empty).
+    let mut c = looptune();
+    isolate(&mut c);
+    c.args(["label", "--suggest"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("no PATHS given: reading"))
+        .stdout(predicate::str::contains("session,file,reason"));
 }
 
 #[test]
