@@ -848,3 +848,34 @@ fn diff_lists_exactly_the_changed_verdicts_and_its_gates_trip() {
     let r = sweep_with(&d.path().join("x"), &["--require", "new_missed_loops==0"]);
     assert_eq!(r.status.code(), Some(2));
 }
+
+#[test]
+fn detections_csv_names_the_file_and_line_that_holds_each_detection() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    assert_eq!(sweep_with(&out, &[]).status.code(), Some(0));
+    let rows = csv_rows(&out.join("detections.csv"));
+    // Gemini CLI's tool-call check fires on the call itself.
+    let gemini: Vec<String> = csv_rows(&out.join("sweep.csv"))
+        .into_iter()
+        .filter(|r| r["family"] == "gemini")
+        .map(|r| r["config"].clone())
+        .collect();
+    let mut checked = 0;
+    for r in &rows {
+        assert!(!r["file"].is_empty(), "{r:?}");
+        if r["kind"] != "tool_call" || r["line"].is_empty() || !gemini.contains(&r["config"]) {
+            continue;
+        }
+        let text = std::fs::read_to_string(root().join(&r["file"])).unwrap();
+        let line: usize = r["line"].parse().unwrap();
+        let held = text.lines().nth(line - 1).unwrap();
+        assert!(
+            held.contains("\"tool_call\""),
+            "{}:{line}: {held}",
+            r["file"]
+        );
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked} tool-call detections checked");
+}
