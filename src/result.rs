@@ -285,7 +285,16 @@ fn is_zero_u64(x: &u64) -> bool {
 impl Hit {
     /// The record of an outcome, or `None` when nothing happened at all.
     pub fn from_outcome(session: u32, o: &Outcome) -> Option<Hit> {
-        if o == &Outcome::default() {
+        // Most outcomes of a large grid are empty: say so without building one.
+        let quiet = o.detections.is_empty()
+            && o.stop.is_none()
+            && o.warnings == 0
+            && o.unheeded == 0
+            && o.judge_due == 0
+            && o.judge_no_verdict == 0
+            && o.turns_after_stop == 0
+            && o.tokens_after_stop == 0;
+        if quiet {
             return None;
         }
         Some(Hit {
@@ -436,10 +445,12 @@ impl SweepRecord {
             .enumerate()
             .map(|(i, s)| SessionRecord::of(s, labels.by_session[i]))
             .collect();
+        // One configuration per task: a large grid has millions of outcomes.
+        use rayon::prelude::*;
         let outcomes: Vec<ConfigOutcomes> = grid
             .configs
-            .iter()
-            .zip(outcomes)
+            .par_iter()
+            .zip(outcomes.par_iter())
             .map(|(c, per)| ConfigOutcomes {
                 config: c.id.clone(),
                 hits: per

@@ -622,10 +622,9 @@ fn finish_sweep(
         &files.detections_csv,
         &crate::report::csv_out::detections_csv(result),
     )?;
-    let summary = crate::report::summary::summary_json(result);
     set.write(
         &files.summary_json,
-        &serde_json::to_vec_pretty(&summary).expect("serialisable"),
+        &crate::report::summary::summary_bytes(result),
     )?;
     let mut report_failed = false;
     let data = crate::report::model::ReportData::from_result(result);

@@ -276,14 +276,18 @@ pub fn run_sweep(
         },
         progress,
     )?;
-    Ok(SweepRecord::build(
-        record_grid,
-        opts.record(),
-        shard,
-        &corpus,
-        &labels,
-        &replayed.outcomes,
-    ))
+    // Recording runs on the same pool as the replay (`--jobs 1`: one thread).
+    let pool = crate::pool::pool(opts.jobs)?;
+    Ok(pool.install(|| {
+        SweepRecord::build(
+            record_grid,
+            opts.record(),
+            shard,
+            &corpus,
+            &labels,
+            &replayed.outcomes,
+        )
+    }))
 }
 
 /// Derive scores, the Pareto front and the recommendation from a result.

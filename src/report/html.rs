@@ -148,8 +148,8 @@ pub fn render(d: &ReportData) -> std::result::Result<String, String> {
          <p class=\"sub\">{} configurations replayed over {} sessions ({} turns); looptune {}; {:.1} s.</p>",
         esc(&s.grid.name),
         d.rows.len(),
-        s.inputs.sessions,
-        s.inputs.turns,
+        s.totals.sessions,
+        s.totals.turns,
         esc(&s.looptune_version),
         s.wall_time_ms as f64 / 1000.0
     );
@@ -828,6 +828,7 @@ fn config_table(h: &mut String, d: &ReportData) {
 
 fn inputs(h: &mut String, d: &ReportData) {
     let i = &d.summary.inputs;
+    let t = &d.summary.totals;
     let l = &d.summary.labels;
     let _ = writeln!(
         h,
@@ -836,9 +837,9 @@ fn inputs(h: &mut String, d: &ReportData) {
          <div class=\"card\"><span>turns</span><b>{}</b></div><div class=\"card\"><span>records</span><b>{}</b></div>\
          <div class=\"card\"><span>labeled loop / clean / unlabeled</span><b>{} / {} / {}</b></div></div>",
         i.files.len(),
-        i.sessions,
-        i.turns,
-        i.events,
+        t.sessions,
+        t.turns,
+        t.events,
         l.loops,
         l.clean,
         l.unlabeled
@@ -854,11 +855,11 @@ fn inputs(h: &mut String, d: &ReportData) {
         }
         None => h.push_str("<p>No labels file: nothing is scored.</p>\n"),
     }
-    if i.whole_message_sessions > 0 {
+    if t.whole_message_sessions > 0 {
         let _ = writeln!(
             h,
             "<p>{} sessions carry content as whole messages, not streamed chunks: the content check sees fewer, larger pieces than live.</p>",
-            i.whole_message_sessions
+            t.whole_message_sessions
         );
     }
     let _ = writeln!(

@@ -58,6 +58,8 @@ pub struct Summary {
     pub grid: GridInfo,
     /// The inputs.
     pub inputs: Inputs,
+    /// Sessions, turns and records replayed.
+    pub totals: Totals,
     /// The labels.
     pub labels: LabelsInfo,
     /// Every session.
@@ -136,6 +138,14 @@ pub struct ConfigInfo {
 pub struct Inputs {
     /// Files read.
     pub files: Vec<FileInfo>,
+    /// Skipped lines, as messages.
+    pub skipped: Vec<String>,
+}
+
+/// Totals of a result.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Totals {
     /// Sessions replayed.
     pub sessions: u64,
     /// Turns.
@@ -144,8 +154,6 @@ pub struct Inputs {
     pub events: u64,
     /// Sessions whose content came as whole messages.
     pub whole_message_sessions: u64,
-    /// Skipped lines, as messages.
-    pub skipped: Vec<String>,
 }
 
 /// One input file.
@@ -444,7 +452,7 @@ pub struct ExcerptLine {
 impl ReportData {
     /// The report's view of a result, in memory.
     pub fn from_result(r: &crate::sweep::SweepResult) -> ReportData {
-        let value = crate::report::summary::summary_json(r);
+        let value = crate::report::summary::report_view(r);
         let summary: Summary =
             serde_json::from_value(value).expect("summary.json matches the report's view");
         let mut rows: Vec<Row> = r

@@ -37,11 +37,51 @@ pub fn selected(r: &SweepResult) -> Vec<usize> {
     sel
 }
 
-/// Build `summary.json`.
-pub fn summary_json(r: &SweepResult) -> Value {
+/// `summary.json` as bytes: the record itself, then everything derived from
+/// it. Serialized straight from the record (no JSON tree of its outcomes,
+/// which are most of a large sweep).
+pub fn summary_bytes(r: &SweepResult) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Whole<'a> {
+        #[serde(flatten)]
+        record: &'a SweepRecord,
+        #[serde(flatten)]
+        derived: &'a Map<String, Value>,
+    }
+    let derived = derived(r);
+    serde_json::to_vec(&Whole {
+        record: &r.record,
+        derived: &derived,
+    })
+    .expect("a summary serializes")
+}
+
+/// What the report reads of `summary.json`, in memory: the record without
+/// its outcomes and material, and everything derived.
+pub fn report_view(r: &SweepResult) -> Value {
+    let rec = &r.record;
+    let mut m = derived(r);
+    for (k, v) in [
+        ("looptune_version", json!(rec.looptune_version)),
+        ("grid", serde_json::to_value(&rec.grid).expect("serializes")),
+        (
+            "inputs",
+            serde_json::to_value(&rec.inputs).expect("serializes"),
+        ),
+        (
+            "sessions",
+            serde_json::to_value(&rec.sessions).expect("serializes"),
+        ),
+        ("wall_time_ms", json!(rec.wall_time_ms)),
+    ] {
+        m.insert(k.into(), v);
+    }
+    Value::Object(m)
+}
+
+/// Everything `summary.json` derives from the record.
+fn derived(r: &SweepResult) -> Map<String, Value> {
     let rec: &SweepRecord = &r.record;
-    let mut v = serde_json::to_value(rec).expect("a record serializes");
-    let m = v.as_object_mut().expect("an object");
     let scores: Vec<Value> = r
         .scores
         .iter()
@@ -67,23 +107,14 @@ pub fn summary_json(r: &SweepResult) -> Value {
         .iter()
         .filter(|s| s.label.as_deref() == Some("clean"))
         .count();
-    if let Some(inputs) = m.get_mut("inputs").and_then(Value::as_object_mut) {
-        inputs.insert("sessions".into(), json!(rec.sessions.len()));
-        inputs.insert(
-            "turns".into(),
-            json!(rec.sessions.iter().map(|s| s.turns as u64).sum::<u64>()),
-        );
-        inputs.insert(
-            "events".into(),
-            json!(rec.sessions.iter().map(|s| s.events as u64).sum::<u64>()),
-        );
-        inputs.insert(
-            "whole_message_sessions".into(),
-            json!(rec.sessions.iter().filter(|s| s.whole_messages).count()),
-        );
-    }
     let id = |i: usize| json!({"config": r.config(i).id, "label": r.config(i).label});
     let derived = json!({
+        "totals": {
+            "sessions": rec.sessions.len(),
+            "turns": rec.sessions.iter().map(|s| s.turns as u64).sum::<u64>(),
+            "events": rec.sessions.iter().map(|s| s.events as u64).sum::<u64>(),
+            "whole_message_sessions": rec.sessions.iter().filter(|s| s.whole_messages).count(),
+        },
         "labels": {"file": rec.labels_file.file, "sha256": rec.labels_file.sha256,
                    "loops": loops, "clean": clean, "unlabeled": rec.sessions.len() - loops - clean,
                    "warnings": rec.labels_file.warnings},
@@ -107,10 +138,10 @@ pub fn summary_json(r: &SweepResult) -> Value {
         "explanations": explanations(r),
         "note": "Replay cannot know how the model would have reacted to a warning or a stop: the recorded continuation counts as the model not changing course.",
     });
-    for (k, x) in derived.as_object().expect("an object") {
-        m.insert(k.clone(), x.clone());
+    match derived {
+        Value::Object(m) => m,
+        _ => unreachable!("json! of an object"),
     }
-    v
 }
 
 /// The recommendation with what qualifies it (`null` without one).
