@@ -195,12 +195,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         || req.ci.junit.is_some()
         || !req.ci.requires.is_empty();
     if wants_scores {
-        let gates: Vec<crate::gates::Gate> = req
-            .ci
-            .requires
-            .iter()
-            .map(|g| crate::gates::Gate::parse(g))
-            .collect::<Result<_>>()?;
+        let gates = parse_gates(&req.ci.requires)?;
         let labels = crate::labels::resolve(&corpus, req.labels.as_deref(), req.read.lenient)?;
         let (loops, clean) = labels.counts();
         for g in &gates {
@@ -512,12 +507,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let started = std::time::Instant::now();
     // Everything that can be checked before work starts is checked first.
     let grid = load_grid_limited(req.grid.as_deref(), req.max_configs)?;
-    let gates: Vec<crate::gates::Gate> = req
-        .ci
-        .requires
-        .iter()
-        .map(|g| crate::gates::Gate::parse(g))
-        .collect::<Result<_>>()?;
+    let gates = parse_gates(&req.ci.requires)?;
     let opts = &req.options;
     if let Some(c) = &opts.chosen {
         crate::sweep::find_variant(&grid, c)?;
@@ -727,11 +717,7 @@ pub fn diff_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
-    let gates: Vec<crate::gates::Gate> = ci
-        .requires
-        .iter()
-        .map(|g| crate::gates::Gate::parse(g))
-        .collect::<Result<_>>()?;
+    let gates = parse_gates(&ci.requires)?;
     if let Some(g) = gates.iter().find(|g| !g.is_diff()) {
         return Err(Error::Usage(format!(
             "--require `{}`: diff gates take {}",
@@ -768,11 +754,7 @@ pub fn merge_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
-    let gates: Vec<crate::gates::Gate> = ci
-        .requires
-        .iter()
-        .map(|g| crate::gates::Gate::parse(g))
-        .collect::<Result<_>>()?;
+    let gates = parse_gates(&ci.requires)?;
     check_out_dir(out_dir)?;
     let records: Vec<crate::result::SweepRecord> = parts
         .iter()
@@ -792,6 +774,14 @@ pub fn merge_command(
     }
     let result = crate::sweep::analyze(record)?;
     finish_sweep(&result, out_dir, ci, &gates, out, err)
+}
+
+/// `--require` gates, checked before any work.
+fn parse_gates(requires: &[String]) -> Result<Vec<crate::gates::Gate>> {
+    requires
+        .iter()
+        .map(|g| crate::gates::Gate::parse(g))
+        .collect()
 }
 
 /// Stage the Markdown and JUnit outputs in `set`; true when one failed.
