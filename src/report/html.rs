@@ -481,7 +481,7 @@ fn families(h: &mut String, d: &ReportData) {
                 num_td(r.score("fp_per_1k_turns"), dec(r.score("fp_per_1k_turns"))),
                 num_td(r.score("precision"), pct(r.score("precision"))),
                 num_td(r.score("f1"), dec(r.score("f1"))),
-                num_td(r.score("ttd_median"), int(r.score("ttd_median"))),
+                num_td(r.score("ttd_median"), median_n(r)),
                 num_td(r.score("ttd_p90"), int(r.score("ttd_p90"))),
                 num_td(r.score("detections"), int(r.score("detections"))),
             );
@@ -677,6 +677,14 @@ fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// A median turns-to-detection with its sample size: `6.5 (n=2)`.
+fn median_n(r: &Row) -> String {
+    match r.score("ttd_median") {
+        Some(m) => format!("{} (n={})", crate::report::fixed(m), int(r.score("ttd_n"))),
+        None => "–".into(),
+    }
+}
+
 /// One record of an excerpt: number, turn and place, type, text (all escaped).
 fn excerpt_line(h: &mut String, l: &super::model::ExcerptLine) {
     let _ = writeln!(
@@ -817,7 +825,7 @@ fn config_table(h: &mut String, d: &ReportData) {
             num_td(r.score("fp_per_1k_turns"), dec(r.score("fp_per_1k_turns"))),
             num_td(r.score("precision"), pct(r.score("precision"))),
             num_td(r.score("f1"), dec(r.score("f1"))),
-            num_td(r.score("ttd_median"), int(r.score("ttd_median"))),
+            num_td(r.score("ttd_median"), median_n(r)),
             num_td(r.score("ttd_p90"), int(r.score("ttd_p90"))),
             num_td(r.score("detections"), int(r.score("detections"))),
             flags.join(" ")
