@@ -59,7 +59,7 @@ impl Gate {
     /// Refuse a gate on a label-based score when nothing is labelled: it would
     /// compare against a number that means nothing.
     pub fn needs_labels(&self, labelled_sessions: usize) -> Result<()> {
-        if labelled_sessions == 0 && crate::metrics::LABEL_SCORES.contains(&self.score.as_str()) {
+        if labelled_sessions == 0 && crate::metrics::needs_labels(&self.score) {
             return Err(Error::Usage(format!(
                 "--require `{}{}{}`: `{}` needs labels, and no session is labelled (give --labels FILE)",
                 self.score, self.op, self.value, self.score
@@ -145,5 +145,20 @@ mod tests {
         assert!(Gate::parse("bogus>1").is_err());
         assert!(Gate::parse("recall>x").is_err());
         assert!(Gate::parse("recall").is_err());
+    }
+
+    #[test]
+    fn label_based_gates_need_labels_and_the_others_do_not() {
+        assert!(Gate::parse("recall>=0.5").unwrap().needs_labels(0).is_err());
+        assert!(Gate::parse("fp_rate_hi<=0.1")
+            .unwrap()
+            .needs_labels(0)
+            .is_err());
+        assert!(Gate::parse("recall>=0.5").unwrap().needs_labels(3).is_ok());
+        assert!(Gate::parse("detections<=4")
+            .unwrap()
+            .needs_labels(0)
+            .is_ok());
+        assert!(Gate::parse("stops<=4").unwrap().needs_labels(0).is_ok());
     }
 }

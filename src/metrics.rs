@@ -178,31 +178,26 @@ pub const SCORE_NAMES: &[&str] = &[
     "fp_rate_hi",
 ];
 
-/// Scores that need labels: meaningless (and refused by gates) without any.
-pub const LABEL_SCORES: &[&str] = &[
-    "true_positives",
-    "false_positives",
-    "missed_loops",
-    "true_negatives",
-    "precision",
-    "recall",
-    "f1",
-    "fp_per_1k_turns",
-    "ttd_median",
-    "ttd_p90",
-    "ttd_max",
-    "ttd_n",
-    "early_detections",
-    "tokens_saved_on_loops",
-    "tokens_lost_on_clean",
-    "recall_lo",
-    "recall_hi",
-    "precision_lo",
-    "precision_hi",
-    "fp_rate",
-    "fp_rate_lo",
-    "fp_rate_hi",
+/// Scores that mean something without labels: how often configurations fire
+/// and what that costs. Every other score of [`SCORE_NAMES`] needs labels.
+const LABEL_FREE: &[&str] = &[
+    "sessions",
+    "labeled_loops",
+    "labeled_clean",
+    "tokens_after_detection",
+    "detections",
+    "judge_checks_due",
+    "judge_checks_no_verdict",
+    "stops",
+    "warnings",
+    "unheeded",
+    "turns_after_detection",
 ];
+
+/// Whether a score needs labels: meaningless (and refused by gates) without any.
+pub fn needs_labels(score: &str) -> bool {
+    SCORE_NAMES.contains(&score) && !LABEL_FREE.contains(&score)
+}
 
 impl Scores {
     /// A score by name (`None` when undefined, e.g. the median of no detections).

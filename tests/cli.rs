@@ -626,17 +626,22 @@ fn recommendation_stays_in_the_baselines_family_with_intervals_and_a_union_row()
 
 /// Run a sweep of the fixtures into `out` with extra arguments.
 fn sweep_with(out: &Path, extra: &[&str]) -> std::process::Output {
+    sweep_labelled(out, &root().join("fixtures/labels.csv"), extra)
+}
+
+/// [`sweep_with`] with another labels file.
+fn sweep_labelled(out: &Path, labels: &Path, extra: &[&str]) -> std::process::Output {
     looptune()
         .current_dir(root())
         .args([
             "sweep",
             "fixtures/sessions",
-            "--labels",
-            "fixtures/labels.csv",
             "--quiet",
             "--combine",
             "2",
+            "--labels",
         ])
+        .arg(labels)
         .args(extra)
         .arg("--out")
         .arg(out)
@@ -748,21 +753,7 @@ fn diff_lists_exactly_the_changed_verdicts_and_its_gates_trip() {
     assert_ne!(labels, flipped);
     let lp = write(d.path(), "labels.csv", &flipped);
     let new = d.path().join("new");
-    let r = looptune()
-        .current_dir(root())
-        .args([
-            "sweep",
-            "fixtures/sessions",
-            "--quiet",
-            "--combine",
-            "2",
-            "--labels",
-        ])
-        .arg(&lp)
-        .arg("--out")
-        .arg(&new)
-        .output()
-        .unwrap();
+    let r = sweep_labelled(&new, &lp, &[]);
     assert_eq!(r.status.code(), Some(0));
     let out = looptune()
         .args(["diff", "--format", "json"])
@@ -820,23 +811,12 @@ fn diff_lists_exactly_the_changed_verdicts_and_its_gates_trip() {
     assert_eq!(gate.status.code(), Some(if base_fired { 0 } else { 1 }));
     // The same comparison from the sweep itself.
     let again = d.path().join("again");
-    let r = looptune()
-        .current_dir(root())
-        .args([
-            "sweep",
-            "fixtures/sessions",
-            "--quiet",
-            "--combine",
-            "2",
-            "--labels",
-        ])
-        .arg(&lp)
-        .arg("--baseline")
-        .arg(&base)
-        .args(["--require", "changed_verdicts==0", "--out"])
-        .arg(&again)
-        .output()
-        .unwrap();
+    let base_arg = base.to_str().unwrap();
+    let r = sweep_labelled(
+        &again,
+        &lp,
+        &["--baseline", base_arg, "--require", "changed_verdicts==0"],
+    );
     assert_eq!(
         r.status.code(),
         Some(1),
