@@ -168,6 +168,39 @@ pub struct Provenance<'a> {
     pub pointer: Option<&'a str>,
 }
 
+impl Provenance<'_> {
+    /// The same place, owning its strings (kept once the records are gone).
+    pub fn located(&self) -> Located {
+        Located {
+            file: self.file.to_string(),
+            line: self.line,
+            pointer: self.pointer.map(str::to_string),
+        }
+    }
+}
+
+/// A [`Provenance`] that owns its strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// File as given (or as a converted file's `src` names it); `-` for stdin.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<u32>,
+    /// JSON pointer inside the file, for whole-document formats.
+    pub pointer: Option<String>,
+}
+
+impl Located {
+    /// Borrowed again, for the writers.
+    pub fn provenance(&self) -> Provenance<'_> {
+        Provenance {
+            file: &self.file,
+            line: self.line,
+            pointer: self.pointer.as_deref(),
+        }
+    }
+}
+
 impl std::fmt::Display for Provenance<'_> {
     /// `FILE:LINE`, `FILE#POINTER` when there is no line, else `FILE`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -350,6 +383,23 @@ impl Session {
     }
 }
 
+/// Where one origin points, `path(i)` naming the file its `Origin::file` indexes.
+pub fn provenance_of<'a>(o: &'a Origin, path: impl Fn(u32) -> &'a str) -> Provenance<'a> {
+    let place = o.place.as_deref();
+    match place.and_then(|p| p.file.as_deref()) {
+        Some(file) => Provenance {
+            file,
+            line: place.and_then(|p| p.line),
+            pointer: place.and_then(|p| p.pointer.as_deref()),
+        },
+        None => Provenance {
+            file: path(o.file),
+            line: (o.line > 0).then_some(o.line),
+            pointer: place.and_then(|p| p.pointer.as_deref()),
+        },
+    }
+}
+
 /// An input file as read: path as given and the SHA-256 of its bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceFile {
@@ -395,22 +445,9 @@ impl Corpus {
 
     /// [`Corpus::provenance`] of one origin.
     pub fn origin_provenance<'a>(&'a self, o: &'a Origin) -> Provenance<'a> {
-        let place = o.place.as_deref();
-        match place.and_then(|p| p.file.as_deref()) {
-            Some(file) => Provenance {
-                file,
-                line: place.and_then(|p| p.line),
-                pointer: place.and_then(|p| p.pointer.as_deref()),
-            },
-            None => Provenance {
-                file: self
-                    .files
-                    .get(o.file as usize)
-                    .map_or("", |f| f.path.as_str()),
-                line: (o.line > 0).then_some(o.line),
-                pointer: place.and_then(|p| p.pointer.as_deref()),
-            },
-        }
+        provenance_of(o, |f| {
+            self.files.get(f as usize).map_or("", |f| f.path.as_str())
+        })
     }
     /// Total number of records over all sessions.
     pub fn events(&self) -> usize {

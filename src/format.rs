@@ -13,7 +13,7 @@ use std::collections::HashMap;
 pub const UNRECOGNISED: &str = "not a recognised session log";
 
 /// What one file contributes: sessions with their records, in file order.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct FileSessions {
     /// Format name.
     pub format: String,

@@ -91,14 +91,7 @@ pub fn read_corpus_with(
             .sum(),
     );
     if files.is_empty() {
-        return Err(Error::Usage(format!(
-            "no input files found in {} (looked for *.jsonl, *.jsonl.gz and native agent logs)",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(no_files(paths));
     }
     let mut corpus = Corpus {
         unreadable: walk_notes.len() as u64,
@@ -108,44 +101,7 @@ pub fn read_corpus_with(
     // Files are read and parsed in parallel (in the caller's rayon pool), then
     // merged in order, so the result and the first error do not depend on it.
     // Every file is read before merging: clashing native ids need all files.
-    let load_one = |found: &Found| -> Result<Loaded> {
-        let walked = matches!(found, Found::Path { walked: true, .. });
-        let (bytes, display) = match load(found) {
-            Ok(loaded) => loaded,
-            // An unreadable file of a walked folder does not stop a lenient run.
-            Err(Error::Io { path, source }) if walked && opts.lenient => {
-                return Ok(Loaded::Unreadable(format!(
-                    "{}: skipped file (cannot read: {source})",
-                    path.display()
-                )));
-            }
-            Err(e) => return Err(e),
-        };
-        let sha256 = if opts.digests {
-            hex(&Sha256::digest(&bytes))
-        } else {
-            String::new()
-        };
-        let stored = bytes.len() as u64;
-        let parsed = parse_bytes(&display, found.stem(), bytes, opts);
-        progress.inc(stored);
-        match parsed {
-            Ok(fs) => Ok(Loaded::File {
-                display,
-                sha256,
-                stored,
-                fs: Box::new(fs),
-            }),
-            Err(Error::File { message, .. })
-                if walked && message.starts_with(crate::format::UNRECOGNISED) =>
-            {
-                Ok(Loaded::Skipped(format!(
-                    "{display}: skipped file ({message})"
-                )))
-            }
-            Err(e) => Err(e),
-        }
-    };
+    let load_one = |found: &Found| load_file(found, opts, progress);
     let loaded: Vec<Result<Loaded>> = if opts.jobs == 1 {
         files.iter().map(load_one).collect()
     } else {
@@ -191,6 +147,61 @@ pub fn read_corpus_with(
         };
         read.push(ReadFile { file_idx, path, fs });
     }
+    let mut sessions = merge_files(read);
+    sessions.sort_by(|a, b| a.id.cmp(&b.id));
+    corpus.sessions = sessions;
+    Ok(corpus)
+}
+
+/// Read and parse one file; under `--lenient`, a walked file that cannot be
+/// read or that no reader recognises is skipped with a note.
+fn load_file(
+    found: &Found,
+    opts: &ReadOptions,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Loaded> {
+    let walked = matches!(found, Found::Path { walked: true, .. });
+    let (bytes, display) = match load(found) {
+        Ok(loaded) => loaded,
+        // An unreadable file of a walked folder does not stop a lenient run.
+        Err(Error::Io { path, source }) if walked && opts.lenient => {
+            return Ok(Loaded::Unreadable(format!(
+                "{}: skipped file (cannot read: {source})",
+                path.display()
+            )));
+        }
+        Err(e) => return Err(e),
+    };
+    let sha256 = if opts.digests {
+        hex(&Sha256::digest(&bytes))
+    } else {
+        String::new()
+    };
+    let stored = bytes.len() as u64;
+    let parsed = parse_bytes(&display, found.stem(), bytes, opts);
+    progress.inc(stored);
+    match parsed {
+        Ok(fs) => Ok(Loaded::File {
+            display,
+            sha256,
+            stored,
+            fs: Box::new(fs),
+        }),
+        Err(Error::File { message, .. })
+            if walked && message.starts_with(crate::format::UNRECOGNISED) =>
+        {
+            Ok(Loaded::Skipped(format!(
+                "{display}: skipped file ({message})"
+            )))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The sessions of files read: native ids told apart across files, records
+/// of one id merged in reading order (resume copies dropped), metadata
+/// attached; in first-seen order.
+fn merge_files(mut read: Vec<ReadFile>) -> Vec<Arc<Session>> {
     separate_native_ids(&mut read);
     // Session id -> records, in reading order; sessions with the same id in
     // several files form one session.
@@ -233,7 +244,7 @@ pub fn read_corpus_with(
             }
         }
     }
-    let mut sessions: Vec<Arc<Session>> = order
+    order
         .into_iter()
         .map(|id| {
             let records = by_id.remove(&id).unwrap_or_default();
@@ -246,10 +257,313 @@ pub fn read_corpus_with(
             }
             Arc::new(s)
         })
+        .collect()
+}
+
+/// The files of a streamed read by their position in the walk (`Origin::file`
+/// of the sessions a streamed read hands out), so a session's origins resolve
+/// to paths before the read is over.
+#[derive(Debug, Clone, Default)]
+pub struct FileNames(pub Vec<String>);
+
+impl FileNames {
+    /// Where one origin points.
+    pub fn provenance<'a>(&'a self, o: &'a Origin) -> crate::event::Provenance<'a> {
+        crate::event::provenance_of(o, |f| self.0.get(f as usize).map_or("", String::as_str))
+    }
+
+    /// Where event `event` (1-based) of `session` came from.
+    pub fn event_provenance<'a>(
+        &'a self,
+        session: &'a Session,
+        event: u32,
+    ) -> Option<crate::event::Provenance<'a>> {
+        let e = session.events.get((event as usize).checked_sub(1)?)?;
+        Some(self.provenance(&e.origin))
+    }
+}
+
+/// What a streamed read leaves: the inputs as [`read_corpus`] describes them,
+/// and one value per session, sorted by session id.
+#[derive(Debug)]
+pub struct Streamed<T> {
+    /// Input files in reading order.
+    pub files: Vec<SourceFile>,
+    /// Notes on skipped lines and files, as [`Corpus::skipped`].
+    pub skipped: Vec<String>,
+    /// Unreadable entries skipped (`--lenient`).
+    pub unreadable: u64,
+    /// `(session id, what `f` made of it)`, sorted by id.
+    pub sessions: Vec<(String, T)>,
+}
+
+impl<T> Streamed<T> {
+    /// The inputs as a corpus without sessions (for the notes and checks
+    /// that read only files and skips).
+    pub fn inputs(&self) -> Corpus {
+        Corpus {
+            files: self.files.clone(),
+            sessions: Vec::new(),
+            skipped: self.skipped.clone(),
+            unreadable: self.unreadable,
+        }
+    }
+}
+
+/// One file of a streamed read after its sessions were handed out.
+struct Streamed1<T> {
+    display: String,
+    sha256: String,
+    stored: u64,
+    format: String,
+    skipped: Vec<(u64, String)>,
+    skipped_lines: u64,
+    unknown: u64,
+    /// Session ids in the file, as it gave them (before any renaming).
+    ids: Vec<String>,
+    /// `f` of every session of this file taken alone.
+    done: Vec<(String, T)>,
+    /// Standard input cannot be read twice: its sessions are kept.
+    kept: Option<Box<FileSessions>>,
+}
+
+enum Pass1<T> {
+    File(Box<Streamed1<T>>),
+    Skipped(String),
+    Unreadable(String),
+}
+
+/// [`read_corpus`] without holding the corpus: every file is parsed, its
+/// sessions are handed to `f` one by one and dropped, and only what `f`
+/// returns is kept, so memory holds the files in flight (one per thread) and
+/// the values. The values equal `f` over [`read_corpus`]'s sessions, in the
+/// same order, and the errors are the same.
+///
+/// Most ids live in one file. The few that do not (one session across
+/// several files, native ids clashing across files) are found once every
+/// file is read; only the files holding them are read again, merged as
+/// [`read_corpus`] merges, and handed to `f` once more.
+pub fn stream_sessions<T: Send>(
+    paths: &[PathBuf],
+    opts: &ReadOptions,
+    progress: &dyn crate::progress::Progress,
+    f: &(dyn Fn(Arc<Session>, &FileNames) -> T + Sync),
+) -> Result<Streamed<T>> {
+    let (files, walk_notes) = collect_files_with(paths, opts.lenient)?;
+    progress.set_length(
+        files
+            .iter()
+            .map(|f| match f {
+                Found::Path { path, .. } => std::fs::metadata(path).map_or(0, |m| m.len()),
+                Found::Stdin => 0,
+            })
+            .sum(),
+    );
+    if files.is_empty() {
+        return Err(no_files(paths));
+    }
+    let names = FileNames(
+        files
+            .iter()
+            .map(|f| match f {
+                Found::Stdin => "-".to_string(),
+                Found::Path { path, .. } => path.display().to_string(),
+            })
+            .collect(),
+    );
+    let one = |(fi, found): (usize, &Found)| -> Result<Pass1<T>> {
+        let fs = match load_file(found, opts, progress)? {
+            Loaded::File {
+                display,
+                sha256,
+                stored,
+                fs,
+            } => (display, sha256, stored, fs),
+            Loaded::Skipped(note) => return Ok(Pass1::Skipped(note)),
+            Loaded::Unreadable(note) => return Ok(Pass1::Unreadable(note)),
+        };
+        let (display, sha256, stored, mut fs) = fs;
+        let ids: Vec<String> = fs.sessions.iter().map(|(id, _)| id.clone()).collect();
+        let kept = matches!(found, Found::Stdin).then(|| fs.clone());
+        let whole = fs.whole_messages;
+        let mut meta = std::mem::take(&mut fs.session_meta);
+        let alone: Vec<(String, Session)> = std::mem::take(&mut fs.sessions)
+            .into_iter()
+            .map(|(id, records)| {
+                let records = records
+                    .into_iter()
+                    .map(|(r, mut o)| {
+                        o.file = fi as u32;
+                        (r, o)
+                    })
+                    .collect();
+                let mut s = Session::from_records(id.clone(), records);
+                s.whole_messages = whole;
+                if let Some(m) = meta.remove(&id) {
+                    for (k, v) in m {
+                        s.meta.meta.entry(k).or_insert(v);
+                    }
+                }
+                (id, s)
+            })
+            .collect();
+        let done: Vec<(String, T)> = alone
+            .into_par_iter()
+            .map(|(id, s)| (id, f(Arc::new(s), &names)))
+            .collect();
+        let skipped_lines = fs.skipped.len() as u64;
+        fs.skipped.truncate(KEEP_SKIPPED);
+        Ok(Pass1::File(Box::new(Streamed1 {
+            display,
+            sha256,
+            stored,
+            format: fs.format,
+            skipped: fs.skipped,
+            skipped_lines,
+            unknown: fs.unknown,
+            ids,
+            done,
+            kept,
+        })))
+    };
+    // Everything, the sessions of one file included, runs in this pool.
+    let pool = crate::pool::pool(opts.jobs)?;
+    let passed: Vec<Result<Pass1<T>>> =
+        pool.install(|| files.par_iter().enumerate().map(one).collect());
+    // Bookkeeping in file order, as read_corpus does it.
+    let mut out = Streamed {
+        files: Vec::new(),
+        unreadable: walk_notes.len() as u64,
+        skipped: walk_notes,
+        sessions: Vec::new(),
+    };
+    let mut per_file: Vec<Option<Box<Streamed1<T>>>> = Vec::with_capacity(files.len());
+    for p in passed {
+        match p? {
+            Pass1::File(sf) => {
+                for (i, (line, msg)) in sf.skipped.iter().enumerate() {
+                    if i == 0 || out.skipped.len() < KEEP_SKIPPED {
+                        out.skipped.push(format!("{}:{line}: {msg}", sf.display));
+                    }
+                }
+                out.files.push(SourceFile {
+                    path: sf.display.clone(),
+                    format: sf.format.clone(),
+                    sha256: sf.sha256.clone(),
+                    bytes: sf.stored,
+                    skipped_lines: sf.skipped_lines,
+                    unknown_records: sf.unknown,
+                });
+                per_file.push(Some(sf));
+            }
+            Pass1::Skipped(note) => {
+                out.skipped.push(note);
+                per_file.push(None);
+            }
+            Pass1::Unreadable(note) => {
+                out.unreadable += 1;
+                out.skipped.push(note);
+                per_file.push(None);
+            }
+        }
+    }
+    // Ids given more than once, by any file or twice by one.
+    let mut seen: HashMap<&str, u32> = HashMap::new();
+    for sf in per_file.iter().flatten() {
+        for id in &sf.ids {
+            *seen.entry(id.as_str()).or_default() += 1;
+        }
+    }
+    let multi: HashSet<String> = seen
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(id, _)| id.to_string())
         .collect();
-    sessions.sort_by(|a, b| a.id.cmp(&b.id));
-    corpus.sessions = sessions;
-    Ok(corpus)
+    let involved: Vec<usize> = (0..per_file.len())
+        .filter(|&fi| {
+            per_file[fi]
+                .as_ref()
+                .is_some_and(|sf| sf.ids.iter().any(|id| multi.contains(id)))
+        })
+        .collect();
+    let mut kept: HashMap<usize, Box<FileSessions>> = HashMap::new();
+    for (fi, sf) in per_file.iter_mut().enumerate() {
+        let Some(sf) = sf else { continue };
+        if let Some(k) = sf.kept.take() {
+            kept.insert(fi, k);
+        }
+        out.sessions.extend(
+            std::mem::take(&mut sf.done)
+                .into_iter()
+                .filter(|(id, _)| !multi.contains(id)),
+        );
+    }
+    if !involved.is_empty() {
+        // Read the involved files again, keep only the ids they share, and
+        // merge those as read_corpus does.
+        let mut read: Vec<ReadFile> = Vec::new();
+        for fi in involved {
+            let mut fs = match kept.remove(&fi) {
+                Some(fs) => *fs,
+                None => match load_file(&files[fi], opts, &crate::progress::NoProgress)? {
+                    Loaded::File { fs, .. } => *fs,
+                    // The file changed under us between the two reads.
+                    _ => {
+                        return Err(Error::File {
+                            path: names.0[fi].clone(),
+                            message: "changed while being read".into(),
+                        })
+                    }
+                },
+            };
+            fs.sessions.retain(|(id, _)| multi.contains(id));
+            fs.session_meta.retain(|id, _| multi.contains(id));
+            fs.record_keys.retain(|id, _| multi.contains(id));
+            let path = match &files[fi] {
+                Found::Path { path, .. } => Some(path.clone()),
+                Found::Stdin => None,
+            };
+            read.push(ReadFile {
+                file_idx: fi as u32,
+                path,
+                fs,
+            });
+        }
+        let merged = merge_files(read);
+        let f = |s: Arc<Session>, names: &FileNames| (s.id.clone(), f(s, names));
+        let taken: HashSet<&str> = out.sessions.iter().map(|(id, _)| id.as_str()).collect();
+        if merged.iter().any(|s| taken.contains(s.id.as_str())) {
+            // A renamed id (`folder/id`) equals another session's id: the
+            // merge of the whole corpus decides, as read_corpus does.
+            let corpus = read_corpus(paths, opts)?;
+            let names = FileNames(corpus.files.iter().map(|f| f.path.clone()).collect());
+            out.sessions = pool.install(|| {
+                corpus
+                    .sessions
+                    .par_iter()
+                    .map(|s| f(s.clone(), &names))
+                    .collect()
+            });
+            return Ok(out);
+        }
+        let again: Vec<(String, T)> =
+            pool.install(|| merged.into_par_iter().map(|s| f(s, &names)).collect());
+        out.sessions.extend(again);
+    }
+    out.sessions.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// The error for a read that found no input files.
+fn no_files(paths: &[PathBuf]) -> Error {
+    Error::Usage(format!(
+        "no input files found in {} (looked for *.jsonl, *.jsonl.gz and native agent logs)",
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 /// One file loaded and parsed (or skipped as unrecognised), before merging.

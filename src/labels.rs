@@ -197,6 +197,21 @@ fn jsonl_rows(display: &str, text: &str) -> Result<Vec<(u64, String, String, Str
 
 /// Resolve labels for a corpus: the file's label, else the session's inline label.
 pub fn resolve(corpus: &Corpus, file: Option<&Path>, lenient: bool) -> Result<Labels> {
+    let sessions: Vec<(&str, Option<Label>)> = corpus
+        .sessions
+        .iter()
+        .map(|s| (s.id.as_str(), s.inline_label))
+        .collect();
+    resolve_sessions(&sessions, file, lenient)
+}
+
+/// [`resolve`] over `(session id, inline label)` in corpus order, for a
+/// streamed read that no longer holds the sessions.
+pub fn resolve_sessions(
+    sessions: &[(&str, Option<Label>)],
+    file: Option<&Path>,
+    lenient: bool,
+) -> Result<Labels> {
     let mut warnings = Vec::new();
     let (from_file, digest) = match file {
         Some(p) => {
@@ -205,12 +220,7 @@ pub fn resolve(corpus: &Corpus, file: Option<&Path>, lenient: bool) -> Result<La
         }
         None => (BTreeMap::new(), None),
     };
-    let index: HashMap<&str, usize> = corpus
-        .sessions
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.id.as_str(), i))
-        .collect();
+    let index: HashMap<&str, usize> = sessions.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
     for id in from_file.keys() {
         if !index.contains_key(id.as_str()) {
             let msg = format!(
@@ -225,10 +235,9 @@ pub fn resolve(corpus: &Corpus, file: Option<&Path>, lenient: bool) -> Result<La
             }
         }
     }
-    let by_session = corpus
-        .sessions
+    let by_session = sessions
         .iter()
-        .map(|s| from_file.get(&s.id).copied().or(s.inline_label))
+        .map(|(id, inline)| from_file.get(*id).copied().or(*inline))
         .collect();
     Ok(Labels {
         by_session,

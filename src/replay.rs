@@ -9,10 +9,12 @@
 
 use crate::detect::{Check, Detection, DetectorConfig, Policy, Prepared};
 use crate::error::Result;
-use crate::event::{Corpus, Session};
+use crate::event::{Corpus, Label, Located, Provenance, Session};
+use crate::input::{FileNames, ReadOptions, Streamed};
 use crate::progress::Progress;
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// How to replay.
 #[derive(Debug, Clone, Default)]
@@ -76,6 +78,139 @@ type CheckRun = (Vec<Detection>, Option<Vec<(u32, bool)>>);
 
 pub use crate::pool::pool;
 
+/// A replay planned once for a list of configurations: their checks,
+/// decomposed and shared (equal keys run once per session), batched, each with
+/// the fewest detections its configurations' policies can still see.
+pub struct Plan {
+    configs: Vec<DetectorConfig>,
+    checks: Vec<Box<dyn Check>>,
+    limits: Vec<Option<usize>>,
+    config_checks: Vec<Vec<usize>>,
+    groups: Vec<Vec<usize>>,
+    all: bool,
+}
+
+impl Plan {
+    /// Plan the replay of `configs`.
+    pub fn new(configs: Vec<DetectorConfig>, opts: &ReplayOptions) -> Result<Plan> {
+        let mut checks: Vec<Box<dyn Check>> = Vec::new();
+        let mut limits: Vec<Option<usize>> = Vec::new();
+        let mut by_key: HashMap<String, usize> = HashMap::new();
+        let mut config_checks: Vec<Vec<usize>> = Vec::new();
+        for cfg in &configs {
+            let mut ids = Vec::new();
+            for c in cfg.checks()? {
+                // What a policy can still see: `stop`/`ask` only the first
+                // detection; `warn:N` at most N+1 strikes in one prompt (for checks
+                // that can count per prompt); `ignore` and --all everything.
+                let need = match (opts.all, cfg.policy()) {
+                    (true, _) | (false, Policy::Ignore) => None,
+                    (false, Policy::Stop | Policy::Ask) => Some(1),
+                    (false, Policy::Warn(n)) if c.limit_per_prompt() => Some(n as usize + 1),
+                    (false, Policy::Warn(_)) => None,
+                };
+                let key = c.key();
+                let id = *by_key.entry(key).or_insert_with(|| {
+                    checks.push(c);
+                    limits.push(need);
+                    checks.len() - 1
+                });
+                limits[id] = match (limits[id], need) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                };
+                ids.push(id);
+            }
+            config_checks.push(ids);
+        }
+        // Checks with the same batch key and limit run in one pass per session
+        // (e.g. content checks differing only in threshold).
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut by_batch: HashMap<String, usize> = HashMap::new();
+        for (i, c) in checks.iter().enumerate() {
+            match c.batch_key() {
+                Some(k) => {
+                    let k = format!("{k}|{:?}", limits[i]);
+                    let g = *by_batch.entry(k).or_insert_with(|| {
+                        groups.push(Vec::new());
+                        groups.len() - 1
+                    });
+                    groups[g].push(i);
+                }
+                _ => groups.push(vec![i]),
+            }
+        }
+        Ok(Plan {
+            configs,
+            checks,
+            limits,
+            config_checks,
+            groups,
+            all: opts.all,
+        })
+    }
+
+    /// The configurations, in the order given.
+    pub fn configs(&self) -> &[DetectorConfig] {
+        &self.configs
+    }
+
+    /// Distinct checks (after sharing).
+    pub fn distinct_checks(&self) -> usize {
+        self.checks.len()
+    }
+
+    /// Every distinct check on one session (its groups spread over threads
+    /// when `nested`), indexed by check.
+    fn runs(&self, prepared: &Prepared, nested: bool) -> Vec<CheckRun> {
+        let one = |g: &Vec<usize>| -> Vec<(usize, CheckRun)> {
+            let leader = &self.checks[g[0]];
+            let dets: Vec<Vec<Detection>> = if g.len() == 1 {
+                vec![leader.run(prepared, self.limits[g[0]])]
+            } else {
+                let members: Vec<&dyn Check> = g.iter().map(|&i| self.checks[i].as_ref()).collect();
+                leader.run_batch(&members, prepared, self.limits[g[0]])
+            };
+            g.iter()
+                .zip(dets)
+                .map(|(&i, d)| (i, (d, self.checks[i].judge_due(prepared))))
+                .collect()
+        };
+        let parts: Vec<Vec<(usize, CheckRun)>> = if nested {
+            self.groups.par_iter().map(one).collect()
+        } else {
+            self.groups.iter().map(one).collect()
+        };
+        let mut runs: Vec<CheckRun> = vec![(Vec::new(), None); self.checks.len()];
+        for (i, r) in parts.into_iter().flatten() {
+            runs[i] = r;
+        }
+        runs
+    }
+
+    /// Every configuration's outcome on one session, in configuration order:
+    /// what a streamed replay computes before it lets the session go.
+    pub fn session(&self, session: Arc<Session>) -> Vec<Outcome> {
+        let prepared = Prepared::new(session);
+        let runs = self.runs(&prepared, false);
+        let session = &prepared.session;
+        self.configs
+            .iter()
+            .zip(&self.config_checks)
+            .map(|(cfg, ids)| {
+                outcome_with(
+                    session,
+                    ids.len(),
+                    |c| &runs[ids[c]].0[..],
+                    |c| runs[ids[c]].1.as_deref(),
+                    cfg.policy(),
+                    self.all,
+                )
+            })
+            .collect()
+    }
+}
+
 /// Replay every configuration over the corpus.
 pub fn replay(
     corpus: &Corpus,
@@ -83,56 +218,9 @@ pub fn replay(
     opts: &ReplayOptions,
     progress: &dyn Progress,
 ) -> Result<Replay> {
-    // Decompose and share checks.
-    let mut checks: Vec<Box<dyn Check>> = Vec::new();
-    let mut limits: Vec<Option<usize>> = Vec::new();
-    let mut by_key: HashMap<String, usize> = HashMap::new();
-    let mut config_checks: Vec<Vec<usize>> = Vec::new();
-    for cfg in &configs {
-        let mut ids = Vec::new();
-        for c in cfg.checks()? {
-            // What a policy can still see: `stop`/`ask` only the first
-            // detection; `warn:N` at most N+1 strikes in one prompt (for checks
-            // that can count per prompt); `ignore` and --all everything.
-            let need = match (opts.all, cfg.policy()) {
-                (true, _) | (false, Policy::Ignore) => None,
-                (false, Policy::Stop | Policy::Ask) => Some(1),
-                (false, Policy::Warn(n)) if c.limit_per_prompt() => Some(n as usize + 1),
-                (false, Policy::Warn(_)) => None,
-            };
-            let key = c.key();
-            let id = *by_key.entry(key).or_insert_with(|| {
-                checks.push(c);
-                limits.push(need);
-                checks.len() - 1
-            });
-            limits[id] = match (limits[id], need) {
-                (Some(a), Some(b)) => Some(a.max(b)),
-                _ => None,
-            };
-            ids.push(id);
-        }
-        config_checks.push(ids);
-    }
-    let n_checks = checks.len();
+    let plan = Plan::new(configs, opts)?;
+    let n_checks = plan.checks.len();
     let n_sessions = corpus.sessions.len();
-    // Checks with the same batch key and limit run in one pass per session
-    // (e.g. content checks differing only in threshold).
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut by_batch: HashMap<String, usize> = HashMap::new();
-    for (i, c) in checks.iter().enumerate() {
-        match c.batch_key() {
-            Some(k) => {
-                let k = format!("{k}|{:?}", limits[i]);
-                let g = *by_batch.entry(k).or_insert_with(|| {
-                    groups.push(Vec::new());
-                    groups.len() - 1
-                });
-                groups[g].push(i);
-            }
-            _ => groups.push(vec![i]),
-        }
-    }
     progress.set_length((n_sessions * n_checks) as u64);
     // Never more threads than work items (`-j 5000` on 16 sessions took 35 s).
     let pool = pool(crate::limits::threads_for(opts.jobs, n_sessions * n_checks))?;
@@ -146,31 +234,8 @@ pub fn replay(
             .sessions
             .par_iter()
             .map(|s| {
-                let prepared = Prepared::new(s.clone());
-                let one = |g: &Vec<usize>| -> Vec<(usize, CheckRun)> {
-                    let leader = &checks[g[0]];
-                    let dets: Vec<Vec<Detection>> = if g.len() == 1 {
-                        vec![leader.run(&prepared, limits[g[0]])]
-                    } else {
-                        let members: Vec<&dyn Check> =
-                            g.iter().map(|&i| checks[i].as_ref()).collect();
-                        leader.run_batch(&members, &prepared, limits[g[0]])
-                    };
-                    progress.inc(g.len() as u64);
-                    g.iter()
-                        .zip(dets)
-                        .map(|(&i, d)| (i, (d, checks[i].judge_due(&prepared))))
-                        .collect()
-                };
-                let parts: Vec<Vec<(usize, CheckRun)>> = if nested {
-                    groups.par_iter().map(one).collect()
-                } else {
-                    groups.iter().map(one).collect()
-                };
-                let mut runs: Vec<CheckRun> = vec![(Vec::new(), None); n_checks];
-                for (i, r) in parts.into_iter().flatten() {
-                    runs[i] = r;
-                }
+                let runs = plan.runs(&Prepared::new(s.clone()), nested);
+                progress.inc(n_checks as u64);
                 runs
             })
             .collect()
@@ -187,9 +252,9 @@ pub fn replay(
         }
     }
     let outcomes: Vec<Vec<Outcome>> = pool.install(|| {
-        configs
+        plan.configs
             .par_iter()
-            .zip(config_checks.par_iter())
+            .zip(plan.config_checks.par_iter())
             .map(|(cfg, ids)| {
                 let policy = cfg.policy();
                 (0..n_sessions)
@@ -208,10 +273,83 @@ pub fn replay(
             .collect()
     });
     Ok(Replay {
-        configs,
+        configs: plan.configs,
         outcomes,
         distinct_checks: n_checks,
     })
+}
+
+/// One session after a streamed replay: what the outputs need of it once
+/// its records are gone.
+#[derive(Debug, Clone)]
+pub struct SessionOutcomes {
+    /// Session id.
+    pub id: String,
+    /// Turns.
+    pub turns: u32,
+    /// Records.
+    pub events: u32,
+    /// Content came as whole messages.
+    pub whole_messages: bool,
+    /// The session's own (inline) label.
+    pub inline_label: Option<Label>,
+    /// Every configuration's outcome, in configuration order.
+    pub outcomes: Vec<Outcome>,
+    /// Where the record of every kept detection is, by event, sorted.
+    pub places: Vec<(u32, Located)>,
+}
+
+impl SessionOutcomes {
+    /// Replay one session under `plan`, noting where its detections are.
+    pub fn of(plan: &Plan, session: Arc<Session>, files: &FileNames) -> SessionOutcomes {
+        let outcomes = plan.session(session.clone());
+        let mut events: Vec<u32> = outcomes
+            .iter()
+            .flat_map(|o| o.detections.iter().map(|d| d.event))
+            .collect();
+        events.sort_unstable();
+        events.dedup();
+        let places = events
+            .into_iter()
+            .filter_map(|e| Some((e, files.event_provenance(&session, e)?.located())))
+            .collect();
+        SessionOutcomes {
+            id: session.id.clone(),
+            turns: session.turns,
+            events: session.events.len() as u32,
+            whole_messages: session.whole_messages,
+            inline_label: session.inline_label,
+            outcomes,
+            places,
+        }
+    }
+
+    /// Where the record of event `event` is, if a detection fell on it.
+    pub fn place(&self, event: u32) -> Option<Provenance<'_>> {
+        let i = self.places.binary_search_by_key(&event, |p| p.0).ok()?;
+        Some(self.places[i].1.provenance())
+    }
+}
+
+/// Read and replay at once: every session is replayed as soon as it is read
+/// and then dropped, so memory holds the files in flight and the outcomes,
+/// never the corpus. The same outcomes as [`replay`] over [`crate::input::read_corpus`].
+pub fn replay_stream(
+    paths: &[std::path::PathBuf],
+    read: &ReadOptions,
+    configs: Vec<DetectorConfig>,
+    opts: &ReplayOptions,
+    progress: &dyn Progress,
+) -> Result<(Plan, Streamed<SessionOutcomes>)> {
+    let plan = Plan::new(configs, opts)?;
+    let read = ReadOptions {
+        jobs: opts.jobs,
+        ..read.clone()
+    };
+    let streamed = crate::input::stream_sessions(paths, &read, progress, &|s, files| {
+        SessionOutcomes::of(&plan, s, files)
+    })?;
+    Ok((plan, streamed))
 }
 
 /// Merge the detections of a configuration's checks (by event; ties in check

@@ -184,6 +184,18 @@ impl SessionRecord {
         }
     }
 
+    /// A streamed session and its label.
+    pub fn of_outcomes(s: &crate::replay::SessionOutcomes, l: Option<Label>) -> SessionRecord {
+        SessionRecord {
+            id: s.id.clone(),
+            turns: s.turns,
+            events: s.events,
+            whole_messages: s.whole_messages,
+            label: l.map(|l| if l.is_loop { "loop" } else { "clean" }.to_string()),
+            onset_turn: l.and_then(|l| l.onset_turn),
+        }
+    }
+
     /// The label as the scorer reads it.
     pub fn label(&self) -> Option<Label> {
         self.label.as_deref().map(|l| Label {
@@ -323,6 +335,18 @@ impl Hit {
             d.place = corpus
                 .provenance(self.session as usize, d.event)
                 .and_then(PlaceRecord::of);
+        }
+        self
+    }
+
+    /// The hit with its detection's place, `place(event)` telling where a
+    /// record of its session is.
+    pub fn placed<'a>(
+        mut self,
+        place: impl Fn(u32) -> Option<crate::event::Provenance<'a>>,
+    ) -> Hit {
+        if let Some(d) = &mut self.first {
+            d.place = place(d.event).and_then(PlaceRecord::of);
         }
         self
     }

@@ -4,7 +4,7 @@
 use crate::detect::{self, DetectorConfig, ParamValue};
 use crate::error::{Error, Result, EXIT_GATE, EXIT_OK};
 use crate::input::{read_corpus, read_corpus_with, ReadOptions};
-use crate::replay::{replay, ReplayOptions};
+use crate::replay::ReplayOptions;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -126,10 +126,11 @@ pub struct ReplayRequest {
 /// whose log format changed must not stay green on "0 sessions".
 pub fn require_sessions(
     corpus: &crate::event::Corpus,
+    sessions: usize,
     paths: &[PathBuf],
     allow_empty: bool,
 ) -> Result<()> {
-    if allow_empty || !corpus.sessions.is_empty() {
+    if allow_empty || sessions > 0 {
         return Ok(());
     }
     let not_sessions: Vec<&String> = corpus
@@ -158,14 +159,11 @@ pub fn require_sessions(
 /// Run `looptune replay`; writes to `out`, returns the exit code.
 pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let configs = req.selection.resolve()?;
-    let reading = crate::progress::bytes_for_stderr(req.quiet, "reading");
-    let corpus = read_corpus_with(&req.paths, &req.read, reading.as_ref())?;
-    reading.finish();
-    warn_skipped(&corpus, &mut std::io::stderr());
-    require_sessions(&corpus, &req.paths, req.allow_empty)?;
-    let progress = crate::progress::for_stderr(req.quiet, "replaying");
-    let result = replay(
-        &corpus,
+    // One bar over the bytes: every session is replayed as soon as it is read.
+    let progress = crate::progress::bytes_for_stderr(req.quiet, "replaying");
+    let (plan, streamed) = crate::replay::replay_stream(
+        &req.paths,
+        &req.read,
         configs,
         &ReplayOptions {
             jobs: req.jobs,
@@ -174,16 +172,26 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         progress.as_ref(),
     )?;
     progress.finish();
+    let inputs = streamed.inputs();
+    warn_skipped(&inputs, &mut std::io::stderr());
+    require_sessions(
+        &inputs,
+        streamed.sessions.len(),
+        &req.paths,
+        req.allow_empty,
+    )?;
+    let sessions: Vec<crate::replay::SessionOutcomes> =
+        streamed.sessions.into_iter().map(|(_, s)| s).collect();
+    let configs = plan.configs();
     let io = |e| Error::io("<stdout>", e);
     if req.json {
-        crate::report::text::replay_json(&corpus, &result, req.all, out).map_err(io)?;
+        crate::report::text::replay_json(&sessions, configs, req.all, out).map_err(io)?;
     } else {
-        crate::report::text::replay_table(&corpus, &result, req.all, out).map_err(io)?;
+        crate::report::text::replay_table(&sessions, configs, req.all, out).map_err(io)?;
     }
-    let fired = result
-        .outcomes
+    let fired = sessions
         .iter()
-        .flatten()
+        .flat_map(|s| &s.outcomes)
         .any(|o| !o.detections.is_empty());
     let mut code = if req.fail_on_detection && fired {
         EXIT_GATE
@@ -196,16 +204,44 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         || !req.ci.requires.is_empty();
     if wants_scores {
         let gates = parse_gates(&req.ci.requires)?;
-        let labels = crate::labels::resolve(&corpus, req.labels.as_deref(), req.read.lenient)?;
+        let ids: Vec<(&str, Option<crate::event::Label>)> = sessions
+            .iter()
+            .map(|s| (s.id.as_str(), s.inline_label))
+            .collect();
+        let labels =
+            crate::labels::resolve_sessions(&ids, req.labels.as_deref(), req.read.lenient)?;
         let (loops, clean) = labels.counts();
         for g in &gates {
             g.needs_labels(loops + clean)?;
         }
-        let scores: Vec<crate::metrics::Scores> = result
-            .outcomes
-            .iter()
-            .map(|o| crate::metrics::score(o, &corpus, &labels))
+        let hits_of = |ci: usize| -> Vec<Option<crate::result::Hit>> {
+            sessions
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    crate::result::Hit::from_outcome(i as u32, &s.outcomes[ci])
+                        .map(|h| h.placed(|e| s.place(e)))
+                })
+                .collect()
+        };
+        let scores: Vec<crate::metrics::Scores> = (0..configs.len())
+            .map(|ci| {
+                let hits = hits_of(ci);
+                let view: Vec<Option<&crate::result::Hit>> =
+                    hits.iter().map(Option::as_ref).collect();
+                crate::metrics::score_hits(&view, |i| {
+                    (
+                        sessions[i].turns,
+                        labels.by_session.get(i).copied().flatten(),
+                    )
+                })
+            })
             .collect();
+        let result = crate::replay::Replay {
+            configs: configs.to_vec(),
+            outcomes: Vec::new(),
+            distinct_checks: plan.distinct_checks(),
+        };
         let chosen = match &req.config {
             None => 0,
             Some(c) => result
@@ -218,17 +254,12 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         };
         let gate_results: Vec<crate::gates::GateResult> =
             gates.iter().map(|g| g.check(&scores[chosen])).collect();
-        let sessions: Vec<crate::result::SessionRecord> = corpus
-            .sessions
+        let records: Vec<crate::result::SessionRecord> = sessions
             .iter()
             .zip(&labels.by_session)
-            .map(|(s, l)| crate::result::SessionRecord::of(s, *l))
+            .map(|(s, l)| crate::result::SessionRecord::of_outcomes(s, *l))
             .collect();
-        let hits: Vec<Option<crate::result::Hit>> = result.outcomes[chosen]
-            .iter()
-            .enumerate()
-            .map(|(i, o)| crate::result::Hit::from_outcome(i as u32, o).map(|h| h.located(&corpus)))
-            .collect();
+        let hits = hits_of(chosen);
         let hit_view: Vec<Option<&crate::result::Hit>> = hits.iter().map(Option::as_ref).collect();
         let view = crate::report::ci::CiView {
             title: "replay".into(),
@@ -237,7 +268,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             chosen,
             recommended: None,
             gates: &gate_results,
-            sessions: &sessions,
+            sessions: &records,
             session_labels: &labels,
             hits: &hit_view,
         };
@@ -257,7 +288,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             code = gate_code;
         }
     }
-    release((corpus, result));
+    release(sessions);
     Ok(code)
 }
 
@@ -286,7 +317,7 @@ pub fn import_command(
     guard_outputs(&[output.to_path_buf()], paths)?;
     let corpus = read_corpus(paths, read)?;
     warn_skipped(&corpus, err);
-    require_sessions(&corpus, paths, allow_empty)?;
+    require_sessions(&corpus, corpus.sessions.len(), paths, allow_empty)?;
     let mut buf: Vec<u8> = Vec::new();
     crate::import::write_canonical(&corpus, &mut buf, redact).map_err(|e| Error::io(output, e))?;
     let bytes = if output.extension().is_some_and(|e| e == "gz") {
@@ -547,7 +578,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let corpus = read_corpus_with(&req.paths, &read, reading.as_ref())?;
     reading.finish();
     warn_skipped(&corpus, err);
-    require_sessions(&corpus, &req.paths, req.allow_empty)?;
+    require_sessions(&corpus, corpus.sessions.len(), &req.paths, req.allow_empty)?;
     let labels = crate::labels::resolve(&corpus, req.labels.as_deref(), req.read.lenient)?;
     for w in &labels.warnings {
         writeln!(err, "warning: {w}").ok();

@@ -351,3 +351,73 @@ fn writer_round_trips_imported_fixtures() {
         .all(|l| l.starts_with("{\"type\":") && l.contains(",\"session\":")));
     assert!(text.contains("\"parent_session\":\"parent-0001\""));
 }
+
+/// What a session is, with every record's place resolved to a path: equal for
+/// a streamed read and a whole-corpus read whatever the files' positions.
+fn shape(s: &Session, place: impl Fn(&looptune::event::Origin) -> String) -> String {
+    let records: Vec<String> = s
+        .events
+        .iter()
+        .map(|e| format!("{:?}@{}#{}", e.record, place(&e.origin), e.turn))
+        .collect();
+    format!(
+        "{}|{}|{:?}|{:?}|{}",
+        s.id,
+        s.whole_messages,
+        s.meta,
+        s.inline_label,
+        records.join(";")
+    )
+}
+
+#[test]
+fn a_streamed_read_gives_the_sessions_of_a_whole_read() {
+    let cases: &[&[&str]] = &[
+        &["resume"],
+        &["resume", "resume-other"],
+        &["clash"],
+        &["canonical-merge"],
+        &["subagent-only"],
+        &["."],
+    ];
+    for (lenient, jobs) in [(true, 1), (true, 0), (false, 2)] {
+        for paths in cases {
+            let whole = read(paths, lenient);
+            let paths: Vec<PathBuf> = paths.iter().map(|p| fx(p)).collect();
+            let opts = ReadOptions {
+                lenient,
+                jobs,
+                ..Default::default()
+            };
+            let streamed = looptune::input::stream_sessions(
+                &paths,
+                &opts,
+                &looptune::progress::NoProgress,
+                &|s, names| shape(&s, |o| names.provenance(o).to_string()),
+            );
+            let (whole, streamed) = match (whole, streamed) {
+                (Ok(w), Ok(s)) => (w, s),
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.to_string(), b.to_string(), "{paths:?}");
+                    continue;
+                }
+                (a, b) => panic!("{paths:?}: {:?} vs {:?}", a.err(), b.err()),
+            };
+            let expected: Vec<(String, String)> = whole
+                .sessions
+                .iter()
+                .map(|s| {
+                    (
+                        s.id.clone(),
+                        shape(s, |o| whole.origin_provenance(o).to_string()),
+                    )
+                })
+                .collect();
+            assert!(!expected.is_empty(), "{paths:?}");
+            assert_eq!(streamed.sessions, expected, "{paths:?}");
+            assert_eq!(streamed.files, whole.files, "{paths:?}");
+            assert_eq!(streamed.skipped, whole.skipped, "{paths:?}");
+            assert_eq!(streamed.unreadable, whole.unreadable, "{paths:?}");
+        }
+    }
+}

@@ -1,8 +1,8 @@
 //! Terminal and JSON-lines output of `replay` and `detectors`.
 
+use crate::detect::DetectorConfig;
 use crate::detect::{Family, ParamKind};
-use crate::event::Corpus;
-use crate::replay::Replay;
+use crate::replay::SessionOutcomes;
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 
@@ -10,12 +10,16 @@ use std::io::{self, Write};
 /// `{"session","turns","events","detections":[{"detector","kind","turn","event","file","line"|"pointer","strike","detail",...}]}`:
 /// `file` and `line` (or `pointer`, a JSON pointer inside a whole-document
 /// log) name where the record the detection is at came from.
-pub fn replay_json(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) -> io::Result<()> {
-    for (si, s) in corpus.sessions.iter().enumerate() {
+pub fn replay_json(
+    sessions: &[SessionOutcomes],
+    configs: &[DetectorConfig],
+    all: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    for s in sessions {
         let mut dets = Vec::new();
         let mut stops = Vec::new();
-        for (ci, cfg) in r.configs.iter().enumerate() {
-            let o = &r.outcomes[ci][si];
+        for (cfg, o) in configs.iter().zip(&s.outcomes) {
             let shown = if all {
                 &o.detections[..]
             } else {
@@ -27,7 +31,7 @@ pub fn replay_json(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) 
                 m.insert("kind".into(), json!(d.kind));
                 m.insert("turn".into(), json!(d.turn));
                 m.insert("event".into(), json!(d.event));
-                if let Some(p) = corpus.provenance(si, d.event) {
+                if let Some(p) = s.place(d.event) {
                     m.insert("file".into(), json!(p.file));
                     if let Some(l) = p.line {
                         m.insert("line".into(), json!(l));
@@ -56,7 +60,7 @@ pub fn replay_json(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) 
         let mut line = Map::new();
         line.insert("session".into(), json!(s.id));
         line.insert("turns".into(), json!(s.turns));
-        line.insert("events".into(), json!(s.events.len()));
+        line.insert("events".into(), json!(s.events));
         line.insert("detections".into(), Value::Array(dets));
         line.insert("stops".into(), Value::Array(stops));
         if s.whole_messages {
@@ -75,15 +79,19 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 /// A table for people: one row per session with a detection, then a summary line.
-pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write) -> io::Result<()> {
-    let multi = r.configs.len() > 1;
+pub fn replay_table(
+    sessions: &[SessionOutcomes],
+    configs: &[DetectorConfig],
+    all: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let multi = configs.len() > 1;
     let mut rows: Vec<[String; 7]> = Vec::new();
     let mut per_kind: std::collections::BTreeMap<&str, usize> = Default::default();
     let mut fired_sessions = 0;
-    for (si, s) in corpus.sessions.iter().enumerate() {
+    for s in sessions {
         let mut any = false;
-        for (ci, cfg) in r.configs.iter().enumerate() {
-            let o = &r.outcomes[ci][si];
+        for (cfg, o) in configs.iter().zip(&s.outcomes) {
             let shown = if all {
                 &o.detections[..]
             } else {
@@ -120,9 +128,7 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
                     } else {
                         d.strike.to_string()
                     },
-                    corpus
-                        .provenance(si, d.event)
-                        .map_or(String::new(), |p| p.to_string()),
+                    s.place(d.event).map_or(String::new(), |p| p.to_string()),
                     detail,
                 ]);
             }
@@ -163,13 +169,21 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
         writeln!(out)?;
     }
     let kinds: Vec<String> = per_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    let profiles: Vec<&str> = r.configs.iter().map(|c| c.profile.as_str()).collect();
+    let profiles: Vec<&str> = configs.iter().map(|c| c.profile.as_str()).collect();
     writeln!(
         out,
         "{}, {}, {}; {} with a detection ({}) [{}]",
-        plural(corpus.sessions.len(), "session", "sessions"),
-        plural(corpus.turns() as usize, "turn", "turns"),
-        plural(corpus.events(), "event", "events"),
+        plural(sessions.len(), "session", "sessions"),
+        plural(
+            sessions.iter().map(|s| s.turns as u64).sum::<u64>() as usize,
+            "turn",
+            "turns"
+        ),
+        plural(
+            sessions.iter().map(|s| s.events as usize).sum(),
+            "event",
+            "events"
+        ),
         fired_sessions,
         if kinds.is_empty() {
             "none".to_string()
@@ -178,7 +192,7 @@ pub fn replay_table(corpus: &Corpus, r: &Replay, all: bool, out: &mut dyn Write)
         },
         profiles.join(", ")
     )?;
-    let whole = corpus.sessions.iter().filter(|s| s.whole_messages).count();
+    let whole = sessions.iter().filter(|s| s.whole_messages).count();
     if whole > 0 {
         writeln!(
             out,
