@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::event::{Corpus, Label};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Labels resolved for a corpus, by session index.
 #[derive(Debug, Clone, Default)]
@@ -212,38 +212,75 @@ pub fn resolve_sessions(
     file: Option<&Path>,
     lenient: bool,
 ) -> Result<Labels> {
-    let mut warnings = Vec::new();
-    let (from_file, digest) = match file {
-        Some(p) => {
-            let (m, d) = read_labels_file(p, lenient, &mut warnings)?;
-            (m, Some((p.display().to_string(), d)))
-        }
-        None => (BTreeMap::new(), None),
-    };
-    let index: HashMap<&str, usize> = sessions.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
-    for id in from_file.keys() {
-        if !index.contains_key(id.as_str()) {
-            let msg = format!(
-                "labels file names session `{id}`, which is not in the input{}",
-                file.map(|p| format!(" ({})", p.display()))
-                    .unwrap_or_default()
-            );
-            if lenient {
-                warnings.push(msg);
-            } else {
-                return Err(Error::Config(msg));
+    LabelsFile::read(file, lenient)?.resolve(sessions, lenient)
+}
+
+/// A labels file read before the sessions are: what it says of each id.
+#[derive(Debug, Clone, Default)]
+pub struct LabelsFile {
+    from_file: BTreeMap<String, Label>,
+    file: Option<PathBuf>,
+    digest: Option<(String, String)>,
+    warnings: Vec<String>,
+}
+
+impl LabelsFile {
+    /// Read the labels file, if one is given.
+    pub fn read(file: Option<&Path>, lenient: bool) -> Result<LabelsFile> {
+        let mut warnings = Vec::new();
+        let (from_file, digest) = match file {
+            Some(p) => {
+                let (m, d) = read_labels_file(p, lenient, &mut warnings)?;
+                (m, Some((p.display().to_string(), d)))
+            }
+            None => (BTreeMap::new(), None),
+        };
+        Ok(LabelsFile {
+            from_file,
+            file: file.map(Path::to_path_buf),
+            digest,
+            warnings,
+        })
+    }
+
+    /// The label of a session: the file's, else its inline label.
+    pub fn label(&self, id: &str, inline: Option<Label>) -> Option<Label> {
+        self.from_file.get(id).copied().or(inline)
+    }
+
+    /// The labels of `(session id, inline label)` in corpus order; an id of
+    /// the file that is not among them is an error (a warning if `lenient`).
+    pub fn resolve(&self, sessions: &[(&str, Option<Label>)], lenient: bool) -> Result<Labels> {
+        let file = self.file.as_deref();
+        let from_file = &self.from_file;
+        let mut warnings = self.warnings.clone();
+        let digest = self.digest.clone();
+        let index: HashMap<&str, usize> =
+            sessions.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
+        for id in from_file.keys() {
+            if !index.contains_key(id.as_str()) {
+                let msg = format!(
+                    "labels file names session `{id}`, which is not in the input{}",
+                    file.map(|p| format!(" ({})", p.display()))
+                        .unwrap_or_default()
+                );
+                if lenient {
+                    warnings.push(msg);
+                } else {
+                    return Err(Error::Config(msg));
+                }
             }
         }
+        let by_session = sessions
+            .iter()
+            .map(|(id, inline)| from_file.get(*id).copied().or(*inline))
+            .collect();
+        Ok(Labels {
+            by_session,
+            file: digest,
+            warnings,
+        })
     }
-    let by_session = sessions
-        .iter()
-        .map(|(id, inline)| from_file.get(*id).copied().or(*inline))
-        .collect();
-    Ok(Labels {
-        by_session,
-        file: digest,
-        warnings,
-    })
 }
 
 #[cfg(test)]

@@ -454,44 +454,28 @@ pub struct SweepRecord {
 }
 
 impl SweepRecord {
-    /// Assemble a record from a replay of `corpus` (sessions in corpus order).
-    pub fn build(
+    /// Assemble a record from its parts; `inputs` gives the files and
+    /// skips (its sessions are not read).
+    #[allow(clippy::too_many_arguments)]
+    pub fn assemble(
         grid: GridRecord,
         options: OptionsRecord,
         shard: Option<Shard>,
-        corpus: &Corpus,
+        inputs: &Corpus,
         labels: &crate::labels::Labels,
-        outcomes: &[Vec<Outcome>],
+        sessions: Vec<SessionRecord>,
+        outcomes: Vec<ConfigOutcomes>,
+        material: Vec<SessionMaterial>,
+        explain: Vec<SessionLines>,
     ) -> SweepRecord {
-        let sessions: Vec<SessionRecord> = corpus
-            .sessions
-            .iter()
-            .enumerate()
-            .map(|(i, s)| SessionRecord::of(s, labels.by_session[i]))
-            .collect();
-        // One configuration per task: a large grid has millions of outcomes.
-        use rayon::prelude::*;
-        let outcomes: Vec<ConfigOutcomes> = grid
-            .configs
-            .par_iter()
-            .zip(outcomes.par_iter())
-            .map(|(c, per)| ConfigOutcomes {
-                config: c.id.clone(),
-                hits: per
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(s, o)| Hit::from_outcome(s as u32, o).map(|h| h.located(corpus)))
-                    .collect(),
-            })
-            .collect();
-        let mut record = SweepRecord {
+        SweepRecord {
             schema_version: SCHEMA_VERSION,
             looptune_version: env!("CARGO_PKG_VERSION").to_string(),
             grid,
             options,
             shard,
             inputs: InputsRecord {
-                files: corpus
+                files: inputs
                     .files
                     .iter()
                     .map(|f| FileRecord {
@@ -503,7 +487,7 @@ impl SweepRecord {
                         unknown_records: f.unknown_records,
                     })
                     .collect(),
-                skipped: corpus.skipped.clone(),
+                skipped: inputs.skipped.clone(),
             },
             labels_file: LabelsRecord {
                 file: labels.file.as_ref().map(|f| f.0.clone()),
@@ -512,20 +496,10 @@ impl SweepRecord {
             },
             sessions,
             outcomes,
-            material: Vec::new(),
-            explain: Vec::new(),
+            material,
+            explain,
             wall_time_ms: 0,
-        };
-        record.material = record
-            .disagreement_candidates()
-            .into_iter()
-            .map(|(d, si)| material(corpus, si, d, &record))
-            .collect();
-        record.explain = (0..record.sessions.len())
-            .filter(|&si| record.sessions[si].label.is_some())
-            .map(|si| explain_lines(corpus, si, &record))
-            .collect();
-        record
+        }
     }
 
     /// Sessions where the stock profiles disagree most: (disagreement, session
@@ -743,22 +717,19 @@ pub fn first_event_of_turn(s: &Session, turn: u32) -> Option<u32> {
         .map(|i| i as u32 + 1)
 }
 
-fn explain_lines(corpus: &Corpus, si: usize, r: &SweepRecord) -> SessionLines {
-    let s = &corpus.sessions[si];
-    let mut events: Vec<u32> = r
-        .outcomes
-        .iter()
-        .filter_map(|c| {
-            c.hits
-                .binary_search_by_key(&(si as u32), |h| h.session)
-                .ok()
-                .and_then(|i| c.hits[i].first.as_ref().map(|d| d.event))
-        })
-        .collect();
-    events.sort_unstable();
-    events.dedup();
+/// Where a record of the session at hand is.
+pub type PlaceOf<'a> = dyn Fn(&crate::event::Origin) -> Option<PlaceRecord> + 'a;
+
+/// The records of a labelled session around `onset_turn` and around each of
+/// `events` (its configurations' distinct first detections, sorted).
+pub fn explain_lines(
+    s: &Session,
+    place: &PlaceOf,
+    mut events: Vec<u32>,
+    onset_turn: Option<u32>,
+) -> SessionLines {
     events.truncate(EXPLAIN_EVENTS);
-    if let Some(on) = r.sessions[si].onset_turn {
+    if let Some(on) = onset_turn {
         events.extend(first_event_of_turn(s, on));
     }
     let mut keep = vec![false; s.events.len()];
@@ -776,14 +747,19 @@ fn explain_lines(corpus: &Corpus, si: usize, r: &SweepRecord) -> SessionLines {
         session: s.id.clone(),
         lines: (0..s.events.len())
             .filter(|&i| keep[i])
-            .map(|i| line(corpus, si, i, false))
+            .map(|i| line(s, place, i, false))
             .collect(),
     }
 }
 
-/// Timeline and excerpts of one session, around every stock profile's first detection.
-fn material(corpus: &Corpus, si: usize, disagreement: u32, r: &SweepRecord) -> SessionMaterial {
-    let s = &corpus.sessions[si];
+/// Timeline and excerpts of one session, around each of `events` (the stock
+/// profiles' distinct first detections, sorted).
+pub fn material(
+    s: &Session,
+    place: &PlaceOf,
+    disagreement: u32,
+    events: Vec<u32>,
+) -> SessionMaterial {
     let mut timeline: Vec<[u32; 3]> = vec![[0; 3]; s.turns as usize + 1];
     for e in &s.events {
         let row = &mut timeline[e.turn as usize];
@@ -796,18 +772,6 @@ fn material(corpus: &Corpus, si: usize, disagreement: u32, r: &SweepRecord) -> S
             _ => {}
         }
     }
-    let mut events: Vec<u32> = (0..r.grid.configs.len())
-        .filter(|&c| r.grid.configs[c].stock)
-        .filter_map(|c| {
-            r.outcomes[c]
-                .hits
-                .iter()
-                .find(|h| h.session as usize == si)
-                .and_then(|h| h.first.as_ref().map(|d| d.event))
-        })
-        .collect();
-    events.sort_unstable();
-    events.dedup();
     SessionMaterial {
         session: s.id.clone(),
         disagreement,
@@ -816,24 +780,23 @@ fn material(corpus: &Corpus, si: usize, disagreement: u32, r: &SweepRecord) -> S
             .into_iter()
             .map(|e| Excerpt {
                 event: e,
-                lines: excerpt(corpus, si, e),
+                lines: excerpt(s, place, e),
             })
             .collect(),
     }
 }
 
 /// The records around an event, as short text lines.
-pub fn excerpt(corpus: &Corpus, si: usize, event: u32) -> Vec<ExcerptLine> {
-    let s = &corpus.sessions[si];
+pub fn excerpt(s: &Session, place: &PlaceOf, event: u32) -> Vec<ExcerptLine> {
     let at = event as usize - 1;
     let from = at.saturating_sub(EXCERPT_RADIUS);
     let to = (at + EXCERPT_RADIUS + 1).min(s.events.len());
-    (from..to).map(|i| line(corpus, si, i, i == at)).collect()
+    (from..to).map(|i| line(s, place, i, i == at)).collect()
 }
 
 /// Record `i` of a session as a short line.
-fn line(corpus: &Corpus, si: usize, i: usize, hit: bool) -> ExcerptLine {
-    let e = &corpus.sessions[si].events[i];
+fn line(s: &Session, place: &PlaceOf, i: usize, hit: bool) -> ExcerptLine {
+    let e = &s.events[i];
     let text = record_text(&e.record);
     let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
     if text.chars().count() > EXCERPT_CHARS {
@@ -845,7 +808,7 @@ fn line(corpus: &Corpus, si: usize, i: usize, hit: bool) -> ExcerptLine {
         kind: e.record.type_name().to_string(),
         text: short,
         hit,
-        place: PlaceRecord::of(corpus.origin_provenance(&e.origin)),
+        place: place(&e.origin),
     }
 }
 

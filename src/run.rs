@@ -574,12 +574,27 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 
     let mut read = req.read.clone();
     read.digests = true;
-    let reading = crate::progress::bytes_for_stderr(req.quiet, "reading");
-    let corpus = read_corpus_with(&req.paths, &read, reading.as_ref())?;
-    reading.finish();
-    warn_skipped(&corpus, err);
-    require_sessions(&corpus, corpus.sessions.len(), &req.paths, req.allow_empty)?;
-    let labels = crate::labels::resolve(&corpus, req.labels.as_deref(), req.read.lenient)?;
+    let labels_file = crate::labels::LabelsFile::read(req.labels.as_deref(), req.read.lenient)?;
+    // One bar over the bytes: every session is replayed under the whole grid
+    // as soon as it is read.
+    let progress = crate::progress::bytes_for_stderr(req.quiet, "sweeping");
+    let (mut record, inputs, labels) = crate::sweep::run_sweep(
+        &req.paths,
+        &read,
+        grid,
+        &labels_file,
+        opts,
+        req.shard,
+        progress.as_ref(),
+    )?;
+    progress.finish();
+    warn_skipped(&inputs, err);
+    require_sessions(
+        &inputs,
+        labels.by_session.len(),
+        &req.paths,
+        req.allow_empty,
+    )?;
     for w in &labels.warnings {
         writeln!(err, "warning: {w}").ok();
     }
@@ -587,12 +602,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     for g in &gates {
         g.needs_labels(loops + clean)?;
     }
-    let progress = crate::progress::for_stderr(req.quiet, "sweeping");
-    let mut record =
-        crate::sweep::run_sweep(&corpus, grid, labels, opts, req.shard, progress.as_ref())?;
-    progress.finish();
     record.wall_time_ms = started.elapsed().as_millis() as u64;
-    release(corpus);
     let result = crate::sweep::analyze(record)?;
     let plain: Vec<crate::gates::Gate> = gates.iter().filter(|g| !g.is_diff()).cloned().collect();
     if req.out.is_none() && crate::outdir::is_output_folder(&out_dir) {

@@ -12,7 +12,7 @@ use crate::labels::Labels;
 use crate::metrics::{self, Objective, Scores};
 use crate::progress::Progress;
 use crate::recommend::{self, CrossValidation, Hits, Labelled, Tally};
-use crate::replay::{replay, ReplayOptions};
+use crate::replay::ReplayOptions;
 use crate::result::{ConfigRecord, GridRecord, Hit, OptionsRecord, Shard, SweepRecord};
 use crate::stats;
 use std::collections::BTreeMap;
@@ -227,67 +227,176 @@ pub fn grid_record(grid: &Grid) -> GridRecord {
     }
 }
 
-/// Replay a grid over a corpus (only the sessions `shard` owns, if given)
-/// and record the result.
+/// One session of a streamed sweep, once its records are gone.
+struct Swept {
+    session: crate::result::SessionRecord,
+    /// `(configuration, what it did)` where something happened; the hit's
+    /// session index is set once every session is known.
+    hits: Vec<(u32, Hit)>,
+    explain: Option<crate::result::SessionLines>,
+}
+
+/// The sessions where the stock profiles disagree most, kept as they stream
+/// by: `(disagreement, unlabelled, id, material)`, in report order.
+type Disagreeing = Vec<(u32, bool, String, crate::result::SessionMaterial)>;
+
+/// Replay a grid over the inputs (only the sessions `shard` owns, if given)
+/// and record the result. Each session is replayed under the
+/// whole grid as soon as it is read, reduced to what the record keeps (its
+/// hits, the lines that explain it when labelled, its material when the stock
+/// profiles disagree on it) and dropped, so memory holds the record, never the
+/// corpus.
+/// Returns the record, the inputs (files and skips) and the labels.
+#[allow(clippy::too_many_arguments)]
 pub fn run_sweep(
-    corpus: &Corpus,
+    paths: &[std::path::PathBuf],
+    read: &crate::input::ReadOptions,
     grid: Grid,
-    labels: Labels,
+    labels_file: &crate::labels::LabelsFile,
     opts: &SweepOptions,
     shard: Option<Shard>,
     progress: &dyn Progress,
-) -> Result<SweepRecord> {
+) -> Result<(SweepRecord, Corpus, Labels)> {
     let record_grid = grid_record(&grid);
     find_baseline(&record_grid, opts.baseline.as_deref())?;
     if let Some(c) = &opts.chosen {
         find_variant(&grid, c)?;
     }
-    let (corpus, labels) = match shard {
-        None => (std::borrow::Cow::Borrowed(corpus), labels),
-        Some(sh) => {
-            let keep: Vec<bool> = corpus.sessions.iter().map(|s| sh.owns(&s.id)).collect();
-            let mut part = Corpus {
-                sessions: Vec::new(),
-                ..corpus.clone()
-            };
-            let mut by_session = Vec::new();
-            for (i, s) in corpus.sessions.iter().enumerate() {
-                if keep[i] {
-                    part.sessions.push(s.clone());
-                    by_session.push(labels.by_session[i]);
-                }
-            }
-            (
-                std::borrow::Cow::Owned(part),
-                Labels {
-                    by_session,
-                    ..labels
-                },
-            )
-        }
-    };
-    let configs = grid.variants.iter().map(|v| v.config.clone()).collect();
-    let replayed = replay(
-        &corpus,
+    let configs: Vec<DetectorConfig> = grid.variants.iter().map(|v| v.config.clone()).collect();
+    let plan = crate::replay::Plan::new(
         configs,
         &ReplayOptions {
             jobs: opts.jobs,
             all: false,
         },
-        progress,
     )?;
-    // Recording runs on the same pool as the replay (`--jobs 1`: one thread).
-    let pool = crate::pool::pool(opts.jobs)?;
-    Ok(pool.install(|| {
-        SweepRecord::build(
-            record_grid,
-            opts.record(),
-            shard,
-            &corpus,
-            &labels,
-            &replayed.outcomes,
+    let stock: Vec<usize> = (0..record_grid.configs.len())
+        .filter(|&c| record_grid.configs[c].stock)
+        .collect();
+    let disagreeing = std::sync::Mutex::new(Disagreeing::new());
+    let read = crate::input::ReadOptions {
+        jobs: opts.jobs,
+        ..read.clone()
+    };
+    let one = |s: std::sync::Arc<crate::event::Session>,
+               names: &crate::input::FileNames|
+     -> (Option<crate::event::Label>, Option<Swept>) {
+        if shard.is_some_and(|sh| !sh.owns(&s.id)) {
+            return (s.inline_label, None);
+        }
+        let label = labels_file.label(&s.id, s.inline_label);
+        let outcomes = plan.session(s.clone());
+        let hits: Vec<(u32, Hit)> = outcomes
+            .iter()
+            .enumerate()
+            .filter_map(|(c, o)| {
+                Hit::from_outcome(0, o)
+                    .map(|h| (c as u32, h.placed(|e| names.event_provenance(&s, e))))
+            })
+            .collect();
+        let first_events = |stock_only: bool| -> Vec<u32> {
+            let mut events: Vec<u32> = hits
+                .iter()
+                .filter(|(c, _)| !stock_only || record_grid.configs[*c as usize].stock)
+                .filter_map(|(_, h)| h.first.as_ref().map(|d| d.event))
+                .collect();
+            events.sort_unstable();
+            events.dedup();
+            events
+        };
+        let place = |o: &crate::event::Origin| crate::result::PlaceRecord::of(names.provenance(o));
+        let fired = stock
+            .iter()
+            .filter(|&&c| outcomes[c].first().is_some())
+            .count() as u32;
+        let d = fired.min(stock.len() as u32 - fired);
+        if d > 0 {
+            let key = (d, label.is_none(), s.id.clone());
+            let mut top = disagreeing.lock().unwrap_or_else(|e| e.into_inner());
+            let rank = |x: &(u32, bool, String, crate::result::SessionMaterial)| {
+                (std::cmp::Reverse(x.0), x.1, x.2.clone())
+            };
+            let mine = (std::cmp::Reverse(key.0), key.1, key.2.clone());
+            let enters = top.len() < crate::result::DISAGREEMENTS
+                || top.last().is_some_and(|last| mine < rank(last));
+            if enters {
+                let m = crate::result::material(&s, &place, d, first_events(true));
+                top.push((key.0, key.1, key.2, m));
+                top.sort_by_key(rank);
+                top.truncate(crate::result::DISAGREEMENTS);
+            }
+        }
+        let explain = label
+            .map(|l| crate::result::explain_lines(&s, &place, first_events(false), l.onset_turn));
+        (
+            s.inline_label,
+            Some(Swept {
+                session: crate::result::SessionRecord::of(&s, label),
+                hits,
+                explain,
+            }),
         )
-    }))
+    };
+    let streamed = crate::input::stream_sessions(paths, &read, progress, &one)?;
+    let inputs = streamed.inputs();
+    // Labels are resolved against every session read, as without shards (a
+    // shard's labels file names every shard's sessions), then kept for its own.
+    let ids: Vec<(&str, Option<crate::event::Label>)> = streamed
+        .sessions
+        .iter()
+        .map(|(id, (inline, _))| (id.as_str(), *inline))
+        .collect();
+    let all_labels = labels_file.resolve(&ids, read.lenient)?;
+    drop(ids);
+    let mut by_session = Vec::new();
+    let mut swept: Vec<Swept> = Vec::new();
+    for ((_, (_, sw)), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
+        if let Some(sw) = sw {
+            swept.push(sw);
+            by_session.push(*l);
+        }
+    }
+    let labels = Labels {
+        by_session,
+        file: all_labels.file.clone(),
+        warnings: all_labels.warnings.clone(),
+    };
+    let mut outcomes: Vec<crate::result::ConfigOutcomes> = record_grid
+        .configs
+        .iter()
+        .map(|c| crate::result::ConfigOutcomes {
+            config: c.id.clone(),
+            hits: Vec::new(),
+        })
+        .collect();
+    let mut sessions = Vec::with_capacity(swept.len());
+    let mut explain = Vec::new();
+    for (si, sw) in swept.into_iter().enumerate() {
+        for (c, mut h) in sw.hits {
+            h.session = si as u32;
+            outcomes[c as usize].hits.push(h);
+        }
+        sessions.push(sw.session);
+        explain.extend(sw.explain);
+    }
+    let material = disagreeing
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|x| x.3)
+        .collect();
+    let record = SweepRecord::assemble(
+        record_grid,
+        opts.record(),
+        shard,
+        &inputs,
+        &labels,
+        sessions,
+        outcomes,
+        material,
+        explain,
+    );
+    Ok((record, inputs, all_labels))
 }
 
 /// Derive scores, the Pareto front and the recommendation from a result.
