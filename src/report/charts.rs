@@ -615,11 +615,6 @@ pub fn ttd_chart(data: &TtdData) -> Draw<String> {
                 vec![(x0, y), (x1, y)],
                 GRID.stroke_width(1),
             )))?;
-            let med_x = s.median.max(data.lo as f64);
-            strip.draw_series(std::iter::once(PathElement::new(
-                vec![(med_x, y - 0.36), (med_x, y + 0.36)],
-                INK.stroke_width(2),
-            )))?;
             for &(t, k) in &s.per_turn {
                 let x = t as f64;
                 // Area, not radius, grows with the count.
@@ -638,6 +633,12 @@ pub fn ttd_chart(data: &TtdData) -> Draw<String> {
                     Shape::Circle(strip.backend_coord(&(x, y)), r.max(5)),
                 ));
             }
+            // Over the dots, taller than the largest, so it shows on a busy turn too.
+            let med_x = s.median.max(data.lo as f64);
+            strip.draw_series(std::iter::once(PathElement::new(
+                vec![(med_x, y - 0.45), (med_x, y + 0.45)],
+                INK.stroke_width(2),
+            )))?;
         }
         if !data.silent.is_empty() {
             let i = data.series.len();
@@ -1630,6 +1631,8 @@ fn heat_legend(area: &DrawingArea<SVGBackend, Shift>, scale: &HeatScale) -> Draw
 pub struct Lane {
     /// Configuration labels.
     pub labels: Vec<String>,
+    /// Their ids, in the same order.
+    pub configs: Vec<String>,
     /// Turn of the first detection.
     pub turn: u64,
     /// Detection kind.
@@ -1677,10 +1680,12 @@ pub fn timeline_data(d: &ReportData, s: &Disagreement) -> Timeline {
         {
             Some(l) => {
                 l.labels.push(det.label.clone());
+                l.configs.push(det.config.clone());
                 l.recommended |= is_rec;
             }
             None => lanes.push(Lane {
                 labels: vec![det.label.clone()],
+                configs: vec![det.config.clone()],
                 turn: det.turn,
                 kind: det.kind.clone(),
                 recommended: is_rec,
@@ -1725,7 +1730,7 @@ pub fn timeline_chart(t: &Timeline) -> Draw<String> {
     let n = activity.len() + t.lanes.len();
     let height = 84 + LANE_PX * n as u32 + 10;
     let x1 = t.turns as f64 + 0.5;
-    svg((TIMELINE_WIDTH, height), |root| {
+    svg_marked((TIMELINE_WIDTH, height), |root, marks| {
         let (labels, plot) = root.split_horizontally(230);
         // Lane 0 at the top: y runs from n (top) down to 0.
         let mut ch = ChartBuilder::on(&plot)
@@ -1785,8 +1790,28 @@ pub fn timeline_chart(t: &Timeline) -> Draw<String> {
                 6,
                 colour.filled(),
             )))?;
-            // Beside the marker, on whichever side has room.
             let (px, py) = ch.backend_coord(&(l.turn as f64, y));
+            let who = match (l.recommended, l.configs.len()) {
+                (false, _) => "",
+                (true, 1) => "the recommended configuration\n",
+                (true, _) => "includes the recommended configuration\n",
+            };
+            let title = format!(
+                "{}\n{who}first fires at turn {} ({})",
+                members_text(&l.labels),
+                l.turn,
+                l.kind
+            );
+            let link = members_link(&l.configs);
+            marks.push(Mark::new(link, title.clone(), Shape::Circle((px, py), 8)));
+            // The lane's name too: a bigger target than the dot.
+            let half = LANE_PX as i32 / 2;
+            marks.push(Mark::new(
+                link,
+                title,
+                Shape::Rect((0, py - half), (228, py + half)),
+            ));
+            // Beside the marker, on whichever side has room.
             let right = (l.turn as f64) > t.turns as f64 * 0.7;
             root.draw(&Text::new(
                 format!("turn {} · {}", l.turn, l.kind),
@@ -2591,7 +2616,11 @@ policy = ["stop", "warn:1", "ask"]
         assert_eq!(t.lanes[0].labels, ["c11", "c20"]);
         assert!(t.lanes[0].recommended);
         assert_eq!(t.lanes[1].turn, 4);
-        assert!(timeline_chart(&t).unwrap().contains("<svg"));
+        assert_eq!(t.lanes[0].configs, ["c11", "c20"]);
+        let svg = timeline_chart(&t).unwrap();
+        // The lone configuration's lane links (dot and name); the shared lane explains.
+        assert_eq!(links(&svg), ["ck", "ck"]);
+        assert_eq!(svg.matches("<g class=\"mark\"><title>").count(), 2);
     }
 
     #[test]
