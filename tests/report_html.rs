@@ -233,8 +233,66 @@ fn chart_numbers_match_sweep_csv() {
             .iter()
             .find(|e| d.label(d.row(&e.config).unwrap()) == s.members[0])
             .unwrap();
-        assert_eq!(s.counts.iter().sum::<usize>(), e.ttd.len());
+        assert_eq!(
+            s.per_turn.iter().map(|&(_, k)| k).sum::<usize>(),
+            e.ttd.len()
+        );
     }
+}
+
+/// The configuration ids an SVG links to, in order.
+fn links(svg: &str) -> Vec<String> {
+    svg.split("<a href=\"#cfg-")
+        .skip(1)
+        .map(|p| p[..p.find('"').unwrap()].to_string())
+        .collect()
+}
+
+#[test]
+fn chart_marks_link_to_rows_and_heatmaps_share_a_scale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sweep(tmp.path());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let d = ReportData::load(&out).unwrap();
+    let charts = charts_of(&html);
+    // Every link lands on a row anchor of the page.
+    for (kind, svgs) in &charts {
+        for svg in svgs {
+            for id in links(svg) {
+                assert!(
+                    html.contains(&format!("<tr id=\"cfg-{id}\"")),
+                    "{kind}: #cfg-{id} is no row"
+                );
+            }
+        }
+    }
+    // One mark per configuration on the false-positives-vs-recall chart, one per cell on a heatmap.
+    let fr = &charts["fp-recall"][0];
+    let mut got = links(fr);
+    got.sort();
+    let mut want: Vec<String> = d.rows.iter().map(|r| r.config.clone()).collect();
+    want.sort();
+    assert_eq!(got, want);
+    let maps = charts::heatmaps(&d);
+    assert!(!maps.is_empty());
+    // Three heatmaps per pair (F1, false positives, recall), in that order.
+    assert_eq!(charts["heatmap"].len(), 3 * maps.len());
+    for (m, svgs) in maps.iter().zip(charts["heatmap"].chunks(3)) {
+        let cells: Vec<String> = m
+            .cells
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|c| c.config.clone())
+            .collect();
+        for svg in svgs {
+            assert_eq!(links(svg), cells);
+            assert!(svg.contains("(same scale in every map)"), "a legend");
+        }
+    }
+    // Tooltips are there and name the configuration.
+    let recommended = d.rows.iter().find(|r| r.recommended).unwrap();
+    assert!(fr.contains(&format!("\nconfiguration {} · family", recommended.config)));
 }
 
 #[test]

@@ -3,13 +3,17 @@
 //! (tested against `sweep.csv`), and a drawing function that turns those
 //! numbers into an inline SVG string with plotters. Text in the SVG is escaped
 //! by plotters' SVG backend (`&<>"'`), and every chart names the embedded font
-//! so it renders the same on a machine without fonts.
+//! so it renders the same on a machine without fonts. Each point or cell that
+//! stands for a configuration is also recorded as a [`Mark`] and written as a
+//! last, transparent layer: a link to the configuration's table row and a
+//! tooltip (`<title>`, escaped with [`super::html::esc`]).
 
 use super::model::{Disagreement, ReportData, Row};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 /// The embedded sans-serif font (declared by the page's `@font-face`).
 pub const FONT: &str = "looptune-sans";
@@ -18,8 +22,6 @@ const TITLE_PT: f64 = 17.0;
 const LABEL_PT: f64 = 14.0;
 const SMALL_PT: f64 = 12.5;
 
-/// Turns-to-detection chart size.
-pub const TTD_SIZE: (u32, u32) = (1000, 560);
 /// False-positives-vs-recall chart size.
 pub const FP_RECALL_SIZE: (u32, u32) = (1000, 600);
 /// One swept-constant chart (three small panels side by side).
@@ -131,38 +133,211 @@ fn category_label(values: &[String], v: f64) -> String {
     short(&values[i as usize], 14)
 }
 
+// ------------------------------------------------------------ interactive marks
+
+/// Where a mark sits, in the SVG's pixels (plotters' backend coordinates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A circle: centre and radius.
+    Circle((i32, i32), i32),
+    /// A rectangle between two opposite corners, in either order.
+    Rect((i32, i32), (i32, i32)),
+}
+
+/// A chart mark a reader can hover and click: plotters' SVG backend writes no
+/// `<a>` or `<title>`, so the charts record each point here with the same
+/// coordinate mapping they draw with, and [`svg_marked`] draws them as a
+/// transparent layer on top: a link to the configuration's row of the
+/// all-configurations table (`#cfg-ID`) and a tooltip.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// The configuration the mark stands for; `None` when it stands for several.
+    pub config: Option<String>,
+    /// Tooltip text (plain; escaped when written).
+    pub title: String,
+    /// Hit area.
+    pub shape: Shape,
+}
+
+impl Mark {
+    fn new(config: Option<&str>, title: impl Into<String>, shape: Shape) -> Mark {
+        Mark {
+            config: config.map(str::to_string),
+            title: title.into(),
+            shape,
+        }
+    }
+}
+
+/// The marks as one SVG group. Hit areas are filled but fully transparent
+/// (still hit-tested); the page's CSS shows them on hover and focus.
+fn marks_layer(marks: &[Mark]) -> String {
+    let esc = super::html::esc;
+    let mut o = String::from(
+        "<g class=\"marks\" fill=\"#222222\" fill-opacity=\"0\" stroke=\"#222222\" stroke-opacity=\"0\" stroke-width=\"2\">\n",
+    );
+    for m in marks {
+        let shape = match m.shape {
+            Shape::Circle((x, y), r) => format!("<circle cx=\"{x}\" cy=\"{y}\" r=\"{r}\"/>"),
+            Shape::Rect((x0, y0), (x1, y1)) => format!(
+                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>",
+                x0.min(x1),
+                y0.min(y1),
+                (x1 - x0).abs().max(1),
+                (y1 - y0).abs().max(1)
+            ),
+        };
+        let title = esc(&m.title);
+        let _ = match &m.config {
+            Some(id) => writeln!(
+                o,
+                "<a href=\"#cfg-{}\"><title>{title}</title>{shape}</a>",
+                esc(id)
+            ),
+            None => writeln!(o, "<g class=\"mark\"><title>{title}</title>{shape}</g>"),
+        };
+    }
+    o.push_str("</g>\n");
+    o
+}
+
+/// Put the marks layer last in a plotters SVG, so it is on top. plotters
+/// closes the document with exactly `</svg>\n`; anything else is an error,
+/// never a guess.
+fn insert_marks(svg: String, marks: &[Mark]) -> Draw<String> {
+    if marks.is_empty() {
+        return Ok(svg);
+    }
+    let Some(body) = svg.strip_suffix("</svg>\n") else {
+        return Err("the SVG does not end with </svg>".into());
+    };
+    let layer = marks_layer(marks);
+    let mut out = String::with_capacity(svg.len() + layer.len());
+    out.push_str(body);
+    out.push_str(&layer);
+    out.push_str("</svg>\n");
+    Ok(out)
+}
+
+/// [`svg`], with the marks `f` records drawn on top.
+fn svg_marked(
+    size: (u32, u32),
+    f: impl FnOnce(&DrawingArea<SVGBackend, Shift>, &mut Vec<Mark>) -> Draw,
+) -> Draw<String> {
+    let mut marks = Vec::new();
+    let drawn = svg(size, |root| f(root, &mut marks))?;
+    insert_marks(drawn, &marks)
+}
+
+/// A configuration as a tooltip names it: label, then id, family and profile.
+fn describe(d: &ReportData, r: &Row) -> String {
+    let mut flags = Vec::new();
+    if r.recommended {
+        flags.push("recommended");
+    }
+    if r.stock {
+        flags.push("stock profile");
+    }
+    if r.pareto {
+        flags.push("Pareto front");
+    }
+    let flags = if flags.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", flags.join(", "))
+    };
+    format!(
+        "{}{flags}\nconfiguration {} · family {} · profile {}",
+        d.label(r),
+        r.config,
+        r.family,
+        r.profile
+    )
+}
+
+/// A configuration's scores as a tooltip lists them, each with its sample size.
+fn score_lines(r: &Row) -> String {
+    let count = |v: f64| crate::report::fixed(v);
+    let mut lines = Vec::new();
+    if let Some(x) = r.score("recall") {
+        let of = match (r.score("true_positives"), r.score("labeled_loops")) {
+            (Some(tp), Some(n)) => format!(" ({} of {} labeled loops)", count(tp), count(n)),
+            _ => String::new(),
+        };
+        lines.push(format!("recall {:.1}%{of}", x * 100.0));
+    }
+    if let Some(fp) = r.score("false_positives") {
+        let of = r
+            .score("labeled_clean")
+            .map(|n| format!(" of {} labeled clean sessions", count(n)))
+            .unwrap_or_default();
+        lines.push(format!("false positives {}{of}", count(fp)));
+    }
+    let mut pf = Vec::new();
+    if let Some(p) = r.score("precision") {
+        pf.push(format!("precision {:.1}%", p * 100.0));
+    }
+    if let Some(f) = r.score("f1") {
+        pf.push(format!("F1 {f:.3}"));
+    }
+    if !pf.is_empty() {
+        lines.push(pf.join(" · "));
+    }
+    if let Some(m) = r.score("ttd_median") {
+        let n = r
+            .score("ttd_n")
+            .map(|n| format!(" (n={})", count(n)))
+            .unwrap_or_default();
+        lines.push(format!("median turns to detection {}{n}", count(m)));
+    }
+    lines.join("\n")
+}
+
+/// `describe` and `score_lines` together.
+fn tip(d: &ReportData, r: &Row) -> String {
+    let scores = score_lines(r);
+    if scores.is_empty() {
+        describe(d, r)
+    } else {
+        format!("{}\n{scores}", describe(d, r))
+    }
+}
+
 // ---------------------------------------------------------- turns to detection
 
 /// One drawn distribution: configurations with identical turns-to-detection merged.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TtdSeries {
-    /// Labels of the configurations sharing this distribution (first is the legend name).
+    /// Labels of the configurations sharing this distribution (first is the row's name).
     pub members: Vec<String>,
+    /// Their ids, in the same order.
+    pub configs: Vec<String>,
     /// Includes the recommended configuration.
     pub recommended: bool,
     /// The turns-to-detection values, sorted.
     pub ttd: Vec<i64>,
-    /// Histogram counts, one per bin of [`TtdData`].
-    pub counts: Vec<usize>,
+    /// Loops detected per turn, earliest first: (turn, count); turns before
+    /// the onset count at [`TtdData::lo`].
+    pub per_turn: Vec<(i64, usize)>,
     /// Labeled loops: the cumulative curve is a fraction of these, so it ends at recall.
     pub labeled_loops: f64,
+    /// Median turns to detection (`sweep.csv` `ttd_median`, else of `ttd`).
+    pub median: f64,
 }
 
 /// The turns-to-detection chart's numbers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TtdData {
-    /// First turn of the first bin.
+    /// First turn of the axis: 1 (the onset turn), or 0 when some detection came earlier.
     pub lo: i64,
-    /// Turns per bin.
-    pub bin_width: i64,
-    /// Number of bins.
-    pub bins: usize,
-    /// Drawn series (at most the palette's size).
+    /// Last turn of the axis.
+    pub hi: i64,
+    /// Every distinct distribution of the selected configurations, in [`selected`] order.
     pub series: Vec<TtdSeries>,
-    /// Selected configurations that detected no labeled loop.
+    /// Selected configurations that detected no labeled loop: labels.
     pub silent: Vec<String>,
-    /// Series left out for legibility (more than the palette has colours).
-    pub omitted: Vec<String>,
+    /// Their ids, in the same order.
+    pub silent_configs: Vec<String>,
 }
 
 /// The configurations charts compare: the recommended one, the base stock
@@ -188,10 +363,23 @@ pub fn selected(d: &ReportData) -> Vec<&Row> {
     out
 }
 
-/// Histogram bins and cumulative curves for the stock profiles and the recommendation.
+/// Median of sorted values (the mean of the middle two for an even count).
+fn median_of(sorted: &[i64]) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        return 0.0;
+    }
+    if n % 2 == 1 {
+        sorted[n / 2] as f64
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0
+    }
+}
+
+/// Per-turn counts and cumulative curves for every stock profile and the recommendation.
 pub fn ttd_data(d: &ReportData) -> TtdData {
     let mut series: Vec<TtdSeries> = Vec::new();
-    let mut silent = Vec::new();
+    let (mut silent, mut silent_configs) = (Vec::new(), Vec::new());
     for r in selected(d) {
         let entry = d.summary.scores.iter().find(|s| s.config == r.config);
         let mut ttd = entry.map(|e| e.ttd.clone()).unwrap_or_default();
@@ -199,6 +387,7 @@ pub fn ttd_data(d: &ReportData) -> TtdData {
         let label = d.label(r).to_string();
         if ttd.is_empty() {
             silent.push(label);
+            silent_configs.push(r.config.clone());
             continue;
         }
         let loops = r
@@ -206,91 +395,138 @@ pub fn ttd_data(d: &ReportData) -> TtdData {
             .or(entry.and_then(|e| e.labeled_loops))
             .filter(|&n| n > 0.0)
             .unwrap_or(ttd.len() as f64);
-        // Identical distributions draw as one series, so 23 stock profiles
-        // that mostly agree stay legible.
+        // Identical distributions draw as one row, so stock profiles that
+        // mostly agree stay legible.
         match series
             .iter_mut()
             .find(|s| s.ttd == ttd && s.labeled_loops == loops)
         {
             Some(s) => {
                 s.members.push(label);
+                s.configs.push(r.config.clone());
                 s.recommended |= r.recommended;
             }
             None => series.push(TtdSeries {
                 members: vec![label],
+                configs: vec![r.config.clone()],
                 recommended: r.recommended,
+                median: r.score("ttd_median").unwrap_or_else(|| median_of(&ttd)),
                 ttd,
-                counts: Vec::new(),
+                per_turn: Vec::new(),
                 labeled_loops: loops,
             }),
         }
     }
-    let omitted: Vec<String> = series
-        .iter()
-        .skip(PALETTE.len())
-        .flat_map(|s| s.members.clone())
-        .collect();
-    series.truncate(PALETTE.len());
     let all = series.iter().flat_map(|s| s.ttd.iter().copied());
-    // Bins start at turn 1 (detected on the onset turn) unless some detection
-    // came earlier; at most ~20 bins of whole turns so bars stay readable.
-    // Detections before the onset (ttd <= 0) share one bin at 0, so one very
-    // early detection does not stretch the axis over turns nobody fired in.
+    // The axis starts at turn 1 (detected on the onset turn) unless some
+    // detection came earlier. Detections before the onset (ttd <= 0) share
+    // turn 0, so one very early detection does not stretch the axis over turns
+    // nobody fired in.
     let lo = all.clone().min().unwrap_or(1).clamp(0, 1);
     let hi = all.max().unwrap_or(1).max(lo);
-    let span = hi - lo + 1;
-    let bin_width = ((span + 19) / 20).max(1);
-    let bins = ((span + bin_width - 1) / bin_width) as usize;
     for s in &mut series {
-        s.counts = vec![0; bins];
         for &t in &s.ttd {
-            s.counts[((t.max(lo) - lo) / bin_width) as usize] += 1;
+            let t = t.max(lo);
+            match s.per_turn.last_mut() {
+                Some((u, k)) if *u == t => *k += 1,
+                _ => s.per_turn.push((t, 1)),
+            }
         }
     }
     TtdData {
         lo,
-        bin_width,
-        bins,
+        hi,
         series,
         silent,
-        omitted,
+        silent_configs,
     }
 }
 
-fn series_name(s: &TtdSeries) -> String {
-    let first = short(&s.members[0], 24);
-    let name = if s.members.len() > 1 {
-        format!("{first} (+{} identical)", s.members.len() - 1)
+/// A row's name: the first member, how many share it, ★ for the recommendation.
+fn series_name(members: &[String], recommended: bool) -> String {
+    let first = short(&members[0], if members.len() > 1 { 24 } else { 36 });
+    let name = if members.len() > 1 {
+        format!("{first} (+{} identical)", members.len() - 1)
     } else {
         first
     };
-    if s.recommended {
+    if recommended {
         format!("★ {name}")
     } else {
         name
     }
 }
 
-/// Turns-to-detection: histogram (top) and cumulative share of labeled loops
-/// detected (bottom) on a shared turn axis.
+/// Colour of the `i`th distribution: the palette in order, then one grey for the rest.
+fn series_colour(i: usize) -> RGBColor {
+    PALETTE
+        .get(i)
+        .copied()
+        .unwrap_or(RGBColor(0x8C, 0x8C, 0x8C))
+}
+
+/// Everyone a row or point stands for: one configuration links to its row.
+fn members_link(configs: &[String]) -> Option<&str> {
+    match configs {
+        [one] => Some(one.as_str()),
+        _ => None,
+    }
+}
+
+/// Tooltip names of a merged row: all members, one per line after the first.
+fn members_text(members: &[String]) -> String {
+    match members {
+        [one] => one.clone(),
+        _ => format!(
+            "{} configurations with the same detections:\n{}",
+            members.len(),
+            members.join("\n")
+        ),
+    }
+}
+
+const TTD_WIDTH: u32 = 1000;
+const TTD_ROW_PX: u32 = 22;
+const TTD_LABEL_PX: u32 = 250;
+const TTD_RIGHT_PX: u32 = 120;
+const TTD_CUM_PX: u32 = 270;
+
+/// The chart's size: one row per distribution (and one for the silent).
+pub fn ttd_size(data: &TtdData) -> (u32, u32) {
+    let rows = data.series.len() + usize::from(!data.silent.is_empty());
+    (TTD_WIDTH, 40 + 34 + TTD_ROW_PX * rows as u32 + TTD_CUM_PX)
+}
+
+/// The plot column of a turns-to-detection panel: between the names and the medians.
+fn ttd_middle<'a>(area: &DrawingArea<SVGBackend<'a>, Shift>) -> DrawingArea<SVGBackend<'a>, Shift> {
+    let (_, rest) = area.split_horizontally(TTD_LABEL_PX);
+    rest.split_horizontally(TTD_WIDTH - TTD_LABEL_PX - TTD_RIGHT_PX)
+        .0
+}
+
+/// Turns to detection. Top: one row per distinct distribution (every stock
+/// profile and the recommendation), a dot per turn sized by how many loops
+/// were detected then, the median ticked and written with its sample size.
+/// Bottom: the cumulative share of labeled loops detected, on the same turn axis.
 pub fn ttd_chart(data: &TtdData) -> Draw<String> {
+    let size = ttd_size(data);
     if data.series.is_empty() {
         return empty_chart(
-            TTD_SIZE,
+            size,
             "No selected configuration detected a labeled loop with a known onset.",
         );
     }
-    let w = data.bin_width as f64;
-    // Whole turns are drawn centred on integers, so bins span ±0.5 turn.
+    // Whole turns are drawn centred on integers, with half a turn to spare at either end.
     let x0 = data.lo as f64 - 0.5;
-    let x1 = data.lo as f64 + data.bins as f64 * w - 0.5;
+    let x1 = data.hi as f64 + 0.5;
     let max_count = data
         .series
         .iter()
-        .flat_map(|s| s.counts.iter().copied())
+        .flat_map(|s| s.per_turn.iter().map(|&(_, k)| k))
         .max()
-        .unwrap_or(1);
-    let n = data.series.len() as f64;
+        .unwrap_or(1)
+        .max(1) as f64;
+    let rows = data.series.len() + usize::from(!data.silent.is_empty());
     let turn_tick = |v: &f64| {
         if data.lo == 0 && v.abs() < 1e-6 {
             "≤0".to_string()
@@ -298,75 +534,185 @@ pub fn ttd_chart(data: &TtdData) -> Draw<String> {
             whole(v)
         }
     };
-    svg(TTD_SIZE, |root| {
-        // The legend gets its own column on the right so it never hides bars.
-        let (plot, legend) = root.split_horizontally(TTD_SIZE.0 - 270);
-        let (top, bottom) = plot.split_vertically(300);
-        legend.draw(&Text::new(
-            "configurations (★ recommended)",
-            (8, 46),
-            font(SMALL_PT).pos(Pos::new(HPos::Left, VPos::Center)),
+    let turn_text = |t: i64| {
+        if t <= 0 {
+            "before the onset turn".to_string()
+        } else {
+            format!("at turn {t}")
+        }
+    };
+    svg_marked(size, |root, marks| {
+        let top_h = size.1 - TTD_CUM_PX;
+        let (top, bottom) = root.split_vertically(top_h);
+        // Both panels plot between the same two columns, so they share one x mapping.
+        let (top_mid, bottom_mid) = (ttd_middle(&top), ttd_middle(&bottom));
+        root.draw(&Text::new(
+            "Turns to detection of each labeled loop detected",
+            (TTD_WIDTH as i32 / 2, 20),
+            font(TITLE_PT).pos(Pos::new(HPos::Center, VPos::Center)),
         ))?;
-        for (si, s) in data.series.iter().enumerate() {
-            let y = 74 + 24 * si as i32;
-            legend.draw(&Rectangle::new(
-                [(8, y - 6), (22, y + 6)],
-                PALETTE[si].filled(),
-            ))?;
-            legend.draw(&Text::new(
-                series_name(s),
-                (30, y),
-                font(SMALL_PT).pos(Pos::new(HPos::Left, VPos::Center)),
+        for (text, x, anchor) in [
+            ("configuration (★ recommended)", 8, HPos::Left),
+            ("median (n)", TTD_WIDTH as i32 - 8, HPos::Right),
+        ] {
+            root.draw(&Text::new(
+                text,
+                (x, 50),
+                font(SMALL_PT - 1.0)
+                    .color(&MUTED)
+                    .pos(Pos::new(anchor, VPos::Center)),
             ))?;
         }
-        // Counts are small integers: the axis starts at 0 and leaves a little headroom.
-        let mut hist = ChartBuilder::on(&top)
-            .caption(
-                "Turns to detection (labeled loops detected)",
-                font(TITLE_PT),
-            )
-            .margin(12)
-            .x_label_area_size(22)
-            .y_label_area_size(56)
-            .build_cartesian_2d(x0..x1, 0.0..(max_count as f64 * 1.15 + 0.5))?;
-        hist.configure_mesh()
+        // Rows top to bottom: row 0 is drawn at the top.
+        let n = rows as f64;
+        let mut strip = ChartBuilder::on(&top_mid)
+            .margin_top(62)
+            .margin_right(8)
+            .x_label_area_size(34)
+            .y_label_area_size(0)
+            .build_cartesian_2d(x0..x1, 0.0..n)?;
+        strip
+            .configure_mesh()
+            .disable_y_mesh()
             .light_line_style(WHITE)
             .bold_line_style(GRID)
-            .y_desc("loops")
             .label_style(font(SMALL_PT))
-            .axis_desc_style(font(SMALL_PT))
-            .y_label_formatter(&whole)
             .x_label_formatter(&turn_tick)
             .draw()?;
+        let row_y = |i: usize| n - i as f64 - 0.5;
+        let half = TTD_ROW_PX as i32 / 2;
+        let row_mark = |py: i32| Shape::Rect((0, py - half), (TTD_LABEL_PX as i32 - 4, py + half));
         for (si, s) in data.series.iter().enumerate() {
-            let c = PALETTE[si];
-            let bar = w * 0.86 / n;
-            hist.draw_series(s.counts.iter().enumerate().filter(|(_, &k)| k > 0).map(
-                |(b, &k)| {
-                    let left = x0 + b as f64 * w + w * 0.07 + si as f64 * bar;
-                    Rectangle::new([(left, 0.0), (left + bar, k as f64)], c.filled())
-                },
+            let c = series_colour(si);
+            let y = row_y(si);
+            let py = strip.backend_coord(&(x0, y)).1;
+            let link = members_link(&s.configs);
+            root.draw(&Rectangle::new([(8, py - 6), (20, py + 6)], c.filled()))?;
+            root.draw(&Text::new(
+                series_name(&s.members, s.recommended),
+                (26, py),
+                font(SMALL_PT - 1.0).pos(Pos::new(HPos::Left, VPos::Center)),
             ))?;
+            let median = format!("{} (n={})", crate::report::fixed(s.median), s.ttd.len());
+            root.draw(&Text::new(
+                median.clone(),
+                (TTD_WIDTH as i32 - 8, py),
+                font(SMALL_PT - 1.0).pos(Pos::new(HPos::Right, VPos::Center)),
+            ))?;
+            let turns: Vec<String> = s.ttd.iter().map(i64::to_string).collect();
+            marks.push(Mark::new(
+                link,
+                format!(
+                    "{}\ndetected {} of {} labeled loops; median turns to detection {median}\nturns: {}",
+                    members_text(&s.members),
+                    s.ttd.len(),
+                    crate::report::fixed(s.labeled_loops),
+                    turns.join(", ")
+                ),
+                row_mark(py),
+            ));
+            strip.draw_series(std::iter::once(PathElement::new(
+                vec![(x0, y), (x1, y)],
+                GRID.stroke_width(1),
+            )))?;
+            for &(t, k) in &s.per_turn {
+                let x = t as f64;
+                // Area, not radius, grows with the count.
+                let r = 2.5 + 5.5 * (k as f64 / max_count).sqrt();
+                let r = r.round() as i32;
+                strip.draw_series(std::iter::once(Circle::new((x, y), r, c.filled())))?;
+                marks.push(Mark::new(
+                    link,
+                    format!(
+                        "{}\n{k} labeled {} detected {} (of {} labeled loops)",
+                        members_text(&s.members),
+                        if k == 1 { "loop" } else { "loops" },
+                        turn_text(t),
+                        crate::report::fixed(s.labeled_loops)
+                    ),
+                    Shape::Circle(strip.backend_coord(&(x, y)), r.max(5)),
+                ));
+            }
+            // Over the dots, taller than the largest, so it shows on a busy turn too.
+            let med_x = s.median.max(data.lo as f64);
+            strip.draw_series(std::iter::once(PathElement::new(
+                vec![(med_x, y - 0.45), (med_x, y + 0.45)],
+                INK.stroke_width(2),
+            )))?;
+        }
+        if !data.silent.is_empty() {
+            let i = data.series.len();
+            let py = strip.backend_coord(&(x0, row_y(i))).1;
+            root.draw(&Text::new(
+                series_name(&data.silent, false),
+                (26, py),
+                font(SMALL_PT - 1.0)
+                    .color(&MUTED)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+            let (px, _) = strip.backend_coord(&(x0, 0.0));
+            root.draw(&Text::new(
+                "detected no labeled loop",
+                (px + 8, py),
+                font(SMALL_PT - 1.0)
+                    .color(&MUTED)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+            marks.push(Mark::new(
+                members_link(&data.silent_configs),
+                format!("{}\ndetected no labeled loop", members_text(&data.silent)),
+                row_mark(py),
+            ));
         }
 
         // Share of labeled loops (not of detections) so each curve ends at the
         // configuration's recall and curves of different recall compare honestly.
-        let mut cum = ChartBuilder::on(&bottom)
-            .margin(12)
+        let mut cum = ChartBuilder::on(&bottom_mid)
+            .margin_top(10)
+            .margin_right(8)
             .x_label_area_size(40)
-            .y_label_area_size(56)
+            .y_label_area_size(0)
             .build_cartesian_2d(x0..x1, 0.0..1.0)?;
         cum.configure_mesh()
             .light_line_style(WHITE)
             .bold_line_style(GRID)
             .x_desc("turns from the labeled onset to the detection (1 = on the onset turn)")
-            .y_desc("share of loops")
             .label_style(font(SMALL_PT))
             .axis_desc_style(font(SMALL_PT))
             .x_label_formatter(&turn_tick)
-            .y_label_formatter(&|v| format!("{:.0}%", v * 100.0))
             .draw()?;
-        for (si, s) in data.series.iter().enumerate() {
+        // The share axis is written in the label column, so both panels keep one x mapping.
+        for k in 0..=4 {
+            let v = k as f64 / 4.0;
+            let (px, py) = cum.backend_coord(&(x0, v));
+            root.draw(&Text::new(
+                format!("{:.0}%", v * 100.0),
+                (px - 6, py),
+                font(SMALL_PT).pos(Pos::new(HPos::Right, VPos::Center)),
+            ))?;
+        }
+        let (_, mid_y) = cum.backend_coord(&(x0, 0.5));
+        for (j, line) in [
+            "share of all labeled",
+            "loops detected by",
+            "each turn (ends at",
+            "the recall)",
+        ]
+        .iter()
+        .enumerate()
+        {
+            root.draw(&Text::new(
+                *line,
+                (8, mid_y - 27 + 18 * j as i32),
+                font(SMALL_PT - 1.0).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+        }
+        // Grey curves first, then the coloured ones over them; the recommendation last.
+        let mut order: Vec<usize> = (0..data.series.len()).collect();
+        order.sort_by_key(|&i| (i < PALETTE.len(), data.series[i].recommended));
+        for si in order {
+            let s = &data.series[si];
+            let link = members_link(&s.configs);
             let mut pts = vec![(x0, 0.0)];
             let mut y = 0.0;
             let clamped: Vec<i64> = s.ttd.iter().map(|&t| t.max(data.lo)).collect();
@@ -378,10 +724,32 @@ pub fn ttd_chart(data: &TtdData) -> Draw<String> {
                 pts.push((t as f64, y));
                 pts.push((t as f64, ny));
                 y = ny;
+                marks.push(Mark::new(
+                    link,
+                    format!(
+                        "{}\n{} of {} labeled loops ({:.0}%) detected by turn {}",
+                        members_text(&s.members),
+                        i + 1,
+                        crate::report::fixed(s.labeled_loops),
+                        ny * 100.0,
+                        if t <= 0 {
+                            "0 or earlier".to_string()
+                        } else {
+                            t.to_string()
+                        }
+                    ),
+                    Shape::Circle(cum.backend_coord(&(t as f64, ny)), 5),
+                ));
             }
             pts.push((x1, y));
-            let width = if s.recommended { 3 } else { 2 };
-            cum.draw_series(LineSeries::new(pts, PALETTE[si].stroke_width(width)))?;
+            let width = if s.recommended {
+                3
+            } else if si < PALETTE.len() {
+                2
+            } else {
+                1
+            };
+            cum.draw_series(LineSeries::new(pts, series_colour(si).stroke_width(width)))?;
         }
         Ok(())
     })
@@ -406,6 +774,8 @@ pub struct FpRecallPoint {
     pub stock: bool,
     /// The recommendation.
     pub recommended: bool,
+    /// Tooltip: the configuration and its scores.
+    pub tip: String,
 }
 
 /// The false-positives-vs-recall chart's numbers.
@@ -451,8 +821,24 @@ pub fn fp_recall_data(d: &ReportData) -> FpRecallData {
                 pareto: r.pareto,
                 stock: r.stock,
                 recommended: r.recommended,
+                tip: tip(d, r),
             }),
             _ => unscored += 1,
+        }
+    }
+    // Points that coincide hide each other: each tooltip says how many share its place.
+    let mut at: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    for p in &points {
+        *at.entry((p.fp.to_bits(), p.recall.to_bits())).or_default() += 1;
+    }
+    for p in &mut points {
+        let k = at[&(p.fp.to_bits(), p.recall.to_bits())];
+        if k > 1 {
+            let _ = write!(
+                p.tip,
+                "\n{} other configurations at this point (all in the table)",
+                k - 1
+            );
         }
     }
     // The sweep's front is over (fp, missed, median ttd); drawn here is its
@@ -508,7 +894,7 @@ pub fn fp_recall_chart(data: &FpRecallData) -> Draw<String> {
         );
     }
     let max_fp = data.points.iter().map(|p| p.fp).fold(0.0, f64::max);
-    svg(FP_RECALL_SIZE, |root| {
+    svg_marked(FP_RECALL_SIZE, |root, marks| {
         // False positives are counts of clean sessions: linear from 0, padded
         // half a unit so points on 0 are not hidden by the axis; recall is a
         // share, always 0–100% so charts of different sweeps compare.
@@ -591,6 +977,24 @@ pub fn fp_recall_chart(data: &FpRecallData) -> Draw<String> {
             .border_style(GRID)
             .label_font(font(SMALL_PT))
             .draw()?;
+        // One mark per configuration, in drawing order, so the point on top
+        // (recommended, stock, front) is also the one hovered.
+        let rank = |p: &FpRecallPoint| (p.recommended, p.stock, p.pareto);
+        let mut order: Vec<&FpRecallPoint> = data.points.iter().collect();
+        order.sort_by_key(|p| rank(p));
+        for p in order {
+            let r = match rank(p) {
+                (true, _, _) => 10,
+                (_, true, _) => 8,
+                (_, _, true) => 6,
+                _ => 5,
+            };
+            marks.push(Mark::new(
+                Some(&p.config),
+                p.tip.clone(),
+                Shape::Circle(ch.backend_coord(&(p.fp, p.recall)), r),
+            ));
+        }
         Ok(())
     })
 }
@@ -614,6 +1018,8 @@ pub struct AxisPoint {
     pub fp: Option<f64>,
     /// Median turns to detection.
     pub ttd_median: Option<f64>,
+    /// Tooltip: the value, the configuration and its scores.
+    pub tip: String,
 }
 
 /// One swept constant moving alone on top of one profile.
@@ -679,6 +1085,7 @@ pub fn axis_curves(d: &ReportData) -> Vec<AxisCurve> {
                     recall: r.score("recall"),
                     fp: r.score("false_positives"),
                     ttd_median: r.score("ttd_median"),
+                    tip: format!("{axis} = {}\n{}", r.params[axis], tip(d, r)),
                 })
                 .collect();
             if numeric {
@@ -727,7 +1134,7 @@ pub fn axis_chart(c: &AxisCurve) -> Draw<String> {
         ("false positives", |p| p.fp, false),
         ("median turns to detection", |p| p.ttd_median, false),
     ];
-    svg(AXIS_SIZE, |root| {
+    svg_marked(AXIS_SIZE, |root, marks| {
         let panels = root.split_evenly((1, 3));
         for (pi, (name, get, share)) in metrics.iter().enumerate() {
             let ys: Vec<f64> = c.points.iter().filter_map(get).collect();
@@ -792,6 +1199,15 @@ pub fn axis_chart(c: &AxisCurve) -> Draw<String> {
                             .color(&PALETTE[0])
                             .pos(Pos::new(HPos::Center, VPos::Bottom)),
                     ))?;
+                }
+            }
+            for p in &c.points {
+                if let Some(y) = get(p) {
+                    marks.push(Mark::new(
+                        Some(&p.config),
+                        p.tip.clone(),
+                        Shape::Circle(ch.backend_coord(&(p.x, y)), if p.stock { 8 } else { 6 }),
+                    ));
                 }
             }
         }
@@ -884,6 +1300,8 @@ pub struct Cell {
     pub recall: Option<f64>,
     /// The unchanged profile.
     pub stock: bool,
+    /// Tooltip: the two values, the configuration and its scores.
+    pub tip: String,
 }
 
 /// A pair of axes of one sub-grid, any other axis held at its stock value.
@@ -965,22 +1383,24 @@ pub fn heatmaps(d: &ReportData) -> Vec<Heatmap> {
                             && r.params.get(&y.0).is_some_and(|v| same_value(v, vy))
                     })
                 };
-                let cells: Vec<Vec<Option<Cell>>> =
-                    y.1.iter()
-                        .map(|vy| {
-                            x.1.iter()
-                                .map(|vx| {
-                                    find(vx, vy).map(|r| Cell {
-                                        config: r.config.clone(),
-                                        f1: r.score("f1"),
-                                        fp: r.score("false_positives"),
-                                        recall: r.score("recall"),
-                                        stock: r.stock,
-                                    })
+                let cells: Vec<Vec<Option<Cell>>> = y
+                    .1
+                    .iter()
+                    .map(|vy| {
+                        x.1.iter()
+                            .map(|vx| {
+                                find(vx, vy).map(|r| Cell {
+                                    config: r.config.clone(),
+                                    f1: r.score("f1"),
+                                    fp: r.score("false_positives"),
+                                    recall: r.score("recall"),
+                                    stock: r.stock,
+                                    tip: format!("{} = {vx}, {} = {vy}\n{}", x.0, y.0, tip(d, r)),
                                 })
-                                .collect()
-                        })
-                        .collect();
+                            })
+                            .collect()
+                    })
+                    .collect();
                 let held = g
                     .axes
                     .iter()
@@ -1002,29 +1422,90 @@ pub fn heatmaps(d: &ReportData) -> Vec<Heatmap> {
     out
 }
 
-/// One heatmap of `metric` over a pair of axes; each cell shows its value.
-pub fn heatmap_chart(h: &Heatmap, metric: HeatMetric) -> Draw<String> {
+/// The colour scale of one metric, shared by every heatmap of the report so
+/// a colour means the same value in every map.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeatScale {
+    /// The metric.
+    pub metric: HeatMetric,
+    /// The value drawn lightest.
+    pub lo: f64,
+    /// The value drawn darkest.
+    pub hi: f64,
+}
+
+impl HeatScale {
+    /// Ratios use the fixed 0–1 domain (clearest, and comparable across
+    /// sweeps); false positives run from 0 to the largest count in any map.
+    pub fn over(maps: &[Heatmap], metric: HeatMetric) -> HeatScale {
+        let hi = match metric {
+            HeatMetric::FalsePositives => maps
+                .iter()
+                .flat_map(|m| m.cells.iter().flatten().flatten())
+                .filter_map(|c| metric.get(c))
+                .fold(1.0, f64::max),
+            _ => 1.0,
+        };
+        HeatScale {
+            metric,
+            lo: 0.0,
+            hi,
+        }
+    }
+
+    /// Position of a value on the scale, 0..=1.
+    pub fn t(&self, v: f64) -> f64 {
+        ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
+    }
+
+    /// The fill of a value.
+    pub fn colour(&self, v: f64) -> RGBColor {
+        let (light, dark) = match self.metric {
+            HeatMetric::FalsePositives => (RGBColor(0xFF, 0xF5, 0xEB), RGBColor(0xA6, 0x36, 0x03)),
+            _ => (RGBColor(0xF2, 0xF7, 0xFC), RGBColor(0x08, 0x45, 0x94)),
+        };
+        mix(light, dark, self.t(v))
+    }
+
+    /// Legend ticks: quarters of a ratio; whole counts for false positives.
+    pub fn ticks(&self) -> Vec<f64> {
+        match self.metric {
+            HeatMetric::FalsePositives => {
+                let step = (self.hi / 5.0).ceil().max(1.0);
+                let mut v: Vec<f64> = (0..)
+                    .map(|k| self.lo + k as f64 * step)
+                    .take_while(|&x| x < self.hi - 1e-9)
+                    .collect();
+                v.push(self.hi);
+                v
+            }
+            _ => (0..=4)
+                .map(|k| self.lo + (self.hi - self.lo) * k as f64 / 4.0)
+                .collect(),
+        }
+    }
+
+    fn text(&self, v: f64) -> String {
+        match self.metric {
+            HeatMetric::FalsePositives => format!("{v:.0}"),
+            _ => format!("{v:.2}"),
+        }
+    }
+}
+
+/// Width of the colour legend beside each heatmap.
+const HEAT_LEGEND_PX: u32 = 86;
+
+/// One heatmap of a metric over a pair of axes, coloured on the report's
+/// shared scale for that metric (legend on the right); each cell shows its
+/// value and links to its configuration.
+pub fn heatmap_chart(h: &Heatmap, scale: &HeatScale) -> Draw<String> {
+    let metric = scale.metric;
     let nx = h.x_values.len().max(1);
     let ny = h.y_values.len().max(1);
-    let vals: Vec<f64> = h
-        .cells
-        .iter()
-        .flatten()
-        .flatten()
-        .filter_map(|c| metric.get(c))
-        .collect();
-    // F1 and recall use the fixed 0–1 scale so heatmaps compare with each
-    // other; false positives scale to this map's maximum (counts differ by grid).
-    let top = match metric {
-        HeatMetric::FalsePositives => vals.iter().copied().fold(1.0, f64::max),
-        _ => 1.0,
-    };
-    let (light, dark) = match metric {
-        HeatMetric::FalsePositives => (RGBColor(0xFF, 0xF5, 0xEB), RGBColor(0xA6, 0x36, 0x03)),
-        _ => (RGBColor(0xF2, 0xF7, 0xFC), RGBColor(0x08, 0x45, 0x94)),
-    };
-    svg(HEAT_SIZE, |root| {
-        let mut ch = ChartBuilder::on(root)
+    svg_marked(HEAT_SIZE, |root, marks| {
+        let (plot, legend) = root.split_horizontally(HEAT_SIZE.0 - HEAT_LEGEND_PX);
+        let mut ch = ChartBuilder::on(&plot)
             .caption(metric.name(), font(LABEL_PT))
             .margin(8)
             .x_label_area_size(44)
@@ -1050,18 +1531,17 @@ pub fn heatmap_chart(h: &Heatmap, metric: HeatMetric) -> Draw<String> {
                 let rect = [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)];
                 let v = cell.as_ref().and_then(|c| metric.get(c));
                 let fill = match v {
-                    Some(v) => mix(light, dark, v / top),
+                    Some(v) => scale.colour(v),
                     None => RGBColor(0xF4, 0xF4, 0xF4),
                 };
                 ch.draw_series(std::iter::once(Rectangle::new(rect, fill.filled())))?;
                 ch.draw_series(std::iter::once(Rectangle::new(rect, WHITE.stroke_width(1))))?;
                 if show_text {
                     let text = match v {
-                        Some(v) if metric == HeatMetric::FalsePositives => format!("{v:.0}"),
-                        Some(v) => format!("{v:.2}"),
+                        Some(v) => scale.text(v),
                         None => "–".into(),
                     };
-                    let ink = if v.is_some_and(|v| v / top > 0.55) {
+                    let ink = if v.is_some_and(|v| scale.t(v) > 0.55) {
                         WHITE
                     } else {
                         INK
@@ -1079,6 +1559,13 @@ pub fn heatmap_chart(h: &Heatmap, metric: HeatMetric) -> Draw<String> {
                             .pos(Pos::new(HPos::Center, VPos::Center)),
                     )))?;
                 }
+                if let Some(c) = cell {
+                    marks.push(Mark::new(
+                        Some(&c.config),
+                        c.tip.clone(),
+                        Shape::Rect(ch.backend_coord(&rect[0]), ch.backend_coord(&rect[1])),
+                    ));
+                }
             }
         }
         for (yi, row) in h.cells.iter().enumerate() {
@@ -1092,8 +1579,49 @@ pub fn heatmap_chart(h: &Heatmap, metric: HeatMetric) -> Draw<String> {
                 }
             }
         }
-        Ok(())
+        heat_legend(&legend, scale)
     })
+}
+
+/// A vertical colour bar with ticks and the metric's name, on `area`.
+fn heat_legend(area: &DrawingArea<SVGBackend, Shift>, scale: &HeatScale) -> Draw {
+    let (top, bottom) = (46, HEAT_SIZE.1 as i32 - 96);
+    let (bx0, bx1) = (22, 36);
+    let steps = 48;
+    let y_of = |t: f64| bottom - ((bottom - top) as f64 * t).round() as i32;
+    for k in 0..steps {
+        let (t0, t1) = (k as f64 / steps as f64, (k + 1) as f64 / steps as f64);
+        let v = scale.lo + (scale.hi - scale.lo) * (t0 + t1) / 2.0;
+        area.draw(&Rectangle::new(
+            // One pixel of overlap, so no seams show between the steps.
+            [(bx0, y_of(t1)), (bx1, y_of(t0) + 1)],
+            scale.colour(v).filled(),
+        ))?;
+    }
+    area.draw(&Rectangle::new(
+        [(bx0, top), (bx1, bottom)],
+        MUTED.stroke_width(1),
+    ))?;
+    for v in scale.ticks() {
+        let y = y_of(scale.t(v));
+        area.draw(&PathElement::new(
+            vec![(bx1, y), (bx1 + 4, y)],
+            INK.stroke_width(1),
+        ))?;
+        area.draw(&Text::new(
+            scale.text(v),
+            (bx1 + 7, y),
+            font(SMALL_PT - 2.5).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
+    area.draw(&Text::new(
+        format!("{} (same scale in every map)", scale.metric.name()),
+        (10, (top + bottom) / 2),
+        font(SMALL_PT - 2.5)
+            .transform(FontTransform::Rotate270)
+            .pos(Pos::new(HPos::Center, VPos::Center)),
+    ))?;
+    Ok(())
 }
 
 // ------------------------------------------------------------------- timelines
@@ -1103,6 +1631,8 @@ pub fn heatmap_chart(h: &Heatmap, metric: HeatMetric) -> Draw<String> {
 pub struct Lane {
     /// Configuration labels.
     pub labels: Vec<String>,
+    /// Their ids, in the same order.
+    pub configs: Vec<String>,
     /// Turn of the first detection.
     pub turn: u64,
     /// Detection kind.
@@ -1150,10 +1680,12 @@ pub fn timeline_data(d: &ReportData, s: &Disagreement) -> Timeline {
         {
             Some(l) => {
                 l.labels.push(det.label.clone());
+                l.configs.push(det.config.clone());
                 l.recommended |= is_rec;
             }
             None => lanes.push(Lane {
                 labels: vec![det.label.clone()],
+                configs: vec![det.config.clone()],
                 turn: det.turn,
                 kind: det.kind.clone(),
                 recommended: is_rec,
@@ -1198,7 +1730,7 @@ pub fn timeline_chart(t: &Timeline) -> Draw<String> {
     let n = activity.len() + t.lanes.len();
     let height = 84 + LANE_PX * n as u32 + 10;
     let x1 = t.turns as f64 + 0.5;
-    svg((TIMELINE_WIDTH, height), |root| {
+    svg_marked((TIMELINE_WIDTH, height), |root, marks| {
         let (labels, plot) = root.split_horizontally(230);
         // Lane 0 at the top: y runs from n (top) down to 0.
         let mut ch = ChartBuilder::on(&plot)
@@ -1258,8 +1790,28 @@ pub fn timeline_chart(t: &Timeline) -> Draw<String> {
                 6,
                 colour.filled(),
             )))?;
-            // Beside the marker, on whichever side has room.
             let (px, py) = ch.backend_coord(&(l.turn as f64, y));
+            let who = match (l.recommended, l.configs.len()) {
+                (false, _) => "",
+                (true, 1) => "the recommended configuration\n",
+                (true, _) => "includes the recommended configuration\n",
+            };
+            let title = format!(
+                "{}\n{who}first fires at turn {} ({})",
+                members_text(&l.labels),
+                l.turn,
+                l.kind
+            );
+            let link = members_link(&l.configs);
+            marks.push(Mark::new(link, title.clone(), Shape::Circle((px, py), 8)));
+            // The lane's name too: a bigger target than the dot.
+            let half = LANE_PX as i32 / 2;
+            marks.push(Mark::new(
+                link,
+                title,
+                Shape::Rect((0, py - half), (228, py + half)),
+            ));
+            // Beside the marker, on whichever side has room.
             let right = (l.turn as f64) > t.turns as f64 * 0.7;
             root.draw(&Text::new(
                 format!("turn {} · {}", l.turn, l.kind),
@@ -1329,6 +1881,44 @@ pub struct IntervalRow {
     pub recall: Option<(f64, (f64, f64))>,
     /// False positives per labelled clean session and its Wilson interval.
     pub fp_rate: Option<(f64, (f64, f64))>,
+    /// The configuration the row is about.
+    pub config: Option<String>,
+    /// Tooltip: the role, the configuration, the intervals with their sample sizes.
+    pub tip: String,
+}
+
+/// `72.0% [50.1–86.3%]`.
+fn pct_ci((x, (lo, hi)): (f64, (f64, f64))) -> String {
+    format!("{:.1}% [{:.1}–{:.1}%]", x * 100.0, lo * 100.0, hi * 100.0)
+}
+
+/// An interval row of one configuration, from its `sweep.csv` scores.
+pub fn interval_row(d: &ReportData, role: &str, r: &Row) -> IntervalRow {
+    let get =
+        |value: &str, lo: &str, hi: &str| Some((r.score(value)?, (r.score(lo)?, r.score(hi)?)));
+    let recall = get("recall", "recall_lo", "recall_hi");
+    let fp_rate = get("fp_rate", "fp_rate_lo", "fp_rate_hi");
+    let count = |name: &str| r.score(name).map(crate::report::fixed);
+    let mut tip = format!("{role}: {}", describe(d, r));
+    if let Some(x) = recall {
+        let _ = write!(tip, "\nrecall {} (95% Wilson interval)", pct_ci(x));
+        if let (Some(tp), Some(n)) = (count("true_positives"), count("labeled_loops")) {
+            let _ = write!(tip, ", {tp} of {n} labeled loops");
+        }
+    }
+    if let Some(x) = fp_rate {
+        let _ = write!(tip, "\nfalse positives per clean session {}", pct_ci(x));
+        if let (Some(fp), Some(n)) = (count("false_positives"), count("labeled_clean")) {
+            let _ = write!(tip, ", {fp} of {n} labeled clean sessions");
+        }
+    }
+    IntervalRow {
+        role: role.to_string(),
+        recall,
+        fp_rate,
+        config: Some(r.config.clone()),
+        tip,
+    }
 }
 
 const INTERVAL_ROW_PX: u32 = 30;
@@ -1341,7 +1931,7 @@ pub fn interval_chart(rows: &[IntervalRow]) -> Draw<String> {
         return empty_chart(size, "Nothing to compare: no labelled loops.");
     }
     let names: Vec<String> = rows.iter().map(|r| r.role.clone()).collect();
-    svg(size, |root| {
+    svg_marked(size, |root, marks| {
         let (left, right) = root.split_horizontally(size.0 / 2 + 60);
         let panels: [(&DrawingArea<SVGBackend, Shift>, &str, u32, IntervalOf); 2] = [
             (
@@ -1400,6 +1990,14 @@ pub fn interval_chart(rows: &[IntervalRow]) -> Draw<String> {
                         )))?;
                     }
                     ch.draw_series(std::iter::once(Circle::new((x, y), 5, colour.filled())))?;
+                    // The whole bar is the hit area, at least the point's width.
+                    let (a, b) = (ch.backend_coord(&(lo, y)), ch.backend_coord(&(hi, y)));
+                    let (p, _) = ch.backend_coord(&(x, y));
+                    marks.push(Mark::new(
+                        r.config.as_deref(),
+                        r.tip.clone(),
+                        Shape::Rect((a.0.min(p - 7), a.1 - 9), (b.0.max(p + 7), b.1 + 9)),
+                    ));
                 }
             }
         }
@@ -1706,7 +2304,8 @@ policy = ["stop", "warn:1", "ask"]
             HeatMetric::FalsePositives,
             HeatMetric::Recall,
         ] {
-            assert!(heatmap_chart(m, metric).unwrap().contains("<svg"));
+            let scale = HeatScale::over(&maps, metric);
+            assert!(heatmap_chart(m, &scale).unwrap().contains("<svg"));
         }
     }
 
@@ -1717,8 +2316,15 @@ policy = ["stop", "warn:1", "ask"]
         assert_eq!(data.series[0].members[0], "c20", "recommended first");
         assert!(data.series[0].recommended);
         for s in &data.series {
-            assert_eq!(s.counts.len(), data.bins);
-            assert_eq!(s.counts.iter().sum::<usize>(), s.ttd.len());
+            assert_eq!(
+                s.per_turn.iter().map(|&(_, k)| k).sum::<usize>(),
+                s.ttd.len()
+            );
+            assert!(s.per_turn.windows(2).all(|w| w[0].0 < w[1].0));
+            assert!(s
+                .per_turn
+                .iter()
+                .all(|&(t, _)| (data.lo..=data.hi).contains(&t)));
             let entry = d
                 .summary
                 .scores
@@ -1731,6 +2337,275 @@ policy = ["stop", "warn:1", "ask"]
         assert!(ttd_chart(&data).unwrap().contains("<svg"));
     }
 
+    /// The configuration ids of a chart's links, in order.
+    pub(crate) fn links(svg: &str) -> Vec<String> {
+        svg.split("<a href=\"#cfg-")
+            .skip(1)
+            .map(|p| p[..p.find('"').unwrap()].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn every_stock_profile_has_a_row_in_the_ttd_chart() {
+        let d = sample();
+        let data = ttd_data(&d);
+        let mut shown: Vec<&str> = data
+            .series
+            .iter()
+            .flat_map(|s| s.configs.iter().map(String::as_str))
+            .chain(data.silent_configs.iter().map(String::as_str))
+            .collect();
+        shown.sort_unstable();
+        let mut stock: Vec<&str> = d
+            .rows
+            .iter()
+            .filter(|r| r.stock || r.recommended)
+            .map(|r| r.config.as_str())
+            .collect();
+        stock.sort_unstable();
+        assert_eq!(shown, stock, "each once, none left out");
+        for s in &data.series {
+            assert_eq!(s.members.len(), s.configs.len());
+            let r = d.row(&s.configs[0]).unwrap();
+            assert_eq!(Some(s.median), r.score("ttd_median"));
+        }
+        // Medians are written with their sample size.
+        let svg = ttd_chart(&data).unwrap();
+        for s in &data.series {
+            let text = format!("{} (n={})", crate::report::fixed(s.median), s.ttd.len());
+            assert!(svg.contains(&text), "{text}");
+        }
+    }
+
+    #[test]
+    fn chart_marks_link_each_point_to_its_configuration() {
+        let d = sample();
+        let ids: Vec<&str> = d.rows.iter().map(|r| r.config.as_str()).collect();
+        let check = |svg: &str, want: Vec<String>| {
+            let got = links(svg);
+            assert_eq!(got.len(), want.len(), "one link per mark");
+            let (mut g, mut w) = (got.clone(), want);
+            g.sort();
+            w.sort();
+            assert_eq!(g, w);
+            assert!(got.iter().all(|id| ids.contains(&id.as_str())));
+            // Every link carries a tooltip, and there is no other link.
+            assert_eq!(svg.matches("<a ").count(), got.len());
+            for part in svg.split("<a href=\"#cfg-").skip(1) {
+                assert!(part[part.find('"').unwrap()..].starts_with("\"><title>"));
+            }
+        };
+
+        let fr = fp_recall_data(&d);
+        let svg = fp_recall_chart(&fr).unwrap();
+        check(&svg, fr.points.iter().map(|p| p.config.clone()).collect());
+        assert_eq!(
+            links(&svg).last().unwrap(),
+            "c20",
+            "the recommendation on top"
+        );
+
+        for c in axis_curves(&d) {
+            let mut want = Vec::new();
+            for get in [
+                |p: &AxisPoint| p.recall,
+                |p: &AxisPoint| p.fp,
+                |p: &AxisPoint| p.ttd_median,
+            ] {
+                want.extend(
+                    c.points
+                        .iter()
+                        .filter(|p| get(p).is_some())
+                        .map(|p| p.config.clone()),
+                );
+            }
+            check(&axis_chart(&c).unwrap(), want);
+        }
+
+        let maps = heatmaps(&d);
+        let scale = HeatScale::over(&maps, HeatMetric::F1);
+        for m in &maps {
+            let want = m
+                .cells
+                .iter()
+                .flatten()
+                .flatten()
+                .map(|c| c.config.clone())
+                .collect();
+            check(&heatmap_chart(m, &scale).unwrap(), want);
+        }
+
+        // Turns to detection: a row's name, its dots and its curve's steps
+        // link when the row is one configuration; merged rows only explain.
+        // cp1 made a stock profile that detects exactly as c11 does: one row for both.
+        let mut d2 = d.clone();
+        d2.rows
+            .iter_mut()
+            .find(|r| r.config == "cp1")
+            .unwrap()
+            .stock = true;
+        let c11 = d2
+            .summary
+            .scores
+            .iter()
+            .find(|e| e.config == "c11")
+            .unwrap()
+            .ttd
+            .clone();
+        d2.summary
+            .scores
+            .iter_mut()
+            .find(|e| e.config == "cp1")
+            .unwrap()
+            .ttd = c11;
+        let data = ttd_data(&d2);
+        assert!(data.series.iter().any(|s| s.configs == ["c11", "cp1"]));
+        let mut want = Vec::new();
+        let mut unlinked = 0;
+        for s in &data.series {
+            let marks = 1 + 2 * s.per_turn.len();
+            match s.configs.as_slice() {
+                [one] => want.extend(std::iter::repeat_n(one.clone(), marks)),
+                _ => unlinked += marks,
+            }
+        }
+        match data.silent_configs.as_slice() {
+            [one] => want.push(one.clone()),
+            _ => unlinked += 1,
+        }
+        let svg = ttd_chart(&data).unwrap();
+        check(&svg, want);
+        assert_eq!(svg.matches("<g class=\"mark\"><title>").count(), unlinked);
+
+        // Intervals: the sample CSV has none, so give c20 both and c11 recall only.
+        let mut d3 = d.clone();
+        for r in d3.rows.iter_mut() {
+            let names: &[&str] = match r.config.as_str() {
+                "c20" => &[
+                    "recall",
+                    "recall_lo",
+                    "recall_hi",
+                    "fp_rate",
+                    "fp_rate_lo",
+                    "fp_rate_hi",
+                ],
+                "c11" => &["recall", "recall_lo", "recall_hi"],
+                _ => &[],
+            };
+            for n in names {
+                r.scores.insert(n.to_string(), 0.5);
+            }
+        }
+        let rows: Vec<IntervalRow> = ["c20", "c11", "ck"]
+            .iter()
+            .map(|id| interval_row(&d3, id, d3.row(id).unwrap()))
+            .collect();
+        assert_eq!(rows[2].recall, None);
+        let want = rows
+            .iter()
+            .flat_map(|r| {
+                let n = usize::from(r.recall.is_some()) + usize::from(r.fp_rate.is_some());
+                std::iter::repeat_n(r.config.clone().unwrap(), n)
+            })
+            .collect();
+        let svg = interval_chart(&rows).unwrap();
+        check(&svg, want);
+        assert_eq!(links(&svg).len(), 3);
+    }
+
+    #[test]
+    fn tooltips_are_escaped() {
+        let mut v = sample_summary();
+        v["grid"]["configs"][0]["label"] = "a<b & \"c\" </title><script>".into();
+        let d = ReportData {
+            summary: serde_json::from_value::<Summary>(v).unwrap(),
+            rows: parse_sweep_csv(&sample_csv()).unwrap(),
+        };
+        let svg = fp_recall_chart(&fp_recall_data(&d)).unwrap();
+        assert!(svg.contains("<title>a&lt;b &amp; &quot;c&quot; &lt;/title&gt;&lt;script&gt; (Pareto front)\nconfiguration c00"));
+        assert!(!svg.contains("a<b") && !svg.contains("<script"));
+        // Titles only inside the marks layer, each closed once.
+        assert_eq!(
+            svg.matches("<title>").count(),
+            svg.matches("</title>").count()
+        );
+    }
+
+    #[test]
+    fn marks_go_last_and_only_into_a_closed_svg() {
+        let m = [Mark::new(Some("x&y"), "t<1>", Shape::Rect((5, 9), (1, 2)))];
+        let out = insert_marks("<svg>\n<rect/>\n</svg>\n".into(), &m).unwrap();
+        assert_eq!(
+            out,
+            "<svg>\n<rect/>\n<g class=\"marks\" fill=\"#222222\" fill-opacity=\"0\" stroke=\"#222222\" \
+             stroke-opacity=\"0\" stroke-width=\"2\">\n<a href=\"#cfg-x&amp;y\"><title>t&lt;1&gt;</title>\
+             <rect x=\"1\" y=\"2\" width=\"4\" height=\"7\"/></a>\n</g>\n</svg>\n"
+        );
+        assert!(insert_marks("<svg>\n".into(), &m).is_err());
+        assert_eq!(insert_marks("<svg>\n".into(), &[]).unwrap(), "<svg>\n");
+    }
+
+    /// A one-row heatmap with these false-positive counts.
+    fn fp_map(fps: &[f64]) -> Heatmap {
+        Heatmap {
+            profile: "p".into(),
+            x_axis: "x".into(),
+            y_axis: "y".into(),
+            x_values: fps.iter().map(|v| format!("x{v}")).collect(),
+            y_values: vec!["1".into()],
+            held: Vec::new(),
+            cells: vec![fps
+                .iter()
+                .enumerate()
+                .map(|(i, &fp)| {
+                    Some(Cell {
+                        config: format!("k{i}"),
+                        f1: Some(fp / 20.0),
+                        fp: Some(fp),
+                        recall: None,
+                        stock: false,
+                        tip: String::new(),
+                    })
+                })
+                .collect()],
+        }
+    }
+
+    #[test]
+    fn heatmaps_share_one_colour_scale_per_metric() {
+        let (a, b) = (fp_map(&[0.0, 1.0, 2.0]), fp_map(&[2.0, 5.0, 10.0]));
+        let maps = [a, b];
+        let fp = HeatScale::over(&maps, HeatMetric::FalsePositives);
+        assert_eq!((fp.lo, fp.hi), (0.0, 10.0), "over every map");
+        // On its own, the first map would have drawn 2 darkest.
+        let alone = HeatScale::over(&maps[..1], HeatMetric::FalsePositives);
+        assert_ne!(alone.colour(2.0), fp.colour(2.0));
+        let hex = |c: RGBColor| format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        let fill = hex(fp.colour(2.0));
+        for m in &maps {
+            let svg = heatmap_chart(m, &fp).unwrap();
+            assert!(
+                svg.contains(&fill),
+                "the value 2 has one colour in every map"
+            );
+            // The legend: its name and the ends of the scale.
+            assert!(svg.contains("false positives (same scale in every map)"));
+            // Ticks no cell shows.
+            assert!(
+                svg.contains(">\n4\n</text>") && svg.contains(">\n8\n</text>"),
+                "tick labels"
+            );
+        }
+        // Ratios keep 0..1 whatever the maps hold.
+        let f1 = HeatScale::over(&maps, HeatMetric::F1);
+        assert_eq!((f1.lo, f1.hi), (0.0, 1.0));
+        assert_eq!(f1.ticks(), [0.0, 0.25, 0.5, 0.75, 1.0]);
+        assert_eq!(fp.ticks(), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        let svg = heatmap_chart(&maps[0], &f1).unwrap();
+        assert!(svg.contains("F1 (same scale in every map)"));
+        assert!(svg.contains(">\n0.75\n</text>") && svg.contains(">\n1.00\n</text>"));
+    }
+
     #[test]
     fn timeline_lanes_group_configurations_firing_together() {
         let d = sample();
@@ -1741,7 +2616,11 @@ policy = ["stop", "warn:1", "ask"]
         assert_eq!(t.lanes[0].labels, ["c11", "c20"]);
         assert!(t.lanes[0].recommended);
         assert_eq!(t.lanes[1].turn, 4);
-        assert!(timeline_chart(&t).unwrap().contains("<svg"));
+        assert_eq!(t.lanes[0].configs, ["c11", "c20"]);
+        let svg = timeline_chart(&t).unwrap();
+        // The lone configuration's lane links (dot and name); the shared lane explains.
+        assert_eq!(links(&svg), ["ck", "ck"]);
+        assert_eq!(svg.matches("<g class=\"mark\"><title>").count(), 2);
     }
 
     #[test]

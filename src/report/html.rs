@@ -214,16 +214,6 @@ fn pair_text(ci: Option<[f64; 2]>, show: impl Fn(f64) -> String) -> String {
         .unwrap_or_default()
 }
 
-fn interval_of(r: &Row, name: &str, value: &str) -> Option<(f64, (f64, f64))> {
-    Some((
-        r.score(value)?,
-        (
-            r.score(&format!("{name}_lo"))?,
-            r.score(&format!("{name}_hi"))?,
-        ),
-    ))
-}
-
 fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
     let s = &d.summary;
     h.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n");
@@ -305,17 +295,35 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Str
     h.push_str("</tbody></table></div>\n");
     let mut bars: Vec<charts::IntervalRow> = shown
         .iter()
-        .map(|(role, r, _)| charts::IntervalRow {
-            role: role.clone(),
-            recall: interval_of(r, "recall", "recall"),
-            fp_rate: interval_of(r, "fp_rate", "fp_rate"),
-        })
+        .map(|(role, r, _)| charts::interval_row(d, role, r))
         .collect();
-    if let Some(cv) = rec_info.and_then(|r| r.cross_validation.as_ref()) {
+    if let (Some(cv), Some(rec)) = (rec_info.and_then(|r| r.cross_validation.as_ref()), rec) {
+        let role = "recommended, out of sample";
+        let recall = cv.recall.zip(cv.recall_ci.map(|[a, b]| (a, b)));
+        let fp_rate = cv.fp_rate.zip(cv.fp_rate_ci.map(|[a, b]| (a, b)));
+        let show = |x: Option<(f64, (f64, f64))>| match x {
+            Some((v, (lo, hi))) => {
+                format!("{} [{}–{}]", pct(Some(v)), pct(Some(lo)), pct(Some(hi)))
+            }
+            None => "–".into(),
+        };
         bars.push(charts::IntervalRow {
-            role: "recommended, out of sample".into(),
-            recall: cv.recall.zip(cv.recall_ci.map(|[a, b]| (a, b))),
-            fp_rate: cv.fp_rate.zip(cv.fp_rate_ci.map(|[a, b]| (a, b))),
+            role: role.into(),
+            recall,
+            fp_rate,
+            config: Some(rec.config.clone()),
+            tip: format!(
+                "{role}: {} ({})\nthe choosing procedure scored on held-out folds ({}-fold cross-validation)\n\
+                 recall {} over {} labeled loops\nfalse positives per clean session {}: {} of {} labeled clean sessions",
+                d.label(rec),
+                rec.config,
+                cv.folds,
+                show(recall),
+                cv.labeled_loops,
+                show(fp_rate),
+                cv.false_positives,
+                cv.labeled_clean
+            ),
         });
     }
     h.push_str(&figure(
@@ -499,8 +507,11 @@ fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), Str
     let ttd = charts::ttd_data(d);
     h.push_str("<h2 id=\"ttd\">Turns to detection</h2>\n<p>How many turns after the labeled onset each configuration \
                 fired on the loops it caught (1 = on the onset turn). Stock profiles and the recommended configuration (★); \
-                profiles with identical distributions are drawn once. Top: how many loops per turn; bottom: the share of \
-                all labeled loops detected by then, which ends at the configuration's recall.</p>\n");
+                profiles with identical distributions share a row. Top: one row each, a dot per turn sized by how many loops \
+                were detected then, the median ticked and written on the right with its sample size; bottom: the share of \
+                all labeled loops detected by each turn, which ends at the configuration's recall (the first eight rows in \
+                colour, the rest grey). Hover a dot, a curve's step or a name for the numbers; click to find the \
+                configuration's row.</p>\n");
     let mut cap = String::new();
     for s in ttd.series.iter().filter(|s| s.members.len() > 1) {
         let _ = write!(cap, "Drawn together: {}. ", list(&s.members));
@@ -508,18 +519,8 @@ fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), Str
     if !ttd.silent.is_empty() {
         let _ = write!(cap, "Detected no labeled loop: {}. ", list(&ttd.silent));
     }
-    if !ttd.omitted.is_empty() {
-        let _ = write!(
-            cap,
-            "Not drawn (more distributions than colours): {}. ",
-            list(&ttd.omitted)
-        );
-    }
     if ttd.lo == 0 {
         cap.push_str("Detections before the labeled onset are counted at ≤0. ");
-    }
-    if ttd.bin_width > 1 {
-        let _ = write!(cap, "Bars group {} turns.", ttd.bin_width);
     }
     h.push_str(&figure(charts::ttd_chart(&ttd), "ttd", &cap)?);
 
@@ -571,11 +572,19 @@ fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), Str
     // Heatmaps.
     h.push_str("<h2 id=\"heatmaps\">Pairs of constants</h2>\n<p>For every sub-grid with two or more axes: F1 over each \
                 pair, any third axis held at its stock value; the outlined cell is the stock profile. False positives \
-                beside each map; recall under it.</p>\n");
+                beside each map; recall under it. Each metric has one colour scale for every map (F1 and recall 0 to 1, false \
+                positives 0 to the most in any map), so a colour means the same value everywhere. Hover a cell for its \
+                configuration and scores; click it to find its row in the table of all configurations.</p>\n");
     let maps = charts::heatmaps(d);
     if maps.is_empty() {
         h.push_str("<p>The grid has no sub-grid with two or more axes.</p>\n");
     }
+    let scale = |metric| charts::HeatScale::over(&maps, metric);
+    let (f1, fp, recall) = (
+        scale(HeatMetric::F1),
+        scale(HeatMetric::FalsePositives),
+        scale(HeatMetric::Recall),
+    );
     for m in &maps {
         let held: Vec<String> = m
             .held
@@ -595,22 +604,10 @@ fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), Str
             }
         );
         h.push_str("<div class=\"pair\">");
-        h.push_str(&figure(
-            charts::heatmap_chart(m, HeatMetric::F1),
-            "heatmap",
-            "",
-        )?);
-        h.push_str(&figure(
-            charts::heatmap_chart(m, HeatMetric::FalsePositives),
-            "heatmap",
-            "",
-        )?);
+        h.push_str(&figure(charts::heatmap_chart(m, &f1), "heatmap", "")?);
+        h.push_str(&figure(charts::heatmap_chart(m, &fp), "heatmap", "")?);
         h.push_str("</div>\n<details><summary>Recall</summary><div class=\"pair\">");
-        h.push_str(&figure(
-            charts::heatmap_chart(m, HeatMetric::Recall),
-            "heatmap",
-            "",
-        )?);
+        h.push_str(&figure(charts::heatmap_chart(m, &recall), "heatmap", "")?);
         h.push_str("</div></details>\n");
     }
     Ok(())
@@ -1002,6 +999,36 @@ mod tests {
                     == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
         );
         assert!(!html.contains("https://"));
+    }
+
+    /// Every chart's links point at a row of the all-configurations table, and
+    /// every configuration drawn in the false-positives-vs-recall chart has one.
+    #[test]
+    fn chart_links_land_on_configuration_rows() {
+        let d = ReportData {
+            summary: serde_json::from_value(crate::report::charts::tests::sample_summary())
+                .unwrap(),
+            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv())
+                .unwrap(),
+        };
+        let html = render(&d).unwrap();
+        let mut total = 0;
+        for part in html.split("<figure class=\"chart\" data-chart=\"").skip(1) {
+            let kind = &part[..part.find('"').unwrap()];
+            let svg = &part[part.find("<svg").unwrap()..part.find("</svg>").unwrap()];
+            let links = crate::report::charts::tests::links(svg);
+            for id in &links {
+                assert!(
+                    html.contains(&format!("<tr id=\"cfg-{id}\"")),
+                    "{kind} links to #cfg-{id}, which is no row"
+                );
+            }
+            if kind == "fp-recall" {
+                assert_eq!(links.len(), d.rows.len());
+            }
+            total += links.len();
+        }
+        assert!(total > d.rows.len());
     }
 
     #[test]

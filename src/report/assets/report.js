@@ -2,6 +2,7 @@
 // cell's data-v, text otherwise; empty cells last. A table with a
 // data-filter input before it shows only the rows containing its text.
 // Without script the tables keep the report's own order and every row.
+// A link from a chart to a configuration row the filter hides clears the filter.
 (function () {
   "use strict";
   function key(cell) {
@@ -41,15 +42,29 @@
       });
     });
   });
+  function filter(input, table) {
+    var q = input.value.trim().toLowerCase();
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+      r.hidden = q !== "" && r.textContent.toLowerCase().indexOf(q) < 0;
+    });
+  }
+  var filters = [];
   Array.prototype.forEach.call(document.querySelectorAll("input[data-filter]"), function (input) {
     var table = document.getElementById(input.getAttribute("data-filter"));
     if (!table) return;
     input.hidden = false;
-    input.addEventListener("input", function () {
-      var q = input.value.trim().toLowerCase();
-      Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
-        r.hidden = q !== "" && r.textContent.toLowerCase().indexOf(q) < 0;
-      });
+    filters.push([input, table]);
+    input.addEventListener("input", function () { filter(input, table); });
+  });
+  window.addEventListener("hashchange", function () {
+    var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (!target || !target.hidden) return;
+    filters.forEach(function (f) {
+      if (f[1].contains(target)) {
+        f[0].value = "";
+        filter(f[0], f[1]);
+      }
     });
+    target.scrollIntoView({ block: "center" });
   });
 })();
