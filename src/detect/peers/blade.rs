@@ -5,7 +5,7 @@
 
 use super::common::{detection, full, int, segments, Segment, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Policy, Prepared,
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Policy, Prepared,
     Profile, POLICY, POLICY_SPEC,
 };
 use crate::error::{Error, Result};
@@ -164,50 +164,37 @@ impl Family for Blade {
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
-        let max_turns = params.int("max_turns_per_run") as u32;
-        if params.str("algorithm") == "stationarity" {
+        let p = Params::new(self.name(), params);
+        let max_turns = p.get("max_turns_per_run")?;
+        let stationarity = p.choice("algorithm", &[("legacy", false), ("stationarity", true)])?;
+        if stationarity {
             return Ok(vec![Box::new(StationarityCheck {
-                key: params.key_of(&[
-                    "algorithm",
-                    "max_turns_per_run",
-                    "nudge_threshold",
-                    "halt_threshold",
-                ]),
-                nudge: params.int("nudge_threshold") as u32,
-                halt: params.int("halt_threshold") as u32,
-                max_turns,
+                s: StationaritySettings {
+                    nudge: p.get("nudge_threshold")?,
+                    halt: p.get("halt_threshold")?,
+                    max_turns,
+                },
             })]);
         }
-        let max_warnings = params.int("max_warnings");
-        if let Policy::Warn(n) = params.policy() {
-            if i64::from(n) != max_warnings {
+        let max_warnings: u32 = p.get("max_warnings")?;
+        if let Policy::Warn(n) = p.get(POLICY)? {
+            if n != max_warnings {
                 return Err(Error::Config(format!(
                     "blade: policy warn:{n} disagrees with max_warnings={max_warnings}; Blade stops at warning max_warnings+1, so set both (or use stop, ask or ignore)"
                 )));
             }
         }
         Ok(vec![Box::new(LegacyCheck {
-            key: params.key_of(&[
-                "algorithm",
-                "dynamic_threshold",
-                "tool_call_threshold",
-                "content_repeat_threshold",
-                "whitelisted_tools",
-                "llm_detection",
-                "llm_check_interval",
-                "max_warnings",
-                "max_turns_per_run",
-            ]),
             cfg: LegacyConfig {
-                dynamic: params.bool("dynamic_threshold"),
-                tool_threshold: params.int("tool_call_threshold") as usize,
-                content_threshold: params.int("content_repeat_threshold") as usize,
-                whitelist: params.list("whitelisted_tools").to_vec(),
-                llm: params.bool("llm_detection"),
-                llm_interval: params.int("llm_check_interval"),
-                max_warnings: max_warnings as u32,
+                dynamic: p.get("dynamic_threshold")?,
+                tool_threshold: p.get("tool_call_threshold")?,
+                content_threshold: p.get("content_repeat_threshold")?,
+                whitelist: p.get("whitelisted_tools")?,
+                llm: p.get("llm_detection")?,
+                llm_interval: p.get("llm_check_interval")?,
+                max_warnings,
+                max_turns,
             },
-            max_turns,
         })])
     }
 }
@@ -337,7 +324,8 @@ fn run_turns(s: &Session, max_turns: u32) -> Vec<RunTurn<'_>> {
 // Legacy LoopDetectionService
 // ---------------------------------------------------------------------------
 
-#[derive(Debug, Clone)]
+/// What the legacy check reads.
+#[derive(Debug, Clone, PartialEq)]
 struct LegacyConfig {
     dynamic: bool,
     tool_threshold: usize,
@@ -346,6 +334,8 @@ struct LegacyConfig {
     llm: bool,
     llm_interval: i64,
     max_warnings: u32,
+    /// Model turns per run (0 = no cap).
+    max_turns: u32,
 }
 
 /// One run's service state plus the Agent's message list (its last 10 contents).
@@ -450,14 +440,15 @@ impl LegacyConfig {
 }
 
 struct LegacyCheck {
-    key: String,
     cfg: LegacyConfig,
-    max_turns: u32,
 }
 
 impl Check for LegacyCheck {
-    fn key(&self) -> String {
-        format!("blade:{}", self.key)
+    fn name(&self) -> &'static str {
+        "blade.legacy"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.cfg
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -487,7 +478,7 @@ impl LegacyCheck {
         let cfg = &self.cfg;
         let mut out = Vec::new();
         let mut r: Option<LegacyRun> = None;
-        for rt in run_turns(s, self.max_turns) {
+        for rt in run_turns(s, cfg.max_turns) {
             if rt.n == 1 {
                 // A new Agent and service: messages start as [system, user].
                 let mut messages = VecDeque::new();
@@ -701,16 +692,25 @@ impl Stationarity {
     }
 }
 
-struct StationarityCheck {
-    key: String,
+/// What the stationarity check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct StationaritySettings {
     nudge: u32,
     halt: u32,
+    /// Model turns per run (0 = no cap).
     max_turns: u32,
 }
 
+struct StationarityCheck {
+    s: StationaritySettings,
+}
+
 impl Check for StationarityCheck {
-    fn key(&self) -> String {
-        format!("blade:{}", self.key)
+    fn name(&self) -> &'static str {
+        "blade.stationarity"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -721,7 +721,7 @@ impl Check for StationarityCheck {
         // its halt stops; a later run of identical turns nudges afresh.
         let mut streak = 0u32;
         let mut first = true;
-        for rt in run_turns(s, self.max_turns) {
+        for rt in run_turns(s, self.s.max_turns) {
             if rt.n == 1 {
                 det = Stationarity::default(); // one detector per run
             }
@@ -743,7 +743,7 @@ impl Check for StationarityCheck {
             } else {
                 None
             };
-            let (phase, restart) = det.observe(action, progress, self.nudge, self.halt);
+            let (phase, restart) = det.observe(action, progress, self.s.nudge, self.s.halt);
             if restart && !first {
                 streak += 1;
             }

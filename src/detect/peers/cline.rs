@@ -4,8 +4,8 @@
 
 use super::common::{detection, full, int};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Prepared,
+    Profile, POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -107,19 +107,15 @@ impl Family for Cline {
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         Ok(vec![Box::new(ClineCheck {
-            key: params.key_of(&[
-                "soft_threshold",
-                "hard_threshold",
-                "ignored_params",
-                "rearm_after_hard",
-                "hard_exact",
-            ]),
-            soft: params.int("soft_threshold"),
-            hard: params.int("hard_threshold"),
-            ignored: params.list("ignored_params").to_vec(),
-            rearm: params.bool("rearm_after_hard"),
-            hard_exact: params.bool("hard_exact"),
+            s: ClineSettings {
+                soft: p.get("soft_threshold")?,
+                hard: p.get("hard_threshold")?,
+                ignored: p.get("ignored_params")?,
+                rearm: p.get("rearm_after_hard")?,
+                hard_exact: p.get("hard_exact")?,
+            },
         })])
     }
 }
@@ -217,8 +213,9 @@ impl ClineTracker {
     }
 }
 
-struct ClineCheck {
-    key: String,
+/// What the check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct ClineSettings {
     soft: i64,
     hard: i64,
     ignored: Vec<String>,
@@ -226,15 +223,23 @@ struct ClineCheck {
     hard_exact: bool,
 }
 
+struct ClineCheck {
+    s: ClineSettings,
+}
+
 impl Check for ClineCheck {
-    fn key(&self) -> String {
-        format!("cline:{}", self.key)
+    fn name(&self) -> &'static str {
+        "cline.tracker"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut t = ClineTracker::new(self.soft, self.hard, self.ignored.clone(), self.rearm)
-            .with_hard_exact(self.hard_exact);
+        let c = &self.s;
+        let mut t = ClineTracker::new(c.soft, c.hard, c.ignored.clone(), c.rearm)
+            .with_hard_exact(c.hard_exact);
         let mut out = Vec::new();
         // Strikes are counted per run of identical calls: the soft notice of a
         // run warns and its hard verdict stops, while a later run's soft

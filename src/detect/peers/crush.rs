@@ -15,7 +15,7 @@
 
 use super::common::{detection, full, int, segments, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
 use crate::error::Result;
@@ -69,10 +69,12 @@ impl Family for Crush {
         }]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         Ok(vec![Box::new(CrushCheck {
-            key: params.key_of(&["window_steps", "max_repeats"]),
-            window: params.int("window_steps") as usize,
-            max_repeats: params.int("max_repeats") as usize,
+            s: CrushSettings {
+                window: p.get("window_steps")?,
+                max_repeats: p.get("max_repeats")?,
+            },
         })])
     }
 }
@@ -183,15 +185,23 @@ fn items(s: &Session) -> Vec<Item> {
     out
 }
 
-struct CrushCheck {
-    key: String,
+/// What the check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct CrushSettings {
     window: usize,
     max_repeats: usize,
 }
 
+struct CrushCheck {
+    s: CrushSettings,
+}
+
 impl Check for CrushCheck {
-    fn key(&self) -> String {
-        format!("crush:{}", self.key)
+    fn name(&self) -> &'static str {
+        "crush.repeated_steps"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -217,7 +227,7 @@ impl Check for CrushCheck {
                 run_over = false;
             }
             run.push(step_signature(&calls));
-            if let Some(sig) = has_repeated_tool_calls(&run, self.window, self.max_repeats) {
+            if let Some(sig) = has_repeated_tool_calls(&run, self.s.window, self.s.max_repeats) {
                 let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
                 out.push(detection(
                     s,
@@ -227,8 +237,8 @@ impl Check for CrushCheck {
                     format!(
                         "step signature {} occurs more than {} times in the last {} steps (this step: {})",
                         &sig[..12],
-                        self.max_repeats,
-                        self.window,
+                        self.s.max_repeats,
+                        self.s.window,
                         if names.is_empty() {
                             "no tool calls".to_string()
                         } else {

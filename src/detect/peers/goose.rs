@@ -4,7 +4,7 @@
 
 use super::common::{detection, full, int, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
 use crate::error::Result;
@@ -71,17 +71,18 @@ impl Family for Goose {
         }]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         // The two findings keep separate state and never affect each other.
         let mut v: Vec<Box<dyn Check>> = vec![Box::new(ErrorCheck {
-            key: params.key_of(&["error_repeats", "error_chars"]),
-            repeats: params.int("error_repeats") as u32,
-            chars: params.int("error_chars") as usize,
+            s: ErrorSettings {
+                repeats: p.get("error_repeats")?,
+                chars: p.get("error_chars")?,
+            },
         })];
-        let max = params.int("max_repetitions");
+        let max: u32 = p.get("max_repetitions")?;
         if max > 0 {
             v.push(Box::new(RepeatCheck {
-                key: params.key_of(&["max_repetitions"]),
-                max: max as u32,
+                s: RepeatSettings { max },
             }));
         }
         Ok(v)
@@ -174,15 +175,23 @@ impl RepeatState {
     }
 }
 
-struct ErrorCheck {
-    key: String,
+/// What REP-002 reads.
+#[derive(Debug, Clone, PartialEq)]
+struct ErrorSettings {
     repeats: u32,
     chars: usize,
 }
 
+struct ErrorCheck {
+    s: ErrorSettings,
+}
+
 impl Check for ErrorCheck {
-    fn key(&self) -> String {
-        format!("goose:rep002:{}", self.key)
+    fn name(&self) -> &'static str {
+        "goose.rep002"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -212,7 +221,7 @@ impl Check for ErrorCheck {
                     let names: Vec<&str> = batch.iter().map(|b| b.1).collect();
                     let count = state.count;
                     let text = state.last.as_ref().map(|l| l.1.clone()).unwrap_or_default();
-                    if let Some(&first) = state.inspect(&names, self.repeats).first() {
+                    if let Some(&first) = state.inspect(&names, self.s.repeats).first() {
                         let (at, tool) = batch[first];
                         out.push(detection(
                             s,
@@ -239,7 +248,7 @@ impl Check for ErrorCheck {
                         .or_else(|| name.clone())
                         .unwrap_or_default();
                     if *error == Some(true) {
-                        state.record_error(&tool, output.as_deref().unwrap_or(""), self.chars);
+                        state.record_error(&tool, output.as_deref().unwrap_or(""), self.s.chars);
                     } else {
                         state.record_success();
                     }
@@ -251,19 +260,27 @@ impl Check for ErrorCheck {
     }
 }
 
-struct RepeatCheck {
-    key: String,
+/// What REP-001 reads.
+#[derive(Debug, Clone, PartialEq)]
+struct RepeatSettings {
     max: u32,
 }
 
+struct RepeatCheck {
+    s: RepeatSettings,
+}
+
 impl Check for RepeatCheck {
-    fn key(&self) -> String {
-        format!("goose:rep001:{}", self.key)
+    fn name(&self) -> &'static str {
+        "goose.rep001"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut state = RepeatState::new(self.max);
+        let mut state = RepeatState::new(self.s.max);
         let mut out = Vec::new();
         for (i, e) in s.events.iter().enumerate() {
             if let Record::ToolCall { name, args, .. } = &e.record {

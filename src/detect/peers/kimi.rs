@@ -23,7 +23,7 @@
 
 use super::common::{detection, full, int, segments};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
 use crate::error::Result;
@@ -94,17 +94,18 @@ impl Family for Kimi {
         }]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
-        let t = [
-            params.int("reminder_1"),
-            params.int("reminder_2"),
-            params.int("reminder_3"),
-            params.int("force_stop"),
-        ];
+        let p = Params::new(self.name(), params);
         // Any order is valid: like `_build_repeat_reminder`, the highest
         // tier whose threshold the streak reached wins, the stop first.
         Ok(vec![Box::new(KimiCheck {
-            key: params.key_of(&["reminder_1", "reminder_2", "reminder_3", "force_stop"]),
-            tiers: t.map(|x| x as u32),
+            s: KimiSettings {
+                tiers: [
+                    p.get("reminder_1")?,
+                    p.get("reminder_2")?,
+                    p.get("reminder_3")?,
+                    p.get("force_stop")?,
+                ],
+            },
         })])
     }
 }
@@ -234,9 +235,14 @@ impl Toolset {
 
 const KINDS: [&str; 4] = ["reminder_1", "reminder_2", "reminder_3", "tool_call_repeat"];
 
-struct KimiCheck {
-    key: String,
+/// What the check reads: the streaks of the three reminders and the stop.
+#[derive(Debug, Clone, PartialEq)]
+struct KimiSettings {
     tiers: [u32; 4],
+}
+
+struct KimiCheck {
+    s: KimiSettings,
 }
 
 /// A session as Kimi steps: `None` for a new turn (a `user` record), else
@@ -264,8 +270,11 @@ fn steps(s: &Session) -> Vec<Option<Vec<(usize, CallKey)>>> {
 }
 
 impl Check for KimiCheck {
-    fn key(&self) -> String {
-        format!("kimi:{}", self.key)
+    fn name(&self) -> &'static str {
+        "kimi.repeat"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -286,7 +295,7 @@ impl Check for KimiCheck {
             for (i, key) in calls {
                 let name = key.0.clone();
                 let args = key.1.clone();
-                let Handled::Run(Some((n, t, start))) = ts.handle(key, &self.tiers) else {
+                let Handled::Run(Some((n, t, start))) = ts.handle(key, &self.s.tiers) else {
                     continue;
                 };
                 let before = match reported {

@@ -3,8 +3,8 @@
 
 use super::common::{detection, full, int};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Prepared,
+    Profile, POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -103,23 +103,33 @@ impl Family for MaxTurns {
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         Ok(vec![Box::new(MaxTurnsCheck {
-            key: params.key_of(&["max_turns", "per_prompt"]),
-            max: params.int("max_turns") as u64,
-            per_prompt: params.bool("per_prompt"),
+            s: MaxTurnsSettings {
+                max: p.get("max_turns")?,
+                per_prompt: p.get("per_prompt")?,
+            },
         })])
     }
 }
 
-struct MaxTurnsCheck {
-    key: String,
+/// What the check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct MaxTurnsSettings {
     max: u64,
     per_prompt: bool,
 }
 
+struct MaxTurnsCheck {
+    s: MaxTurnsSettings,
+}
+
 impl Check for MaxTurnsCheck {
-    fn key(&self) -> String {
-        format!("max-turns:{}", self.key)
+    fn name(&self) -> &'static str {
+        "max-turns.cap"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -133,7 +143,7 @@ impl Check for MaxTurnsCheck {
                 let same = pid.is_some() && pid.as_deref() == prompt_id;
                 if !same {
                     prompts += 1;
-                    if self.per_prompt {
+                    if self.s.per_prompt {
                         turns = 0;
                     }
                 }
@@ -141,8 +151,8 @@ impl Check for MaxTurnsCheck {
             }
             if e.starts_turn {
                 turns += 1;
-                if turns > self.max {
-                    let prompt = if self.per_prompt {
+                if turns > self.s.max {
+                    let prompt = if self.s.per_prompt {
                         prompts.saturating_sub(1)
                     } else {
                         0
@@ -152,7 +162,7 @@ impl Check for MaxTurnsCheck {
                         i,
                         "max_turns",
                         prompt,
-                        format!("turn {turns} exceeds the limit of {}", self.max),
+                        format!("turn {turns} exceeds the limit of {}", self.s.max),
                     ));
                     if full(&out, limit) {
                         break;

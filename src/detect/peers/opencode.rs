@@ -4,8 +4,8 @@
 
 use super::common::{detection, full, int, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Prepared,
+    Profile, POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -88,18 +88,20 @@ impl Family for OpenCode {
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
-        let threshold = params.int("threshold") as usize;
-        Ok(vec![if params.str("scope") == "step" {
+        let p = Params::new(self.name(), params);
+        let threshold = p.get("threshold")?;
+        let step = p.choice("scope", &[("step", true), ("session", false)])?;
+        Ok(vec![if step {
             Box::new(StepCheck {
-                key: params.key_of(&["scope", "threshold"]),
-                threshold,
+                s: StepSettings { threshold },
             }) as Box<dyn Check>
         } else {
             Box::new(SessionCheck {
-                key: params.key_of(&["scope", "threshold", "scan_parts", "write_tools"]),
-                threshold,
-                scan: params.int("scan_parts") as usize,
-                write_tools: params.list("write_tools").to_vec(),
+                s: SessionSettings {
+                    threshold,
+                    scan: p.get("scan_parts")?,
+                    write_tools: p.get("write_tools")?,
+                },
             })
         }])
     }
@@ -120,15 +122,23 @@ enum Part {
     },
 }
 
-/// OpenCode upstream: parts of the current assistant message only.
-struct StepCheck {
-    key: String,
+/// What OpenCode's step rule reads.
+#[derive(Debug, Clone, PartialEq)]
+struct StepSettings {
     threshold: usize,
 }
 
+/// OpenCode upstream: parts of the current assistant message only.
+struct StepCheck {
+    s: StepSettings,
+}
+
 impl Check for StepCheck {
-    fn key(&self) -> String {
-        format!("opencode:{}", self.key)
+    fn name(&self) -> &'static str {
+        "opencode.step"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -158,7 +168,7 @@ impl Check for StepCheck {
                         input: input.clone(),
                         finished: false,
                     });
-                    let n = self.threshold;
+                    let n = self.s.threshold;
                     let hit = parts.len() >= n
                         && parts[parts.len() - n..].iter().all(|p| {
                             matches!(p, Part::Tool { name: t, input: x, .. } if t == name && *x == input)
@@ -183,17 +193,25 @@ impl Check for StepCheck {
     }
 }
 
-/// Kilo Code: the last `scan` parts of the whole session.
-struct SessionCheck {
-    key: String,
+/// What Kilo Code's session rule reads.
+#[derive(Debug, Clone, PartialEq)]
+struct SessionSettings {
     threshold: usize,
     scan: usize,
     write_tools: Vec<String>,
 }
 
+/// Kilo Code: the last `scan` parts of the whole session.
+struct SessionCheck {
+    s: SessionSettings,
+}
+
 impl Check for SessionCheck {
-    fn key(&self) -> String {
-        format!("opencode:{}", self.key)
+    fn name(&self) -> &'static str {
+        "opencode.session"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -256,9 +274,9 @@ impl Check for SessionCheck {
                         finished: false,
                     });
                     step_empty = false;
-                    let from = parts.len().saturating_sub(self.scan);
+                    let from = parts.len().saturating_sub(self.s.scan);
                     let run = self.run_length(&parts[from..], name, &input);
-                    if run + 1 >= self.threshold {
+                    if run + 1 >= self.s.threshold {
                         out.push(detection(
                             s,
                             i,
@@ -302,7 +320,7 @@ impl SessionCheck {
             else {
                 continue;
             };
-            let is_write = self.write_tools.iter().any(|w| w == t);
+            let is_write = self.s.write_tools.iter().any(|w| w == t);
             let same_tool_other_input = t == name && *finished && x != input;
             if (is_write || same_tool_other_input) && matched {
                 run = 0;

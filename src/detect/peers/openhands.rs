@@ -4,8 +4,8 @@
 
 use super::common::{detection, full, int, py_eq, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Prepared,
+    Profile, POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::{Record, Session};
@@ -129,29 +129,23 @@ impl Family for OpenHands {
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
-        Ok(vec![if params.str("version") == "v0" {
+        let p = Params::new(self.name(), params);
+        let v0 = p.choice("version", &[("v0", true), ("v1", false)])?;
+        Ok(vec![if v0 {
             Box::new(V0Check {
-                key: params.key_of(&["version", "headless"]),
-                headless: params.bool("headless"),
+                s: V0Settings {
+                    headless: p.get("headless")?,
+                },
             }) as Box<dyn Check>
         } else {
             Box::new(V1Check {
-                key: params.key_of(&[
-                    "version",
-                    "action_observation",
-                    "action_error",
-                    "monologue",
-                    "alternating_pattern",
-                    "scan_events",
-                    "action_error_nudge",
-                ]),
                 th: Thresholds {
-                    action_observation: params.int("action_observation") as usize,
-                    action_error: params.int("action_error") as usize,
-                    monologue: params.int("monologue") as usize,
-                    alternating_pattern: params.int("alternating_pattern") as usize,
-                    scan: params.int("scan_events") as usize,
-                    nudge: params.bool("action_error_nudge"),
+                    action_observation: p.get("action_observation")?,
+                    action_error: p.get("action_error")?,
+                    monologue: p.get("monologue")?,
+                    alternating_pattern: p.get("alternating_pattern")?,
+                    scan: p.get("scan_events")?,
+                    nudge: p.get("action_error_nudge")?,
                 },
             })
         }])
@@ -789,14 +783,22 @@ fn to_v0(m: &Mapped) -> OhEvent {
     }
 }
 
-struct V0Check {
-    key: String,
+/// What the V0 check reads (its thresholds are fixed).
+#[derive(Debug, Clone, PartialEq)]
+struct V0Settings {
     headless: bool,
 }
 
+struct V0Check {
+    s: V0Settings,
+}
+
 impl Check for V0Check {
-    fn key(&self) -> String {
-        format!("openhands:{}", self.key)
+    fn name(&self) -> &'static str {
+        "openhands.v0"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -810,7 +812,7 @@ impl Check for V0Check {
             let ev = to_v0(&m);
             if matches!(m, Mapped::User(_)) {
                 users += 1;
-                if !self.headless {
+                if !self.s.headless {
                     filtered.clear();
                     condensations = 0;
                 }
@@ -824,7 +826,7 @@ impl Check for V0Check {
                 filtered.push(ev);
             }
             if let Some((kind, _, _)) = analyze(&filtered, condensations) {
-                let prompt = if self.headless {
+                let prompt = if self.s.headless {
                     0
                 } else {
                     users.saturating_sub(1)
@@ -878,7 +880,7 @@ pub enum V1Event {
 }
 
 /// `StuckDetectionThresholds` plus the scan window.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Thresholds {
     /// `action_observation` (4).
     pub action_observation: usize,
@@ -1097,13 +1099,15 @@ fn to_v1(m: &Mapped) -> V1Event {
 }
 
 struct V1Check {
-    key: String,
     th: Thresholds,
 }
 
 impl Check for V1Check {
-    fn key(&self) -> String {
-        format!("openhands:{}", self.key)
+    fn name(&self) -> &'static str {
+        "openhands.v1"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.th
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {

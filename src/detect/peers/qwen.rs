@@ -24,8 +24,8 @@
 use super::common::{detection, full, Unanswered};
 use crate::detect::gemini::markdown::{count_fences, has_blockquote, has_heading, has_table};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Prepared,
+    Profile, POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -125,43 +125,42 @@ pub struct QwenSettings {
 
 impl QwenSettings {
     /// The settings of a resolved `qwen` configuration.
-    pub fn from_params(p: &ParamSet) -> QwenSettings {
-        let cap = p.int("max_tool_calls_per_turn");
-        QwenSettings {
-            tool_call_threshold: p.int("tool_call_threshold") as u32,
-            shell_threshold: p.int("shell_stagnation_threshold") as u32,
-            max_calls: (cap > 0).then_some(cap as u64),
-            max_calls_explicit: p.bool("max_tool_calls_explicit"),
-            cap_hard_multiplier: p.int("cap_hard_multiplier") as u64,
-            skip: p.bool("skip_loop_detection"),
-            global_duplicate: p.bool("global_duplicate_check"),
-            alternating: p.bool("alternating_check"),
-            read_loop: p.bool("read_loop_check"),
-            stagnation: p.bool("stagnation_check"),
-            thoughts: p.bool("thought_check"),
-            content: p.bool("content_check"),
-            global_duplicate_threshold: p.int("global_duplicate_threshold") as u32,
-            alternating_cycles: p.int("alternating_cycles") as usize,
-            read_threshold: p.int("read_threshold") as usize,
-            read_window: p.int("read_window") as usize,
-            stagnation_threshold: p.int("stagnation_threshold") as u32,
-            thought_threshold: p.int("thought_threshold") as usize,
-            thought_history: p.int("thought_history") as usize,
-            chunk_size: p.int("content_chunk_size") as usize,
-            content_threshold: p.int("content_loop_threshold") as usize,
-            max_history: p.int("content_max_history") as usize,
-            distance_factor: p.float("content_max_distance_factor"),
-            stateful_tools: p.list("stateful_read_tools").to_vec(),
-            read_like_tools: p.list("read_like_tools").to_vec(),
-            read_like_prefixes: p.list("read_like_prefixes").to_vec(),
-        }
+    pub fn read(p: &Params) -> Result<QwenSettings> {
+        let cap: u64 = p.get("max_tool_calls_per_turn")?;
+        Ok(QwenSettings {
+            tool_call_threshold: p.get("tool_call_threshold")?,
+            shell_threshold: p.get("shell_stagnation_threshold")?,
+            max_calls: (cap > 0).then_some(cap),
+            max_calls_explicit: p.get("max_tool_calls_explicit")?,
+            cap_hard_multiplier: p.get("cap_hard_multiplier")?,
+            skip: p.get("skip_loop_detection")?,
+            global_duplicate: p.get("global_duplicate_check")?,
+            alternating: p.get("alternating_check")?,
+            read_loop: p.get("read_loop_check")?,
+            stagnation: p.get("stagnation_check")?,
+            thoughts: p.get("thought_check")?,
+            content: p.get("content_check")?,
+            global_duplicate_threshold: p.get("global_duplicate_threshold")?,
+            alternating_cycles: p.get("alternating_cycles")?,
+            read_threshold: p.get("read_threshold")?,
+            read_window: p.get("read_window")?,
+            stagnation_threshold: p.get("stagnation_threshold")?,
+            thought_threshold: p.get("thought_threshold")?,
+            thought_history: p.get("thought_history")?,
+            chunk_size: p.get("content_chunk_size")?,
+            content_threshold: p.get("content_loop_threshold")?,
+            max_history: p.get("content_max_history")?,
+            distance_factor: p.get("content_max_distance_factor")?,
+            stateful_tools: p.get("stateful_read_tools")?,
+            read_like_tools: p.get("read_like_tools")?,
+            read_like_prefixes: p.get("read_like_prefixes")?,
+        })
     }
 
-    /// The settings of a named profile (`qwen` or `qwen-all`).
-    pub fn profile(name: &str) -> QwenSettings {
-        let cfg = crate::detect::DetectorConfig::resolve(Some("qwen"), Some(name), &[])
-            .expect("a qwen profile");
-        QwenSettings::from_params(&cfg.params)
+    /// The settings of a stock profile (`qwen` or `qwen-all`).
+    pub fn profile(name: &str) -> Result<QwenSettings> {
+        let cfg = crate::detect::DetectorConfig::resolve(Some("qwen"), Some(name), &[])?;
+        QwenSettings::read(&Params::new("qwen", &cfg.params))
     }
 }
 
@@ -1068,35 +1067,6 @@ fn list(name: &'static str, doc: &'static str) -> ParamSpec {
     }
 }
 
-const PARAMS: &[&str] = &[
-    "tool_call_threshold",
-    "shell_stagnation_threshold",
-    "max_tool_calls_per_turn",
-    "max_tool_calls_explicit",
-    "cap_hard_multiplier",
-    "skip_loop_detection",
-    "global_duplicate_check",
-    "global_duplicate_threshold",
-    "alternating_check",
-    "alternating_cycles",
-    "read_loop_check",
-    "read_threshold",
-    "read_window",
-    "stagnation_check",
-    "stagnation_threshold",
-    "thought_check",
-    "thought_threshold",
-    "thought_history",
-    "content_check",
-    "content_chunk_size",
-    "content_loop_threshold",
-    "content_max_history",
-    "content_max_distance_factor",
-    "stateful_read_tools",
-    "read_like_tools",
-    "read_like_prefixes",
-];
-
 fn words(v: &[&str]) -> ParamValue {
     ParamValue::List(v.iter().map(|s| s.to_string()).collect())
 }
@@ -1192,14 +1162,12 @@ impl Family for Qwen {
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
         Ok(vec![Box::new(QwenCheck {
-            key: params.key_of(PARAMS),
-            settings: QwenSettings::from_params(params),
+            settings: QwenSettings::read(&Params::new(self.name(), params))?,
         })])
     }
 }
 
 struct QwenCheck {
-    key: String,
     settings: QwenSettings,
 }
 
@@ -1216,8 +1184,11 @@ fn fingerprint(output: Option<&str>, error: Option<bool>) -> String {
 }
 
 impl Check for QwenCheck {
-    fn key(&self) -> String {
-        format!("qwen:{}", self.key)
+    fn name(&self) -> &'static str {
+        "qwen.service"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.settings
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {

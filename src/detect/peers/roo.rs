@@ -3,7 +3,7 @@
 
 use super::common::{detection, full, int};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
 use crate::error::Result;
@@ -48,9 +48,11 @@ impl Family for Roo {
         }]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         Ok(vec![Box::new(RooCheck {
-            key: params.key_of(&["limit"]),
-            limit: params.int("limit"),
+            s: RooSettings {
+                limit: p.get("limit")?,
+            },
         })])
     }
 }
@@ -137,19 +139,27 @@ fn serialize(name: &str, params: &BTreeMap<String, String>, native: Option<&Valu
     stringify_sorted(&Value::Object(obj))
 }
 
-struct RooCheck {
-    key: String,
+/// What the check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct RooSettings {
     limit: i64,
 }
 
+struct RooCheck {
+    s: RooSettings,
+}
+
 impl Check for RooCheck {
-    fn key(&self) -> String {
-        format!("roo:{}", self.key)
+    fn name(&self) -> &'static str {
+        "roo.repetition"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut det = RooDetector::new(self.limit);
+        let mut det = RooDetector::new(self.s.limit);
         let mut out = Vec::new();
         for (i, e) in s.events.iter().enumerate() {
             if let Record::ToolCall { name, args, .. } = &e.record {
@@ -159,7 +169,7 @@ impl Check for RooCheck {
                         i,
                         "tool_repetition",
                         0,
-                        format!("{name} repeated {} times in a row", self.limit + 1),
+                        format!("{name} repeated {} times in a row", self.s.limit + 1),
                     ));
                     if full(&out, limit) {
                         break;
