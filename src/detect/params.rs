@@ -33,6 +33,16 @@ impl fmt::Display for ParamValue {
 }
 
 impl ParamValue {
+    /// A word (a choice or a policy), for profiles.
+    pub fn word(w: &str) -> ParamValue {
+        ParamValue::Str(w.to_string())
+    }
+
+    /// A list of names, for profiles.
+    pub fn words(ws: &[&str]) -> ParamValue {
+        ParamValue::List(ws.iter().map(|w| w.to_string()).collect())
+    }
+
     /// As TOML, for printing grids.
     pub fn to_toml(&self) -> String {
         match self {

@@ -3,10 +3,10 @@
 //! stationarity rule (profile `blade-stationarity`), both driven over Blade
 //! model turns and runs as peer-mappings section 5 says.
 
-use super::common::{detection, full, int, segments, Segment, Unanswered};
+use super::common::{detection, full, segments, Segment, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Policy, Prepared,
-    Profile, POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Policy, Prepared, Profile,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::{Error, Result};
 use crate::event::{Record, Session};
@@ -38,21 +38,18 @@ impl Family for Blade {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            ParamSpec {
-                name: "algorithm",
-                kind: ParamKind::Choice(&["legacy", "stationarity"]),
-                unit: "",
-                doc: "legacy: LoopDetectionService (deleted 2025-12-15); stationarity: the current actionStationarity.ts",
-                source: "looptune (Blade legacy vs HEAD)",
-            },
-            ParamSpec {
-                name: "dynamic_threshold",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "legacy: thresholds scale with the run's turn (tool 3/5/7, content 5/10/15 snapshots at ratio 0.6/0.5/0.4 below 10, below 30, from 30 turns); off: tool_call_threshold, content_repeat_threshold and ratio 0.5",
-                source: SRC_LEGACY,
-            },
-            int(
+            ParamSpec::choice(
+                "algorithm",
+                &["legacy", "stationarity"],
+                "legacy: LoopDetectionService (deleted 2025-12-15); stationarity: the current actionStationarity.ts",
+                "looptune (Blade legacy vs HEAD)",
+            ),
+            ParamSpec::bool(
+                "dynamic_threshold",
+                "legacy: thresholds scale with the run's turn (tool 3/5/7, content 5/10/15 snapshots at ratio 0.6/0.5/0.4 below 10, below 30, from 30 turns); off: tool_call_threshold, content_repeat_threshold and ratio 0.5",
+                SRC_LEGACY,
+            ),
+            ParamSpec::int(
                 "tool_call_threshold",
                 1,
                 100_000,
@@ -60,7 +57,7 @@ impl Family for Blade {
                 "legacy: identical calls in a row when dynamic thresholds are off (also printed in the reason)",
                 SRC_AGENT,
             ),
-            int(
+            ParamSpec::int(
                 "content_repeat_threshold",
                 1,
                 100_000,
@@ -68,21 +65,18 @@ impl Family for Blade {
                 "legacy: content snapshots compared when dynamic thresholds are off",
                 SRC_AGENT,
             ),
-            ParamSpec {
-                name: "whitelisted_tools",
-                kind: ParamKind::List,
-                unit: "tool names",
-                doc: "legacy: tools left out of the identical-call check",
-                source: SRC_AGENT,
-            },
-            ParamSpec {
-                name: "llm_detection",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "legacy: ask the chat model (the recorded judge verdict, YES at confidence >= 0.5) from turn llm_check_interval; after a NO every later turn is asked (interval min(+5, 15))",
-                source: SRC_LEGACY,
-            },
-            int(
+            ParamSpec::list(
+                "whitelisted_tools",
+                "tool names",
+                "legacy: tools left out of the identical-call check",
+                SRC_AGENT,
+            ),
+            ParamSpec::bool(
+                "llm_detection",
+                "legacy: ask the chat model (the recorded judge verdict, YES at confidence >= 0.5) from turn llm_check_interval; after a NO every later turn is asked (interval min(+5, 15))",
+                SRC_LEGACY,
+            ),
+            ParamSpec::int(
                 "llm_check_interval",
                 1,
                 100_000,
@@ -90,7 +84,7 @@ impl Family for Blade {
                 "legacy: run turn from which the LLM check runs",
                 SRC_AGENT,
             ),
-            int(
+            ParamSpec::int(
                 "max_warnings",
                 0,
                 1000,
@@ -98,7 +92,7 @@ impl Family for Blade {
                 "legacy: warnings before the next detection stops the run (Agent.ts 3; service default 2); the same number as policy warn:N, which must agree",
                 SRC_AGENT,
             ),
-            int(
+            ParamSpec::int(
                 "max_turns_per_run",
                 0,
                 100_000_000,
@@ -106,7 +100,7 @@ impl Family for Blade {
                 "model turns after which a run ends and the next turn starts a new one (legacy SAFETY_LIMIT 100; 0 = none, as HEAD)",
                 SRC_AGENT,
             ),
-            int(
+            ParamSpec::int(
                 "nudge_threshold",
                 1,
                 100_000,
@@ -114,7 +108,7 @@ impl Family for Blade {
                 "stationarity: identical tool turns without progress that give the hidden nudge (ACTION_STATIONARITY_NUDGE_THRESHOLD)",
                 SRC_STATIONARITY,
             ),
-            int(
+            ParamSpec::int(
                 "halt_threshold",
                 1,
                 100_000,
@@ -130,12 +124,12 @@ impl Family for Blade {
                 name: "blade-legacy",
                 about: "Blade LoopDetectionService @b52d9f2bec (2025-12-13) as Agent.ts configures it: dynamic thresholds, LLM layer, no whitelist, maxWarnings 3 (4th detection of a run stops), new service per command, 100-turn runs",
                 values: vec![
-                    (POLICY, ParamValue::Str("warn:3".into())),
-                    ("algorithm", ParamValue::Str("legacy".into())),
+                    (POLICY, ParamValue::word("warn:3")),
+                    ("algorithm", ParamValue::word("legacy")),
                     ("dynamic_threshold", ParamValue::Bool(true)),
                     ("tool_call_threshold", ParamValue::Int(5)),
                     ("content_repeat_threshold", ParamValue::Int(10)),
-                    ("whitelisted_tools", ParamValue::List(vec![])),
+                    ("whitelisted_tools", ParamValue::words(&[])),
                     ("llm_detection", ParamValue::Bool(true)),
                     ("llm_check_interval", ParamValue::Int(30)),
                     ("max_warnings", ParamValue::Int(3)),
@@ -148,7 +142,7 @@ impl Family for Blade {
                 name: "blade-legacy-service-default",
                 about: "the same service with maxWarnings unset (default 2: the 3rd detection of a run stops)",
                 values: vec![
-                    (POLICY, ParamValue::Str("warn:2".into())),
+                    (POLICY, ParamValue::word("warn:2")),
                     ("max_warnings", ParamValue::Int(2)),
                 ],
             },
@@ -156,8 +150,8 @@ impl Family for Blade {
                 name: "blade-stationarity",
                 about: "Blade HEAD @b852126c42 (2026-08-22) actionStationarity.ts: the same tool batch (sorted-key args, TaskOutput by task_id) 8 turns in a row without TaskOutput progress nudges, 16 halts; no turn cap",
                 values: vec![
-                    (POLICY, ParamValue::Str("warn:1".into())),
-                    ("algorithm", ParamValue::Str("stationarity".into())),
+                    (POLICY, ParamValue::word("warn:1")),
+                    ("algorithm", ParamValue::word("stationarity")),
                     ("max_turns_per_run", ParamValue::Int(0)),
                 ],
             },

@@ -1,7 +1,7 @@
 //! Small pieces the peer ports share: building detections, matching tool
 //! results to calls, Blade-style model-turn segments and Python equality.
 
-use crate::detect::{Detection, ParamKind, ParamSpec};
+use crate::detect::Detection;
 use crate::event::{Record, Session};
 use serde_json::Value;
 
@@ -26,24 +26,6 @@ pub(crate) fn detection(
 /// True once `limit` detections are collected.
 pub(crate) fn full(out: &[Detection], limit: Option<usize>) -> bool {
     limit.is_some_and(|n| out.len() >= n)
-}
-
-/// An integer parameter spec.
-pub(crate) const fn int(
-    name: &'static str,
-    min: i64,
-    max: i64,
-    unit: &'static str,
-    doc: &'static str,
-    source: &'static str,
-) -> ParamSpec {
-    ParamSpec {
-        name,
-        kind: ParamKind::Int { min, max },
-        unit,
-        doc,
-        source,
-    }
 }
 
 /// Calls not yet answered, in call order, for the peers' result-matching rule:

@@ -13,7 +13,7 @@
 //! `ShouldContinue`). The condition is evaluated once per step, at the step's
 //! last record.
 
-use super::common::{detection, full, int, segments, Unanswered};
+use super::common::{detection, full, segments, Unanswered};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -39,7 +39,7 @@ impl Family for Crush {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "window_steps",
                 1,
                 100_000,
@@ -47,7 +47,7 @@ impl Family for Crush {
                 "steps examined (loopDetectionWindowSize); nothing fires while a run has fewer",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "max_repeats",
                 0,
                 100_000,
@@ -62,7 +62,7 @@ impl Family for Crush {
             name: "crush",
             about: "Crush @af86738e (2026-02, #2214): more than 5 equal step signatures among the last 10 steps of a run; the stop condition ends the run",
             values: vec![
-                (POLICY, ParamValue::Str("stop".into())),
+                (POLICY, ParamValue::word("stop")),
                 ("window_steps", ParamValue::Int(10)),
                 ("max_repeats", ParamValue::Int(5)),
             ],

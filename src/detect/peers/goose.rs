@@ -2,7 +2,7 @@
 //! denies a tool that returned the same error 3 times in a row; REP-001
 //! (identical calls) is off in the shipped agent and kept as a what-if.
 
-use super::common::{detection, full, int, Unanswered};
+use super::common::{detection, full, Unanswered};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -26,7 +26,7 @@ impl Family for Goose {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "error_repeats",
                 1,
                 100_000,
@@ -34,7 +34,7 @@ impl Family for Goose {
                 "same-tool same-error results in a row after which the tool's next call is denied (MAX_CONSECUTIVE_ERROR_FINGERPRINTS)",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "error_chars",
                 0,
                 1_000_000,
@@ -42,7 +42,7 @@ impl Family for Goose {
                 "leading characters (Unicode scalar values) of the error text that form its fingerprint",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "max_repetitions",
                 0,
                 100_000,
@@ -58,7 +58,7 @@ impl Family for Goose {
             name: "goose",
             about: "Goose @37c043b954 (2026): REP-002 after 3 identical errors of one tool; REP-001 disabled (RepetitionInspector::new(None)). A denial returns a declined result to the model and the run goes on, hence policy ignore",
             values: vec![
-                (POLICY, ParamValue::Str("ignore".into())),
+                (POLICY, ParamValue::word("ignore")),
                 ("error_repeats", ParamValue::Int(3)),
                 ("error_chars", ParamValue::Int(100)),
                 ("max_repetitions", ParamValue::Int(0)),

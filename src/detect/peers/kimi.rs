@@ -21,7 +21,7 @@
 //! same call, so that the stop is always the 4th strike.
 //! Mapping: docs/detector-mappings.md, "Kimi CLI".
 
-use super::common::{detection, full, int, segments};
+use super::common::{detection, full, segments};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -46,7 +46,7 @@ impl Family for Kimi {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "reminder_1",
                 1,
                 100_000,
@@ -54,7 +54,7 @@ impl Family for Kimi {
                 "streak from which a cross-step repeat gets the first reminder (_REPEAT_REMINDER_1_START)",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "reminder_2",
                 1,
                 100_000,
@@ -62,7 +62,7 @@ impl Family for Kimi {
                 "streak from which the reminder names the tool, count and arguments (_REPEAT_REMINDER_2_START)",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "reminder_3",
                 1,
                 100_000,
@@ -70,7 +70,7 @@ impl Family for Kimi {
                 "streak from which the reminder tells the model to stop calling tools (_REPEAT_REMINDER_3_START)",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "force_stop",
                 1,
                 100_000,
@@ -85,7 +85,7 @@ impl Family for Kimi {
             name: "kimi",
             about: "Kimi CLI @b0e08c5f (2026-06, #2466): reminders at streaks 3, 5, 8 (strikes 1-3), force stop at 12 (strike 4); policy warn:3 stops where Kimi CLI stops",
             values: vec![
-                (POLICY, ParamValue::Str("warn:3".into())),
+                (POLICY, ParamValue::word("warn:3")),
                 ("reminder_1", ParamValue::Int(3)),
                 ("reminder_2", ParamValue::Int(5)),
                 ("reminder_3", ParamValue::Int(8)),

@@ -1,10 +1,10 @@
 //! A turn cap, the only guard some agents have: the baseline every loop
 //! detector should beat.
 
-use super::common::{detection, full, int};
+use super::common::{detection, full};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Prepared,
-    Profile, POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -22,7 +22,7 @@ impl Family for MaxTurns {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "max_turns",
                 1,
                 100_000_000,
@@ -30,13 +30,11 @@ impl Family for MaxTurns {
                 "turns allowed; the record that starts the next one is the detection",
                 "looptune baseline; Gemini CLI MAX_TURNS = 100 (client.ts @5411f113ca), subagents DEFAULT_MAX_TURNS = 30 (agents/types.ts @5411f113ca), Blade SAFETY_LIMIT = 100 (Agent.ts @b52d9f2bec), OpenHands SDK max_iteration_per_run = 500 (local_conversation.py)",
             ),
-            ParamSpec {
-                name: "per_prompt",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "count turns per prompt (a `user` record with a new prompt id starts one) instead of per session",
-                source: "looptune",
-            },
+            ParamSpec::bool(
+                "per_prompt",
+                "count turns per prompt (a `user` record with a new prompt id starts one) instead of per session",
+                "looptune",
+            ),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -45,7 +43,7 @@ impl Family for MaxTurns {
                 name: "max-turns",
                 about: "stop when a session would start its 101st turn",
                 values: vec![
-                    (POLICY, ParamValue::Str("stop".into())),
+                    (POLICY, ParamValue::word("stop")),
                     ("max_turns", ParamValue::Int(100)),
                     ("per_prompt", ParamValue::Bool(false)),
                 ],

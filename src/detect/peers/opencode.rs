@@ -2,10 +2,10 @@
 //! session-wide variant (`session/loop-detection.ts`), driven by canonical
 //! records as peer-mappings section 3 says.
 
-use super::common::{detection, full, int, Unanswered};
+use super::common::{detection, full, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Prepared,
-    Profile, POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -28,14 +28,13 @@ impl Family for OpenCode {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            ParamSpec {
-                name: "scope",
-                kind: ParamKind::Choice(&["step", "session"]),
-                unit: "",
-                doc: "step: OpenCode's last parts of the current assistant message; session: Kilo Code's scan of recent session parts",
-                source: SRC_OPENCODE,
-            },
-            int(
+            ParamSpec::choice(
+                "scope",
+                &["step", "session"],
+                "step: OpenCode's last parts of the current assistant message; session: Kilo Code's scan of recent session parts",
+                SRC_OPENCODE,
+            ),
+            ParamSpec::int(
                 "threshold",
                 1,
                 1000,
@@ -43,7 +42,7 @@ impl Family for OpenCode {
                 "identical calls that trigger (DOOM_LOOP_THRESHOLD / TOOL_THRESHOLD)",
                 "DOOM_LOOP_THRESHOLD = 3, processor.ts @36160ef28f; TOOL_THRESHOLD = 3, loop-detection.ts @9b65079630",
             ),
-            int(
+            ParamSpec::int(
                 "scan_parts",
                 1,
                 100_000,
@@ -51,13 +50,12 @@ impl Family for OpenCode {
                 "session scope: how many recent session parts are scanned (TOOL_SCAN_LIMIT = TOOL_THRESHOLD * 10)",
                 SRC_KILO,
             ),
-            ParamSpec {
-                name: "write_tools",
-                kind: ParamKind::List,
-                unit: "tool names",
-                doc: "session scope: tools whose call between matches resets the run (WRITE_TOOLS)",
-                source: SRC_KILO,
-            },
+            ParamSpec::list(
+                "write_tools",
+                "tool names",
+                "session scope: tools whose call between matches resets the run (WRITE_TOOLS)",
+                SRC_KILO,
+            ),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -66,24 +64,20 @@ impl Family for OpenCode {
                 name: "opencode",
                 about: "OpenCode processor.ts @36160ef28f (2026): 3 identical tool parts in a row within one step; permission doom_loop (default ask)",
                 values: vec![
-                    (POLICY, ParamValue::Str("ask".into())),
-                    ("scope", ParamValue::Str("step".into())),
+                    (POLICY, ParamValue::word("ask")),
+                    ("scope", ParamValue::word("step")),
                     ("threshold", ParamValue::Int(3)),
                     ("scan_parts", ParamValue::Int(30)),
                     (
                         "write_tools",
-                        ParamValue::List(
-                            ["edit", "multiedit", "write", "apply_patch"]
-                                .map(String::from)
-                                .to_vec(),
-                        ),
+                        ParamValue::words(&["edit", "multiedit", "write", "apply_patch"]),
                     ),
                 ],
             },
             Profile {
                 name: "kilo",
                 about: "Kilo Code CLI loop-detection.ts @9b65079630: 2 earlier finished identical calls among the last 30 session parts plus the current one; reset by a write tool",
-                values: vec![("scope", ParamValue::Str("session".into()))],
+                values: vec![("scope", ParamValue::word("session"))],
             },
         ]
     }

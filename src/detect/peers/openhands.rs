@@ -2,10 +2,10 @@
 //! driven per event as peer-mappings section 1 says) and the V1 SDK
 //! (`openhands/sdk/conversation/stuck_detector.py`) as a profile.
 
-use super::common::{detection, full, int, py_eq, Unanswered};
+use super::common::{detection, full, py_eq, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Prepared,
-    Profile, POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::{Record, Session};
@@ -32,21 +32,18 @@ impl Family for OpenHands {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            ParamSpec {
-                name: "version",
-                kind: ParamKind::Choice(&["v0", "v1"]),
-                unit: "",
-                doc: "v0: the controller's StuckDetector with dataclass equality; v1: the SDK's, over the last events after the last user message",
-                source: "looptune (OpenHands V0 vs software-agent-sdk)",
-            },
-            ParamSpec {
-                name: "headless",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "v0: is_stuck(headless_mode): true checks the whole history, false only what follows the last user message",
-                source: SRC_V0,
-            },
-            int(
+            ParamSpec::choice(
+                "version",
+                &["v0", "v1"],
+                "v0: the controller's StuckDetector with dataclass equality; v1: the SDK's, over the last events after the last user message",
+                "looptune (OpenHands V0 vs software-agent-sdk)",
+            ),
+            ParamSpec::bool(
+                "headless",
+                "v0: is_stuck(headless_mode): true checks the whole history, false only what follows the last user message",
+                SRC_V0,
+            ),
+            ParamSpec::int(
                 "action_observation",
                 1,
                 1000,
@@ -54,7 +51,7 @@ impl Family for OpenHands {
                 "v1: identical actions and identical observations that make a loop (V0 fixes 4)",
                 SRC_V1,
             ),
-            int(
+            ParamSpec::int(
                 "action_error",
                 1,
                 1000,
@@ -62,7 +59,7 @@ impl Family for OpenHands {
                 "v1: identical actions all answered by errors (V0 fixes 3)",
                 SRC_V1,
             ),
-            int(
+            ParamSpec::int(
                 "monologue",
                 1,
                 1000,
@@ -70,7 +67,7 @@ impl Family for OpenHands {
                 "v1: consecutive agent messages (V0 fixes 3 equal ones)",
                 SRC_V1,
             ),
-            int(
+            ParamSpec::int(
                 "alternating_pattern",
                 3,
                 1000,
@@ -78,7 +75,7 @@ impl Family for OpenHands {
                 "v1: actions and observations compared two apart (V0 fixes 6)",
                 SRC_V1,
             ),
-            int(
+            ParamSpec::int(
                 "scan_events",
                 1,
                 1_000_000,
@@ -86,13 +83,11 @@ impl Family for OpenHands {
                 "v1: only the last events are scanned (MAX_EVENTS_TO_SCAN_FOR_STUCK_DETECTION)",
                 SRC_V1,
             ),
-            ParamSpec {
-                name: "action_error_nudge",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "v1: the 2026-08 rule: a streak of exactly action_error same actions with errors nudges once (a detection, which warns), the stop needs one more",
-                source: SRC_V1_NUDGE,
-            },
+            ParamSpec::bool(
+                "action_error_nudge",
+                "v1: the 2026-08 rule: a streak of exactly action_error same actions with errors nudges once (a detection, which warns), the stop needs one more",
+                SRC_V1_NUDGE,
+            ),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -101,8 +96,8 @@ impl Family for OpenHands {
                 name: "openhands-v0",
                 about: "OpenHands V0 stuck.py @d6fab190bf (2025-11), headless: 4 equal action/observation pairs, 3 equal actions with errors, 3 equal agent messages, ABABAB over 6, 10 condensations",
                 values: vec![
-                    (POLICY, ParamValue::Str("stop".into())),
-                    ("version", ParamValue::Str("v0".into())),
+                    (POLICY, ParamValue::word("stop")),
+                    ("version", ParamValue::word("v0")),
                     ("headless", ParamValue::Bool(true)),
                     ("action_observation", ParamValue::Int(4)),
                     ("action_error", ParamValue::Int(3)),
@@ -115,14 +110,14 @@ impl Family for OpenHands {
             Profile {
                 name: "openhands-v1",
                 about: "OpenHands software-agent-sdk @1c2e6b5183: StuckDetectionThresholds 4/3/3/6 over the last 20 events after the last user message; status STUCK stops the run",
-                values: vec![("version", ParamValue::Str("v1".into()))],
+                values: vec![("version", ParamValue::word("v1"))],
             },
             Profile {
                 name: "openhands-v1-2026-08",
                 about: "OpenHands software-agent-sdk @611629e6 (2026-08, #4332): as openhands-v1, but a streak of 3 same actions with errors nudges (strike 1) and a 4th stops (strike 2); any other stuck pattern stops at once (reported as strikes 1 and 2 at the same event). Policy warn:1",
                 values: vec![
-                    (POLICY, ParamValue::Str("warn:1".into())),
-                    ("version", ParamValue::Str("v1".into())),
+                    (POLICY, ParamValue::word("warn:1")),
+                    ("version", ParamValue::word("v1")),
                     ("action_error_nudge", ParamValue::Bool(true)),
                 ],
             },

@@ -24,8 +24,8 @@
 use super::common::{detection, full, Unanswered};
 use crate::detect::gemini::markdown::{count_fences, has_blockquote, has_heading, has_table};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Prepared,
-    Profile, POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -1037,40 +1037,6 @@ fn is_git_revision(t: &[u16]) -> bool {
 /// The `qwen` family.
 pub struct Qwen;
 
-fn int(name: &'static str, min: i64, max: i64, unit: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec {
-        name,
-        kind: ParamKind::Int { min, max },
-        unit,
-        doc,
-        source: SRC,
-    }
-}
-
-fn switch(name: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec {
-        name,
-        kind: ParamKind::Bool,
-        unit: "",
-        doc,
-        source: SRC,
-    }
-}
-
-fn list(name: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec {
-        name,
-        kind: ParamKind::List,
-        unit: "names",
-        doc,
-        source: SRC,
-    }
-}
-
-fn words(v: &[&str]) -> ParamValue {
-    ParamValue::List(v.iter().map(|s| s.to_string()).collect())
-}
-
 impl Family for Qwen {
     fn name(&self) -> &'static str {
         "qwen"
@@ -1081,38 +1047,32 @@ impl Family for Qwen {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int("tool_call_threshold", 1, 100_000, "calls", "always on: identical consecutive calls (same repeat key) that make a loop (TOOL_CALL_LOOP_THRESHOLD); for stateful read tools only when their recorded results did not change. Key: canonicalToolName + sorted-key JSON.stringify of the arguments (utils/tool-call-repeat-key.ts)"),
-            int("shell_stagnation_threshold", 1, 100_000, "calls", "always on: consecutive run_shell_command calls whose every chained segment is git status / ls-files / an overview git diff (SHELL_COMMAND_STAGNATION_THRESHOLD = STAGNATION_THRESHOLD)"),
-            int("max_tool_calls_per_turn", 0, 1_000_000_000, "calls", "always on: per-prompt tool-call cap (DEFAULT_MAX_TOOL_CALLS_PER_TURN, setting model.maxToolCallsPerTurn; 0 = disabled); past it the default cap halts only when some call repeated global_duplicate_threshold times"),
-            switch("max_tool_calls_explicit", "the cap was set explicitly (isMaxToolCallsPerTurnExplicit): the call past it always halts"),
-            int("cap_hard_multiplier", 1, 1_000_000, "x cap", "the adaptive cap always halts past cap x this (ADAPTIVE_CAP_HARD_MULTIPLIER)"),
-            switch("skip_loop_detection", "skipLoopDetection: true keeps the heuristic tier off (the default since QwenLM/qwen-code#2092, 2026-03-04)"),
-            switch("global_duplicate_check", "heuristic: run checkGlobalDuplicate and its result-time twin for stateful reads (looptune switch; on in Qwen Code)"),
-            int("global_duplicate_threshold", 1, 100_000, "calls", "heuristic: occurrences of one call anywhere in the prompt that make a loop (GLOBAL_DUPLICATE_THRESHOLD); also the adaptive cap's stuck signal, which is always on"),
-            switch("alternating_check", "heuristic: run checkAlternatingPattern (looptune switch)"),
-            int("alternating_cycles", 1, 10_000, "cycles", "heuristic: A/B cycles in a row that make a loop (ALTERNATING_PATTERN_CYCLES; window 2 x this)"),
-            switch("read_loop_check", "heuristic: run checkReadFileLoop (looptune switch)"),
-            int("read_threshold", 1, 100_000, "calls", "heuristic: read-like calls among the last read_window calls that make a loop, once a non-read tool was seen (FILE_READ_THRESHOLD)"),
-            int("read_window", 1, 100_000, "calls", "heuristic: calls kept for the read-like count (FILE_READ_WINDOW)"),
-            switch("stagnation_check", "heuristic: run checkActionStagnation (looptune switch)"),
-            int("stagnation_threshold", 1, 100_000, "calls", "heuristic: consecutive calls of one tool name, any arguments, that make a loop (STAGNATION_THRESHOLD)"),
-            switch("thought_check", "heuristic: run checkRepetitiveThoughts (looptune switch)"),
-            int("thought_threshold", 1, 100_000, "thoughts", "heuristic: identical consecutive thoughts (lowercased subject | first 200 units of the description) that make a loop (THOUGHT_REPEAT_THRESHOLD)"),
-            int("thought_history", 1, 100_000, "thoughts", "heuristic: thoughts kept (MAX_THOUGHT_HISTORY)"),
-            switch("content_check", "heuristic: run checkContentLoop (looptune switch)"),
-            int("content_chunk_size", 1, 100_000, "UTF-16 units", "heuristic: content window (CONTENT_CHUNK_SIZE)"),
-            int("content_loop_threshold", 1, 100_000, "windows", "heuristic: occurrences of one window that make a loop (CONTENT_LOOP_THRESHOLD)"),
-            int("content_max_history", 1, 100_000_000, "UTF-16 units", "heuristic: content history kept (MAX_HISTORY_LENGTH)"),
-            ParamSpec {
-                name: "content_max_distance_factor",
-                kind: ParamKind::Float { min: 0.0, max: 1_000_000.0 },
-                unit: "x chunk size",
-                doc: "heuristic: largest average gap between the last occurrences, as a multiple of the window (isLoopDetectedForChunk: 1.5)",
-                source: SRC,
-            },
-            list("stateful_read_tools", "tools whose identical calls count only with unchanged results (STATEFUL_READ_TOOLS)"),
-            list("read_like_tools", "exact read-like tool names (READ_LIKE_TOOL_NAMES)"),
-            list("read_like_prefixes", "read-like name prefixes (READ_LIKE_NAME_PREFIXES)"),
+            ParamSpec::int("tool_call_threshold", 1, 100_000, "calls", "always on: identical consecutive calls (same repeat key) that make a loop (TOOL_CALL_LOOP_THRESHOLD); for stateful read tools only when their recorded results did not change. Key: canonicalToolName + sorted-key JSON.stringify of the arguments (utils/tool-call-repeat-key.ts)", SRC),
+            ParamSpec::int("shell_stagnation_threshold", 1, 100_000, "calls", "always on: consecutive run_shell_command calls whose every chained segment is git status / ls-files / an overview git diff (SHELL_COMMAND_STAGNATION_THRESHOLD = STAGNATION_THRESHOLD)", SRC),
+            ParamSpec::int("max_tool_calls_per_turn", 0, 1_000_000_000, "calls", "always on: per-prompt tool-call cap (DEFAULT_MAX_TOOL_CALLS_PER_TURN, setting model.maxToolCallsPerTurn; 0 = disabled); past it the default cap halts only when some call repeated global_duplicate_threshold times", SRC),
+            ParamSpec::bool("max_tool_calls_explicit", "the cap was set explicitly (isMaxToolCallsPerTurnExplicit): the call past it always halts", SRC),
+            ParamSpec::int("cap_hard_multiplier", 1, 1_000_000, "x cap", "the adaptive cap always halts past cap x this (ADAPTIVE_CAP_HARD_MULTIPLIER)", SRC),
+            ParamSpec::bool("skip_loop_detection", "skipLoopDetection: true keeps the heuristic tier off (the default since QwenLM/qwen-code#2092, 2026-03-04)", SRC),
+            ParamSpec::bool("global_duplicate_check", "heuristic: run checkGlobalDuplicate and its result-time twin for stateful reads (looptune switch; on in Qwen Code)", SRC),
+            ParamSpec::int("global_duplicate_threshold", 1, 100_000, "calls", "heuristic: occurrences of one call anywhere in the prompt that make a loop (GLOBAL_DUPLICATE_THRESHOLD); also the adaptive cap's stuck signal, which is always on", SRC),
+            ParamSpec::bool("alternating_check", "heuristic: run checkAlternatingPattern (looptune switch)", SRC),
+            ParamSpec::int("alternating_cycles", 1, 10_000, "cycles", "heuristic: A/B cycles in a row that make a loop (ALTERNATING_PATTERN_CYCLES; window 2 x this)", SRC),
+            ParamSpec::bool("read_loop_check", "heuristic: run checkReadFileLoop (looptune switch)", SRC),
+            ParamSpec::int("read_threshold", 1, 100_000, "calls", "heuristic: read-like calls among the last read_window calls that make a loop, once a non-read tool was seen (FILE_READ_THRESHOLD)", SRC),
+            ParamSpec::int("read_window", 1, 100_000, "calls", "heuristic: calls kept for the read-like count (FILE_READ_WINDOW)", SRC),
+            ParamSpec::bool("stagnation_check", "heuristic: run checkActionStagnation (looptune switch)", SRC),
+            ParamSpec::int("stagnation_threshold", 1, 100_000, "calls", "heuristic: consecutive calls of one tool name, any arguments, that make a loop (STAGNATION_THRESHOLD)", SRC),
+            ParamSpec::bool("thought_check", "heuristic: run checkRepetitiveThoughts (looptune switch)", SRC),
+            ParamSpec::int("thought_threshold", 1, 100_000, "thoughts", "heuristic: identical consecutive thoughts (lowercased subject | first 200 units of the description) that make a loop (THOUGHT_REPEAT_THRESHOLD)", SRC),
+            ParamSpec::int("thought_history", 1, 100_000, "thoughts", "heuristic: thoughts kept (MAX_THOUGHT_HISTORY)", SRC),
+            ParamSpec::bool("content_check", "heuristic: run checkContentLoop (looptune switch)", SRC),
+            ParamSpec::int("content_chunk_size", 1, 100_000, "UTF-16 units", "heuristic: content window (CONTENT_CHUNK_SIZE)", SRC),
+            ParamSpec::int("content_loop_threshold", 1, 100_000, "windows", "heuristic: occurrences of one window that make a loop (CONTENT_LOOP_THRESHOLD)", SRC),
+            ParamSpec::int("content_max_history", 1, 100_000_000, "UTF-16 units", "heuristic: content history kept (MAX_HISTORY_LENGTH)", SRC),
+            ParamSpec::float("content_max_distance_factor", 0.0, 1_000_000.0, "x chunk size", "heuristic: largest average gap between the last occurrences, as a multiple of the window (isLoopDetectedForChunk: 1.5)", SRC),
+            ParamSpec::list("stateful_read_tools", "names", "tools whose identical calls count only with unchanged results (STATEFUL_READ_TOOLS)", SRC),
+            ParamSpec::list("read_like_tools", "names", "exact read-like tool names (READ_LIKE_TOOL_NAMES)", SRC),
+            ParamSpec::list("read_like_prefixes", "names", "read-like name prefixes (READ_LIKE_NAME_PREFIXES)", SRC),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -1121,7 +1081,7 @@ impl Family for Qwen {
                 name: "qwen",
                 about: "Qwen Code @00aa71b4 as shipped: skipLoopDetection true, so only the always-on guards (5 identical calls, git-inspection streak of 8, per-turn cap 100 soft / 1000 hard); a detection halts the turn",
                 values: vec![
-                    (POLICY, ParamValue::Str("stop".into())),
+                    (POLICY, ParamValue::word("stop")),
                     ("tool_call_threshold", ParamValue::Int(5)),
                     ("shell_stagnation_threshold", ParamValue::Int(8)),
                     ("max_tool_calls_per_turn", ParamValue::Int(100)),
@@ -1145,12 +1105,12 @@ impl Family for Qwen {
                     ("content_loop_threshold", ParamValue::Int(10)),
                     ("content_max_history", ParamValue::Int(1000)),
                     ("content_max_distance_factor", ParamValue::Float(1.5)),
-                    ("stateful_read_tools", words(&["task_list"])),
+                    ("stateful_read_tools", ParamValue::words(&["task_list"])),
                     (
                         "read_like_tools",
-                        words(&["read_file", "read_many_files", "list_directory", "zoom_image"]),
+                        ParamValue::words(&["read_file", "read_many_files", "list_directory", "zoom_image"]),
                     ),
-                    ("read_like_prefixes", words(&["read_", "list_"])),
+                    ("read_like_prefixes", ParamValue::words(&["read_", "list_"])),
                 ],
             },
             Profile {

@@ -1,7 +1,7 @@
 //! Roo Code's `ToolRepetitionDetector`: the (limit+1)-th consecutive identical
 //! tool call is blocked (peer-mappings section 2).
 
-use super::common::{detection, full, int};
+use super::common::{detection, full};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -27,7 +27,7 @@ impl Family for Roo {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "limit",
                 -1,
                 100_000,
@@ -42,7 +42,7 @@ impl Family for Roo {
             name: "roo",
             about: "Roo Code @cb83656718 (2026-04): default limit 3 (the 4th identical call is blocked), one detector per task, asks the user",
             values: vec![
-                (POLICY, ParamValue::Str("ask".into())),
+                (POLICY, ParamValue::word("ask")),
                 ("limit", ParamValue::Int(3)),
             ],
         }]
