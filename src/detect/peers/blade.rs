@@ -3,7 +3,7 @@
 //! stationarity rule (profile `blade-stationarity`), both driven over Blade
 //! model turns and runs as peer-mappings section 5 says.
 
-use super::common::{detection, full, segments, Segment, Unanswered};
+use super::common::{segments, Found, Segment, Unanswered};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Policy, Prepared, Profile,
     POLICY, POLICY_SPEC,
@@ -470,7 +470,7 @@ impl LegacyCheck {
         let s = &session.session;
         let plan = s.meta.mode.as_deref() == Some("plan");
         let cfg = &self.cfg;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut r: Option<LegacyRun> = None;
         for rt in run_turns(s, cfg.max_turns) {
             if rt.n == 1 {
@@ -516,13 +516,13 @@ impl LegacyCheck {
                     "⚠️ Loop detected ({}/{}): {reason}\n\nIMPORTANT: Do NOT explain or justify yourself. Instead:\n1. If you were about to call a tool, call it NOW\n2. If you need to do something different, do it NOW\n3. No filler text - action only",
                     run.warnings, cfg.max_warnings
                 ));
-                out.push(detection(s, t.at, kind, rt.run, reason));
-                if full(&out, limit) {
+                found.push(t.at, kind, rt.run, reason);
+                if found.full() {
                     break;
                 }
             }
         }
-        out
+        found.into_vec()
     }
 }
 
@@ -709,7 +709,7 @@ impl Check for StationarityCheck {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut det = Stationarity::default();
         // Strikes are counted per run of identical turns: its nudge warns and
         // its halt stops; a later run of identical turns nudges afresh.
@@ -752,8 +752,7 @@ impl Check for StationarityCheck {
             } else {
                 format!("{}-tool batch", t.calls.len())
             };
-            out.push(detection(
-                s,
+            found.push(
                 t.at,
                 kind,
                 streak,
@@ -761,11 +760,11 @@ impl Check for StationarityCheck {
                     "repeated {tool} without observable progress {} times",
                     det.run_length
                 ),
-            ));
-            if full(&out, limit) {
+            );
+            if found.full() {
                 break;
             }
         }
-        out
+        found.into_vec()
     }
 }

@@ -2,7 +2,7 @@
 //! exactly 3 identical calls in a row, hard stop from 5 on; peer-mappings
 //! section 4) and, as a profile, the extension's PR #9933 rule.
 
-use super::common::{detection, full};
+use super::common::each_record;
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -235,15 +235,14 @@ impl Check for ClineCheck {
         let c = &self.s;
         let mut t = ClineTracker::new(c.soft, c.hard, c.ignored.clone(), c.rearm)
             .with_hard_exact(c.hard_exact);
-        let mut out = Vec::new();
         // Strikes are counted per run of identical calls: the soft notice of a
         // run warns and its hard verdict stops, while a later run's soft
         // notice is a fresh warning. (The tracker itself never resets.)
         let mut streak = 0u32;
         let mut first = true;
-        for (i, e) in s.events.iter().enumerate() {
-            let Record::ToolCall { name, args, .. } = &e.record else {
-                continue;
+        each_record(s, limit, |at, found| {
+            let Record::ToolCall { name, args, .. } = &at.event.record else {
+                return;
             };
             let (v, new_run) = t.inspect(name, args);
             if new_run && !first {
@@ -251,23 +250,18 @@ impl Check for ClineCheck {
             }
             first = false;
             let kind = match v {
-                Verdict::Ok => continue,
+                Verdict::Ok => return,
                 Verdict::Soft => "soft",
                 Verdict::Hard => "hard",
             };
             let n = t.count_at_call();
-            out.push(detection(
-                s,
-                i,
+            found.push(
+                at.i,
                 kind,
                 streak,
                 format!("{n} consecutive identical calls to `{name}`"),
-            ));
-            if full(&out, limit) {
-                break;
-            }
-        }
-        out
+            );
+        })
     }
 }
 

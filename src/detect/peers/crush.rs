@@ -13,7 +13,7 @@
 //! `ShouldContinue`). The condition is evaluated once per step, at the step's
 //! last record.
 
-use super::common::{detection, full, segments, Unanswered};
+use super::common::{segments, Found, Unanswered};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -206,7 +206,7 @@ impl Check for CrushCheck {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut run: Vec<Option<String>> = Vec::new();
         let mut prompts = 0u32;
         let mut run_over = false;
@@ -229,8 +229,7 @@ impl Check for CrushCheck {
             run.push(step_signature(&calls));
             if let Some(sig) = has_repeated_tool_calls(&run, self.s.window, self.s.max_repeats) {
                 let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
-                out.push(detection(
-                    s,
+                found.push(
                     at,
                     "repeated_tool_calls",
                     prompts.saturating_sub(1),
@@ -245,8 +244,8 @@ impl Check for CrushCheck {
                             names.join(", ")
                         }
                     ),
-                ));
-                if full(&out, limit) {
+                );
+                if found.full() {
                     break;
                 }
                 // The stop condition ends the run; going on is a new run.
@@ -257,6 +256,6 @@ impl Check for CrushCheck {
                 run_over = true;
             }
         }
-        out
+        found.into_vec()
     }
 }

@@ -2,7 +2,7 @@
 //! denies a tool that returned the same error 3 times in a row; REP-001
 //! (identical calls) is off in the shipped agent and kept as a what-if.
 
-use super::common::{detection, full, Unanswered};
+use super::common::{each_record, Unanswered};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -198,15 +198,15 @@ impl Check for ErrorCheck {
         let s = &session.session;
         let mut state = ErrorState::default();
         let mut calls: Unanswered<String> = Unanswered::default();
-        let mut out = Vec::new();
         let mut inspected_turn = None;
-        for (i, e) in s.events.iter().enumerate() {
+        each_record(s, limit, |at, found| {
+            let (i, e) = (at.i, at.event);
             match &e.record {
                 Record::ToolCall { name, id, .. } => {
                     calls.push(id.as_deref(), name, name.clone());
                     // The batch (the turn's calls) is inspected once, before any runs.
                     if inspected_turn == Some(e.turn) {
-                        continue;
+                        return;
                     }
                     inspected_turn = Some(e.turn);
                     let batch: Vec<(usize, &str)> = s.events[i..]
@@ -223,18 +223,14 @@ impl Check for ErrorCheck {
                     let text = state.last.as_ref().map(|l| l.1.clone()).unwrap_or_default();
                     if let Some(&first) = state.inspect(&names, self.s.repeats).first() {
                         let (at, tool) = batch[first];
-                        out.push(detection(
-                            s,
+                        found.push(
                             at,
                             "REP-002",
                             0,
                             format!(
                                 "Tool '{tool}' has returned the same error {count} consecutive times: '{text}'"
                             ),
-                        ));
-                        if full(&out, limit) {
-                            break;
-                        }
+                        );
                     }
                 }
                 Record::ToolResult {
@@ -255,8 +251,7 @@ impl Check for ErrorCheck {
                 }
                 _ => {}
             }
-        }
-        out
+        })
     }
 }
 
@@ -279,25 +274,18 @@ impl Check for RepeatCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
         let mut state = RepeatState::new(self.s.max);
-        let mut out = Vec::new();
-        for (i, e) in s.events.iter().enumerate() {
-            if let Record::ToolCall { name, args, .. } = &e.record {
+        each_record(&session.session, limit, |at, found| {
+            if let Record::ToolCall { name, args, .. } = &at.event.record {
                 if !state.check_tool_call(name, args) {
-                    out.push(detection(
-                        s,
-                        i,
+                    found.push(
+                        at.i,
                         "REP-001",
                         0,
                         format!("Tool '{name}' has exceeded maximum repetitions"),
-                    ));
-                    if full(&out, limit) {
-                        break;
-                    }
+                    );
                 }
             }
-        }
-        out
+        })
     }
 }

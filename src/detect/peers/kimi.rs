@@ -21,7 +21,7 @@
 //! same call, so that the stop is always the 4th strike.
 //! Mapping: docs/detector-mappings.md, "Kimi CLI".
 
-use super::common::{detection, full, segments};
+use super::common::{segments, Found};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -279,7 +279,7 @@ impl Check for KimiCheck {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut ts = Toolset::default();
         let mut last: Vec<CallKey> = Vec::new();
         // (streak start, highest tier reported in it)
@@ -304,14 +304,13 @@ impl Check for KimiCheck {
                 };
                 stop |= t == 4;
                 for k in before + 1..=t {
-                    out.push(detection(
-                        s,
+                    found.push(
                         i,
                         KINDS[k as usize - 1],
                         start as u32,
                         format!("{n} consecutive identical calls to `{name}` with {args}"),
-                    ));
-                    if full(&out, limit) {
+                    );
+                    if found.full() {
                         break 'steps;
                     }
                 }
@@ -326,6 +325,6 @@ impl Check for KimiCheck {
                 last.clear();
             }
         }
-        out
+        found.into_vec()
     }
 }

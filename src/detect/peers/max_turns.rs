@@ -1,13 +1,12 @@
 //! A turn cap, the only guard some agents have: the baseline every loop
 //! detector should beat.
 
-use super::common::{detection, full};
+use super::common::each_record;
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
 use crate::error::Result;
-use crate::event::Record;
 
 /// The `max-turns` family.
 pub struct MaxTurns;
@@ -131,43 +130,27 @@ impl Check for MaxTurnsCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut out = Vec::new();
         let mut turns = 0u64;
-        let mut prompt_id: Option<&str> = None;
-        let mut prompts = 0u32;
-        for (i, e) in s.events.iter().enumerate() {
-            if let Record::User { prompt_id: pid, .. } = &e.record {
-                let same = pid.is_some() && pid.as_deref() == prompt_id;
-                if !same {
-                    prompts += 1;
-                    if self.s.per_prompt {
-                        turns = 0;
-                    }
-                }
-                prompt_id = pid.as_deref();
+        each_record(&session.session, limit, |at, found| {
+            if at.new_prompt && self.s.per_prompt {
+                turns = 0;
             }
-            if e.starts_turn {
+            if at.event.starts_turn {
                 turns += 1;
                 if turns > self.s.max {
                     let prompt = if self.s.per_prompt {
-                        prompts.saturating_sub(1)
+                        at.prompts.saturating_sub(1)
                     } else {
                         0
                     };
-                    out.push(detection(
-                        s,
-                        i,
+                    found.push(
+                        at.i,
                         "max_turns",
                         prompt,
                         format!("turn {turns} exceeds the limit of {}", self.s.max),
-                    ));
-                    if full(&out, limit) {
-                        break;
-                    }
+                    );
                 }
             }
-        }
-        out
+        })
     }
 }

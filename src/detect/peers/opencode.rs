@@ -2,7 +2,7 @@
 //! session-wide variant (`session/loop-detection.ts`), driven by canonical
 //! records as peer-mappings section 3 says.
 
-use super::common::{detection, full, Unanswered};
+use super::common::{each_record, Unanswered};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -136,10 +136,9 @@ impl Check for StepCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut out = Vec::new();
         let mut parts = vec![Part::Other]; // step-start
-        for (i, e) in s.events.iter().enumerate() {
+        each_record(&session.session, limit, |at, found| {
+            let e = at.event;
             // A new step (turn) or a user message means a new assistant message.
             if e.starts_turn || matches!(e.record, Record::User { .. }) {
                 parts.clear();
@@ -168,22 +167,17 @@ impl Check for StepCheck {
                             matches!(p, Part::Tool { name: t, input: x, .. } if t == name && *x == input)
                         });
                     if hit {
-                        out.push(detection(
-                            s,
-                            i,
+                        found.push(
+                            at.i,
                             "doom_loop",
                             0,
                             format!("{name} called {n} times in a row with input {input}"),
-                        ));
-                        if full(&out, limit) {
-                            return out;
-                        }
+                        );
                     }
                 }
                 _ => {}
             }
-        }
-        out
+        })
     }
 }
 
@@ -209,8 +203,6 @@ impl Check for SessionCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut out = Vec::new();
         // Session-wide parts. A step is step-start .. step-finish; the user's
         // message contributes one text part.
         let mut parts: Vec<Part> = Vec::new();
@@ -228,7 +220,8 @@ impl Check for SessionCheck {
             *step_open = true;
             *step_empty = true;
         };
-        for (i, e) in s.events.iter().enumerate() {
+        each_record(&session.session, limit, |at, found| {
+            let e = at.event;
             if let Record::User { .. } = e.record {
                 if step_open {
                     parts.push(Part::Other); // step-finish
@@ -251,7 +244,7 @@ impl Check for SessionCheck {
                         Part::Reasoning
                     };
                     if !step_empty && parts.last() == Some(&kind) {
-                        continue;
+                        return;
                     }
                     parts.push(kind);
                     step_empty = false;
@@ -271,19 +264,15 @@ impl Check for SessionCheck {
                     let from = parts.len().saturating_sub(self.s.scan);
                     let run = self.run_length(&parts[from..], name, &input);
                     if run + 1 >= self.s.threshold {
-                        out.push(detection(
-                            s,
-                            i,
+                        found.push(
+                            at.i,
                             "doom_loop",
                             0,
                             format!(
                                 "\"{name}\" has been called {} times with identical input",
                                 run + 1
                             ),
-                        ));
-                        if full(&out, limit) {
-                            return out;
-                        }
+                        );
                     }
                 }
                 Record::ToolResult { id, name, .. } => {
@@ -295,8 +284,7 @@ impl Check for SessionCheck {
                 }
                 _ => {}
             }
-        }
-        out
+        })
     }
 }
 

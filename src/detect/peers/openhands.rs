@@ -2,7 +2,7 @@
 //! driven per event as peer-mappings section 1 says) and the V1 SDK
 //! (`openhands/sdk/conversation/stuck_detector.py`) as a profile.
 
-use super::common::{detection, full, py_eq, Unanswered};
+use super::common::{py_eq, Found, Unanswered};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -798,7 +798,7 @@ impl Check for V0Check {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         // The filtered history, kept as is_stuck would rebuild it each time.
         let mut filtered: Vec<OhEvent> = Vec::new();
         let mut condensations = 0;
@@ -826,13 +826,13 @@ impl Check for V0Check {
                 } else {
                     users.saturating_sub(1)
                 };
-                out.push(detection(s, i, kind, prompt, String::from(kind)));
-                if full(&out, limit) {
+                found.push(i, kind, prompt, String::from(kind));
+                if found.full() {
                     break;
                 }
             }
         }
-        out
+        found.into_vec()
     }
 }
 
@@ -1107,7 +1107,7 @@ impl Check for V1Check {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut events: Vec<V1Event> = Vec::new();
         // Events dropped from the front of `events` (ids stay stable).
         let mut dropped = 0usize;
@@ -1136,8 +1136,7 @@ impl Check for V1Check {
                         last_nudged = Some(dropped + at);
                         group += 1;
                         nudged = true;
-                        out.push(detection(
-                            s,
+                        found.push(
                             i,
                             "action_error_nudge",
                             group,
@@ -1145,8 +1144,8 @@ impl Check for V1Check {
                                 "the same action got an error {} times in a row",
                                 self.th.action_error
                             ),
-                        ));
-                        if full(&out, limit) {
+                        );
+                        if found.full() {
                             break;
                         }
                         // The nudge is an event of the conversation, and the
@@ -1160,8 +1159,8 @@ impl Check for V1Check {
                 let prompt = if self.th.nudge {
                     if !nudged {
                         group += 1;
-                        out.push(detection(s, i, kind, group, kind.to_string()));
-                        if full(&out, limit) {
+                        found.push(i, kind, group, kind.to_string());
+                        if found.full() {
                             break;
                         }
                     }
@@ -1170,16 +1169,16 @@ impl Check for V1Check {
                 } else {
                     users.saturating_sub(1)
                 };
-                out.push(detection(s, i, kind, prompt, kind.to_string()));
+                found.push(i, kind, prompt, kind.to_string());
                 if self.th.nudge {
                     // Going on after a stop starts a new group.
                     group += 1;
                 }
-                if full(&out, limit) {
+                if found.full() {
                     break;
                 }
             }
         }
-        out
+        found.into_vec()
     }
 }

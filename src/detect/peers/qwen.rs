@@ -21,7 +21,7 @@
 //! file ports case by case; [`Qwen`] drives it over canonical sessions as
 //! `docs/detector-mappings.md` (section `qwen`) describes.
 
-use super::common::{detection, full, Unanswered};
+use super::common::{each_record, Unanswered};
 use crate::detect::gemini::markdown::{count_fences, has_blockquote, has_heading, has_table};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
@@ -1152,27 +1152,17 @@ impl Check for QwenCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
         let mut svc = QwenService::new(self.settings.clone());
         let mut calls: Unanswered<(String, Map<String, Value>)> = Unanswered::default();
-        let mut out = Vec::new();
-        let mut prompt = 0u32;
-        let mut prompt_id: Option<&str> = None;
-        let mut in_prompt = false;
         // A model response is streaming: its Finished comes before the next
         // turn, user message or tool result.
         let mut streaming = false;
-        for (i, e) in s.events.iter().enumerate() {
-            if let Record::User { prompt_id: pid, .. } = &e.record {
-                let same = in_prompt && pid.is_some() && pid.as_deref() == prompt_id;
-                if !same {
-                    prompt += 1;
-                    svc.reset();
-                    calls = Unanswered::default();
-                    streaming = false;
-                }
-                in_prompt = true;
-                prompt_id = pid.as_deref();
+        each_record(&session.session, limit, |at, found| {
+            let e = at.event;
+            if at.new_prompt {
+                svc.reset();
+                calls = Unanswered::default();
+                streaming = false;
             }
             let ends_stream = e.starts_turn
                 || matches!(e.record, Record::User { .. } | Record::ToolResult { .. });
@@ -1182,7 +1172,7 @@ impl Check for QwenCheck {
             }
             // Sticky: nothing reaches the service until the next prompt's reset.
             if svc.loop_detected() {
-                continue;
+                return;
             }
             let mut answered = None;
             match &e.record {
@@ -1224,13 +1214,9 @@ impl Check for QwenCheck {
                     (_, Some(call)) => format!("{k}: result of {call}"),
                     _ => k.to_string(),
                 };
-                out.push(detection(s, i, k, prompt, detail));
-                if full(&out, limit) {
-                    break;
-                }
+                found.push(at.i, k, at.prompts, detail);
             }
-        }
-        out
+        })
     }
 }
 

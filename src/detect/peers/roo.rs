@@ -1,7 +1,7 @@
 //! Roo Code's `ToolRepetitionDetector`: the (limit+1)-th consecutive identical
 //! tool call is blocked (peer-mappings section 2).
 
-use super::common::{detection, full};
+use super::common::each_record;
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
@@ -158,25 +158,18 @@ impl Check for RooCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
         let mut det = RooDetector::new(self.s.limit);
-        let mut out = Vec::new();
-        for (i, e) in s.events.iter().enumerate() {
-            if let Record::ToolCall { name, args, .. } = &e.record {
+        each_record(&session.session, limit, |at, found| {
+            if let Record::ToolCall { name, args, .. } = &at.event.record {
                 if !det.check_call(name, args) {
-                    out.push(detection(
-                        s,
-                        i,
+                    found.push(
+                        at.i,
                         "tool_repetition",
                         0,
                         format!("{name} repeated {} times in a row", self.s.limit + 1),
-                    ));
-                    if full(&out, limit) {
-                        break;
-                    }
+                    );
                 }
             }
-        }
-        out
+        })
     }
 }
