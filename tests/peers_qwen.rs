@@ -23,7 +23,7 @@ const ALTERNATING_PATTERN_CYCLES: usize = 3;
 
 /// `makeConfig(cap, explicit, skipLoopDetection)`.
 fn make(cap: Option<u64>, explicit: bool, skip: bool) -> QwenService {
-    let mut s = QwenSettings::profile("qwen");
+    let mut s = QwenSettings::profile("qwen").unwrap();
     s.max_calls = cap;
     s.max_calls_explicit = explicit;
     s.skip = skip;

@@ -6,8 +6,13 @@
 //! detection and went on (Gemini CLI's `clearDetection()`); the first of them
 //! is the original's sticky first detection. Checks of one configuration are
 //! independent, so their detections merge by event order, and a check whose
-//! parameters are shared by many configurations of a sweep runs once (see
+//! settings are shared by many configurations of a sweep runs once (see
 //! [`Check::key`]). Detectors know nothing of files or reports.
+//!
+//! A check reads its parameters once, into a plain settings struct (through
+//! [`Params`], whose errors name the family and the parameter), and reads
+//! nothing else: its sharing key is derived from those settings, so no
+//! parameter can be left out of it.
 
 pub mod gemini;
 pub mod params;
@@ -15,8 +20,11 @@ pub mod peers;
 pub mod prepared;
 
 use crate::error::{Error, Result};
-pub use params::{ParamKind, ParamSet, ParamSpec, ParamValue, Policy, POLICY, POLICY_SPEC};
+pub use params::{
+    FromParam, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Policy, POLICY, POLICY_SPEC,
+};
 pub use prepared::Prepared;
+use std::fmt;
 
 /// One detection, as a detector reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,9 +46,19 @@ pub struct Detection {
 
 /// An independent part of a detector (e.g. Gemini CLI's tool-call check).
 pub trait Check: Send + Sync {
-    /// A stable key naming the check and every parameter value it reads.
-    /// Configurations whose checks have equal keys share one run per session.
-    fn key(&self) -> String;
+    /// Family and check, e.g. `gemini.tool`: distinct for every check type.
+    fn name(&self) -> &'static str;
+    /// Every setting the check reads, typed; the check reads nothing else
+    /// (its struct holds only these), so equal settings give equal results.
+    fn settings(&self) -> &dyn fmt::Debug;
+    /// The sharing key: [`Check::name`] and the `Debug` form of
+    /// [`Check::settings`] (field by field, floats exactly). Configurations
+    /// whose checks have equal keys share one run per session. Not to be
+    /// overridden: a hand-kept key is what lets a forgotten parameter merge
+    /// configurations that differ.
+    fn key(&self) -> String {
+        format!("{}:{:?}", self.name(), self.settings())
+    }
     /// Every detection on this session, in event order. With `limit`, a check
     /// may stop once `limit` detections fell in one prompt if
     /// [`Check::limit_per_prompt`] says so, else once it has `limit` in all.
@@ -163,6 +181,8 @@ pub struct DetectorConfig {
     pub profile: String,
     /// Every parameter's value.
     pub params: ParamSet,
+    /// The `policy` parameter, read once.
+    policy: Policy,
 }
 
 impl DetectorConfig {
@@ -221,10 +241,12 @@ impl DetectorConfig {
             })?;
             params.0.insert(k.clone(), spec.check(v.clone())?);
         }
+        let policy = Params::new(fam.name(), &params).get(POLICY)?;
         Ok(DetectorConfig {
             family: fam.name(),
             profile: chosen.name.to_string(),
             params,
+            policy,
         })
     }
 
@@ -257,7 +279,7 @@ impl DetectorConfig {
 
     /// The post-detection policy.
     pub fn policy(&self) -> Policy {
-        self.params.policy()
+        self.policy
     }
 }
 
@@ -317,6 +339,143 @@ mod tests {
         let m = merge(vec![vec![d(5, 0), d(9, 1)], vec![d(3, 0), d(12, 1)]]);
         let got: Vec<(u32, u32)> = m.iter().map(|x| (x.event, x.strike)).collect();
         assert_eq!(got, vec![(3, 1), (5, 2), (9, 1), (12, 2)]);
+    }
+
+    /// Values other than `v` of a parameter's kind, at its edges.
+    fn others(kind: &ParamKind, v: &ParamValue) -> Vec<ParamValue> {
+        let all = match kind {
+            ParamKind::Int { min, max } => vec![ParamValue::Int(*min), ParamValue::Int(*max)],
+            ParamKind::Float { min, max } => {
+                vec![ParamValue::Float(*min), ParamValue::Float(*max)]
+            }
+            ParamKind::Bool => vec![ParamValue::Bool(false), ParamValue::Bool(true)],
+            ParamKind::Choice(words) => words
+                .iter()
+                .map(|w| ParamValue::Str(w.to_string()))
+                .collect(),
+            ParamKind::Policy => ["stop", "warn:1", "warn:2", "warn:3", "ask", "ignore"]
+                .iter()
+                .map(|w| ParamValue::Str(w.to_string()))
+                .collect(),
+            ParamKind::List => vec![ParamValue::List(vec![]), ParamValue::List(vec!["x".into()])],
+        };
+        all.into_iter().filter(|x| x != v).collect()
+    }
+
+    fn keys(cfg: &DetectorConfig) -> Option<Vec<String>> {
+        cfg.checks()
+            .ok()
+            .map(|cs| cs.iter().map(|c| c.key()).collect())
+    }
+
+    #[test]
+    fn every_parameter_but_the_policy_reaches_a_checks_settings() {
+        for fam in families() {
+            for spec in fam.params() {
+                let mut reached = false;
+                let mut policy_changed_a_key = None;
+                for prof in fam.profiles() {
+                    let base = DetectorConfig::resolve(None, Some(prof.name), &[]).unwrap();
+                    let base_keys = keys(&base).expect("stock profiles build");
+                    let here = &base.params.0[spec.name];
+                    for v in others(&spec.kind, here) {
+                        // Also under `stop`, which any family accepts with any
+                        // other value (Blade ties warn:N to max_warnings).
+                        for extra in [
+                            vec![],
+                            vec![(POLICY.to_string(), ParamValue::Str("stop".into()))],
+                        ] {
+                            let mut sets = extra;
+                            sets.push((spec.name.to_string(), v.clone()));
+                            let Ok(cfg) = DetectorConfig::resolve(None, Some(prof.name), &sets)
+                            else {
+                                continue;
+                            };
+                            let Some(k) = keys(&cfg) else { continue };
+                            if spec.name == POLICY {
+                                if k != base_keys {
+                                    policy_changed_a_key = Some(prof.name);
+                                }
+                            } else {
+                                let stop = DetectorConfig::resolve(
+                                    None,
+                                    Some(prof.name),
+                                    &sets[..sets.len() - 1],
+                                )
+                                .ok()
+                                .and_then(|c| keys(&c));
+                                reached |= stop.is_some_and(|s| s != k);
+                            }
+                        }
+                    }
+                }
+                if spec.name == POLICY {
+                    assert_eq!(
+                        policy_changed_a_key,
+                        None,
+                        "{}: the policy must not reach a check (configurations differing only in it share runs)",
+                        fam.name()
+                    );
+                } else {
+                    assert!(
+                        reached,
+                        "{}: parameter `{}` never changes a check's settings: declared but not read",
+                        fam.name(),
+                        spec.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_word_of_every_choice_builds() {
+        for fam in families() {
+            for spec in fam.params() {
+                let ParamKind::Choice(words) = spec.kind else {
+                    continue;
+                };
+                for w in words {
+                    let sets = [(spec.name.to_string(), ParamValue::Str(w.to_string()))];
+                    let cfg = DetectorConfig::resolve(Some(fam.name()), None, &sets).unwrap();
+                    if let Err(e) = cfg.checks() {
+                        panic!("{} {}={w}: {e}", fam.name(), spec.name);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_or_mistyped_parameter_names_family_and_parameter() {
+        let mut cfg = DetectorConfig::resolve(Some("roo"), None, &[]).unwrap();
+        cfg.params
+            .0
+            .insert("limit".into(), ParamValue::Str("three".into()));
+        let e = cfg
+            .checks()
+            .err()
+            .expect("a word is not an integer")
+            .to_string();
+        assert!(
+            e.contains("family `roo`") && e.contains("parameter `limit`") && e.contains("three"),
+            "{e}"
+        );
+        cfg.params.0.remove("limit");
+        let e = cfg.checks().err().expect("missing").to_string();
+        assert!(
+            e.contains("family `roo`") && e.contains("`limit` is missing"),
+            "{e}"
+        );
+        let mut cfg = DetectorConfig::resolve(Some("crush"), None, &[]).unwrap();
+        cfg.params
+            .0
+            .insert("window_steps".into(), ParamValue::Int(-1));
+        let e = cfg.checks().err().expect("negative size").to_string();
+        assert!(
+            e.contains("parameter `window_steps`: `-1` is not an integer in the range of usize"),
+            "{e}"
+        );
     }
 
     #[test]

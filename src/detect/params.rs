@@ -33,6 +33,16 @@ impl fmt::Display for ParamValue {
 }
 
 impl ParamValue {
+    /// A word (a choice or a policy), for profiles.
+    pub fn word(w: &str) -> ParamValue {
+        ParamValue::Str(w.to_string())
+    }
+
+    /// A list of names, for profiles.
+    pub fn words(ws: &[&str]) -> ParamValue {
+        ParamValue::List(ws.iter().map(|w| w.to_string()).collect())
+    }
+
     /// As TOML, for printing grids.
     pub fn to_toml(&self) -> String {
         match self {
@@ -94,6 +104,85 @@ pub struct ParamSpec {
 }
 
 impl ParamSpec {
+    /// An integer parameter in `min..=max`.
+    pub const fn int(
+        name: &'static str,
+        min: i64,
+        max: i64,
+        unit: &'static str,
+        doc: &'static str,
+        source: &'static str,
+    ) -> ParamSpec {
+        ParamSpec {
+            name,
+            kind: ParamKind::Int { min, max },
+            unit,
+            doc,
+            source,
+        }
+    }
+
+    /// A real parameter in `min..=max`.
+    pub const fn float(
+        name: &'static str,
+        min: f64,
+        max: f64,
+        unit: &'static str,
+        doc: &'static str,
+        source: &'static str,
+    ) -> ParamSpec {
+        ParamSpec {
+            name,
+            kind: ParamKind::Float { min, max },
+            unit,
+            doc,
+            source,
+        }
+    }
+
+    /// A switch.
+    pub const fn bool(name: &'static str, doc: &'static str, source: &'static str) -> ParamSpec {
+        ParamSpec {
+            name,
+            kind: ParamKind::Bool,
+            unit: "",
+            doc,
+            source,
+        }
+    }
+
+    /// One of the given words.
+    pub const fn choice(
+        name: &'static str,
+        words: &'static [&'static str],
+        doc: &'static str,
+        source: &'static str,
+    ) -> ParamSpec {
+        ParamSpec {
+            name,
+            kind: ParamKind::Choice(words),
+            unit: "",
+            doc,
+            source,
+        }
+    }
+
+    /// A list of names.
+    pub const fn list(
+        name: &'static str,
+        unit: &'static str,
+        doc: &'static str,
+        source: &'static str,
+    ) -> ParamSpec {
+        ParamSpec {
+            name,
+            kind: ParamKind::List,
+            unit,
+            doc,
+            source,
+        }
+    }
+
     /// Parse a command-line or TOML string into a value of this parameter's type.
     pub fn parse(&self, raw: &str) -> Result<ParamValue> {
         let raw = raw.trim();
@@ -187,60 +276,132 @@ fn kind_name(kind: &ParamKind) -> &'static str {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ParamSet(pub BTreeMap<String, ParamValue>);
 
-impl ParamSet {
-    /// An integer parameter (panics if the family did not declare it: a bug).
-    pub fn int(&self, name: &str) -> i64 {
-        match self.0.get(name) {
-            Some(ParamValue::Int(i)) => *i,
-            Some(ParamValue::Float(x)) => *x as i64,
-            other => panic!("parameter {name} is not an integer: {other:?}"),
+/// A configuration's parameters as one family reads them into its checks'
+/// typed settings (once, when the checks are built): a missing or mistyped
+/// parameter is an [`Error::Config`] naming the family and the parameter.
+#[derive(Debug, Clone, Copy)]
+pub struct Params<'a> {
+    family: &'static str,
+    set: &'a ParamSet,
+}
+
+impl<'a> Params<'a> {
+    /// Read `set` for `family`.
+    pub fn new(family: &'static str, set: &'a ParamSet) -> Params<'a> {
+        Params { family, set }
+    }
+
+    fn raw(&self, name: &str) -> Result<&'a ParamValue> {
+        self.set.0.get(name).ok_or_else(|| {
+            Error::Config(format!(
+                "family `{}`: parameter `{name}` is missing",
+                self.family
+            ))
+        })
+    }
+
+    /// A parameter as `T`.
+    pub fn get<T: FromParam>(&self, name: &str) -> Result<T> {
+        let v = self.raw(name)?;
+        T::from_param(v).ok_or_else(|| {
+            Error::Config(format!(
+                "family `{}`: parameter `{name}`: `{v}` is not {}",
+                self.family,
+                T::WHAT
+            ))
+        })
+    }
+
+    /// A word parameter mapped through `words`, which lists every word the
+    /// parameter's [`ParamKind::Choice`] allows.
+    pub fn choice<T: Copy>(&self, name: &str, words: &[(&str, T)]) -> Result<T> {
+        let v = self.raw(name)?;
+        let found = match v {
+            ParamValue::Str(w) => words.iter().find(|(k, _)| k == w).map(|(_, t)| *t),
+            _ => None,
+        };
+        found.ok_or_else(|| {
+            Error::Config(format!(
+                "family `{}`: parameter `{name}`: `{v}` is not one of {}",
+                self.family,
+                words.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+}
+
+/// A Rust type a parameter value converts to exactly (no rounding, no wrapping).
+pub trait FromParam: Sized {
+    /// What the value must be, for errors ("an integer", ...).
+    const WHAT: &'static str;
+    /// The value as `Self`, if it is one.
+    fn from_param(v: &ParamValue) -> Option<Self>;
+}
+
+impl FromParam for i64 {
+    const WHAT: &'static str = "an integer";
+    fn from_param(v: &ParamValue) -> Option<i64> {
+        match v {
+            ParamValue::Int(i) => Some(*i),
+            _ => None,
         }
     }
-    /// A real parameter.
-    pub fn float(&self, name: &str) -> f64 {
-        match self.0.get(name) {
-            Some(ParamValue::Float(x)) => *x,
-            Some(ParamValue::Int(i)) => *i as f64,
-            other => panic!("parameter {name} is not a number: {other:?}"),
-        }
-    }
-    /// A boolean parameter.
-    pub fn bool(&self, name: &str) -> bool {
-        match self.0.get(name) {
-            Some(ParamValue::Bool(b)) => *b,
-            other => panic!("parameter {name} is not a boolean: {other:?}"),
-        }
-    }
-    /// A word parameter.
-    pub fn str(&self, name: &str) -> &str {
-        match self.0.get(name) {
-            Some(ParamValue::Str(s)) => s,
-            other => panic!("parameter {name} is not a word: {other:?}"),
-        }
-    }
-    /// A list parameter.
-    pub fn list(&self, name: &str) -> &[String] {
-        match self.0.get(name) {
-            Some(ParamValue::List(l)) => l,
-            other => panic!("parameter {name} is not a list: {other:?}"),
-        }
-    }
-    /// The post-detection policy.
-    pub fn policy(&self) -> Policy {
-        Policy::parse(self.str(POLICY)).expect("policy was validated")
-    }
-    /// A stable text key over the named parameters, for caching check results.
-    pub fn key_of(&self, names: &[&str]) -> String {
-        let mut k = String::new();
-        for n in names {
-            k.push_str(n);
-            k.push('=');
-            if let Some(v) = self.0.get(*n) {
-                k.push_str(&v.to_string());
+}
+
+macro_rules! unsigned_param {
+    ($($t:ty),*) => {$(
+        impl FromParam for $t {
+            const WHAT: &'static str = concat!("an integer in the range of ", stringify!($t));
+            fn from_param(v: &ParamValue) -> Option<$t> {
+                match v {
+                    ParamValue::Int(i) => <$t>::try_from(*i).ok(),
+                    _ => None,
+                }
             }
-            k.push(';');
         }
-        k
+    )*};
+}
+unsigned_param!(u32, u64, usize);
+
+impl FromParam for f64 {
+    const WHAT: &'static str = "a number";
+    fn from_param(v: &ParamValue) -> Option<f64> {
+        match v {
+            ParamValue::Float(x) => Some(*x),
+            // A profile may spell a whole number without a fraction.
+            ParamValue::Int(i) => Some(*i as f64),
+            _ => None,
+        }
+    }
+}
+
+impl FromParam for bool {
+    const WHAT: &'static str = "true or false";
+    fn from_param(v: &ParamValue) -> Option<bool> {
+        match v {
+            ParamValue::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+}
+
+impl FromParam for Vec<String> {
+    const WHAT: &'static str = "a list of names";
+    fn from_param(v: &ParamValue) -> Option<Vec<String>> {
+        match v {
+            ParamValue::List(l) => Some(l.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl FromParam for Policy {
+    const WHAT: &'static str = "a policy (stop, warn:N, ask, ignore)";
+    fn from_param(v: &ParamValue) -> Option<Policy> {
+        match v {
+            ParamValue::Str(s) => Policy::parse(s).ok(),
+            _ => None,
+        }
     }
 }
 

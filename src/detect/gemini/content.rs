@@ -38,7 +38,7 @@ pub enum Fences {
 }
 
 /// Settings of the content check.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ContentSettings {
     /// Algorithm.
     pub algorithm: Algorithm,

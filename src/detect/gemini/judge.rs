@@ -10,7 +10,7 @@ use super::prep::{GeminiPrep, Op};
 use crate::detect::Detection;
 
 /// Settings of the judge schedule and decision.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct JudgeSettings {
     /// First check at this prompt turn (`LLM_CHECK_AFTER_TURNS`).
     pub after_turns: i64,

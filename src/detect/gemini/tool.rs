@@ -19,7 +19,7 @@ pub enum PreviewRule {
 }
 
 /// Settings of the tool check.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolSettings {
     /// Repetitions needed (`TOOL_CALL_LOOP_THRESHOLD`).
     pub threshold: usize,

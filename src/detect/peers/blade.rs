@@ -3,10 +3,10 @@
 //! stationarity rule (profile `blade-stationarity`), both driven over Blade
 //! model turns and runs as peer-mappings section 5 says.
 
-use super::common::{detection, full, int, segments, Segment, Unanswered};
+use super::common::{segments, Found, Segment, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Policy, Prepared,
-    Profile, POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Policy, Prepared, Profile,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::{Error, Result};
 use crate::event::{Record, Session};
@@ -38,21 +38,18 @@ impl Family for Blade {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            ParamSpec {
-                name: "algorithm",
-                kind: ParamKind::Choice(&["legacy", "stationarity"]),
-                unit: "",
-                doc: "legacy: LoopDetectionService (deleted 2025-12-15); stationarity: the current actionStationarity.ts",
-                source: "looptune (Blade legacy vs HEAD)",
-            },
-            ParamSpec {
-                name: "dynamic_threshold",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "legacy: thresholds scale with the run's turn (tool 3/5/7, content 5/10/15 snapshots at ratio 0.6/0.5/0.4 below 10, below 30, from 30 turns); off: tool_call_threshold, content_repeat_threshold and ratio 0.5",
-                source: SRC_LEGACY,
-            },
-            int(
+            ParamSpec::choice(
+                "algorithm",
+                &["legacy", "stationarity"],
+                "legacy: LoopDetectionService (deleted 2025-12-15); stationarity: the current actionStationarity.ts",
+                "looptune (Blade legacy vs HEAD)",
+            ),
+            ParamSpec::bool(
+                "dynamic_threshold",
+                "legacy: thresholds scale with the run's turn (tool 3/5/7, content 5/10/15 snapshots at ratio 0.6/0.5/0.4 below 10, below 30, from 30 turns); off: tool_call_threshold, content_repeat_threshold and ratio 0.5",
+                SRC_LEGACY,
+            ),
+            ParamSpec::int(
                 "tool_call_threshold",
                 1,
                 100_000,
@@ -60,7 +57,7 @@ impl Family for Blade {
                 "legacy: identical calls in a row when dynamic thresholds are off (also printed in the reason)",
                 SRC_AGENT,
             ),
-            int(
+            ParamSpec::int(
                 "content_repeat_threshold",
                 1,
                 100_000,
@@ -68,21 +65,18 @@ impl Family for Blade {
                 "legacy: content snapshots compared when dynamic thresholds are off",
                 SRC_AGENT,
             ),
-            ParamSpec {
-                name: "whitelisted_tools",
-                kind: ParamKind::List,
-                unit: "tool names",
-                doc: "legacy: tools left out of the identical-call check",
-                source: SRC_AGENT,
-            },
-            ParamSpec {
-                name: "llm_detection",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "legacy: ask the chat model (the recorded judge verdict, YES at confidence >= 0.5) from turn llm_check_interval; after a NO every later turn is asked (interval min(+5, 15))",
-                source: SRC_LEGACY,
-            },
-            int(
+            ParamSpec::list(
+                "whitelisted_tools",
+                "tool names",
+                "legacy: tools left out of the identical-call check",
+                SRC_AGENT,
+            ),
+            ParamSpec::bool(
+                "llm_detection",
+                "legacy: ask the chat model (the recorded judge verdict, YES at confidence >= 0.5) from turn llm_check_interval; after a NO every later turn is asked (interval min(+5, 15))",
+                SRC_LEGACY,
+            ),
+            ParamSpec::int(
                 "llm_check_interval",
                 1,
                 100_000,
@@ -90,7 +84,7 @@ impl Family for Blade {
                 "legacy: run turn from which the LLM check runs",
                 SRC_AGENT,
             ),
-            int(
+            ParamSpec::int(
                 "max_warnings",
                 0,
                 1000,
@@ -98,7 +92,7 @@ impl Family for Blade {
                 "legacy: warnings before the next detection stops the run (Agent.ts 3; service default 2); the same number as policy warn:N, which must agree",
                 SRC_AGENT,
             ),
-            int(
+            ParamSpec::int(
                 "max_turns_per_run",
                 0,
                 100_000_000,
@@ -106,7 +100,7 @@ impl Family for Blade {
                 "model turns after which a run ends and the next turn starts a new one (legacy SAFETY_LIMIT 100; 0 = none, as HEAD)",
                 SRC_AGENT,
             ),
-            int(
+            ParamSpec::int(
                 "nudge_threshold",
                 1,
                 100_000,
@@ -114,7 +108,7 @@ impl Family for Blade {
                 "stationarity: identical tool turns without progress that give the hidden nudge (ACTION_STATIONARITY_NUDGE_THRESHOLD)",
                 SRC_STATIONARITY,
             ),
-            int(
+            ParamSpec::int(
                 "halt_threshold",
                 1,
                 100_000,
@@ -130,12 +124,12 @@ impl Family for Blade {
                 name: "blade-legacy",
                 about: "Blade LoopDetectionService @b52d9f2bec (2025-12-13) as Agent.ts configures it: dynamic thresholds, LLM layer, no whitelist, maxWarnings 3 (4th detection of a run stops), new service per command, 100-turn runs",
                 values: vec![
-                    (POLICY, ParamValue::Str("warn:3".into())),
-                    ("algorithm", ParamValue::Str("legacy".into())),
+                    (POLICY, ParamValue::word("warn:3")),
+                    ("algorithm", ParamValue::word("legacy")),
                     ("dynamic_threshold", ParamValue::Bool(true)),
                     ("tool_call_threshold", ParamValue::Int(5)),
                     ("content_repeat_threshold", ParamValue::Int(10)),
-                    ("whitelisted_tools", ParamValue::List(vec![])),
+                    ("whitelisted_tools", ParamValue::words(&[])),
                     ("llm_detection", ParamValue::Bool(true)),
                     ("llm_check_interval", ParamValue::Int(30)),
                     ("max_warnings", ParamValue::Int(3)),
@@ -148,7 +142,7 @@ impl Family for Blade {
                 name: "blade-legacy-service-default",
                 about: "the same service with maxWarnings unset (default 2: the 3rd detection of a run stops)",
                 values: vec![
-                    (POLICY, ParamValue::Str("warn:2".into())),
+                    (POLICY, ParamValue::word("warn:2")),
                     ("max_warnings", ParamValue::Int(2)),
                 ],
             },
@@ -156,58 +150,45 @@ impl Family for Blade {
                 name: "blade-stationarity",
                 about: "Blade HEAD @b852126c42 (2026-08-22) actionStationarity.ts: the same tool batch (sorted-key args, TaskOutput by task_id) 8 turns in a row without TaskOutput progress nudges, 16 halts; no turn cap",
                 values: vec![
-                    (POLICY, ParamValue::Str("warn:1".into())),
-                    ("algorithm", ParamValue::Str("stationarity".into())),
+                    (POLICY, ParamValue::word("warn:1")),
+                    ("algorithm", ParamValue::word("stationarity")),
                     ("max_turns_per_run", ParamValue::Int(0)),
                 ],
             },
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
-        let max_turns = params.int("max_turns_per_run") as u32;
-        if params.str("algorithm") == "stationarity" {
+        let p = Params::new(self.name(), params);
+        let max_turns = p.get("max_turns_per_run")?;
+        let stationarity = p.choice("algorithm", &[("legacy", false), ("stationarity", true)])?;
+        if stationarity {
             return Ok(vec![Box::new(StationarityCheck {
-                key: params.key_of(&[
-                    "algorithm",
-                    "max_turns_per_run",
-                    "nudge_threshold",
-                    "halt_threshold",
-                ]),
-                nudge: params.int("nudge_threshold") as u32,
-                halt: params.int("halt_threshold") as u32,
-                max_turns,
+                s: StationaritySettings {
+                    nudge: p.get("nudge_threshold")?,
+                    halt: p.get("halt_threshold")?,
+                    max_turns,
+                },
             })]);
         }
-        let max_warnings = params.int("max_warnings");
-        if let Policy::Warn(n) = params.policy() {
-            if i64::from(n) != max_warnings {
+        let max_warnings: u32 = p.get("max_warnings")?;
+        if let Policy::Warn(n) = p.get(POLICY)? {
+            if n != max_warnings {
                 return Err(Error::Config(format!(
                     "blade: policy warn:{n} disagrees with max_warnings={max_warnings}; Blade stops at warning max_warnings+1, so set both (or use stop, ask or ignore)"
                 )));
             }
         }
         Ok(vec![Box::new(LegacyCheck {
-            key: params.key_of(&[
-                "algorithm",
-                "dynamic_threshold",
-                "tool_call_threshold",
-                "content_repeat_threshold",
-                "whitelisted_tools",
-                "llm_detection",
-                "llm_check_interval",
-                "max_warnings",
-                "max_turns_per_run",
-            ]),
             cfg: LegacyConfig {
-                dynamic: params.bool("dynamic_threshold"),
-                tool_threshold: params.int("tool_call_threshold") as usize,
-                content_threshold: params.int("content_repeat_threshold") as usize,
-                whitelist: params.list("whitelisted_tools").to_vec(),
-                llm: params.bool("llm_detection"),
-                llm_interval: params.int("llm_check_interval"),
-                max_warnings: max_warnings as u32,
+                dynamic: p.get("dynamic_threshold")?,
+                tool_threshold: p.get("tool_call_threshold")?,
+                content_threshold: p.get("content_repeat_threshold")?,
+                whitelist: p.get("whitelisted_tools")?,
+                llm: p.get("llm_detection")?,
+                llm_interval: p.get("llm_check_interval")?,
+                max_warnings,
+                max_turns,
             },
-            max_turns,
         })])
     }
 }
@@ -337,7 +318,8 @@ fn run_turns(s: &Session, max_turns: u32) -> Vec<RunTurn<'_>> {
 // Legacy LoopDetectionService
 // ---------------------------------------------------------------------------
 
-#[derive(Debug, Clone)]
+/// What the legacy check reads.
+#[derive(Debug, Clone, PartialEq)]
 struct LegacyConfig {
     dynamic: bool,
     tool_threshold: usize,
@@ -346,6 +328,8 @@ struct LegacyConfig {
     llm: bool,
     llm_interval: i64,
     max_warnings: u32,
+    /// Model turns per run (0 = no cap).
+    max_turns: u32,
 }
 
 /// One run's service state plus the Agent's message list (its last 10 contents).
@@ -450,14 +434,15 @@ impl LegacyConfig {
 }
 
 struct LegacyCheck {
-    key: String,
     cfg: LegacyConfig,
-    max_turns: u32,
 }
 
 impl Check for LegacyCheck {
-    fn key(&self) -> String {
-        format!("blade:{}", self.key)
+    fn name(&self) -> &'static str {
+        "blade.legacy"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.cfg
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
@@ -485,9 +470,9 @@ impl LegacyCheck {
         let s = &session.session;
         let plan = s.meta.mode.as_deref() == Some("plan");
         let cfg = &self.cfg;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut r: Option<LegacyRun> = None;
-        for rt in run_turns(s, self.max_turns) {
+        for rt in run_turns(s, cfg.max_turns) {
             if rt.n == 1 {
                 // A new Agent and service: messages start as [system, user].
                 let mut messages = VecDeque::new();
@@ -531,13 +516,13 @@ impl LegacyCheck {
                     "⚠️ Loop detected ({}/{}): {reason}\n\nIMPORTANT: Do NOT explain or justify yourself. Instead:\n1. If you were about to call a tool, call it NOW\n2. If you need to do something different, do it NOW\n3. No filler text - action only",
                     run.warnings, cfg.max_warnings
                 ));
-                out.push(detection(s, t.at, kind, rt.run, reason));
-                if full(&out, limit) {
+                found.push(t.at, kind, rt.run, reason);
+                if found.full() {
                     break;
                 }
             }
         }
-        out
+        found.into_vec()
     }
 }
 
@@ -701,27 +686,36 @@ impl Stationarity {
     }
 }
 
-struct StationarityCheck {
-    key: String,
+/// What the stationarity check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct StationaritySettings {
     nudge: u32,
     halt: u32,
+    /// Model turns per run (0 = no cap).
     max_turns: u32,
 }
 
+struct StationarityCheck {
+    s: StationaritySettings,
+}
+
 impl Check for StationarityCheck {
-    fn key(&self) -> String {
-        format!("blade:{}", self.key)
+    fn name(&self) -> &'static str {
+        "blade.stationarity"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut det = Stationarity::default();
         // Strikes are counted per run of identical turns: its nudge warns and
         // its halt stops; a later run of identical turns nudges afresh.
         let mut streak = 0u32;
         let mut first = true;
-        for rt in run_turns(s, self.max_turns) {
+        for rt in run_turns(s, self.s.max_turns) {
             if rt.n == 1 {
                 det = Stationarity::default(); // one detector per run
             }
@@ -743,7 +737,7 @@ impl Check for StationarityCheck {
             } else {
                 None
             };
-            let (phase, restart) = det.observe(action, progress, self.nudge, self.halt);
+            let (phase, restart) = det.observe(action, progress, self.s.nudge, self.s.halt);
             if restart && !first {
                 streak += 1;
             }
@@ -758,8 +752,7 @@ impl Check for StationarityCheck {
             } else {
                 format!("{}-tool batch", t.calls.len())
             };
-            out.push(detection(
-                s,
+            found.push(
                 t.at,
                 kind,
                 streak,
@@ -767,11 +760,11 @@ impl Check for StationarityCheck {
                     "repeated {tool} without observable progress {} times",
                     det.run_length
                 ),
-            ));
-            if full(&out, limit) {
+            );
+            if found.full() {
                 break;
             }
         }
-        out
+        found.into_vec()
     }
 }

@@ -2,10 +2,10 @@
 //! exactly 3 identical calls in a row, hard stop from 5 on; peer-mappings
 //! section 4) and, as a profile, the extension's PR #9933 rule.
 
-use super::common::{detection, full, int};
+use super::common::each_record;
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -29,7 +29,7 @@ impl Family for Cline {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "soft_threshold",
                 1,
                 100_000,
@@ -37,7 +37,7 @@ impl Family for Cline {
                 "consecutive identical calls that give the soft notice (fires when the count equals it)",
                 SRC_SDK,
             ),
-            int(
+            ParamSpec::int(
                 "hard_threshold",
                 1,
                 100_000,
@@ -45,27 +45,22 @@ impl Family for Cline {
                 "consecutive identical calls that stop the run (fires when the count reaches it, and on every later identical call)",
                 SRC_SDK,
             ),
-            ParamSpec {
-                name: "ignored_params",
-                kind: ParamKind::List,
-                unit: "argument names",
-                doc: "top-level arguments left out of the signature (the extension's IGNORED_PARAMS)",
-                source: SRC_EXT,
-            },
-            ParamSpec {
-                name: "rearm_after_hard",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "after a hard detection the count starts over (the extension re-arms when the user continues); otherwise every further identical call is hard",
-                source: SRC_EXT,
-            },
-            ParamSpec {
-                name: "hard_exact",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "the hard verdict fires only when the count equals hard_threshold (=== in the March rule), not on every later identical call",
-                source: SRC_EXT,
-            },
+            ParamSpec::list(
+                "ignored_params",
+                "argument names",
+                "top-level arguments left out of the signature (the extension's IGNORED_PARAMS)",
+                SRC_EXT,
+            ),
+            ParamSpec::bool(
+                "rearm_after_hard",
+                "after a hard detection the count starts over (the extension re-arms when the user continues); otherwise every further identical call is hard",
+                SRC_EXT,
+            ),
+            ParamSpec::bool(
+                "hard_exact",
+                "the hard verdict fires only when the count equals hard_threshold (=== in the March rule), not on every later identical call",
+                SRC_EXT,
+            ),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -74,10 +69,10 @@ impl Family for Cline {
                 name: "cline",
                 about: "Cline SDK @21cb8d2525 (2026-08): soft at 3, hard at >= 5, one tracker per session fed on every tool-started event. Policy warn:1 = the soft notice warns, the hard verdict stops (strikes are counted per run of identical calls)",
                 values: vec![
-                    (POLICY, ParamValue::Str("warn:1".into())),
+                    (POLICY, ParamValue::word("warn:1")),
                     ("soft_threshold", ParamValue::Int(3)),
                     ("hard_threshold", ParamValue::Int(5)),
-                    ("ignored_params", ParamValue::List(vec![])),
+                    ("ignored_params", ParamValue::words(&[])),
                     ("rearm_after_hard", ParamValue::Bool(false)),
                     ("hard_exact", ParamValue::Bool(false)),
                 ],
@@ -88,7 +83,7 @@ impl Family for Cline {
                 values: vec![
                     (
                         "ignored_params",
-                        ParamValue::List(vec!["task_progress".into()]),
+                        ParamValue::words(&["task_progress"]),
                     ),
                     ("rearm_after_hard", ParamValue::Bool(true)),
                 ],
@@ -99,7 +94,7 @@ impl Family for Cline {
                 values: vec![
                     (
                         "ignored_params",
-                        ParamValue::List(vec!["task_progress".into()]),
+                        ParamValue::words(&["task_progress"]),
                     ),
                     ("hard_exact", ParamValue::Bool(true)),
                 ],
@@ -107,19 +102,15 @@ impl Family for Cline {
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         Ok(vec![Box::new(ClineCheck {
-            key: params.key_of(&[
-                "soft_threshold",
-                "hard_threshold",
-                "ignored_params",
-                "rearm_after_hard",
-                "hard_exact",
-            ]),
-            soft: params.int("soft_threshold"),
-            hard: params.int("hard_threshold"),
-            ignored: params.list("ignored_params").to_vec(),
-            rearm: params.bool("rearm_after_hard"),
-            hard_exact: params.bool("hard_exact"),
+            s: ClineSettings {
+                soft: p.get("soft_threshold")?,
+                hard: p.get("hard_threshold")?,
+                ignored: p.get("ignored_params")?,
+                rearm: p.get("rearm_after_hard")?,
+                hard_exact: p.get("hard_exact")?,
+            },
         })])
     }
 }
@@ -217,8 +208,9 @@ impl ClineTracker {
     }
 }
 
-struct ClineCheck {
-    key: String,
+/// What the check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct ClineSettings {
     soft: i64,
     hard: i64,
     ignored: Vec<String>,
@@ -226,24 +218,31 @@ struct ClineCheck {
     hard_exact: bool,
 }
 
+struct ClineCheck {
+    s: ClineSettings,
+}
+
 impl Check for ClineCheck {
-    fn key(&self) -> String {
-        format!("cline:{}", self.key)
+    fn name(&self) -> &'static str {
+        "cline.tracker"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut t = ClineTracker::new(self.soft, self.hard, self.ignored.clone(), self.rearm)
-            .with_hard_exact(self.hard_exact);
-        let mut out = Vec::new();
+        let c = &self.s;
+        let mut t = ClineTracker::new(c.soft, c.hard, c.ignored.clone(), c.rearm)
+            .with_hard_exact(c.hard_exact);
         // Strikes are counted per run of identical calls: the soft notice of a
         // run warns and its hard verdict stops, while a later run's soft
         // notice is a fresh warning. (The tracker itself never resets.)
         let mut streak = 0u32;
         let mut first = true;
-        for (i, e) in s.events.iter().enumerate() {
-            let Record::ToolCall { name, args, .. } = &e.record else {
-                continue;
+        each_record(s, limit, |at, found| {
+            let Record::ToolCall { name, args, .. } = &at.event.record else {
+                return;
             };
             let (v, new_run) = t.inspect(name, args);
             if new_run && !first {
@@ -251,23 +250,18 @@ impl Check for ClineCheck {
             }
             first = false;
             let kind = match v {
-                Verdict::Ok => continue,
+                Verdict::Ok => return,
                 Verdict::Soft => "soft",
                 Verdict::Hard => "hard",
             };
             let n = t.count_at_call();
-            out.push(detection(
-                s,
-                i,
+            found.push(
+                at.i,
                 kind,
                 streak,
                 format!("{n} consecutive identical calls to `{name}`"),
-            ));
-            if full(&out, limit) {
-                break;
-            }
-        }
-        out
+            );
+        })
     }
 }
 

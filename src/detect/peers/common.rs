@@ -1,49 +1,117 @@
 //! Small pieces the peer ports share: building detections, matching tool
 //! results to calls, Blade-style model-turn segments and Python equality.
 
-use crate::detect::{Detection, ParamKind, ParamSpec};
-use crate::event::{Record, Session};
+use crate::detect::Detection;
+use crate::event::{Event, Record, Session};
 use serde_json::Value;
 
-/// A detection at the 0-based record index `idx` of `session`.
-pub(crate) fn detection(
-    session: &Session,
-    idx: usize,
-    kind: &'static str,
-    prompt: u32,
-    detail: String,
-) -> Detection {
-    Detection {
-        kind,
-        event: idx as u32 + 1,
-        turn: session.events[idx].turn,
-        prompt,
-        strike: 0,
-        detail,
+/// The detections of one check run, up to its limit: once a detection
+/// fills the limit the check stops (further pushes are ignored).
+#[derive(Debug)]
+pub(crate) struct Found<'s> {
+    session: &'s Session,
+    out: Vec<Detection>,
+    limit: Option<usize>,
+    full: bool,
+}
+
+impl<'s> Found<'s> {
+    /// Nothing found yet on `session`.
+    pub(crate) fn new(session: &'s Session, limit: Option<usize>) -> Found<'s> {
+        Found {
+            session,
+            out: Vec::new(),
+            limit,
+            full: false,
+        }
+    }
+
+    /// A detection at the 0-based record index `idx`.
+    pub(crate) fn push(&mut self, idx: usize, kind: &'static str, prompt: u32, detail: String) {
+        if self.full {
+            return;
+        }
+        self.out.push(Detection {
+            kind,
+            event: idx as u32 + 1,
+            turn: self.session.events[idx].turn,
+            prompt,
+            strike: 0,
+            detail,
+        });
+        self.full = self.limit.is_some_and(|n| self.out.len() >= n);
+    }
+
+    /// Whether the last detection filled the limit: the check stops here.
+    pub(crate) fn full(&self) -> bool {
+        self.full
+    }
+
+    /// The detections, in the order found.
+    pub(crate) fn into_vec(self) -> Vec<Detection> {
+        self.out
     }
 }
 
-/// True once `limit` detections are collected.
-pub(crate) fn full(out: &[Detection], limit: Option<usize>) -> bool {
-    limit.is_some_and(|n| out.len() >= n)
+/// Prompts as the agents count them: a `user` record begins one unless it
+/// carries the prompt id already in force (one without an id always does).
+#[derive(Debug, Default)]
+pub(crate) struct Prompts<'s> {
+    id: Option<&'s str>,
+    count: u32,
 }
 
-/// An integer parameter spec.
-pub(crate) const fn int(
-    name: &'static str,
-    min: i64,
-    max: i64,
-    unit: &'static str,
-    doc: &'static str,
-    source: &'static str,
-) -> ParamSpec {
-    ParamSpec {
-        name,
-        kind: ParamKind::Int { min, max },
-        unit,
-        doc,
-        source,
+impl<'s> Prompts<'s> {
+    /// Feed a record; true when it begins a prompt.
+    pub(crate) fn observe(&mut self, record: &'s Record) -> bool {
+        let Record::User { prompt_id, .. } = record else {
+            return false;
+        };
+        let same = self.count > 0 && prompt_id.is_some() && prompt_id.as_deref() == self.id;
+        if !same {
+            self.count += 1;
+        }
+        self.id = prompt_id.as_deref();
+        !same
     }
+}
+
+/// One record of the shared loop.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct At<'s> {
+    /// 0-based index of the record.
+    pub i: usize,
+    /// The record and its turn.
+    pub event: &'s Event,
+    /// Prompts begun so far, this record's included (0 before the first `user` record).
+    pub prompts: u32,
+    /// This record begins a prompt.
+    pub new_prompt: bool,
+}
+
+/// The loop the per-record peer checks share: every record in order with
+/// its prompt count, until a detection fills `limit`.
+pub(crate) fn each_record<'s>(
+    session: &'s Session,
+    limit: Option<usize>,
+    mut visit: impl FnMut(At<'s>, &mut Found<'s>),
+) -> Vec<Detection> {
+    let mut found = Found::new(session, limit);
+    let mut prompts = Prompts::default();
+    for (i, event) in session.events.iter().enumerate() {
+        let new_prompt = prompts.observe(&event.record);
+        let at = At {
+            i,
+            event,
+            prompts: prompts.count,
+            new_prompt,
+        };
+        visit(at, &mut found);
+        if found.full() {
+            break;
+        }
+    }
+    found.into_vec()
 }
 
 /// Calls not yet answered, in call order, for the peers' result-matching rule:
@@ -182,6 +250,64 @@ mod tests {
         assert!(!py_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
         assert!(!py_eq(&json!(0.5), &json!(1)));
         assert!(py_eq(&json!(0.5), &json!(0.5)));
+    }
+
+    fn user(id: Option<&str>) -> Record {
+        Record::User {
+            text: String::new(),
+            prompt_id: id.map(String::from),
+        }
+    }
+
+    #[test]
+    fn prompts_begin_at_a_new_id_or_none() {
+        let records = [
+            Record::Turn,
+            user(Some("a")),
+            user(Some("a")),
+            user(None),
+            user(None),
+            user(Some("b")),
+            Record::Turn,
+            user(Some("b")),
+        ];
+        let mut p = Prompts::default();
+        let begins: Vec<bool> = records.iter().map(|r| p.observe(r)).collect();
+        assert_eq!(begins, [false, true, false, true, true, true, false, false]);
+        assert_eq!(p.count, 4);
+    }
+
+    #[test]
+    fn each_record_stops_at_the_detection_that_fills_the_limit() {
+        let records: Vec<(Record, crate::event::Origin)> = [
+            user(Some("a")),
+            Record::Turn,
+            user(Some("b")),
+            Record::Turn,
+            Record::Turn,
+        ]
+        .into_iter()
+        .map(|r| (r, crate::event::Origin::default()))
+        .collect();
+        let s = Session::from_records("s".into(), records);
+        let mut seen = Vec::new();
+        // A detection at every record, two at the third.
+        let got = each_record(&s, Some(3), |at, found| {
+            seen.push((at.i, at.prompts, at.new_prompt));
+            found.push(at.i, "x", at.prompts, String::new());
+            if at.i == 2 {
+                found.push(at.i, "x", at.prompts, String::new());
+                found.push(at.i, "ignored once full", 0, String::new());
+            }
+        });
+        assert_eq!(seen, [(0, 1, true), (1, 1, false), (2, 2, true)]);
+        let events: Vec<u32> = got.iter().map(|d| d.event).collect();
+        assert_eq!(events, [1, 2, 3]);
+        assert_eq!(each_record(&s, None, |_, _| {}).len(), 0);
+        let all = each_record(&s, None, |at, found| {
+            found.push(at.i, "x", 0, String::new())
+        });
+        assert_eq!(all.len(), 5);
     }
 
     #[test]

@@ -13,9 +13,9 @@
 //! `ShouldContinue`). The condition is evaluated once per step, at the step's
 //! last record.
 
-use super::common::{detection, full, int, segments, Unanswered};
+use super::common::{segments, Found, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
 use crate::error::Result;
@@ -39,7 +39,7 @@ impl Family for Crush {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "window_steps",
                 1,
                 100_000,
@@ -47,7 +47,7 @@ impl Family for Crush {
                 "steps examined (loopDetectionWindowSize); nothing fires while a run has fewer",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "max_repeats",
                 0,
                 100_000,
@@ -62,17 +62,19 @@ impl Family for Crush {
             name: "crush",
             about: "Crush @af86738e (2026-02, #2214): more than 5 equal step signatures among the last 10 steps of a run; the stop condition ends the run",
             values: vec![
-                (POLICY, ParamValue::Str("stop".into())),
+                (POLICY, ParamValue::word("stop")),
                 ("window_steps", ParamValue::Int(10)),
                 ("max_repeats", ParamValue::Int(5)),
             ],
         }]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         Ok(vec![Box::new(CrushCheck {
-            key: params.key_of(&["window_steps", "max_repeats"]),
-            window: params.int("window_steps") as usize,
-            max_repeats: params.int("max_repeats") as usize,
+            s: CrushSettings {
+                window: p.get("window_steps")?,
+                max_repeats: p.get("max_repeats")?,
+            },
         })])
     }
 }
@@ -183,20 +185,28 @@ fn items(s: &Session) -> Vec<Item> {
     out
 }
 
-struct CrushCheck {
-    key: String,
+/// What the check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct CrushSettings {
     window: usize,
     max_repeats: usize,
 }
 
+struct CrushCheck {
+    s: CrushSettings,
+}
+
 impl Check for CrushCheck {
-    fn key(&self) -> String {
-        format!("crush:{}", self.key)
+    fn name(&self) -> &'static str {
+        "crush.repeated_steps"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut run: Vec<Option<String>> = Vec::new();
         let mut prompts = 0u32;
         let mut run_over = false;
@@ -217,26 +227,25 @@ impl Check for CrushCheck {
                 run_over = false;
             }
             run.push(step_signature(&calls));
-            if let Some(sig) = has_repeated_tool_calls(&run, self.window, self.max_repeats) {
+            if let Some(sig) = has_repeated_tool_calls(&run, self.s.window, self.s.max_repeats) {
                 let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
-                out.push(detection(
-                    s,
+                found.push(
                     at,
                     "repeated_tool_calls",
                     prompts.saturating_sub(1),
                     format!(
                         "step signature {} occurs more than {} times in the last {} steps (this step: {})",
                         &sig[..12],
-                        self.max_repeats,
-                        self.window,
+                        self.s.max_repeats,
+                        self.s.window,
                         if names.is_empty() {
                             "no tool calls".to_string()
                         } else {
                             names.join(", ")
                         }
                     ),
-                ));
-                if full(&out, limit) {
+                );
+                if found.full() {
                     break;
                 }
                 // The stop condition ends the run; going on is a new run.
@@ -247,6 +256,6 @@ impl Check for CrushCheck {
                 run_over = true;
             }
         }
-        out
+        found.into_vec()
     }
 }

@@ -2,9 +2,9 @@
 //! denies a tool that returned the same error 3 times in a row; REP-001
 //! (identical calls) is off in the shipped agent and kept as a what-if.
 
-use super::common::{detection, full, int, Unanswered};
+use super::common::{each_record, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
 use crate::error::Result;
@@ -26,7 +26,7 @@ impl Family for Goose {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "error_repeats",
                 1,
                 100_000,
@@ -34,7 +34,7 @@ impl Family for Goose {
                 "same-tool same-error results in a row after which the tool's next call is denied (MAX_CONSECUTIVE_ERROR_FINGERPRINTS)",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "error_chars",
                 0,
                 1_000_000,
@@ -42,7 +42,7 @@ impl Family for Goose {
                 "leading characters (Unicode scalar values) of the error text that form its fingerprint",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "max_repetitions",
                 0,
                 100_000,
@@ -58,7 +58,7 @@ impl Family for Goose {
             name: "goose",
             about: "Goose @37c043b954 (2026): REP-002 after 3 identical errors of one tool; REP-001 disabled (RepetitionInspector::new(None)). A denial returns a declined result to the model and the run goes on, hence policy ignore",
             values: vec![
-                (POLICY, ParamValue::Str("ignore".into())),
+                (POLICY, ParamValue::word("ignore")),
                 ("error_repeats", ParamValue::Int(3)),
                 ("error_chars", ParamValue::Int(100)),
                 ("max_repetitions", ParamValue::Int(0)),
@@ -71,17 +71,18 @@ impl Family for Goose {
         }]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         // The two findings keep separate state and never affect each other.
         let mut v: Vec<Box<dyn Check>> = vec![Box::new(ErrorCheck {
-            key: params.key_of(&["error_repeats", "error_chars"]),
-            repeats: params.int("error_repeats") as u32,
-            chars: params.int("error_chars") as usize,
+            s: ErrorSettings {
+                repeats: p.get("error_repeats")?,
+                chars: p.get("error_chars")?,
+            },
         })];
-        let max = params.int("max_repetitions");
+        let max: u32 = p.get("max_repetitions")?;
         if max > 0 {
             v.push(Box::new(RepeatCheck {
-                key: params.key_of(&["max_repetitions"]),
-                max: max as u32,
+                s: RepeatSettings { max },
             }));
         }
         Ok(v)
@@ -174,30 +175,38 @@ impl RepeatState {
     }
 }
 
-struct ErrorCheck {
-    key: String,
+/// What REP-002 reads.
+#[derive(Debug, Clone, PartialEq)]
+struct ErrorSettings {
     repeats: u32,
     chars: usize,
 }
 
+struct ErrorCheck {
+    s: ErrorSettings,
+}
+
 impl Check for ErrorCheck {
-    fn key(&self) -> String {
-        format!("goose:rep002:{}", self.key)
+    fn name(&self) -> &'static str {
+        "goose.rep002"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
         let mut state = ErrorState::default();
         let mut calls: Unanswered<String> = Unanswered::default();
-        let mut out = Vec::new();
         let mut inspected_turn = None;
-        for (i, e) in s.events.iter().enumerate() {
+        each_record(s, limit, |at, found| {
+            let (i, e) = (at.i, at.event);
             match &e.record {
                 Record::ToolCall { name, id, .. } => {
                     calls.push(id.as_deref(), name, name.clone());
                     // The batch (the turn's calls) is inspected once, before any runs.
                     if inspected_turn == Some(e.turn) {
-                        continue;
+                        return;
                     }
                     inspected_turn = Some(e.turn);
                     let batch: Vec<(usize, &str)> = s.events[i..]
@@ -212,20 +221,16 @@ impl Check for ErrorCheck {
                     let names: Vec<&str> = batch.iter().map(|b| b.1).collect();
                     let count = state.count;
                     let text = state.last.as_ref().map(|l| l.1.clone()).unwrap_or_default();
-                    if let Some(&first) = state.inspect(&names, self.repeats).first() {
+                    if let Some(&first) = state.inspect(&names, self.s.repeats).first() {
                         let (at, tool) = batch[first];
-                        out.push(detection(
-                            s,
+                        found.push(
                             at,
                             "REP-002",
                             0,
                             format!(
                                 "Tool '{tool}' has returned the same error {count} consecutive times: '{text}'"
                             ),
-                        ));
-                        if full(&out, limit) {
-                            break;
-                        }
+                        );
                     }
                 }
                 Record::ToolResult {
@@ -239,48 +244,48 @@ impl Check for ErrorCheck {
                         .or_else(|| name.clone())
                         .unwrap_or_default();
                     if *error == Some(true) {
-                        state.record_error(&tool, output.as_deref().unwrap_or(""), self.chars);
+                        state.record_error(&tool, output.as_deref().unwrap_or(""), self.s.chars);
                     } else {
                         state.record_success();
                     }
                 }
                 _ => {}
             }
-        }
-        out
+        })
     }
 }
 
-struct RepeatCheck {
-    key: String,
+/// What REP-001 reads.
+#[derive(Debug, Clone, PartialEq)]
+struct RepeatSettings {
     max: u32,
 }
 
+struct RepeatCheck {
+    s: RepeatSettings,
+}
+
 impl Check for RepeatCheck {
-    fn key(&self) -> String {
-        format!("goose:rep001:{}", self.key)
+    fn name(&self) -> &'static str {
+        "goose.rep001"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut state = RepeatState::new(self.max);
-        let mut out = Vec::new();
-        for (i, e) in s.events.iter().enumerate() {
-            if let Record::ToolCall { name, args, .. } = &e.record {
+        let mut state = RepeatState::new(self.s.max);
+        each_record(&session.session, limit, |at, found| {
+            if let Record::ToolCall { name, args, .. } = &at.event.record {
                 if !state.check_tool_call(name, args) {
-                    out.push(detection(
-                        s,
-                        i,
+                    found.push(
+                        at.i,
                         "REP-001",
                         0,
                         format!("Tool '{name}' has exceeded maximum repetitions"),
-                    ));
-                    if full(&out, limit) {
-                        break;
-                    }
+                    );
                 }
             }
-        }
-        out
+        })
     }
 }

@@ -21,9 +21,9 @@
 //! same call, so that the stop is always the 4th strike.
 //! Mapping: docs/detector-mappings.md, "Kimi CLI".
 
-use super::common::{detection, full, int, segments};
+use super::common::{segments, Found};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
 use crate::error::Result;
@@ -46,7 +46,7 @@ impl Family for Kimi {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "reminder_1",
                 1,
                 100_000,
@@ -54,7 +54,7 @@ impl Family for Kimi {
                 "streak from which a cross-step repeat gets the first reminder (_REPEAT_REMINDER_1_START)",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "reminder_2",
                 1,
                 100_000,
@@ -62,7 +62,7 @@ impl Family for Kimi {
                 "streak from which the reminder names the tool, count and arguments (_REPEAT_REMINDER_2_START)",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "reminder_3",
                 1,
                 100_000,
@@ -70,7 +70,7 @@ impl Family for Kimi {
                 "streak from which the reminder tells the model to stop calling tools (_REPEAT_REMINDER_3_START)",
                 SRC,
             ),
-            int(
+            ParamSpec::int(
                 "force_stop",
                 1,
                 100_000,
@@ -85,7 +85,7 @@ impl Family for Kimi {
             name: "kimi",
             about: "Kimi CLI @b0e08c5f (2026-06, #2466): reminders at streaks 3, 5, 8 (strikes 1-3), force stop at 12 (strike 4); policy warn:3 stops where Kimi CLI stops",
             values: vec![
-                (POLICY, ParamValue::Str("warn:3".into())),
+                (POLICY, ParamValue::word("warn:3")),
                 ("reminder_1", ParamValue::Int(3)),
                 ("reminder_2", ParamValue::Int(5)),
                 ("reminder_3", ParamValue::Int(8)),
@@ -94,17 +94,18 @@ impl Family for Kimi {
         }]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
-        let t = [
-            params.int("reminder_1"),
-            params.int("reminder_2"),
-            params.int("reminder_3"),
-            params.int("force_stop"),
-        ];
+        let p = Params::new(self.name(), params);
         // Any order is valid: like `_build_repeat_reminder`, the highest
         // tier whose threshold the streak reached wins, the stop first.
         Ok(vec![Box::new(KimiCheck {
-            key: params.key_of(&["reminder_1", "reminder_2", "reminder_3", "force_stop"]),
-            tiers: t.map(|x| x as u32),
+            s: KimiSettings {
+                tiers: [
+                    p.get("reminder_1")?,
+                    p.get("reminder_2")?,
+                    p.get("reminder_3")?,
+                    p.get("force_stop")?,
+                ],
+            },
         })])
     }
 }
@@ -234,9 +235,14 @@ impl Toolset {
 
 const KINDS: [&str; 4] = ["reminder_1", "reminder_2", "reminder_3", "tool_call_repeat"];
 
-struct KimiCheck {
-    key: String,
+/// What the check reads: the streaks of the three reminders and the stop.
+#[derive(Debug, Clone, PartialEq)]
+struct KimiSettings {
     tiers: [u32; 4],
+}
+
+struct KimiCheck {
+    s: KimiSettings,
 }
 
 /// A session as Kimi steps: `None` for a new turn (a `user` record), else
@@ -264,13 +270,16 @@ fn steps(s: &Session) -> Vec<Option<Vec<(usize, CallKey)>>> {
 }
 
 impl Check for KimiCheck {
-    fn key(&self) -> String {
-        format!("kimi:{}", self.key)
+    fn name(&self) -> &'static str {
+        "kimi.repeat"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut ts = Toolset::default();
         let mut last: Vec<CallKey> = Vec::new();
         // (streak start, highest tier reported in it)
@@ -286,7 +295,7 @@ impl Check for KimiCheck {
             for (i, key) in calls {
                 let name = key.0.clone();
                 let args = key.1.clone();
-                let Handled::Run(Some((n, t, start))) = ts.handle(key, &self.tiers) else {
+                let Handled::Run(Some((n, t, start))) = ts.handle(key, &self.s.tiers) else {
                     continue;
                 };
                 let before = match reported {
@@ -295,14 +304,13 @@ impl Check for KimiCheck {
                 };
                 stop |= t == 4;
                 for k in before + 1..=t {
-                    out.push(detection(
-                        s,
+                    found.push(
                         i,
                         KINDS[k as usize - 1],
                         start as u32,
                         format!("{n} consecutive identical calls to `{name}` with {args}"),
-                    ));
-                    if full(&out, limit) {
+                    );
+                    if found.full() {
                         break 'steps;
                     }
                 }
@@ -317,6 +325,6 @@ impl Check for KimiCheck {
                 last.clear();
             }
         }
-        out
+        found.into_vec()
     }
 }

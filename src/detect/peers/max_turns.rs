@@ -1,13 +1,12 @@
 //! A turn cap, the only guard some agents have: the baseline every loop
 //! detector should beat.
 
-use super::common::{detection, full, int};
+use super::common::each_record;
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::Result;
-use crate::event::Record;
 
 /// The `max-turns` family.
 pub struct MaxTurns;
@@ -22,7 +21,7 @@ impl Family for MaxTurns {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "max_turns",
                 1,
                 100_000_000,
@@ -30,13 +29,11 @@ impl Family for MaxTurns {
                 "turns allowed; the record that starts the next one is the detection",
                 "looptune baseline; Gemini CLI MAX_TURNS = 100 (client.ts @5411f113ca), subagents DEFAULT_MAX_TURNS = 30 (agents/types.ts @5411f113ca), Blade SAFETY_LIMIT = 100 (Agent.ts @b52d9f2bec), OpenHands SDK max_iteration_per_run = 500 (local_conversation.py)",
             ),
-            ParamSpec {
-                name: "per_prompt",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "count turns per prompt (a `user` record with a new prompt id starts one) instead of per session",
-                source: "looptune",
-            },
+            ParamSpec::bool(
+                "per_prompt",
+                "count turns per prompt (a `user` record with a new prompt id starts one) instead of per session",
+                "looptune",
+            ),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -45,7 +42,7 @@ impl Family for MaxTurns {
                 name: "max-turns",
                 about: "stop when a session would start its 101st turn",
                 values: vec![
-                    (POLICY, ParamValue::Str("stop".into())),
+                    (POLICY, ParamValue::word("stop")),
                     ("max_turns", ParamValue::Int(100)),
                     ("per_prompt", ParamValue::Bool(false)),
                 ],
@@ -103,63 +100,57 @@ impl Family for MaxTurns {
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         Ok(vec![Box::new(MaxTurnsCheck {
-            key: params.key_of(&["max_turns", "per_prompt"]),
-            max: params.int("max_turns") as u64,
-            per_prompt: params.bool("per_prompt"),
+            s: MaxTurnsSettings {
+                max: p.get("max_turns")?,
+                per_prompt: p.get("per_prompt")?,
+            },
         })])
     }
 }
 
-struct MaxTurnsCheck {
-    key: String,
+/// What the check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct MaxTurnsSettings {
     max: u64,
     per_prompt: bool,
 }
 
+struct MaxTurnsCheck {
+    s: MaxTurnsSettings,
+}
+
 impl Check for MaxTurnsCheck {
-    fn key(&self) -> String {
-        format!("max-turns:{}", self.key)
+    fn name(&self) -> &'static str {
+        "max-turns.cap"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut out = Vec::new();
         let mut turns = 0u64;
-        let mut prompt_id: Option<&str> = None;
-        let mut prompts = 0u32;
-        for (i, e) in s.events.iter().enumerate() {
-            if let Record::User { prompt_id: pid, .. } = &e.record {
-                let same = pid.is_some() && pid.as_deref() == prompt_id;
-                if !same {
-                    prompts += 1;
-                    if self.per_prompt {
-                        turns = 0;
-                    }
-                }
-                prompt_id = pid.as_deref();
+        each_record(&session.session, limit, |at, found| {
+            if at.new_prompt && self.s.per_prompt {
+                turns = 0;
             }
-            if e.starts_turn {
+            if at.event.starts_turn {
                 turns += 1;
-                if turns > self.max {
-                    let prompt = if self.per_prompt {
-                        prompts.saturating_sub(1)
+                if turns > self.s.max {
+                    let prompt = if self.s.per_prompt {
+                        at.prompts.saturating_sub(1)
                     } else {
                         0
                     };
-                    out.push(detection(
-                        s,
-                        i,
+                    found.push(
+                        at.i,
                         "max_turns",
                         prompt,
-                        format!("turn {turns} exceeds the limit of {}", self.max),
-                    ));
-                    if full(&out, limit) {
-                        break;
-                    }
+                        format!("turn {turns} exceeds the limit of {}", self.s.max),
+                    );
                 }
             }
-        }
-        out
+        })
     }
 }

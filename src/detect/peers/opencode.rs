@@ -2,10 +2,10 @@
 //! session-wide variant (`session/loop-detection.ts`), driven by canonical
 //! records as peer-mappings section 3 says.
 
-use super::common::{detection, full, int, Unanswered};
+use super::common::{each_record, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -28,14 +28,13 @@ impl Family for OpenCode {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            ParamSpec {
-                name: "scope",
-                kind: ParamKind::Choice(&["step", "session"]),
-                unit: "",
-                doc: "step: OpenCode's last parts of the current assistant message; session: Kilo Code's scan of recent session parts",
-                source: SRC_OPENCODE,
-            },
-            int(
+            ParamSpec::choice(
+                "scope",
+                &["step", "session"],
+                "step: OpenCode's last parts of the current assistant message; session: Kilo Code's scan of recent session parts",
+                SRC_OPENCODE,
+            ),
+            ParamSpec::int(
                 "threshold",
                 1,
                 1000,
@@ -43,7 +42,7 @@ impl Family for OpenCode {
                 "identical calls that trigger (DOOM_LOOP_THRESHOLD / TOOL_THRESHOLD)",
                 "DOOM_LOOP_THRESHOLD = 3, processor.ts @36160ef28f; TOOL_THRESHOLD = 3, loop-detection.ts @9b65079630",
             ),
-            int(
+            ParamSpec::int(
                 "scan_parts",
                 1,
                 100_000,
@@ -51,13 +50,12 @@ impl Family for OpenCode {
                 "session scope: how many recent session parts are scanned (TOOL_SCAN_LIMIT = TOOL_THRESHOLD * 10)",
                 SRC_KILO,
             ),
-            ParamSpec {
-                name: "write_tools",
-                kind: ParamKind::List,
-                unit: "tool names",
-                doc: "session scope: tools whose call between matches resets the run (WRITE_TOOLS)",
-                source: SRC_KILO,
-            },
+            ParamSpec::list(
+                "write_tools",
+                "tool names",
+                "session scope: tools whose call between matches resets the run (WRITE_TOOLS)",
+                SRC_KILO,
+            ),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -66,40 +64,38 @@ impl Family for OpenCode {
                 name: "opencode",
                 about: "OpenCode processor.ts @36160ef28f (2026): 3 identical tool parts in a row within one step; permission doom_loop (default ask)",
                 values: vec![
-                    (POLICY, ParamValue::Str("ask".into())),
-                    ("scope", ParamValue::Str("step".into())),
+                    (POLICY, ParamValue::word("ask")),
+                    ("scope", ParamValue::word("step")),
                     ("threshold", ParamValue::Int(3)),
                     ("scan_parts", ParamValue::Int(30)),
                     (
                         "write_tools",
-                        ParamValue::List(
-                            ["edit", "multiedit", "write", "apply_patch"]
-                                .map(String::from)
-                                .to_vec(),
-                        ),
+                        ParamValue::words(&["edit", "multiedit", "write", "apply_patch"]),
                     ),
                 ],
             },
             Profile {
                 name: "kilo",
                 about: "Kilo Code CLI loop-detection.ts @9b65079630: 2 earlier finished identical calls among the last 30 session parts plus the current one; reset by a write tool",
-                values: vec![("scope", ParamValue::Str("session".into()))],
+                values: vec![("scope", ParamValue::word("session"))],
             },
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
-        let threshold = params.int("threshold") as usize;
-        Ok(vec![if params.str("scope") == "step" {
+        let p = Params::new(self.name(), params);
+        let threshold = p.get("threshold")?;
+        let step = p.choice("scope", &[("step", true), ("session", false)])?;
+        Ok(vec![if step {
             Box::new(StepCheck {
-                key: params.key_of(&["scope", "threshold"]),
-                threshold,
+                s: StepSettings { threshold },
             }) as Box<dyn Check>
         } else {
             Box::new(SessionCheck {
-                key: params.key_of(&["scope", "threshold", "scan_parts", "write_tools"]),
-                threshold,
-                scan: params.int("scan_parts") as usize,
-                write_tools: params.list("write_tools").to_vec(),
+                s: SessionSettings {
+                    threshold,
+                    scan: p.get("scan_parts")?,
+                    write_tools: p.get("write_tools")?,
+                },
             })
         }])
     }
@@ -120,22 +116,29 @@ enum Part {
     },
 }
 
-/// OpenCode upstream: parts of the current assistant message only.
-struct StepCheck {
-    key: String,
+/// What OpenCode's step rule reads.
+#[derive(Debug, Clone, PartialEq)]
+struct StepSettings {
     threshold: usize,
 }
 
+/// OpenCode upstream: parts of the current assistant message only.
+struct StepCheck {
+    s: StepSettings,
+}
+
 impl Check for StepCheck {
-    fn key(&self) -> String {
-        format!("opencode:{}", self.key)
+    fn name(&self) -> &'static str {
+        "opencode.step"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut out = Vec::new();
         let mut parts = vec![Part::Other]; // step-start
-        for (i, e) in s.events.iter().enumerate() {
+        each_record(&session.session, limit, |at, found| {
+            let e = at.event;
             // A new step (turn) or a user message means a new assistant message.
             if e.starts_turn || matches!(e.record, Record::User { .. }) {
                 parts.clear();
@@ -158,47 +161,48 @@ impl Check for StepCheck {
                         input: input.clone(),
                         finished: false,
                     });
-                    let n = self.threshold;
+                    let n = self.s.threshold;
                     let hit = parts.len() >= n
                         && parts[parts.len() - n..].iter().all(|p| {
                             matches!(p, Part::Tool { name: t, input: x, .. } if t == name && *x == input)
                         });
                     if hit {
-                        out.push(detection(
-                            s,
-                            i,
+                        found.push(
+                            at.i,
                             "doom_loop",
                             0,
                             format!("{name} called {n} times in a row with input {input}"),
-                        ));
-                        if full(&out, limit) {
-                            return out;
-                        }
+                        );
                     }
                 }
                 _ => {}
             }
-        }
-        out
+        })
     }
 }
 
-/// Kilo Code: the last `scan` parts of the whole session.
-struct SessionCheck {
-    key: String,
+/// What Kilo Code's session rule reads.
+#[derive(Debug, Clone, PartialEq)]
+struct SessionSettings {
     threshold: usize,
     scan: usize,
     write_tools: Vec<String>,
 }
 
+/// Kilo Code: the last `scan` parts of the whole session.
+struct SessionCheck {
+    s: SessionSettings,
+}
+
 impl Check for SessionCheck {
-    fn key(&self) -> String {
-        format!("opencode:{}", self.key)
+    fn name(&self) -> &'static str {
+        "opencode.session"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut out = Vec::new();
         // Session-wide parts. A step is step-start .. step-finish; the user's
         // message contributes one text part.
         let mut parts: Vec<Part> = Vec::new();
@@ -216,7 +220,8 @@ impl Check for SessionCheck {
             *step_open = true;
             *step_empty = true;
         };
-        for (i, e) in s.events.iter().enumerate() {
+        each_record(&session.session, limit, |at, found| {
+            let e = at.event;
             if let Record::User { .. } = e.record {
                 if step_open {
                     parts.push(Part::Other); // step-finish
@@ -239,7 +244,7 @@ impl Check for SessionCheck {
                         Part::Reasoning
                     };
                     if !step_empty && parts.last() == Some(&kind) {
-                        continue;
+                        return;
                     }
                     parts.push(kind);
                     step_empty = false;
@@ -256,22 +261,18 @@ impl Check for SessionCheck {
                         finished: false,
                     });
                     step_empty = false;
-                    let from = parts.len().saturating_sub(self.scan);
+                    let from = parts.len().saturating_sub(self.s.scan);
                     let run = self.run_length(&parts[from..], name, &input);
-                    if run + 1 >= self.threshold {
-                        out.push(detection(
-                            s,
-                            i,
+                    if run + 1 >= self.s.threshold {
+                        found.push(
+                            at.i,
                             "doom_loop",
                             0,
                             format!(
                                 "\"{name}\" has been called {} times with identical input",
                                 run + 1
                             ),
-                        ));
-                        if full(&out, limit) {
-                            return out;
-                        }
+                        );
                     }
                 }
                 Record::ToolResult { id, name, .. } => {
@@ -283,8 +284,7 @@ impl Check for SessionCheck {
                 }
                 _ => {}
             }
-        }
-        out
+        })
     }
 }
 
@@ -302,7 +302,7 @@ impl SessionCheck {
             else {
                 continue;
             };
-            let is_write = self.write_tools.iter().any(|w| w == t);
+            let is_write = self.s.write_tools.iter().any(|w| w == t);
             let same_tool_other_input = t == name && *finished && x != input;
             if (is_write || same_tool_other_input) && matched {
                 run = 0;

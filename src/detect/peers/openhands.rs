@@ -2,10 +2,10 @@
 //! driven per event as peer-mappings section 1 says) and the V1 SDK
 //! (`openhands/sdk/conversation/stuck_detector.py`) as a profile.
 
-use super::common::{detection, full, int, py_eq, Unanswered};
+use super::common::{py_eq, Found, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::{Record, Session};
@@ -32,21 +32,18 @@ impl Family for OpenHands {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            ParamSpec {
-                name: "version",
-                kind: ParamKind::Choice(&["v0", "v1"]),
-                unit: "",
-                doc: "v0: the controller's StuckDetector with dataclass equality; v1: the SDK's, over the last events after the last user message",
-                source: "looptune (OpenHands V0 vs software-agent-sdk)",
-            },
-            ParamSpec {
-                name: "headless",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "v0: is_stuck(headless_mode): true checks the whole history, false only what follows the last user message",
-                source: SRC_V0,
-            },
-            int(
+            ParamSpec::choice(
+                "version",
+                &["v0", "v1"],
+                "v0: the controller's StuckDetector with dataclass equality; v1: the SDK's, over the last events after the last user message",
+                "looptune (OpenHands V0 vs software-agent-sdk)",
+            ),
+            ParamSpec::bool(
+                "headless",
+                "v0: is_stuck(headless_mode): true checks the whole history, false only what follows the last user message",
+                SRC_V0,
+            ),
+            ParamSpec::int(
                 "action_observation",
                 1,
                 1000,
@@ -54,7 +51,7 @@ impl Family for OpenHands {
                 "v1: identical actions and identical observations that make a loop (V0 fixes 4)",
                 SRC_V1,
             ),
-            int(
+            ParamSpec::int(
                 "action_error",
                 1,
                 1000,
@@ -62,7 +59,7 @@ impl Family for OpenHands {
                 "v1: identical actions all answered by errors (V0 fixes 3)",
                 SRC_V1,
             ),
-            int(
+            ParamSpec::int(
                 "monologue",
                 1,
                 1000,
@@ -70,7 +67,7 @@ impl Family for OpenHands {
                 "v1: consecutive agent messages (V0 fixes 3 equal ones)",
                 SRC_V1,
             ),
-            int(
+            ParamSpec::int(
                 "alternating_pattern",
                 3,
                 1000,
@@ -78,7 +75,7 @@ impl Family for OpenHands {
                 "v1: actions and observations compared two apart (V0 fixes 6)",
                 SRC_V1,
             ),
-            int(
+            ParamSpec::int(
                 "scan_events",
                 1,
                 1_000_000,
@@ -86,13 +83,11 @@ impl Family for OpenHands {
                 "v1: only the last events are scanned (MAX_EVENTS_TO_SCAN_FOR_STUCK_DETECTION)",
                 SRC_V1,
             ),
-            ParamSpec {
-                name: "action_error_nudge",
-                kind: ParamKind::Bool,
-                unit: "",
-                doc: "v1: the 2026-08 rule: a streak of exactly action_error same actions with errors nudges once (a detection, which warns), the stop needs one more",
-                source: SRC_V1_NUDGE,
-            },
+            ParamSpec::bool(
+                "action_error_nudge",
+                "v1: the 2026-08 rule: a streak of exactly action_error same actions with errors nudges once (a detection, which warns), the stop needs one more",
+                SRC_V1_NUDGE,
+            ),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -101,8 +96,8 @@ impl Family for OpenHands {
                 name: "openhands-v0",
                 about: "OpenHands V0 stuck.py @d6fab190bf (2025-11), headless: 4 equal action/observation pairs, 3 equal actions with errors, 3 equal agent messages, ABABAB over 6, 10 condensations",
                 values: vec![
-                    (POLICY, ParamValue::Str("stop".into())),
-                    ("version", ParamValue::Str("v0".into())),
+                    (POLICY, ParamValue::word("stop")),
+                    ("version", ParamValue::word("v0")),
                     ("headless", ParamValue::Bool(true)),
                     ("action_observation", ParamValue::Int(4)),
                     ("action_error", ParamValue::Int(3)),
@@ -115,43 +110,37 @@ impl Family for OpenHands {
             Profile {
                 name: "openhands-v1",
                 about: "OpenHands software-agent-sdk @1c2e6b5183: StuckDetectionThresholds 4/3/3/6 over the last 20 events after the last user message; status STUCK stops the run",
-                values: vec![("version", ParamValue::Str("v1".into()))],
+                values: vec![("version", ParamValue::word("v1"))],
             },
             Profile {
                 name: "openhands-v1-2026-08",
                 about: "OpenHands software-agent-sdk @611629e6 (2026-08, #4332): as openhands-v1, but a streak of 3 same actions with errors nudges (strike 1) and a 4th stops (strike 2); any other stuck pattern stops at once (reported as strikes 1 and 2 at the same event). Policy warn:1",
                 values: vec![
-                    (POLICY, ParamValue::Str("warn:1".into())),
-                    ("version", ParamValue::Str("v1".into())),
+                    (POLICY, ParamValue::word("warn:1")),
+                    ("version", ParamValue::word("v1")),
                     ("action_error_nudge", ParamValue::Bool(true)),
                 ],
             },
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
-        Ok(vec![if params.str("version") == "v0" {
+        let p = Params::new(self.name(), params);
+        let v0 = p.choice("version", &[("v0", true), ("v1", false)])?;
+        Ok(vec![if v0 {
             Box::new(V0Check {
-                key: params.key_of(&["version", "headless"]),
-                headless: params.bool("headless"),
+                s: V0Settings {
+                    headless: p.get("headless")?,
+                },
             }) as Box<dyn Check>
         } else {
             Box::new(V1Check {
-                key: params.key_of(&[
-                    "version",
-                    "action_observation",
-                    "action_error",
-                    "monologue",
-                    "alternating_pattern",
-                    "scan_events",
-                    "action_error_nudge",
-                ]),
                 th: Thresholds {
-                    action_observation: params.int("action_observation") as usize,
-                    action_error: params.int("action_error") as usize,
-                    monologue: params.int("monologue") as usize,
-                    alternating_pattern: params.int("alternating_pattern") as usize,
-                    scan: params.int("scan_events") as usize,
-                    nudge: params.bool("action_error_nudge"),
+                    action_observation: p.get("action_observation")?,
+                    action_error: p.get("action_error")?,
+                    monologue: p.get("monologue")?,
+                    alternating_pattern: p.get("alternating_pattern")?,
+                    scan: p.get("scan_events")?,
+                    nudge: p.get("action_error_nudge")?,
                 },
             })
         }])
@@ -789,19 +778,27 @@ fn to_v0(m: &Mapped) -> OhEvent {
     }
 }
 
-struct V0Check {
-    key: String,
+/// What the V0 check reads (its thresholds are fixed).
+#[derive(Debug, Clone, PartialEq)]
+struct V0Settings {
     headless: bool,
 }
 
+struct V0Check {
+    s: V0Settings,
+}
+
 impl Check for V0Check {
-    fn key(&self) -> String {
-        format!("openhands:{}", self.key)
+    fn name(&self) -> &'static str {
+        "openhands.v0"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         // The filtered history, kept as is_stuck would rebuild it each time.
         let mut filtered: Vec<OhEvent> = Vec::new();
         let mut condensations = 0;
@@ -810,7 +807,7 @@ impl Check for V0Check {
             let ev = to_v0(&m);
             if matches!(m, Mapped::User(_)) {
                 users += 1;
-                if !self.headless {
+                if !self.s.headless {
                     filtered.clear();
                     condensations = 0;
                 }
@@ -824,18 +821,18 @@ impl Check for V0Check {
                 filtered.push(ev);
             }
             if let Some((kind, _, _)) = analyze(&filtered, condensations) {
-                let prompt = if self.headless {
+                let prompt = if self.s.headless {
                     0
                 } else {
                     users.saturating_sub(1)
                 };
-                out.push(detection(s, i, kind, prompt, String::from(kind)));
-                if full(&out, limit) {
+                found.push(i, kind, prompt, String::from(kind));
+                if found.full() {
                     break;
                 }
             }
         }
-        out
+        found.into_vec()
     }
 }
 
@@ -878,7 +875,7 @@ pub enum V1Event {
 }
 
 /// `StuckDetectionThresholds` plus the scan window.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Thresholds {
     /// `action_observation` (4).
     pub action_observation: usize,
@@ -1097,18 +1094,20 @@ fn to_v1(m: &Mapped) -> V1Event {
 }
 
 struct V1Check {
-    key: String,
     th: Thresholds,
 }
 
 impl Check for V1Check {
-    fn key(&self) -> String {
-        format!("openhands:{}", self.key)
+    fn name(&self) -> &'static str {
+        "openhands.v1"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.th
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut out = Vec::new();
+        let mut found = Found::new(s, limit);
         let mut events: Vec<V1Event> = Vec::new();
         // Events dropped from the front of `events` (ids stay stable).
         let mut dropped = 0usize;
@@ -1137,8 +1136,7 @@ impl Check for V1Check {
                         last_nudged = Some(dropped + at);
                         group += 1;
                         nudged = true;
-                        out.push(detection(
-                            s,
+                        found.push(
                             i,
                             "action_error_nudge",
                             group,
@@ -1146,8 +1144,8 @@ impl Check for V1Check {
                                 "the same action got an error {} times in a row",
                                 self.th.action_error
                             ),
-                        ));
-                        if full(&out, limit) {
+                        );
+                        if found.full() {
                             break;
                         }
                         // The nudge is an event of the conversation, and the
@@ -1161,8 +1159,8 @@ impl Check for V1Check {
                 let prompt = if self.th.nudge {
                     if !nudged {
                         group += 1;
-                        out.push(detection(s, i, kind, group, kind.to_string()));
-                        if full(&out, limit) {
+                        found.push(i, kind, group, kind.to_string());
+                        if found.full() {
                             break;
                         }
                     }
@@ -1171,16 +1169,16 @@ impl Check for V1Check {
                 } else {
                     users.saturating_sub(1)
                 };
-                out.push(detection(s, i, kind, prompt, kind.to_string()));
+                found.push(i, kind, prompt, kind.to_string());
                 if self.th.nudge {
                     // Going on after a stop starts a new group.
                     group += 1;
                 }
-                if full(&out, limit) {
+                if found.full() {
                     break;
                 }
             }
         }
-        out
+        found.into_vec()
     }
 }

@@ -21,11 +21,11 @@
 //! file ports case by case; [`Qwen`] drives it over canonical sessions as
 //! `docs/detector-mappings.md` (section `qwen`) describes.
 
-use super::common::{detection, full, Unanswered};
+use super::common::{each_record, Unanswered};
 use crate::detect::gemini::markdown::{count_fences, has_blockquote, has_heading, has_table};
 use crate::detect::{
-    Check, Detection, Family, ParamKind, ParamSet, ParamSpec, ParamValue, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -125,43 +125,42 @@ pub struct QwenSettings {
 
 impl QwenSettings {
     /// The settings of a resolved `qwen` configuration.
-    pub fn from_params(p: &ParamSet) -> QwenSettings {
-        let cap = p.int("max_tool_calls_per_turn");
-        QwenSettings {
-            tool_call_threshold: p.int("tool_call_threshold") as u32,
-            shell_threshold: p.int("shell_stagnation_threshold") as u32,
-            max_calls: (cap > 0).then_some(cap as u64),
-            max_calls_explicit: p.bool("max_tool_calls_explicit"),
-            cap_hard_multiplier: p.int("cap_hard_multiplier") as u64,
-            skip: p.bool("skip_loop_detection"),
-            global_duplicate: p.bool("global_duplicate_check"),
-            alternating: p.bool("alternating_check"),
-            read_loop: p.bool("read_loop_check"),
-            stagnation: p.bool("stagnation_check"),
-            thoughts: p.bool("thought_check"),
-            content: p.bool("content_check"),
-            global_duplicate_threshold: p.int("global_duplicate_threshold") as u32,
-            alternating_cycles: p.int("alternating_cycles") as usize,
-            read_threshold: p.int("read_threshold") as usize,
-            read_window: p.int("read_window") as usize,
-            stagnation_threshold: p.int("stagnation_threshold") as u32,
-            thought_threshold: p.int("thought_threshold") as usize,
-            thought_history: p.int("thought_history") as usize,
-            chunk_size: p.int("content_chunk_size") as usize,
-            content_threshold: p.int("content_loop_threshold") as usize,
-            max_history: p.int("content_max_history") as usize,
-            distance_factor: p.float("content_max_distance_factor"),
-            stateful_tools: p.list("stateful_read_tools").to_vec(),
-            read_like_tools: p.list("read_like_tools").to_vec(),
-            read_like_prefixes: p.list("read_like_prefixes").to_vec(),
-        }
+    pub fn read(p: &Params) -> Result<QwenSettings> {
+        let cap: u64 = p.get("max_tool_calls_per_turn")?;
+        Ok(QwenSettings {
+            tool_call_threshold: p.get("tool_call_threshold")?,
+            shell_threshold: p.get("shell_stagnation_threshold")?,
+            max_calls: (cap > 0).then_some(cap),
+            max_calls_explicit: p.get("max_tool_calls_explicit")?,
+            cap_hard_multiplier: p.get("cap_hard_multiplier")?,
+            skip: p.get("skip_loop_detection")?,
+            global_duplicate: p.get("global_duplicate_check")?,
+            alternating: p.get("alternating_check")?,
+            read_loop: p.get("read_loop_check")?,
+            stagnation: p.get("stagnation_check")?,
+            thoughts: p.get("thought_check")?,
+            content: p.get("content_check")?,
+            global_duplicate_threshold: p.get("global_duplicate_threshold")?,
+            alternating_cycles: p.get("alternating_cycles")?,
+            read_threshold: p.get("read_threshold")?,
+            read_window: p.get("read_window")?,
+            stagnation_threshold: p.get("stagnation_threshold")?,
+            thought_threshold: p.get("thought_threshold")?,
+            thought_history: p.get("thought_history")?,
+            chunk_size: p.get("content_chunk_size")?,
+            content_threshold: p.get("content_loop_threshold")?,
+            max_history: p.get("content_max_history")?,
+            distance_factor: p.get("content_max_distance_factor")?,
+            stateful_tools: p.get("stateful_read_tools")?,
+            read_like_tools: p.get("read_like_tools")?,
+            read_like_prefixes: p.get("read_like_prefixes")?,
+        })
     }
 
-    /// The settings of a named profile (`qwen` or `qwen-all`).
-    pub fn profile(name: &str) -> QwenSettings {
-        let cfg = crate::detect::DetectorConfig::resolve(Some("qwen"), Some(name), &[])
-            .expect("a qwen profile");
-        QwenSettings::from_params(&cfg.params)
+    /// The settings of a stock profile (`qwen` or `qwen-all`).
+    pub fn profile(name: &str) -> Result<QwenSettings> {
+        let cfg = crate::detect::DetectorConfig::resolve(Some("qwen"), Some(name), &[])?;
+        QwenSettings::read(&Params::new("qwen", &cfg.params))
     }
 }
 
@@ -1038,69 +1037,6 @@ fn is_git_revision(t: &[u16]) -> bool {
 /// The `qwen` family.
 pub struct Qwen;
 
-fn int(name: &'static str, min: i64, max: i64, unit: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec {
-        name,
-        kind: ParamKind::Int { min, max },
-        unit,
-        doc,
-        source: SRC,
-    }
-}
-
-fn switch(name: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec {
-        name,
-        kind: ParamKind::Bool,
-        unit: "",
-        doc,
-        source: SRC,
-    }
-}
-
-fn list(name: &'static str, doc: &'static str) -> ParamSpec {
-    ParamSpec {
-        name,
-        kind: ParamKind::List,
-        unit: "names",
-        doc,
-        source: SRC,
-    }
-}
-
-const PARAMS: &[&str] = &[
-    "tool_call_threshold",
-    "shell_stagnation_threshold",
-    "max_tool_calls_per_turn",
-    "max_tool_calls_explicit",
-    "cap_hard_multiplier",
-    "skip_loop_detection",
-    "global_duplicate_check",
-    "global_duplicate_threshold",
-    "alternating_check",
-    "alternating_cycles",
-    "read_loop_check",
-    "read_threshold",
-    "read_window",
-    "stagnation_check",
-    "stagnation_threshold",
-    "thought_check",
-    "thought_threshold",
-    "thought_history",
-    "content_check",
-    "content_chunk_size",
-    "content_loop_threshold",
-    "content_max_history",
-    "content_max_distance_factor",
-    "stateful_read_tools",
-    "read_like_tools",
-    "read_like_prefixes",
-];
-
-fn words(v: &[&str]) -> ParamValue {
-    ParamValue::List(v.iter().map(|s| s.to_string()).collect())
-}
-
 impl Family for Qwen {
     fn name(&self) -> &'static str {
         "qwen"
@@ -1111,38 +1047,32 @@ impl Family for Qwen {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int("tool_call_threshold", 1, 100_000, "calls", "always on: identical consecutive calls (same repeat key) that make a loop (TOOL_CALL_LOOP_THRESHOLD); for stateful read tools only when their recorded results did not change. Key: canonicalToolName + sorted-key JSON.stringify of the arguments (utils/tool-call-repeat-key.ts)"),
-            int("shell_stagnation_threshold", 1, 100_000, "calls", "always on: consecutive run_shell_command calls whose every chained segment is git status / ls-files / an overview git diff (SHELL_COMMAND_STAGNATION_THRESHOLD = STAGNATION_THRESHOLD)"),
-            int("max_tool_calls_per_turn", 0, 1_000_000_000, "calls", "always on: per-prompt tool-call cap (DEFAULT_MAX_TOOL_CALLS_PER_TURN, setting model.maxToolCallsPerTurn; 0 = disabled); past it the default cap halts only when some call repeated global_duplicate_threshold times"),
-            switch("max_tool_calls_explicit", "the cap was set explicitly (isMaxToolCallsPerTurnExplicit): the call past it always halts"),
-            int("cap_hard_multiplier", 1, 1_000_000, "x cap", "the adaptive cap always halts past cap x this (ADAPTIVE_CAP_HARD_MULTIPLIER)"),
-            switch("skip_loop_detection", "skipLoopDetection: true keeps the heuristic tier off (the default since QwenLM/qwen-code#2092, 2026-03-04)"),
-            switch("global_duplicate_check", "heuristic: run checkGlobalDuplicate and its result-time twin for stateful reads (looptune switch; on in Qwen Code)"),
-            int("global_duplicate_threshold", 1, 100_000, "calls", "heuristic: occurrences of one call anywhere in the prompt that make a loop (GLOBAL_DUPLICATE_THRESHOLD); also the adaptive cap's stuck signal, which is always on"),
-            switch("alternating_check", "heuristic: run checkAlternatingPattern (looptune switch)"),
-            int("alternating_cycles", 1, 10_000, "cycles", "heuristic: A/B cycles in a row that make a loop (ALTERNATING_PATTERN_CYCLES; window 2 x this)"),
-            switch("read_loop_check", "heuristic: run checkReadFileLoop (looptune switch)"),
-            int("read_threshold", 1, 100_000, "calls", "heuristic: read-like calls among the last read_window calls that make a loop, once a non-read tool was seen (FILE_READ_THRESHOLD)"),
-            int("read_window", 1, 100_000, "calls", "heuristic: calls kept for the read-like count (FILE_READ_WINDOW)"),
-            switch("stagnation_check", "heuristic: run checkActionStagnation (looptune switch)"),
-            int("stagnation_threshold", 1, 100_000, "calls", "heuristic: consecutive calls of one tool name, any arguments, that make a loop (STAGNATION_THRESHOLD)"),
-            switch("thought_check", "heuristic: run checkRepetitiveThoughts (looptune switch)"),
-            int("thought_threshold", 1, 100_000, "thoughts", "heuristic: identical consecutive thoughts (lowercased subject | first 200 units of the description) that make a loop (THOUGHT_REPEAT_THRESHOLD)"),
-            int("thought_history", 1, 100_000, "thoughts", "heuristic: thoughts kept (MAX_THOUGHT_HISTORY)"),
-            switch("content_check", "heuristic: run checkContentLoop (looptune switch)"),
-            int("content_chunk_size", 1, 100_000, "UTF-16 units", "heuristic: content window (CONTENT_CHUNK_SIZE)"),
-            int("content_loop_threshold", 1, 100_000, "windows", "heuristic: occurrences of one window that make a loop (CONTENT_LOOP_THRESHOLD)"),
-            int("content_max_history", 1, 100_000_000, "UTF-16 units", "heuristic: content history kept (MAX_HISTORY_LENGTH)"),
-            ParamSpec {
-                name: "content_max_distance_factor",
-                kind: ParamKind::Float { min: 0.0, max: 1_000_000.0 },
-                unit: "x chunk size",
-                doc: "heuristic: largest average gap between the last occurrences, as a multiple of the window (isLoopDetectedForChunk: 1.5)",
-                source: SRC,
-            },
-            list("stateful_read_tools", "tools whose identical calls count only with unchanged results (STATEFUL_READ_TOOLS)"),
-            list("read_like_tools", "exact read-like tool names (READ_LIKE_TOOL_NAMES)"),
-            list("read_like_prefixes", "read-like name prefixes (READ_LIKE_NAME_PREFIXES)"),
+            ParamSpec::int("tool_call_threshold", 1, 100_000, "calls", "always on: identical consecutive calls (same repeat key) that make a loop (TOOL_CALL_LOOP_THRESHOLD); for stateful read tools only when their recorded results did not change. Key: canonicalToolName + sorted-key JSON.stringify of the arguments (utils/tool-call-repeat-key.ts)", SRC),
+            ParamSpec::int("shell_stagnation_threshold", 1, 100_000, "calls", "always on: consecutive run_shell_command calls whose every chained segment is git status / ls-files / an overview git diff (SHELL_COMMAND_STAGNATION_THRESHOLD = STAGNATION_THRESHOLD)", SRC),
+            ParamSpec::int("max_tool_calls_per_turn", 0, 1_000_000_000, "calls", "always on: per-prompt tool-call cap (DEFAULT_MAX_TOOL_CALLS_PER_TURN, setting model.maxToolCallsPerTurn; 0 = disabled); past it the default cap halts only when some call repeated global_duplicate_threshold times", SRC),
+            ParamSpec::bool("max_tool_calls_explicit", "the cap was set explicitly (isMaxToolCallsPerTurnExplicit): the call past it always halts", SRC),
+            ParamSpec::int("cap_hard_multiplier", 1, 1_000_000, "x cap", "the adaptive cap always halts past cap x this (ADAPTIVE_CAP_HARD_MULTIPLIER)", SRC),
+            ParamSpec::bool("skip_loop_detection", "skipLoopDetection: true keeps the heuristic tier off (the default since QwenLM/qwen-code#2092, 2026-03-04)", SRC),
+            ParamSpec::bool("global_duplicate_check", "heuristic: run checkGlobalDuplicate and its result-time twin for stateful reads (looptune switch; on in Qwen Code)", SRC),
+            ParamSpec::int("global_duplicate_threshold", 1, 100_000, "calls", "heuristic: occurrences of one call anywhere in the prompt that make a loop (GLOBAL_DUPLICATE_THRESHOLD); also the adaptive cap's stuck signal, which is always on", SRC),
+            ParamSpec::bool("alternating_check", "heuristic: run checkAlternatingPattern (looptune switch)", SRC),
+            ParamSpec::int("alternating_cycles", 1, 10_000, "cycles", "heuristic: A/B cycles in a row that make a loop (ALTERNATING_PATTERN_CYCLES; window 2 x this)", SRC),
+            ParamSpec::bool("read_loop_check", "heuristic: run checkReadFileLoop (looptune switch)", SRC),
+            ParamSpec::int("read_threshold", 1, 100_000, "calls", "heuristic: read-like calls among the last read_window calls that make a loop, once a non-read tool was seen (FILE_READ_THRESHOLD)", SRC),
+            ParamSpec::int("read_window", 1, 100_000, "calls", "heuristic: calls kept for the read-like count (FILE_READ_WINDOW)", SRC),
+            ParamSpec::bool("stagnation_check", "heuristic: run checkActionStagnation (looptune switch)", SRC),
+            ParamSpec::int("stagnation_threshold", 1, 100_000, "calls", "heuristic: consecutive calls of one tool name, any arguments, that make a loop (STAGNATION_THRESHOLD)", SRC),
+            ParamSpec::bool("thought_check", "heuristic: run checkRepetitiveThoughts (looptune switch)", SRC),
+            ParamSpec::int("thought_threshold", 1, 100_000, "thoughts", "heuristic: identical consecutive thoughts (lowercased subject | first 200 units of the description) that make a loop (THOUGHT_REPEAT_THRESHOLD)", SRC),
+            ParamSpec::int("thought_history", 1, 100_000, "thoughts", "heuristic: thoughts kept (MAX_THOUGHT_HISTORY)", SRC),
+            ParamSpec::bool("content_check", "heuristic: run checkContentLoop (looptune switch)", SRC),
+            ParamSpec::int("content_chunk_size", 1, 100_000, "UTF-16 units", "heuristic: content window (CONTENT_CHUNK_SIZE)", SRC),
+            ParamSpec::int("content_loop_threshold", 1, 100_000, "windows", "heuristic: occurrences of one window that make a loop (CONTENT_LOOP_THRESHOLD)", SRC),
+            ParamSpec::int("content_max_history", 1, 100_000_000, "UTF-16 units", "heuristic: content history kept (MAX_HISTORY_LENGTH)", SRC),
+            ParamSpec::float("content_max_distance_factor", 0.0, 1_000_000.0, "x chunk size", "heuristic: largest average gap between the last occurrences, as a multiple of the window (isLoopDetectedForChunk: 1.5)", SRC),
+            ParamSpec::list("stateful_read_tools", "names", "tools whose identical calls count only with unchanged results (STATEFUL_READ_TOOLS)", SRC),
+            ParamSpec::list("read_like_tools", "names", "exact read-like tool names (READ_LIKE_TOOL_NAMES)", SRC),
+            ParamSpec::list("read_like_prefixes", "names", "read-like name prefixes (READ_LIKE_NAME_PREFIXES)", SRC),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -1151,7 +1081,7 @@ impl Family for Qwen {
                 name: "qwen",
                 about: "Qwen Code @00aa71b4 as shipped: skipLoopDetection true, so only the always-on guards (5 identical calls, git-inspection streak of 8, per-turn cap 100 soft / 1000 hard); a detection halts the turn",
                 values: vec![
-                    (POLICY, ParamValue::Str("stop".into())),
+                    (POLICY, ParamValue::word("stop")),
                     ("tool_call_threshold", ParamValue::Int(5)),
                     ("shell_stagnation_threshold", ParamValue::Int(8)),
                     ("max_tool_calls_per_turn", ParamValue::Int(100)),
@@ -1175,12 +1105,12 @@ impl Family for Qwen {
                     ("content_loop_threshold", ParamValue::Int(10)),
                     ("content_max_history", ParamValue::Int(1000)),
                     ("content_max_distance_factor", ParamValue::Float(1.5)),
-                    ("stateful_read_tools", words(&["task_list"])),
+                    ("stateful_read_tools", ParamValue::words(&["task_list"])),
                     (
                         "read_like_tools",
-                        words(&["read_file", "read_many_files", "list_directory", "zoom_image"]),
+                        ParamValue::words(&["read_file", "read_many_files", "list_directory", "zoom_image"]),
                     ),
-                    ("read_like_prefixes", words(&["read_", "list_"])),
+                    ("read_like_prefixes", ParamValue::words(&["read_", "list_"])),
                 ],
             },
             Profile {
@@ -1192,14 +1122,12 @@ impl Family for Qwen {
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
         Ok(vec![Box::new(QwenCheck {
-            key: params.key_of(PARAMS),
-            settings: QwenSettings::from_params(params),
+            settings: QwenSettings::read(&Params::new(self.name(), params))?,
         })])
     }
 }
 
 struct QwenCheck {
-    key: String,
     settings: QwenSettings,
 }
 
@@ -1216,32 +1144,25 @@ fn fingerprint(output: Option<&str>, error: Option<bool>) -> String {
 }
 
 impl Check for QwenCheck {
-    fn key(&self) -> String {
-        format!("qwen:{}", self.key)
+    fn name(&self) -> &'static str {
+        "qwen.service"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.settings
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
         let mut svc = QwenService::new(self.settings.clone());
         let mut calls: Unanswered<(String, Map<String, Value>)> = Unanswered::default();
-        let mut out = Vec::new();
-        let mut prompt = 0u32;
-        let mut prompt_id: Option<&str> = None;
-        let mut in_prompt = false;
         // A model response is streaming: its Finished comes before the next
         // turn, user message or tool result.
         let mut streaming = false;
-        for (i, e) in s.events.iter().enumerate() {
-            if let Record::User { prompt_id: pid, .. } = &e.record {
-                let same = in_prompt && pid.is_some() && pid.as_deref() == prompt_id;
-                if !same {
-                    prompt += 1;
-                    svc.reset();
-                    calls = Unanswered::default();
-                    streaming = false;
-                }
-                in_prompt = true;
-                prompt_id = pid.as_deref();
+        each_record(&session.session, limit, |at, found| {
+            let e = at.event;
+            if at.new_prompt {
+                svc.reset();
+                calls = Unanswered::default();
+                streaming = false;
             }
             let ends_stream = e.starts_turn
                 || matches!(e.record, Record::User { .. } | Record::ToolResult { .. });
@@ -1251,7 +1172,7 @@ impl Check for QwenCheck {
             }
             // Sticky: nothing reaches the service until the next prompt's reset.
             if svc.loop_detected() {
-                continue;
+                return;
             }
             let mut answered = None;
             match &e.record {
@@ -1293,13 +1214,9 @@ impl Check for QwenCheck {
                     (_, Some(call)) => format!("{k}: result of {call}"),
                     _ => k.to_string(),
                 };
-                out.push(detection(s, i, k, prompt, detail));
-                if full(&out, limit) {
-                    break;
-                }
+                found.push(at.i, k, at.prompts, detail);
             }
-        }
-        out
+        })
     }
 }
 

@@ -1,9 +1,9 @@
 //! Roo Code's `ToolRepetitionDetector`: the (limit+1)-th consecutive identical
 //! tool call is blocked (peer-mappings section 2).
 
-use super::common::{detection, full, int};
+use super::common::each_record;
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Prepared, Profile, POLICY,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
     POLICY_SPEC,
 };
 use crate::error::Result;
@@ -27,7 +27,7 @@ impl Family for Roo {
     fn params(&self) -> Vec<ParamSpec> {
         vec![
             POLICY_SPEC,
-            int(
+            ParamSpec::int(
                 "limit",
                 -1,
                 100_000,
@@ -42,15 +42,17 @@ impl Family for Roo {
             name: "roo",
             about: "Roo Code @cb83656718 (2026-04): default limit 3 (the 4th identical call is blocked), one detector per task, asks the user",
             values: vec![
-                (POLICY, ParamValue::Str("ask".into())),
+                (POLICY, ParamValue::word("ask")),
                 ("limit", ParamValue::Int(3)),
             ],
         }]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
         Ok(vec![Box::new(RooCheck {
-            key: params.key_of(&["limit"]),
-            limit: params.int("limit"),
+            s: RooSettings {
+                limit: p.get("limit")?,
+            },
         })])
     }
 }
@@ -137,36 +139,37 @@ fn serialize(name: &str, params: &BTreeMap<String, String>, native: Option<&Valu
     stringify_sorted(&Value::Object(obj))
 }
 
-struct RooCheck {
-    key: String,
+/// What the check reads.
+#[derive(Debug, Clone, PartialEq)]
+struct RooSettings {
     limit: i64,
 }
 
+struct RooCheck {
+    s: RooSettings,
+}
+
 impl Check for RooCheck {
-    fn key(&self) -> String {
-        format!("roo:{}", self.key)
+    fn name(&self) -> &'static str {
+        "roo.repetition"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut det = RooDetector::new(self.limit);
-        let mut out = Vec::new();
-        for (i, e) in s.events.iter().enumerate() {
-            if let Record::ToolCall { name, args, .. } = &e.record {
+        let mut det = RooDetector::new(self.s.limit);
+        each_record(&session.session, limit, |at, found| {
+            if let Record::ToolCall { name, args, .. } = &at.event.record {
                 if !det.check_call(name, args) {
-                    out.push(detection(
-                        s,
-                        i,
+                    found.push(
+                        at.i,
                         "tool_repetition",
                         0,
-                        format!("{name} repeated {} times in a row", self.limit + 1),
-                    ));
-                    if full(&out, limit) {
-                        break;
-                    }
+                        format!("{name} repeated {} times in a row", self.s.limit + 1),
+                    );
                 }
             }
-        }
-        out
+        })
     }
 }
