@@ -12,9 +12,10 @@ use crate::replay::Outcome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Version of the `summary.json` layout; bumped when a field changes meaning.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// How many sessions with the most disagreement the report explains.
 pub const DISAGREEMENTS: usize = 6;
@@ -206,7 +207,7 @@ impl SessionRecord {
 }
 
 /// The first detection of a configuration on a session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FirstDetection {
     /// Turn.
     pub turn: u32,
@@ -223,7 +224,7 @@ pub struct FirstDetection {
 
 /// Where a record is in the user's files: the file, and its 1-based line or
 /// (whole-document formats) its JSON pointer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PlaceRecord {
     /// File as given (or as a converted file's `src` names it).
     pub file: String,
@@ -262,8 +263,9 @@ impl std::fmt::Display for PlaceRecord {
 pub struct Hit {
     /// Index of the session in [`SweepRecord::sessions`].
     pub session: u32,
-    /// The scored (first) detection.
-    pub first: Option<FirstDetection>,
+    /// The scored (first) detection; configurations that detect the same
+    /// thing on a session share one.
+    pub first: Option<Arc<FirstDetection>>,
     /// Turn where the policy stops the session.
     pub stop_turn: Option<u32>,
     /// Warnings before the stop.
@@ -311,12 +313,14 @@ impl Hit {
         }
         Some(Hit {
             session,
-            first: o.first().map(|d| FirstDetection {
-                turn: d.turn,
-                event: d.event,
-                kind: d.kind.to_string(),
-                detail: d.detail.chars().take(300).collect(),
-                place: None,
+            first: o.first().map(|d| {
+                Arc::new(FirstDetection {
+                    turn: d.turn,
+                    event: d.event,
+                    kind: d.kind.to_string(),
+                    detail: d.detail.chars().take(300).collect(),
+                    place: None,
+                })
             }),
             stop_turn: o.stop.map(|s| s.turn),
             warnings: o.warnings,
@@ -328,17 +332,6 @@ impl Hit {
         })
     }
 
-    /// The hit with its detection's place (`FILE:LINE` or `FILE#POINTER`),
-    /// `session` being an index into `corpus`.
-    pub fn located(mut self, corpus: &Corpus) -> Hit {
-        if let Some(d) = &mut self.first {
-            d.place = corpus
-                .provenance(self.session as usize, d.event)
-                .and_then(PlaceRecord::of);
-        }
-        self
-    }
-
     /// The hit with its detection's place, `place(event)` telling where a
     /// record of its session is.
     pub fn placed<'a>(
@@ -346,7 +339,7 @@ impl Hit {
         place: impl Fn(u32) -> Option<crate::event::Provenance<'a>>,
     ) -> Hit {
         if let Some(d) = &mut self.first {
-            d.place = place(d.event).and_then(PlaceRecord::of);
+            Arc::make_mut(d).place = place(d.event).and_then(PlaceRecord::of);
         }
         self
     }
@@ -439,7 +432,9 @@ pub struct SweepRecord {
     pub labels_file: LabelsRecord,
     /// Sessions, sorted by id.
     pub sessions: Vec<SessionRecord>,
-    /// Per configuration (grid order), the sessions where something happened.
+    /// Per configuration (grid order), the sessions where something happened
+    /// (written compactly: see [`compact`]).
+    #[serde(with = "compact")]
     pub outcomes: Vec<ConfigOutcomes>,
     /// Material for the sessions where stock profiles disagree most (this part's best candidates).
     pub material: Vec<SessionMaterial>,
@@ -660,13 +655,22 @@ impl SweepRecord {
         };
         let text = std::fs::read(&file).map_err(|e| Error::io(&file, e))?;
         let name = file.display().to_string();
-        let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| Error::Line {
-            path: name.clone(),
-            line: e.line() as u64,
-            message: format!("not valid JSON ({e})"),
-        })?;
-        let version = value.get("schema_version").and_then(|v| v.as_u64());
-        if version != Some(SCHEMA_VERSION as u64) {
+        // The version first, without building a tree of the whole file (a
+        // large sweep's outcomes are millions of values).
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<u64>,
+        }
+        let version = serde_json::from_slice::<Version>(&text)
+            .map_err(|e| Error::Line {
+                path: name.clone(),
+                line: e.line() as u64,
+                message: format!("not valid JSON ({e})"),
+            })?
+            .schema_version;
+        // Version 2 differs only in how the outcomes are written, which the
+        // reader tells by their shape: last night's baseline still loads.
+        if !matches!(version, Some(v) if v == 2 || v == SCHEMA_VERSION as u64) {
             return Err(Error::File {
                 path: name,
                 message: format!(
@@ -675,10 +679,12 @@ impl SweepRecord {
                 ),
             });
         }
-        serde_json::from_value(value).map_err(|e| Error::File {
+        let mut record: SweepRecord = serde_json::from_slice(&text).map_err(|e| Error::File {
             path: name,
             message: format!("not a looptune result ({e})"),
-        })
+        })?;
+        record.schema_version = SCHEMA_VERSION;
+        Ok(record)
     }
 }
 
@@ -836,9 +842,274 @@ pub fn record_text(r: &Record) -> String {
     }
 }
 
+/// The outcomes as `summary.json` holds them. A large sweep has millions of
+/// hits, most of which differ only in a few counts, and many configurations
+/// share a first detection: so each distinct detection is written once, in
+/// `detections`, and each hit as an array
+/// `[session, detection, stop_turn, warnings, unheeded, judge_due,
+/// judge_no_verdict, turns_after_stop, tokens_after_stop]` (`detection` an
+/// index into `detections`, `null` for none; trailing zeros and nulls left
+/// out). A tenth of the bytes of one object per hit.
+pub mod compact {
+    use super::{ConfigOutcomes, FirstDetection, Hit};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    /// One configuration's hits, written as arrays without building them.
+    struct Rows<'a> {
+        hits: &'a [Hit],
+        index: &'a HashMap<*const FirstDetection, u64>,
+    }
+
+    impl Serialize for Rows<'_> {
+        fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeSeq;
+            let mut seq = ser.serialize_seq(Some(self.hits.len()))?;
+            for h in self.hits {
+                let det = h.first.as_ref().map(|d| self.index[&Arc::as_ptr(d)]);
+                let row = [
+                    Some(h.session as u64),
+                    det,
+                    h.stop_turn.map(u64::from),
+                    Some(h.warnings as u64),
+                    Some(h.unheeded as u64),
+                    Some(h.judge_due as u64),
+                    Some(h.judge_no_verdict as u64),
+                    Some(h.turns_after_stop as u64),
+                    Some(h.tokens_after_stop),
+                ];
+                // Trailing defaults go: zero counts, then an absent stop
+                // turn, then an absent detection (a detection 0 or a stop
+                // at turn 0 stays).
+                let mut n = row.len();
+                while n > 3 && row[n - 1] == Some(0) {
+                    n -= 1;
+                }
+                while n > 1 && n <= 3 && row[n - 1].is_none() {
+                    n -= 1;
+                }
+                seq.serialize_element(&row[..n])?;
+            }
+            seq.end()
+        }
+    }
+
+    #[derive(Serialize)]
+    struct OutConfig<'a> {
+        config: &'a str,
+        hits: Rows<'a>,
+    }
+
+    #[derive(Serialize)]
+    struct Out<'a> {
+        detections: Vec<&'a FirstDetection>,
+        configs: Vec<OutConfig<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    struct In {
+        detections: Vec<FirstDetection>,
+        configs: Vec<InConfig>,
+    }
+
+    #[derive(Deserialize)]
+    struct InConfig {
+        config: String,
+        hits: Vec<Vec<Option<u64>>>,
+    }
+
+    /// Write the outcomes compactly.
+    pub fn serialize<S: Serializer>(
+        outcomes: &[ConfigOutcomes],
+        ser: S,
+    ) -> Result<S::Ok, S::Error> {
+        // Shared detections by pointer, then by value (a merged or loaded
+        // record may hold equal detections apart).
+        let mut index: HashMap<*const FirstDetection, u64> = HashMap::new();
+        let mut by_value: HashMap<&FirstDetection, u64> = HashMap::new();
+        let mut detections: Vec<&FirstDetection> = Vec::new();
+        for h in outcomes.iter().flat_map(|c| &c.hits) {
+            if let Some(d) = &h.first {
+                index.entry(Arc::as_ptr(d)).or_insert_with(|| {
+                    *by_value.entry(d).or_insert_with(|| {
+                        detections.push(d);
+                        detections.len() as u64 - 1
+                    })
+                });
+            }
+        }
+        Out {
+            detections,
+            configs: outcomes
+                .iter()
+                .map(|c| OutConfig {
+                    config: &c.config,
+                    hits: Rows {
+                        hits: &c.hits,
+                        index: &index,
+                    },
+                })
+                .collect(),
+        }
+        .serialize(ser)
+    }
+
+    /// Read the outcomes back (shared detections shared again).
+    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<ConfigOutcomes>, D::Error> {
+        de.deserialize_any(Either)
+    }
+
+    /// The compact object, or (schema 2) one object per configuration and hit.
+    struct Either;
+
+    impl<'de> serde::de::Visitor<'de> for Either {
+        type Value = Vec<ConfigOutcomes>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("outcomes: {detections, configs} or a list of configurations")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Vec::<ConfigOutcomes>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            from_compact(In::deserialize(
+                serde::de::value::MapAccessDeserializer::new(map),
+            )?)
+        }
+    }
+
+    fn from_compact<E: serde::de::Error>(inp: In) -> Result<Vec<ConfigOutcomes>, E> {
+        let detections: Vec<Arc<FirstDetection>> =
+            inp.detections.into_iter().map(Arc::new).collect();
+        inp.configs
+            .into_iter()
+            .map(|c| {
+                let hits = c
+                    .hits
+                    .into_iter()
+                    .map(|row| {
+                        let at = |i: usize| row.get(i).copied().flatten();
+                        let small = |i: usize| -> Result<u32, E> {
+                            u32::try_from(at(i).unwrap_or(0))
+                                .map_err(|_| E::custom("a hit's count is out of range"))
+                        };
+                        let first = match at(1) {
+                            None => None,
+                            Some(d) => Some(
+                                detections
+                                    .get(d as usize)
+                                    .ok_or_else(|| {
+                                        E::custom(format!(
+                                            "a hit names detection {d}, which is not in `detections`"
+                                        ))
+                                    })?
+                                    .clone(),
+                            ),
+                        };
+                        Ok(Hit {
+                            session: u32::try_from(
+                                at(0).ok_or_else(|| E::custom("a hit without a session"))?,
+                            )
+                            .map_err(|_| E::custom("a hit's session is out of range"))?,
+                            first,
+                            stop_turn: at(2).map(|_| small(2)).transpose()?,
+                            warnings: small(3)?,
+                            unheeded: small(4)?,
+                            judge_due: small(5)?,
+                            judge_no_verdict: small(6)?,
+                            turns_after_stop: small(7)?,
+                            tokens_after_stop: at(8).unwrap_or(0),
+                        })
+                    })
+                    .collect::<Result<Vec<Hit>, E>>()?;
+                Ok(ConfigOutcomes {
+                    config: c.config,
+                    hits,
+                })
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outcomes_round_trip_compactly_sharing_detections() {
+        let d = |event: u32, detail: &str| {
+            Arc::new(FirstDetection {
+                turn: 3,
+                event,
+                kind: "tool_call".into(),
+                detail: detail.into(),
+                place: Some(PlaceRecord {
+                    file: "a.jsonl".into(),
+                    line: Some(event),
+                    pointer: None,
+                }),
+            })
+        };
+        let shared = d(9, "x");
+        let hit = |session: u32, first: Option<Arc<FirstDetection>>| Hit {
+            session,
+            first,
+            ..Default::default()
+        };
+        let outcomes = vec![
+            ConfigOutcomes {
+                config: "a".into(),
+                hits: vec![
+                    hit(0, Some(shared.clone())),
+                    Hit {
+                        judge_due: 4,
+                        judge_no_verdict: 4,
+                        ..hit(1, None)
+                    },
+                ],
+            },
+            ConfigOutcomes {
+                config: "b".into(),
+                hits: vec![
+                    Hit {
+                        stop_turn: Some(3),
+                        tokens_after_stop: 7,
+                        ..hit(0, Some(shared.clone()))
+                    },
+                    // Equal by value, apart in memory: written once.
+                    hit(2, Some(d(9, "x"))),
+                    hit(3, Some(d(12, "y"))),
+                    Hit {
+                        stop_turn: Some(0),
+                        ..hit(4, None)
+                    },
+                ],
+            },
+        ];
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct W {
+            #[serde(with = "compact")]
+            o: Vec<ConfigOutcomes>,
+        }
+        let text = serde_json::to_string(&W {
+            o: outcomes.clone(),
+        })
+        .unwrap();
+        assert!(text.contains(r#"[[0,0],[1,null,null,0,0,4,4]]"#), "{text}");
+        assert!(
+            text.contains(r#"[[0,0,3,0,0,0,0,0,7],[2,0],[3,1],[4,null,0]]"#),
+            "{text}"
+        );
+        assert_eq!(text.matches("tool_call").count(), 2, "{text}");
+        let back: W = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.o, outcomes);
+        let bad = text.replace("[3,1]", "[3,5]");
+        let e = serde_json::from_str::<W>(&bad).unwrap_err().to_string();
+        assert!(e.contains("detection 5"), "{e}");
+    }
 
     #[test]
     fn shards_split_every_id_exactly_once() {

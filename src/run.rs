@@ -613,7 +613,17 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         )
         .ok();
     }
-    let mut code = finish_sweep(&result, &out_dir, &req.ci, &plain, out, err)?;
+    let writing = crate::progress::for_stderr(req.quiet, "writing outputs");
+    let mut code = finish_sweep(
+        &result,
+        &out_dir,
+        &req.ci,
+        &plain,
+        started,
+        writing.as_ref(),
+        out,
+        err,
+    )?;
     if let Some(earlier) = earlier {
         let d = crate::diff::diff(&earlier, &result);
         let io = |e| Error::io("<stdout>", e);
@@ -635,28 +645,35 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 }
 
 /// Write every output of an analysed result, print the summary and the gates.
+/// `started` is when the command began, for the closing line's whole-run time.
+#[allow(clippy::too_many_arguments)]
 fn finish_sweep(
     result: &crate::sweep::SweepResult,
     out_dir: &std::path::Path,
     ci: &CiArgs,
     gates: &[crate::gates::Gate],
+    started: std::time::Instant,
+    progress: &dyn crate::progress::Progress,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
+    let began = std::time::Instant::now();
     let files = OutputFiles::of(out_dir);
     // Every file is staged beside its target and moved into place at the end
     // (src/outdir.rs): an error or a signal before then leaves the previous
     // outputs as they were.
     let mut set = crate::outdir::OutputSet::new();
     set.write(&files.sweep_csv, &crate::report::csv_out::sweep_csv(result))?;
-    set.write(
-        &files.detections_csv,
-        &crate::report::csv_out::detections_csv(result),
-    )?;
-    set.write(
-        &files.summary_json,
-        &crate::report::summary::summary_bytes(result),
-    )?;
+    progress.set_length(4);
+    progress.inc(1);
+    set.write_with(&files.detections_csv, |w| {
+        crate::report::csv_out::write_detections_csv(result, w)
+    })?;
+    progress.inc(1);
+    set.write_with(&files.summary_json, |w| {
+        crate::report::summary::write_summary(result, w)
+    })?;
+    progress.inc(1);
     let mut report_failed = false;
     let data = crate::report::model::ReportData::from_result(result);
     let staged = set.stage(&files.report_html)?;
@@ -690,15 +707,18 @@ fn finish_sweep(
     };
     report_failed |= write_ci(ci, &view, &mut set, err);
     let written = set.commit()?;
+    progress.finish();
+    let writing = began.elapsed().as_secs_f64();
 
     let io = |e| Error::io("<stdout>", e);
     crate::report::text::sweep_summary(result, out).map_err(io)?;
     writeln!(
         out,
-        "\n{} configurations x {} sessions in {:.1}s{}",
+        "\n{} configurations x {} sessions in {:.1}s (writing the outputs {:.1}s){}",
         rec.grid.configs.len(),
         rec.sessions.len(),
-        rec.wall_time_ms as f64 / 1000.0,
+        started.elapsed().as_secs_f64(),
+        writing,
         match rec.shard {
             Some(s) => format!(
                 " (shard {}/{}: merge the parts with `looptune merge`)",
@@ -795,6 +815,7 @@ pub fn merge_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
+    let started = std::time::Instant::now();
     let gates = parse_gates(&ci.requires)?;
     check_out_dir(out_dir)?;
     let records: Vec<crate::result::SweepRecord> = parts
@@ -814,7 +835,17 @@ pub fn merge_command(
         g.needs_labels(labelled)?;
     }
     let result = crate::sweep::analyze(record)?;
-    finish_sweep(&result, out_dir, ci, &gates, out, err)
+    let writing = crate::progress::for_stderr(false, "writing outputs");
+    finish_sweep(
+        &result,
+        out_dir,
+        ci,
+        &gates,
+        started,
+        writing.as_ref(),
+        out,
+        err,
+    )
 }
 
 /// `--require` gates, checked before any work.

@@ -286,7 +286,7 @@ pub fn run_sweep(
         }
         let label = labels_file.label(&s.id, s.inline_label);
         let outcomes = plan.session(s.clone());
-        let hits: Vec<(u32, Hit)> = outcomes
+        let mut hits: Vec<(u32, Hit)> = outcomes
             .iter()
             .enumerate()
             .filter_map(|(c, o)| {
@@ -294,6 +294,17 @@ pub fn run_sweep(
                     .map(|h| (c as u32, h.placed(|e| names.event_provenance(&s, e))))
             })
             .collect();
+        // Configurations that detect the same thing share one detection: a
+        // large grid holds a few distinct ones per session, not one per hit.
+        let mut distinct: Vec<std::sync::Arc<crate::result::FirstDetection>> = Vec::new();
+        for (_, h) in &mut hits {
+            if let Some(d) = &mut h.first {
+                match distinct.iter().find(|x| x.event == d.event && **x == *d) {
+                    Some(x) => *d = x.clone(),
+                    None => distinct.push(d.clone()),
+                }
+            }
+        }
         let first_events = |stock_only: bool| -> Vec<u32> {
             let mut events: Vec<u32> = hits
                 .iter()
@@ -361,12 +372,21 @@ pub fn run_sweep(
         file: all_labels.file.clone(),
         warnings: all_labels.warnings.clone(),
     };
+    // Exact capacities: the hits are most of a large sweep's memory, and a
+    // doubling vector would hold up to twice them.
+    let mut counts = vec![0usize; record_grid.configs.len()];
+    for sw in &swept {
+        for (c, _) in &sw.hits {
+            counts[*c as usize] += 1;
+        }
+    }
     let mut outcomes: Vec<crate::result::ConfigOutcomes> = record_grid
         .configs
         .iter()
-        .map(|c| crate::result::ConfigOutcomes {
+        .zip(counts)
+        .map(|(c, n)| crate::result::ConfigOutcomes {
             config: c.id.clone(),
-            hits: Vec::new(),
+            hits: Vec::with_capacity(n),
         })
         .collect();
     let mut sessions = Vec::with_capacity(swept.len());

@@ -89,7 +89,16 @@ pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
 
 /// `detections.csv`: the scored (first) detection of each configuration on each session.
 pub fn detections_csv(r: &SweepResult) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut out = Vec::new();
+    write_detections_csv(r, &mut out).expect("in-memory write");
+    out
+}
+
+/// [`detections_csv`], streamed to `out` (millions of rows in a large sweep).
+pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    use crate::result::FirstDetection;
+    use std::collections::HashMap;
+    let mut w = csv::Writer::from_writer(out);
     w.write_record([
         "config",
         "session",
@@ -104,8 +113,7 @@ pub fn detections_csv(r: &SweepResult) -> Vec<u8> {
         "file",
         "line",
         "pointer",
-    ])
-    .expect("in-memory write");
+    ])?;
     let union: Vec<&crate::result::Hit> = r
         .advice
         .union
@@ -123,39 +131,75 @@ pub fn detections_csv(r: &SweepResult) -> Vec<u8> {
                 .iter()
                 .map(|u| (u.id.as_str(), union.clone())),
         );
+    w.flush()?;
+    let out = w.into_inner().map_err(|e| e.into_error())?;
+    // A large sweep has millions of rows but few distinct detections: each
+    // row is its configuration, the cells of its detection on its session
+    // (rendered once), its stop turn, and the detection's place (once).
+    type Cells = (Vec<u8>, Vec<u8>);
+    let mut cells: HashMap<(u32, *const FirstDetection), Cells> = HashMap::new();
+    let mut row: Vec<u8> = Vec::new();
     for (id, hits) in rows {
+        let id = csv_cells(&[id]);
         for o in hits {
             let Some(d) = &o.first else { continue };
-            let s = &r.record.sessions[o.session as usize];
-            let label = s.label();
-            let (verd, ttd) = verdict_at(Some(d.turn), label);
-            let label_str = match label {
-                Some(l) if l.is_loop => "loop",
-                Some(_) => "clean",
-                None => "",
-            };
-            let detail: String = d.detail.chars().take(300).collect();
-            let place = d.place.as_ref();
-            w.write_record([
-                id,
-                &safe_cell(&s.id),
-                &d.turn.to_string(),
-                &d.event.to_string(),
-                &d.kind,
-                label_str,
-                verd.as_str(),
-                &ttd.map(|t| t.to_string()).unwrap_or_default(),
-                &o.stop_turn.map(|t| t.to_string()).unwrap_or_default(),
-                &safe_cell(&detail),
-                &safe_cell(place.map_or("", |p| p.file.as_str())),
-                &place
-                    .and_then(|p| p.line)
-                    .map(|l| l.to_string())
-                    .unwrap_or_default(),
-                &safe_cell(place.and_then(|p| p.pointer.as_deref()).unwrap_or("")),
-            ])
-            .expect("in-memory write");
+            let (mid, tail) = cells
+                .entry((o.session, std::sync::Arc::as_ptr(d)))
+                .or_insert_with(|| {
+                    let s = &r.record.sessions[o.session as usize];
+                    let label = s.label();
+                    let (verd, ttd) = verdict_at(Some(d.turn), label);
+                    let label_str = match label {
+                        Some(l) if l.is_loop => "loop",
+                        Some(_) => "clean",
+                        None => "",
+                    };
+                    let detail: String = d.detail.chars().take(300).collect();
+                    let place = d.place.as_ref();
+                    (
+                        csv_cells(&[
+                            &safe_cell(&s.id),
+                            &d.turn.to_string(),
+                            &d.event.to_string(),
+                            &d.kind,
+                            label_str,
+                            verd.as_str(),
+                            &ttd.map(|t| t.to_string()).unwrap_or_default(),
+                        ]),
+                        csv_cells(&[
+                            &safe_cell(&detail),
+                            &safe_cell(place.map_or("", |p| p.file.as_str())),
+                            &place
+                                .and_then(|p| p.line)
+                                .map(|l| l.to_string())
+                                .unwrap_or_default(),
+                            &safe_cell(place.and_then(|p| p.pointer.as_deref()).unwrap_or("")),
+                        ]),
+                    )
+                });
+            row.clear();
+            row.extend_from_slice(&id);
+            row.push(b',');
+            row.extend_from_slice(mid);
+            row.push(b',');
+            if let Some(t) = o.stop_turn {
+                row.extend_from_slice(t.to_string().as_bytes());
+            }
+            row.push(b',');
+            row.extend_from_slice(tail);
+            row.push(b'\n');
+            out.write_all(&row)?;
         }
     }
-    w.into_inner().expect("in-memory flush")
+    Ok(())
+}
+
+/// Cells as the CSV writer writes them in a row (quoted where needed), joined
+/// by commas, without the line end.
+fn csv_cells(fields: &[&str]) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(fields).expect("in-memory write");
+    let mut v = w.into_inner().expect("in-memory flush");
+    v.pop();
+    v
 }

@@ -18,6 +18,15 @@ use std::path::Path;
 /// gets the usual mode under the umask (0644 typically), not the temporary
 /// file's private 0600; a replaced file keeps its mode.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`], the content written by `fill` through a buffer (a large
+/// output is never held whole in memory).
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -34,7 +43,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Ok(old) = std::fs::metadata(path) {
         tmp.as_file().set_permissions(old.permissions())?;
     }
-    tmp.write_all(bytes)?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        fill(&mut w)?;
+        w.flush()?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())

@@ -41,6 +41,13 @@ pub fn selected(r: &SweepResult) -> Vec<usize> {
 /// it. Serialized straight from the record (no JSON tree of its outcomes,
 /// which are most of a large sweep).
 pub fn summary_bytes(r: &SweepResult) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_summary(r, &mut out).expect("in-memory write");
+    out
+}
+
+/// [`summary_bytes`], streamed to `out`.
+pub fn write_summary(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     #[derive(serde::Serialize)]
     struct Whole<'a> {
         #[serde(flatten)]
@@ -49,11 +56,14 @@ pub fn summary_bytes(r: &SweepResult) -> Vec<u8> {
         derived: &'a Map<String, Value>,
     }
     let derived = derived(r);
-    serde_json::to_vec(&Whole {
-        record: &r.record,
-        derived: &derived,
-    })
-    .expect("a summary serializes")
+    serde_json::to_writer(
+        out,
+        &Whole {
+            record: &r.record,
+            derived: &derived,
+        },
+    )
+    .map_err(std::io::Error::from)
 }
 
 /// What the report reads of `summary.json`, in memory: the record without
