@@ -4,7 +4,6 @@
 //! shows hostile transcript text only escaped, that its chart numbers match
 //! `sweep.csv`, and that `looptune report DIR` regenerates it byte for byte.
 
-use assert_cmd::Command;
 use looptune::report::charts;
 use looptune::report::model::ReportData;
 use std::collections::BTreeMap;
@@ -172,8 +171,7 @@ fn sweep_writes_a_self_contained_report_that_regenerates() {
 
     // `looptune report DIR` rebuilds the same page from the folder alone.
     std::fs::remove_file(&path).unwrap();
-    Command::cargo_bin("looptune")
-        .unwrap()
+    crate::util::looptune()
         .args(["report", out.to_str().unwrap()])
         .assert()
         .success();
