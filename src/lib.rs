@@ -26,6 +26,7 @@ pub mod labels;
 pub mod limits;
 pub mod logdirs;
 pub mod metrics;
+pub mod number;
 pub mod outdir;
 pub mod pool;
 pub mod progress;
