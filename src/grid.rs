@@ -83,7 +83,7 @@ pub struct Grid {
 type Axes = Vec<(String, Vec<ParamValue>)>;
 
 /// Parse and expand a grid; `origin` names it in errors. At most
-/// [`crate::limits::DEFAULT_MAX_CONFIGS`] configurations.
+/// `limits::DEFAULT_MAX_CONFIGS` (the `--max-configs` default) configurations.
 pub fn parse_grid(text: &str, origin: &str) -> Result<Grid> {
     parse_grid_limited(text, origin, crate::limits::DEFAULT_MAX_CONFIGS)
 }

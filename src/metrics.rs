@@ -720,7 +720,7 @@ pub fn pareto(scores: &[Scores]) -> Vec<usize> {
         .collect()
 }
 
-/// How to pick the recommended configuration (see [`crate::recommend`]).
+/// How to pick the recommended configuration (the `recommend` module applies it).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Objective {
     /// No more false positives than the baseline, then highest recall, then

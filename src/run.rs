@@ -473,12 +473,8 @@ pub struct SweepRequest {
     pub allow_empty: bool,
 }
 
-/// Load the grid named by a request, or the embedded default.
-pub fn load_grid(path: Option<&std::path::Path>) -> Result<crate::grid::Grid> {
-    load_grid_limited(path, crate::limits::DEFAULT_MAX_CONFIGS)
-}
-
-/// [`load_grid`] with a `--max-configs` cap (0 = the default cap).
+/// Load the grid named by a request, or the embedded default, under a
+/// `--max-configs` cap (0 = the default cap).
 pub fn load_grid_limited(
     path: Option<&std::path::Path>,
     max_configs: usize,

@@ -11,6 +11,9 @@ pub mod model;
 pub mod summary;
 pub mod text;
 
+#[cfg(test)]
+mod end_to_end;
+
 use std::io::Write;
 use std::path::Path;
 

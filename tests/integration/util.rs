@@ -1,7 +1,6 @@
 //! Helpers shared by the integration tests: the binary, the checkout's data
 //! folders, and the loud skip for tests that need `../shared/corpus`.
 
-use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -51,14 +50,6 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
-}
-
-/// A JSON object literal as tool-call arguments.
-pub fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => panic!("args must be an object"),
-    }
 }
 
 /// `../shared/corpus`, or `None` after saying loudly that the test is skipped.

@@ -7,10 +7,10 @@
 //! `recordToolResultByCallId` map-eviction case (replay pairs results with
 //! the peers' rule), and the random-content case (replaced by a fixed one).
 
-use crate::util::obj;
-use looptune::detect::peers::qwen::{kind, QwenEvent, QwenService, QwenSettings};
-use looptune::detect::{run_checks, DetectorConfig, Prepared};
-use looptune::event::{Origin, Record, Session};
+use super::obj;
+use crate::detect::peers::qwen::{kind, QwenEvent, QwenService, QwenSettings};
+use crate::detect::{run_checks, DetectorConfig, Prepared};
+use crate::event::{Origin, Record, Session};
 use serde_json::{json, Value};
 use std::sync::Arc;
 

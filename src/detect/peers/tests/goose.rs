@@ -1,7 +1,7 @@
 //! Goose's own repetition_inspector_tests.rs (@37c043b954), ported.
 
-use crate::util::obj;
-use looptune::detect::peers::goose::{ErrorState, RepeatState};
+use super::obj;
+use crate::detect::peers::goose::{ErrorState, RepeatState};
 use serde_json::json;
 
 #[test]

@@ -1,8 +1,8 @@
 //! Cline's loop-detection.test.ts (extension, PR #9933 @f3a3f30db5) and the SDK
 //! orchestrator's loop cases (@21cb8d2525), ported to the port's tracker.
 
-use crate::util::obj;
-use looptune::detect::peers::cline::{ClineTracker, Verdict};
+use super::obj;
+use crate::detect::peers::cline::{ClineTracker, Verdict};
 use serde_json::{json, Value};
 
 fn extension() -> ClineTracker {

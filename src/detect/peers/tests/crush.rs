@@ -1,10 +1,10 @@
 //! Crush's `loop_detection_test.go` (@af86738e) ported to the port's
 //! functions, and the stop condition driven by canonical sessions.
 
-use crate::util::obj;
-use looptune::detect::peers::crush::{has_repeated_tool_calls, step_signature, StepCall};
-use looptune::detect::{run_checks, DetectorConfig, Prepared};
-use looptune::event::{Origin, Record, Session};
+use super::obj;
+use crate::detect::peers::crush::{has_repeated_tool_calls, step_signature, StepCall};
+use crate::detect::{run_checks, DetectorConfig, Prepared};
+use crate::event::{Origin, Record, Session};
 use serde_json::{json, Value};
 use std::sync::Arc;
 

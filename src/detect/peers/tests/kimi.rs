@@ -1,10 +1,10 @@
 //! Kimi CLI's `tests/core/test_toolset.py` (@b0e08c5f) dedup and repeat
 //! cases ported to the port's toolset state, and the family on sessions.
 
-use crate::util::obj;
-use looptune::detect::peers::kimi::{canonical_args, tier, CallKey, Handled, Toolset};
-use looptune::detect::{run_checks, DetectorConfig, Prepared};
-use looptune::event::{Origin, Record, Session};
+use super::obj;
+use crate::detect::peers::kimi::{canonical_args, tier, CallKey, Handled, Toolset};
+use crate::detect::{run_checks, DetectorConfig, Prepared};
+use crate::event::{Origin, Record, Session};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
