@@ -1,11 +1,11 @@
 //! Command-line arguments (clap derive) and their hand-over to the library.
-//! Nothing here computes: each subcommand builds a request and calls `looptune::run`.
+//! Nothing here computes: each subcommand builds a request and calls `crate::run`.
 
+use crate::error::{Error, Result};
+use crate::input::ReadOptions;
+use crate::run;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
-use looptune::error::{Error, Result};
-use looptune::input::ReadOptions;
-use looptune::run;
 use std::path::PathBuf;
 
 /// `--input-format` values: `auto`, `canonical` and every importer (aliases hidden).
@@ -17,7 +17,7 @@ fn input_formats() -> PossibleValuesParser {
     // Every importer's name and alias from the one registry; the short
     // aliases are accepted but not listed.
     v.extend(
-        looptune::import::format_names()
+        crate::import::format_names()
             .into_iter()
             .map(|f| PossibleValue::new(f).hide(matches!(f, "openai" | "chat"))),
     );
@@ -27,7 +27,7 @@ fn input_formats() -> PossibleValuesParser {
 /// `--detector` and `--family` values: every detector family.
 fn family_names() -> PossibleValuesParser {
     PossibleValuesParser::new(
-        looptune::detect::families()
+        crate::detect::families()
             .into_iter()
             .map(|f| PossibleValue::new(f.name())),
     )
@@ -35,7 +35,7 @@ fn family_names() -> PossibleValuesParser {
 
 /// `--profile` values: every profile of every family.
 fn profile_names() -> PossibleValuesParser {
-    PossibleValuesParser::new(looptune::detect::families().into_iter().flat_map(|f| {
+    PossibleValuesParser::new(crate::detect::families().into_iter().flat_map(|f| {
         f.profiles()
             .into_iter()
             .map(|p| PossibleValue::new(p.name))
@@ -267,10 +267,10 @@ struct InputArgs {
 #[derive(Debug, Args)]
 struct LimitArgs {
     /// Most bytes one gzip file may expand to.
-    #[arg(long, value_name = "BYTES", default_value_t = looptune::input::MAX_GZIP_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::input::MAX_GZIP_BYTES)]
     max_gzip_bytes: u64,
     /// Most times a gzip file may expand (checked past 16 MiB decompressed).
-    #[arg(long, value_name = "N", default_value_t = looptune::input::MAX_GZIP_RATIO)]
+    #[arg(long, value_name = "N", default_value_t = crate::input::MAX_GZIP_RATIO)]
     max_gzip_ratio: u64,
 }
 
@@ -382,7 +382,7 @@ struct SweepArgs {
     /// turns-to-detection, then closest to the baseline's values), `f1`, or
     /// `max-fp=N` (at most N false positives, then as default).
     #[arg(long, value_name = "RULE", default_value = "default", value_parser = parse_objective)]
-    objective: looptune::metrics::Objective,
+    objective: crate::metrics::Objective,
     /// The profile the recommendation is compared with and whose family it is
     /// chosen from (default: the profile of the grid's first [[grid]];
     /// gemini-latest for the embedded grid). A folder an earlier sweep wrote
@@ -408,8 +408,8 @@ struct SweepArgs {
     combine: usize,
     /// Replay only shard I of N (sessions split by a stable hash of their id)
     /// and write that part's result; combine the parts with `looptune merge`.
-    #[arg(long, value_name = "I/N", value_parser = looptune::result::Shard::parse)]
-    shard: Option<looptune::result::Shard>,
+    #[arg(long, value_name = "I/N", value_parser = crate::result::Shard::parse)]
+    shard: Option<crate::result::Shard>,
     /// Worker threads for reading files and replaying (default: all cores). CSV output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
@@ -430,7 +430,7 @@ struct SweepArgs {
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default).
-    #[arg(long, value_name = "N", default_value_t = looptune::limits::DEFAULT_MAX_CONFIGS)]
+    #[arg(long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONFIGS)]
     max_configs: usize,
 }
 
@@ -539,7 +539,7 @@ fn is_run_dir(v: &str) -> bool {
     p.join("summary.json").is_file() || (p.is_file() && v.ends_with(".json"))
 }
 
-fn parse_objective(s: &str) -> std::result::Result<looptune::metrics::Objective, String> {
+fn parse_objective(s: &str) -> std::result::Result<crate::metrics::Objective, String> {
     s.parse()
 }
 
@@ -552,10 +552,10 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         | Command::Label(LabelArgs { input, .. })
             if input.paths.is_empty() =>
         {
-            input.paths = looptune::logdirs::default_paths(&mut std::io::stderr())?;
+            input.paths = crate::logdirs::default_paths(&mut std::io::stderr())?;
         }
         Command::Sweep(a) if a.paths.is_empty() && !a.print_default_grid => {
-            a.paths = looptune::logdirs::default_paths(&mut std::io::stderr())?;
+            a.paths = crate::logdirs::default_paths(&mut std::io::stderr())?;
         }
         _ => {}
     }
@@ -563,7 +563,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
     let mut out = stdout.lock();
     match cli.command {
         Command::Replay(a) => {
-            looptune::limits::check_jobs(a.jobs)?;
+            crate::limits::check_jobs(a.jobs)?;
             let req = run::ReplayRequest {
                 paths: a.input.paths.clone(),
                 read: a.input.read_options(false, a.jobs),
@@ -583,11 +583,11 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         Command::Sweep(a) => {
             if a.print_default_grid {
                 use std::io::Write;
-                out.write_all(looptune::grid::DEFAULT_GRID.as_bytes())
+                out.write_all(crate::grid::DEFAULT_GRID.as_bytes())
                     .map_err(|e| Error::io("<stdout>", e))?;
                 return Ok(0);
             }
-            looptune::limits::check_jobs(a.jobs)?;
+            crate::limits::check_jobs(a.jobs)?;
             let req = run::SweepRequest {
                 paths: a.paths.clone(),
                 read: ReadOptions {
@@ -601,7 +601,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 grid: a.grid.clone(),
                 labels: a.ci.labels.clone(),
                 out: a.out.clone(),
-                options: looptune::sweep::SweepOptions {
+                options: crate::sweep::SweepOptions {
                     objective: a.objective.clone(),
                     baseline: a.baseline.clone().filter(|b| !is_run_dir(b)),
                     across_families: a.across_families,
@@ -660,7 +660,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
             &mut std::io::stderr(),
         ),
         Command::Synth(a) => {
-            let total = looptune::synth::write_corpus(&a.out, a.sessions, a.bytes, a.seed)
+            let total = crate::synth::write_corpus(&a.out, a.sessions, a.bytes, a.seed)
                 .map_err(|e| Error::io(&a.out, e))?;
             eprintln!(
                 "wrote {} sessions, {} bytes, to {}",
@@ -719,6 +719,46 @@ fn selection(d: &DetectorArgs) -> run::Selection {
             .collect(),
         profiles: d.profile.clone(),
         sets: d.sets.clone(),
+    }
+}
+
+/// The binary's whole work: parse arguments, run, and the exit code (errors
+/// reported on stderr).
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    // The process ends right after the command: no need to free its data.
+    crate::run::LEAVE_TO_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
+    match dispatch(cli) {
+        Ok(code) => code,
+        // A closed pipe (`looptune detectors | head -1`): the reader has what it
+        // wanted; end quietly and successfully, as `cat` or `grep` do.
+        Err(e) if is_broken_pipe(&e) => 0,
+        Err(e) => {
+            report(&e);
+            e.exit_code()
+        }
+    }
+}
+
+fn is_broken_pipe(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. }
+        if source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// The error, then each cause that adds something (an I/O error's message
+/// already ends with its cause: it is not repeated). Text from logs may be
+/// quoted: no control character reaches the terminal.
+fn report(e: &Error) {
+    let mut shown = e.to_string();
+    eprintln!("error: {}", crate::escape::terminal_lines(&shown));
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !shown.contains(&text) {
+            eprintln!("  caused by: {}", crate::escape::terminal_lines(&text));
+            shown.push_str(&text);
+        }
+        source = cause.source();
     }
 }
 

@@ -2,7 +2,8 @@
 //! chosen configuration. Unmet gates say which and by how much.
 
 use crate::error::{Error, Result};
-use crate::metrics::{Scores, SCORE_NAMES};
+use crate::metrics::{score_info, Scores, SCORE_NAMES};
+use crate::number::fixed;
 
 /// One gate: `score op number`.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +35,7 @@ impl Gate {
             if let Some(i) = s.find(op) {
                 let (name, value) = (s[..i].trim(), s[i + op.len()..].trim());
                 let diff_names = crate::diff::DIFF_SCORES;
-                if !SCORE_NAMES.contains(&name) && !diff_names.contains(&name) {
+                if score_info(name).is_none() && !diff_names.contains(&name) {
                     return Err(Error::Usage(format!(
                         "--require `{s}`: unknown score `{name}` (known: {}; against an earlier run: {})",
                         SCORE_NAMES.join(", "),
@@ -89,12 +90,7 @@ impl Gate {
             _ => (a - self.value).abs() >= 1e-12,
         });
         GateResult {
-            gate: format!(
-                "{}{}{}",
-                self.score,
-                self.op,
-                crate::report::fixed(self.value)
-            ),
+            gate: format!("{}{}{}", self.score, self.op, fixed(self.value)),
             actual,
             passed,
         }
@@ -105,7 +101,7 @@ impl GateResult {
     /// `recall>=0.9: 0.75, short by 0.15`.
     pub fn describe(&self) -> String {
         match (self.actual, self.passed) {
-            (Some(a), true) => format!("{}: {} (met)", self.gate, crate::report::fixed(a)),
+            (Some(a), true) => format!("{}: {} (met)", self.gate, fixed(a)),
             (None, _) => format!("{}: undefined (no value to compare)", self.gate),
             (Some(a), false) => {
                 let want: f64 = self
@@ -117,8 +113,8 @@ impl GateResult {
                 format!(
                     "{}: {} (off by {})",
                     self.gate,
-                    crate::report::fixed(a),
-                    crate::report::fixed((a - want).abs())
+                    fixed(a),
+                    fixed((a - want).abs())
                 )
             }
         }

@@ -83,7 +83,7 @@ pub struct Grid {
 type Axes = Vec<(String, Vec<ParamValue>)>;
 
 /// Parse and expand a grid; `origin` names it in errors. At most
-/// [`crate::limits::DEFAULT_MAX_CONFIGS`] configurations.
+/// `limits::DEFAULT_MAX_CONFIGS` (the `--max-configs` default) configurations.
 pub fn parse_grid(text: &str, origin: &str) -> Result<Grid> {
     parse_grid_limited(text, origin, crate::limits::DEFAULT_MAX_CONFIGS)
 }
@@ -258,6 +258,36 @@ fn push_variant(
         overrides,
         stock,
     });
+}
+
+/// The blocks of a grid source that have axes, as written: each block's
+/// resolved profile and its `axes` table, in order. A source that does not
+/// parse gives none; a block whose family or profile does not resolve is left
+/// out (the report's heatmaps read this; the grid itself was checked when run).
+pub fn axis_blocks(source: &str) -> Vec<(String, toml::Table)> {
+    let Ok(doc) = source.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let mut blocks: Vec<&toml::Table> = Vec::new();
+    if doc.contains_key("axes") {
+        blocks.push(&doc);
+    }
+    if let Some(toml::Value::Array(gs)) = doc.get("grid") {
+        blocks.extend(gs.iter().filter_map(toml::Value::as_table));
+    }
+    let mut out = Vec::new();
+    for b in blocks {
+        let s = |k: &str| b.get(k).and_then(toml::Value::as_str);
+        let profile = match DetectorConfig::resolve(s("family"), s("profile"), &[]) {
+            Ok(c) => c.profile,
+            Err(_) => continue,
+        };
+        let Some(axes) = b.get("axes").and_then(toml::Value::as_table) else {
+            continue;
+        };
+        out.push((profile, axes.clone()));
+    }
+    out
 }
 
 /// Stable id: a digest of the family, the profile and every resolved parameter

@@ -265,6 +265,7 @@ pub fn push_utf16(out: &mut Vec<u16>, s: &str) {
 }
 
 /// Length in UTF-16 code units.
+#[cfg(test)]
 pub fn utf16_len(s: &str) -> usize {
     s.chars()
         .map(|c| {

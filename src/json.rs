@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 /// Parse JSON text as `JSON.parse` would accept it. An unpaired surrogate
 /// escape (`"\ud83d"`, left by a log cut mid-emoji) is valid JSON that
 /// serde_json rejects; on that error alone each such escape becomes its own
-/// private-use character ([`crate::js::LONE_SURROGATE_BASE`] + offset), so
+/// private-use character (`js::LONE_SURROGATE_BASE` + offset), so
 /// values stay as distinct as JavaScript keeps them, `JSON.stringify` writes
 /// them back as the original escapes, and UTF-16 consumers turn them back into
 /// the single lone unit. Well-formed text takes the first, fast path.

@@ -141,62 +141,412 @@ pub struct Scores {
     pub fp_rate_ci: Option<(f64, f64)>,
 }
 
-/// Names of the numeric scores, as `sweep.csv` columns and `--require` gates use them.
-pub const SCORE_NAMES: &[&str] = &[
-    "sessions",
-    "labeled_loops",
-    "labeled_clean",
-    "true_positives",
-    "false_positives",
-    "missed_loops",
-    "true_negatives",
-    "precision",
-    "recall",
-    "f1",
-    "fp_per_1k_turns",
-    "ttd_median",
-    "ttd_p90",
-    "ttd_max",
-    "early_detections",
-    "tokens_after_detection",
-    "detections",
-    "judge_checks_due",
-    "judge_checks_no_verdict",
-    "stops",
-    "warnings",
-    "unheeded",
-    "tokens_saved_on_loops",
-    "tokens_lost_on_clean",
-    "turns_after_detection",
-    "ttd_n",
-    "recall_lo",
-    "recall_hi",
-    "precision_lo",
-    "precision_hi",
-    "fp_rate",
-    "fp_rate_lo",
-    "fp_rate_hi",
+/// What a score counts or measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Sessions (a count).
+    Sessions,
+    /// Detections or warnings (a count).
+    Detections,
+    /// Judge checks (a count).
+    Checks,
+    /// A proportion, 0 to 1.
+    Share,
+    /// False positives per 1000 turns of clean sessions.
+    PerThousandTurns,
+    /// Turns.
+    Turns,
+    /// Tokens.
+    Tokens,
+}
+
+impl Unit {
+    /// The unit as a header or a gate message names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Sessions => "sessions",
+            Unit::Detections => "detections",
+            Unit::Checks => "checks",
+            Unit::Share => "share (0-1)",
+            Unit::PerThousandTurns => "per 1k clean turns",
+            Unit::Turns => "turns",
+            Unit::Tokens => "tokens",
+        }
+    }
+}
+
+/// Which way a score is better, when it has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// More is better (recall).
+    Higher,
+    /// Less is better (false positives).
+    Lower,
+    /// A size or a cost to read, not a quality (sessions, detections).
+    Neither,
+}
+
+/// One numeric score: its `sweep.csv` column and `--require` name, what
+/// reports call it, its unit and direction, and whether it needs labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScoreInfo {
+    /// Column, gate and `summary.json` name.
+    pub name: &'static str,
+    /// What a Markdown summary or a sentence calls it.
+    pub label: &'static str,
+    /// What a narrow table header calls it.
+    pub short: &'static str,
+    /// What it counts or measures.
+    pub unit: Unit,
+    /// Which way is better.
+    pub better: Better,
+    /// Meaningless (and refused by gates) without labels.
+    pub needs_labels: bool,
+    /// Always a whole number (written without decimals in `sweep.csv`).
+    pub whole: bool,
+}
+
+impl ScoreInfo {
+    /// Lower is better.
+    pub fn lower_is_better(&self) -> bool {
+        self.better == Better::Lower
+    }
+}
+
+const fn s(
+    name: &'static str,
+    label: &'static str,
+    short: &'static str,
+    unit: Unit,
+    better: Better,
+    needs_labels: bool,
+    whole: bool,
+) -> ScoreInfo {
+    ScoreInfo {
+        name,
+        label,
+        short,
+        unit,
+        better,
+        needs_labels,
+        whole,
+    }
+}
+
+/// Every numeric score, in `sweep.csv` column order: the one table writers,
+/// gates and `summary.json` read names, labels and units from.
+pub const SCORES: &[ScoreInfo] = &[
+    s(
+        "sessions",
+        "sessions",
+        "sessions",
+        Unit::Sessions,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "labeled_loops",
+        "labeled loops",
+        "labeled loops",
+        Unit::Sessions,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "labeled_clean",
+        "labeled clean sessions",
+        "labeled clean",
+        Unit::Sessions,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "true_positives",
+        "loops caught",
+        "loops caught",
+        Unit::Sessions,
+        Better::Higher,
+        true,
+        true,
+    ),
+    s(
+        "false_positives",
+        "false positives",
+        "false positives",
+        Unit::Sessions,
+        Better::Lower,
+        true,
+        true,
+    ),
+    s(
+        "missed_loops",
+        "loops missed",
+        "loops missed",
+        Unit::Sessions,
+        Better::Lower,
+        true,
+        true,
+    ),
+    s(
+        "true_negatives",
+        "clean sessions left alone",
+        "clean left alone",
+        Unit::Sessions,
+        Better::Higher,
+        true,
+        true,
+    ),
+    s(
+        "precision",
+        "precision",
+        "precision",
+        Unit::Share,
+        Better::Higher,
+        true,
+        false,
+    ),
+    s(
+        "recall",
+        "recall",
+        "recall",
+        Unit::Share,
+        Better::Higher,
+        true,
+        false,
+    ),
+    s("f1", "F1", "F1", Unit::Share, Better::Higher, true, false),
+    s(
+        "fp_per_1k_turns",
+        "false positives / 1k clean turns",
+        "FP / 1k turns",
+        Unit::PerThousandTurns,
+        Better::Lower,
+        true,
+        false,
+    ),
+    s(
+        "ttd_median",
+        "median turns to detection",
+        "median TTD",
+        Unit::Turns,
+        Better::Lower,
+        true,
+        false,
+    ),
+    s(
+        "ttd_p90",
+        "p90 turns to detection",
+        "p90 TTD",
+        Unit::Turns,
+        Better::Lower,
+        true,
+        false,
+    ),
+    s(
+        "ttd_max",
+        "longest turns to detection",
+        "max TTD",
+        Unit::Turns,
+        Better::Lower,
+        true,
+        true,
+    ),
+    s(
+        "early_detections",
+        "early detections",
+        "early",
+        Unit::Sessions,
+        Better::Lower,
+        true,
+        true,
+    ),
+    s(
+        "tokens_after_detection",
+        "tokens after stop",
+        "tokens after stop",
+        Unit::Tokens,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "detections",
+        "sessions with a detection",
+        "detections",
+        Unit::Sessions,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "judge_checks_due",
+        "judge checks due",
+        "judge checks",
+        Unit::Checks,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "judge_checks_no_verdict",
+        "judge checks without a verdict",
+        "judge no verdict",
+        Unit::Checks,
+        Better::Lower,
+        false,
+        true,
+    ),
+    s(
+        "stops",
+        "sessions stopped",
+        "stops",
+        Unit::Sessions,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "warnings",
+        "warnings issued",
+        "warnings",
+        Unit::Detections,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "unheeded",
+        "detections nobody acted on",
+        "unheeded",
+        Unit::Detections,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "tokens_saved_on_loops",
+        "tokens after stop on loops (saved)",
+        "tokens saved",
+        Unit::Tokens,
+        Better::Higher,
+        true,
+        true,
+    ),
+    s(
+        "tokens_lost_on_clean",
+        "tokens after stop on clean (lost)",
+        "tokens lost",
+        Unit::Tokens,
+        Better::Lower,
+        true,
+        true,
+    ),
+    s(
+        "turns_after_detection",
+        "turns after stop",
+        "turns after stop",
+        Unit::Turns,
+        Better::Neither,
+        false,
+        true,
+    ),
+    s(
+        "ttd_n",
+        "loops with a turns-to-detection",
+        "TTD n",
+        Unit::Sessions,
+        Better::Neither,
+        true,
+        true,
+    ),
+    s(
+        "recall_lo",
+        "recall, 95% interval low",
+        "recall lo",
+        Unit::Share,
+        Better::Higher,
+        true,
+        false,
+    ),
+    s(
+        "recall_hi",
+        "recall, 95% interval high",
+        "recall hi",
+        Unit::Share,
+        Better::Higher,
+        true,
+        false,
+    ),
+    s(
+        "precision_lo",
+        "precision, 95% interval low",
+        "precision lo",
+        Unit::Share,
+        Better::Higher,
+        true,
+        false,
+    ),
+    s(
+        "precision_hi",
+        "precision, 95% interval high",
+        "precision hi",
+        Unit::Share,
+        Better::Higher,
+        true,
+        false,
+    ),
+    s(
+        "fp_rate",
+        "false positives per clean session",
+        "FP rate",
+        Unit::Share,
+        Better::Lower,
+        true,
+        false,
+    ),
+    s(
+        "fp_rate_lo",
+        "false positives per clean session, 95% interval low",
+        "FP rate lo",
+        Unit::Share,
+        Better::Lower,
+        true,
+        false,
+    ),
+    s(
+        "fp_rate_hi",
+        "false positives per clean session, 95% interval high",
+        "FP rate hi",
+        Unit::Share,
+        Better::Lower,
+        true,
+        false,
+    ),
 ];
 
-/// Scores that mean something without labels: how often configurations fire
-/// and what that costs. Every other score of [`SCORE_NAMES`] needs labels.
-const LABEL_FREE: &[&str] = &[
-    "sessions",
-    "labeled_loops",
-    "labeled_clean",
-    "tokens_after_detection",
-    "detections",
-    "judge_checks_due",
-    "judge_checks_no_verdict",
-    "stops",
-    "warnings",
-    "unheeded",
-    "turns_after_detection",
-];
+/// Names of the numeric scores, as `sweep.csv` columns and `--require` gates
+/// use them ([`SCORES`] in order).
+pub const SCORE_NAMES: &[&str] = &{
+    let mut names = [""; SCORES.len()];
+    let mut i = 0;
+    while i < SCORES.len() {
+        names[i] = SCORES[i].name;
+        i += 1;
+    }
+    names
+};
+
+/// A score's row of [`SCORES`].
+pub fn score_info(name: &str) -> Option<&'static ScoreInfo> {
+    SCORES.iter().find(|s| s.name == name)
+}
 
 /// Whether a score needs labels: meaningless (and refused by gates) without any.
 pub fn needs_labels(score: &str) -> bool {
-    SCORE_NAMES.contains(&score) && !LABEL_FREE.contains(&score)
+    score_info(score).is_some_and(|s| s.needs_labels)
 }
 
 impl Scores {
@@ -370,7 +720,7 @@ pub fn pareto(scores: &[Scores]) -> Vec<usize> {
         .collect()
 }
 
-/// How to pick the recommended configuration (see [`crate::recommend`]).
+/// How to pick the recommended configuration (the `recommend` module applies it).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Objective {
     /// No more false positives than the baseline, then highest recall, then
@@ -428,6 +778,68 @@ impl Objective {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_score_table_names_each_score_once_and_scores_answer_every_name() {
+        let mut names: Vec<&str> = SCORE_NAMES.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SCORES.len());
+        let s = Scores {
+            ttd_median: Some(1.0),
+            ttd_p90: Some(1.0),
+            ttd_max: Some(1),
+            recall_ci: Some((0.0, 1.0)),
+            precision_ci: Some((0.0, 1.0)),
+            fp_rate: Some(0.0),
+            fp_rate_ci: Some((0.0, 1.0)),
+            ..Default::default()
+        };
+        for info in SCORES {
+            assert!(s.get(info.name).is_some(), "{}", info.name);
+        }
+        // What gates accept without labels, and what sweep.csv writes as whole numbers.
+        let free: Vec<&str> = SCORES
+            .iter()
+            .filter(|s| !s.needs_labels)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            free,
+            [
+                "sessions",
+                "labeled_loops",
+                "labeled_clean",
+                "tokens_after_detection",
+                "detections",
+                "judge_checks_due",
+                "judge_checks_no_verdict",
+                "stops",
+                "warnings",
+                "unheeded",
+                "turns_after_detection",
+            ]
+        );
+        let decimal: Vec<&str> = SCORES.iter().filter(|s| !s.whole).map(|s| s.name).collect();
+        assert_eq!(
+            decimal,
+            [
+                "precision",
+                "recall",
+                "f1",
+                "fp_per_1k_turns",
+                "ttd_median",
+                "ttd_p90",
+                "recall_lo",
+                "recall_hi",
+                "precision_lo",
+                "precision_hi",
+                "fp_rate",
+                "fp_rate_lo",
+                "fp_rate_hi",
+            ]
+        );
+    }
 
     #[test]
     fn percentiles() {

@@ -5,6 +5,7 @@ use crate::detect::{self, DetectorConfig, ParamValue};
 use crate::error::{Error, Result, EXIT_GATE, EXIT_OK};
 use crate::input::{read_corpus, read_corpus_with, ReadOptions};
 use crate::replay::ReplayOptions;
+use crate::report::text::{ConfigName, FamilyListing, ParamListing, ProfileListing};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -183,11 +184,12 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let sessions: Vec<crate::replay::SessionOutcomes> =
         streamed.sessions.into_iter().map(|(_, s)| s).collect();
     let configs = plan.configs();
+    let names: Vec<ConfigName> = configs.iter().map(config_name).collect();
     let io = |e| Error::io("<stdout>", e);
     if req.json {
-        crate::report::text::replay_json(&sessions, configs, req.all, out).map_err(io)?;
+        crate::report::text::replay_json(&sessions, &names, req.all, out).map_err(io)?;
     } else {
-        crate::report::text::replay_table(&sessions, configs, req.all, out).map_err(io)?;
+        crate::report::text::replay_table(&sessions, &names, req.all, out).map_err(io)?;
     }
     let fired = sessions
         .iter()
@@ -386,7 +388,49 @@ pub fn detectors_command(only: Option<&str>, json: bool, out: &mut dyn Write) ->
         Some(f) => vec![detect::family(f)?],
         None => detect::families(),
     };
-    crate::report::text::detectors(&fams, json, out).map_err(|e| Error::io("<stdout>", e))
+    let listing: Vec<FamilyListing> = fams.iter().map(|f| family_listing(*f)).collect();
+    crate::report::text::detectors(&listing, json, out).map_err(|e| Error::io("<stdout>", e))
+}
+
+/// What replay output says of a configuration.
+fn config_name(c: &DetectorConfig) -> ConfigName {
+    ConfigName {
+        family: c.family.to_string(),
+        profile: c.profile.clone(),
+        policy: c.policy().to_string(),
+    }
+}
+
+/// A family as plain data for the `detectors` writer.
+fn family_listing(f: &dyn detect::Family) -> FamilyListing {
+    FamilyListing {
+        name: f.name().into(),
+        about: f.about().into(),
+        profiles: f
+            .profiles()
+            .into_iter()
+            .map(|p| ProfileListing {
+                name: p.name.into(),
+                about: p.about.into(),
+                values: p
+                    .values
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            })
+            .collect(),
+        params: f
+            .params()
+            .into_iter()
+            .map(|p| ParamListing {
+                name: p.name.into(),
+                kind: p.kind.describe(),
+                unit: p.unit.into(),
+                doc: p.doc.into(),
+                source: p.source.into(),
+            })
+            .collect(),
+    }
 }
 
 /// CI outputs shared by `replay` and `sweep`.
@@ -429,12 +473,8 @@ pub struct SweepRequest {
     pub allow_empty: bool,
 }
 
-/// Load the grid named by a request, or the embedded default.
-pub fn load_grid(path: Option<&std::path::Path>) -> Result<crate::grid::Grid> {
-    load_grid_limited(path, crate::limits::DEFAULT_MAX_CONFIGS)
-}
-
-/// [`load_grid`] with a `--max-configs` cap (0 = the default cap).
+/// Load the grid named by a request, or the embedded default, under a
+/// `--max-configs` cap (0 = the default cap).
 pub fn load_grid_limited(
     path: Option<&std::path::Path>,
     max_configs: usize,

@@ -14,9 +14,9 @@
 //! nothing else: its sharing key is derived from those settings, so no
 //! parameter can be left out of it.
 
-pub mod gemini;
+pub(crate) mod gemini;
 pub mod params;
-pub mod peers;
+pub(crate) mod peers;
 pub mod prepared;
 
 use crate::error::{Error, Result};

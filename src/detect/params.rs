@@ -88,6 +88,20 @@ pub enum ParamKind {
     List,
 }
 
+impl ParamKind {
+    /// The values it takes, as `looptune detectors` lists them.
+    pub fn describe(&self) -> String {
+        match self {
+            ParamKind::Int { min, max } => format!("integer {min}..={max}"),
+            ParamKind::Float { min, max } => format!("number {min}..={max}"),
+            ParamKind::Bool => "true|false".into(),
+            ParamKind::Choice(c) => c.join("|"),
+            ParamKind::Policy => "stop|warn:N|ask|ignore".into(),
+            ParamKind::List => "list of names".into(),
+        }
+    }
+}
+
 /// One named parameter of a detector family.
 #[derive(Debug, Clone)]
 pub struct ParamSpec {

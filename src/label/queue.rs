@@ -20,6 +20,7 @@ pub fn stock_configs() -> Result<Vec<DetectorConfig>> {
 }
 
 /// Replay the stock configurations over the corpus.
+#[cfg(test)]
 pub fn replay_stock(corpus: &Corpus, jobs: usize) -> Result<Replay> {
     replay_stock_with(corpus, jobs, &crate::progress::NoProgress)
 }

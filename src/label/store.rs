@@ -162,11 +162,6 @@ impl LabelStore {
         self.columns.iter().position(|c| c == name)
     }
 
-    /// The file this store writes.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Every label in the file, by session.
     pub fn labels(&self) -> BTreeMap<String, Label> {
         self.rows

@@ -9,6 +9,7 @@
 //! tooltip (`<title>`, escaped with [`super::html::esc`]).
 
 use super::model::{Disagreement, ReportData, Row};
+use crate::metrics::{score_info, ScoreInfo, Unit};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -1129,11 +1130,15 @@ pub fn axis_chart(c: &AxisCurve) -> Draw<String> {
     };
     lo -= pad;
     hi += pad;
-    let metrics: [(&str, Metric, bool); 3] = [
-        ("recall", |p| p.recall, true),
-        ("false positives", |p| p.fp, false),
-        ("median turns to detection", |p| p.ttd_median, false),
+    let by_score: [(&str, Metric); 3] = [
+        ("recall", |p| p.recall),
+        ("false_positives", |p| p.fp),
+        ("ttd_median", |p| p.ttd_median),
     ];
+    let metrics = by_score.map(|(score, get)| {
+        let info = score_info(score).expect("a score of the table");
+        (info.label, get, info.unit == Unit::Share)
+    });
     svg_marked(AXIS_SIZE, |root, marks| {
         let panels = root.split_evenly((1, 3));
         for (pi, (name, get, share)) in metrics.iter().enumerate() {
@@ -1229,33 +1234,16 @@ pub struct SubGrid {
 /// The sub-grids of the grid source, with ranges expanded. A source that does
 /// not parse gives none (the heatmaps are then left out; the source is still shown).
 pub fn subgrids(d: &ReportData) -> Vec<SubGrid> {
-    let Ok(doc) = d.summary.grid.source.parse::<toml::Table>() else {
-        return Vec::new();
-    };
-    let mut blocks: Vec<&toml::Table> = Vec::new();
-    if doc.contains_key("axes") {
-        blocks.push(&doc);
-    }
-    if let Some(toml::Value::Array(gs)) = doc.get("grid") {
-        blocks.extend(gs.iter().filter_map(toml::Value::as_table));
-    }
-    let mut out = Vec::new();
-    for b in blocks {
-        let s = |k: &str| b.get(k).and_then(toml::Value::as_str);
-        let profile = match crate::detect::DetectorConfig::resolve(s("family"), s("profile"), &[]) {
-            Ok(c) => c.profile,
-            Err(_) => continue,
-        };
-        let Some(axes) = b.get("axes").and_then(toml::Value::as_table) else {
-            continue;
-        };
-        let axes = axes
-            .iter()
-            .map(|(name, v)| (name.clone(), toml_values(v)))
-            .collect();
-        out.push(SubGrid { profile, axes });
-    }
-    out
+    crate::grid::axis_blocks(&d.summary.grid.source)
+        .into_iter()
+        .map(|(profile, axes)| SubGrid {
+            profile,
+            axes: axes
+                .iter()
+                .map(|(name, v)| (name.clone(), toml_values(v)))
+                .collect(),
+        })
+        .collect()
 }
 
 /// An axis's values as text: a list, or an inclusive `{start, stop, step}` range.
@@ -1335,13 +1323,19 @@ pub enum HeatMetric {
 }
 
 impl HeatMetric {
-    /// Display name.
-    pub fn name(self) -> &'static str {
-        match self {
-            HeatMetric::F1 => "F1",
-            HeatMetric::FalsePositives => "false positives",
+    /// Its row of the score table.
+    fn score(self) -> &'static ScoreInfo {
+        let name = match self {
+            HeatMetric::F1 => "f1",
+            HeatMetric::FalsePositives => "false_positives",
             HeatMetric::Recall => "recall",
-        }
+        };
+        score_info(name).expect("a score of the table")
+    }
+
+    /// Display name.
+    pub fn label(self) -> &'static str {
+        self.score().label
     }
     fn get(self, c: &Cell) -> Option<f64> {
         match self {
@@ -1460,17 +1454,19 @@ impl HeatScale {
 
     /// The fill of a value.
     pub fn colour(&self, v: f64) -> RGBColor {
-        let (light, dark) = match self.metric {
-            HeatMetric::FalsePositives => (RGBColor(0xFF, 0xF5, 0xEB), RGBColor(0xA6, 0x36, 0x03)),
-            _ => (RGBColor(0xF2, 0xF7, 0xFC), RGBColor(0x08, 0x45, 0x94)),
+        // Orange where less is better, blue where more is.
+        let (light, dark) = if self.metric.score().lower_is_better() {
+            (RGBColor(0xFF, 0xF5, 0xEB), RGBColor(0xA6, 0x36, 0x03))
+        } else {
+            (RGBColor(0xF2, 0xF7, 0xFC), RGBColor(0x08, 0x45, 0x94))
         };
         mix(light, dark, self.t(v))
     }
 
-    /// Legend ticks: quarters of a ratio; whole counts for false positives.
+    /// Legend ticks: quarters of a ratio; whole counts for a count.
     pub fn ticks(&self) -> Vec<f64> {
-        match self.metric {
-            HeatMetric::FalsePositives => {
+        match self.metric.score().whole {
+            true => {
                 let step = (self.hi / 5.0).ceil().max(1.0);
                 let mut v: Vec<f64> = (0..)
                     .map(|k| self.lo + k as f64 * step)
@@ -1479,16 +1475,17 @@ impl HeatScale {
                 v.push(self.hi);
                 v
             }
-            _ => (0..=4)
+            false => (0..=4)
                 .map(|k| self.lo + (self.hi - self.lo) * k as f64 / 4.0)
                 .collect(),
         }
     }
 
     fn text(&self, v: f64) -> String {
-        match self.metric {
-            HeatMetric::FalsePositives => format!("{v:.0}"),
-            _ => format!("{v:.2}"),
+        if self.metric.score().whole {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
         }
     }
 }
@@ -1506,7 +1503,7 @@ pub fn heatmap_chart(h: &Heatmap, scale: &HeatScale) -> Draw<String> {
     svg_marked(HEAT_SIZE, |root, marks| {
         let (plot, legend) = root.split_horizontally(HEAT_SIZE.0 - HEAT_LEGEND_PX);
         let mut ch = ChartBuilder::on(&plot)
-            .caption(metric.name(), font(LABEL_PT))
+            .caption(metric.label(), font(LABEL_PT))
             .margin(8)
             .x_label_area_size(44)
             .y_label_area_size(64)
@@ -1615,7 +1612,7 @@ fn heat_legend(area: &DrawingArea<SVGBackend, Shift>, scale: &HeatScale) -> Draw
         ))?;
     }
     area.draw(&Text::new(
-        format!("{} (same scale in every map)", scale.metric.name()),
+        format!("{} (same scale in every map)", scale.metric.label()),
         (10, (top + bottom) / 2),
         font(SMALL_PT - 2.5)
             .transform(FontTransform::Rotate270)

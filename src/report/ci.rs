@@ -6,7 +6,7 @@ use super::text::plural;
 use crate::escape::md_text as md_escape;
 use crate::gates::GateResult;
 use crate::labels::Labels;
-use crate::metrics::{verdict_at, Scores, Verdict};
+use crate::metrics::{score_info, verdict_at, Scores, Verdict};
 use crate::result::{Hit, SessionRecord};
 
 /// What the CI writers read.
@@ -31,22 +31,20 @@ pub struct CiView<'a> {
     pub hits: &'a [Option<&'a Hit>],
 }
 
-const ROWS: &[(&str, &str)] = &[
-    ("recall", "recall"),
-    ("precision", "precision"),
-    ("f1", "F1"),
-    ("true_positives", "loops caught"),
-    ("missed_loops", "loops missed"),
-    ("false_positives", "false positives"),
-    ("fp_per_1k_turns", "false positives / 1k clean turns"),
-    ("ttd_median", "median turns to detection"),
-    ("ttd_p90", "p90 turns to detection"),
-    ("early_detections", "early detections"),
-    (
-        "tokens_saved_on_loops",
-        "tokens after stop on loops (saved)",
-    ),
-    ("tokens_lost_on_clean", "tokens after stop on clean (lost)"),
+/// The scores of the Markdown table, in order; their labels come from [`crate::metrics::SCORES`].
+const ROWS: &[&str] = &[
+    "recall",
+    "precision",
+    "f1",
+    "true_positives",
+    "missed_loops",
+    "false_positives",
+    "fp_per_1k_turns",
+    "ttd_median",
+    "ttd_p90",
+    "early_detections",
+    "tokens_saved_on_loops",
+    "tokens_lost_on_clean",
 ];
 
 fn cell(s: &Scores, name: &str) -> String {
@@ -93,7 +91,8 @@ pub fn markdown(v: &CiView) -> String {
     out.push_str("\n|---|");
     out.push_str(&"---:|".repeat(cols.len()));
     out.push('\n');
-    for (name, title) in ROWS {
+    for name in ROWS {
+        let title = score_info(name).map_or(*name, |s| s.label);
         out.push_str(&format!("| {title} |"));
         for &c in &cols {
             out.push_str(&format!(" {} |", cell(&v.scores[c], name)));

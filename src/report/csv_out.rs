@@ -4,7 +4,7 @@
 //! for spreadsheets.
 
 use super::{fixed, safe_cell};
-use crate::metrics::{verdict_at, SCORE_NAMES};
+use crate::metrics::{verdict_at, SCORES, SCORE_NAMES};
 use crate::sweep::SweepResult;
 
 fn opt(x: Option<f64>) -> String {
@@ -18,18 +18,14 @@ pub fn score_header() -> Vec<&'static str> {
     h
 }
 
-/// The score cells of one row, in [`SCORE_NAMES`] order, then the detection kinds.
+/// The score cells of one row, in [`SCORES`] order (whole numbers without
+/// decimals, the rest at fixed precision), then the detection kinds.
 fn score_cells(s: &crate::metrics::Scores) -> Vec<String> {
-    let mut row: Vec<String> = SCORE_NAMES
+    let mut row: Vec<String> = SCORES
         .iter()
-        .map(|name| match *name {
-            "precision" | "recall" | "f1" | "fp_per_1k_turns" | "ttd_median" | "ttd_p90"
-            | "recall_lo" | "recall_hi" | "precision_lo" | "precision_hi" | "fp_rate"
-            | "fp_rate_lo" | "fp_rate_hi" => opt(s.get(name)),
-            _ => s
-                .get(name)
-                .map(|x| format!("{}", x as i64))
-                .unwrap_or_default(),
+        .map(|info| match s.get(info.name) {
+            Some(x) if info.whole => format!("{}", x as i64),
+            x => opt(x),
         })
         .collect();
     row.push(

@@ -77,6 +77,32 @@ fn pct(x: Option<f64>) -> String {
         .unwrap_or_else(|| "–".into())
 }
 
+/// The scores the family and configuration tables show, in column order.
+const TABLE_SCORES: &[&str] = &[
+    "recall",
+    "false_positives",
+    "fp_per_1k_turns",
+    "precision",
+    "f1",
+    "ttd_median",
+    "ttd_p90",
+    "detections",
+];
+
+/// A header suffix for a value shown with its interval.
+const CI: &str = " [95% CI]";
+
+/// A numeric column's header, as the score table names the score.
+fn th(score: &str, suffix: &str) -> String {
+    let short = crate::metrics::score_info(score).map_or(score, |s| s.short);
+    format!("<th class=\"n\">{}{suffix}</th>", esc(short))
+}
+
+/// The headers of `scores`, in order.
+fn ths(scores: &[&str]) -> String {
+    scores.iter().map(|s| th(s, "")).collect()
+}
+
 fn dec(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into())
 }
@@ -264,10 +290,14 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Str
         );
         return Ok(());
     }
-    h.push_str(
-        "<div class=\"scroll\"><table><thead><tr><th></th><th>configuration</th><th class=\"n\">recall [95% CI]</th>\
-         <th class=\"n\">precision [95% CI]</th><th class=\"n\">false positives</th><th class=\"n\">FP rate [95% CI]</th>\
-         <th class=\"n\">median TTD [95% CI]</th><th class=\"n\">n</th></tr></thead><tbody>\n",
+    let _ = writeln!(
+        h,
+        "<div class=\"scroll\"><table><thead><tr><th></th><th>configuration</th>{}{}{}{}{}<th class=\"n\">n</th></tr></thead><tbody>",
+        th("recall", CI),
+        th("precision", CI),
+        th("false_positives", ""),
+        th("fp_rate", CI),
+        th("ttd_median", CI),
     );
     for (role, r, ttd_ci) in &shown {
         let class = match role.as_str() {
@@ -374,9 +404,13 @@ fn cross_validation(h: &mut String, d: &ReportData, cv: &CrossValidation, row: &
     };
     let _ = writeln!(
         h,
-        "<table><thead><tr><th></th><th class=\"n\">recall [95% CI]</th><th class=\"n\">precision [95% CI]</th><th class=\"n\">false positives</th><th class=\"n\">F1</th></tr></thead><tbody>\n\
+        "<table><thead><tr><th></th>{}{}{}{}</tr></thead><tbody>\n\
          <tr><td>in sample</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{} of {}</td><td class=\"n\">{}</td></tr>\n\
          <tr><td>out of sample</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{} of {}</td><td class=\"n\">{}</td></tr>\n</tbody></table>",
+        th("recall", CI),
+        th("precision", CI),
+        th("false_positives", ""),
+        th("f1", ""),
         esc(&with_ci(row, "recall")),
         esc(&with_ci(row, "precision")),
         int(row.score("false_positives")),
@@ -436,10 +470,10 @@ fn families(h: &mut String, d: &ReportData) {
         "<h2 id=\"families\">Families side by side</h2>\n<p>Every stock profile, grouped by detector family, \
          with the family's best swept configuration by F1 where the grid swept it.</p>\n",
     );
-    h.push_str(
-        "<div class=\"scroll\"><table><thead><tr><th>profile</th><th class=\"n\">recall</th><th class=\"n\">false positives</th>\
-         <th class=\"n\">FP / 1k turns</th><th class=\"n\">precision</th><th class=\"n\">F1</th><th class=\"n\">median TTD</th>\
-         <th class=\"n\">p90 TTD</th><th class=\"n\">detections</th></tr></thead><tbody>\n",
+    let _ = writeln!(
+        h,
+        "<div class=\"scroll\"><table><thead><tr><th>profile</th>{}</tr></thead><tbody>",
+        ths(TABLE_SCORES)
     );
     let rec = d.rows.iter().find(|r| r.recommended);
     for (family, rows) in charts::group_by(d.rows.iter(), |r| r.family.clone()) {
@@ -781,12 +815,12 @@ fn config_table(h: &mut String, d: &ReportData) {
          Every column of every configuration is in <code>sweep.csv</code>.</p>",
         d.rows.len()
     );
-    h.push_str(
+    let _ = writeln!(
+        h,
         "<input type=\"search\" data-filter=\"all-configs\" placeholder=\"filter: family, profile, value…\" hidden>\
          <div class=\"scroll tall\"><table class=\"sortable\" id=\"all-configs\"><thead><tr><th>id</th><th>family</th><th>profile</th>\
-         <th>changes</th><th class=\"n\">recall</th><th class=\"n\">FP</th><th class=\"n\">FP / 1k</th>\
-         <th class=\"n\">precision</th><th class=\"n\">F1</th><th class=\"n\">median TTD</th><th class=\"n\">p90 TTD</th>\
-         <th class=\"n\">detections</th><th>flags</th></tr></thead><tbody>\n",
+         <th>changes</th>{}<th>flags</th></tr></thead><tbody>",
+        ths(TABLE_SCORES)
     );
     for r in &d.rows {
         let changes: Vec<String> = d

@@ -11,6 +11,9 @@ pub mod model;
 pub mod summary;
 pub mod text;
 
+#[cfg(test)]
+mod end_to_end;
+
 use std::io::Write;
 use std::path::Path;
 
@@ -63,16 +66,7 @@ pub fn safe_cell(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A float at fixed precision (quiet diffs), trailing zeros trimmed.
-pub fn fixed(x: f64) -> String {
-    let s = format!("{x:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".into()
-    } else {
-        s.into()
-    }
-}
+pub use crate::number::fixed;
 
 #[cfg(test)]
 mod tests {
@@ -84,14 +78,6 @@ mod tests {
             assert!(safe_cell(bad).starts_with('\''), "{bad:?}");
         }
         assert_eq!(safe_cell("plain"), "plain");
-    }
-
-    #[test]
-    fn fixed_precision() {
-        assert_eq!(fixed(0.5), "0.5");
-        assert_eq!(fixed(1.0 / 3.0), "0.333333");
-        assert_eq!(fixed(2.0), "2");
-        assert_eq!(fixed(-0.0000001), "0");
     }
 
     #[test]

@@ -1,10 +1,59 @@
 //! Terminal and JSON-lines output of `replay` and `detectors`.
 
-use crate::detect::DetectorConfig;
-use crate::detect::{Family, ParamKind};
 use crate::replay::SessionOutcomes;
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
+
+/// A configuration as replay output names it (`run` builds it from the
+/// detector configuration: writers never see detectors).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigName {
+    /// Detector family.
+    pub family: String,
+    /// Profile.
+    pub profile: String,
+    /// Its policy as written (`stop`, `warn:3`, ...).
+    pub policy: String,
+}
+
+/// A detector family as `looptune detectors` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilyListing {
+    /// Family name.
+    pub name: String,
+    /// One line about it.
+    pub about: String,
+    /// Its profiles, the default first.
+    pub profiles: Vec<ProfileListing>,
+    /// Its parameters.
+    pub params: Vec<ParamListing>,
+}
+
+/// A profile of a [`FamilyListing`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileListing {
+    /// Profile name.
+    pub name: String,
+    /// One line about it.
+    pub about: String,
+    /// Parameter values it sets, as written in a grid.
+    pub values: Vec<(String, String)>,
+}
+
+/// A parameter of a [`FamilyListing`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamListing {
+    /// Parameter name.
+    pub name: String,
+    /// The values it takes (`integer 1..=10`, `stop|warn:N|ask|ignore`, ...).
+    pub kind: String,
+    /// Its unit (may be empty).
+    pub unit: String,
+    /// One line about it.
+    pub doc: String,
+    /// Where the original sets it.
+    pub source: String,
+}
 
 /// One JSON object per session, sorted by session id:
 /// `{"session","turns","events","detections":[{"detector","kind","turn","event","file","line"|"pointer","strike","detail",...}]}`:
@@ -12,7 +61,7 @@ use std::io::{self, Write};
 /// log) name where the record the detection is at came from.
 pub fn replay_json(
     sessions: &[SessionOutcomes],
-    configs: &[DetectorConfig],
+    configs: &[ConfigName],
     all: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -49,7 +98,7 @@ pub fn replay_json(
                 stops.push(json!({
                     "detector": cfg.family,
                     "profile": cfg.profile,
-                    "policy": cfg.policy().to_string(),
+                    "policy": cfg.policy,
                     "turn": stop.turn,
                     "event": stop.event,
                     "turns_after": o.turns_after_stop,
@@ -81,7 +130,7 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
 /// A table for people: one row per session with a detection, then a summary line.
 pub fn replay_table(
     sessions: &[SessionOutcomes],
-    configs: &[DetectorConfig],
+    configs: &[ConfigName],
     all: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -203,48 +252,48 @@ pub fn replay_table(
 }
 
 /// `looptune detectors`: every family, profile and parameter with its source.
-pub fn detectors(fams: &[&'static dyn Family], json: bool, out: &mut dyn Write) -> io::Result<()> {
+pub fn detectors(fams: &[FamilyListing], json: bool, out: &mut dyn Write) -> io::Result<()> {
     if json {
         for f in fams {
             let profiles: Vec<Value> = f
-                .profiles()
+                .profiles
                 .iter()
                 .map(|p| {
                     let values: Map<String, Value> = p
                         .values
                         .iter()
-                        .map(|(k, v)| (k.to_string(), json!(v.to_string())))
+                        .map(|(k, v)| (k.clone(), json!(v)))
                         .collect();
                     json!({"name": p.name, "about": p.about, "values": values})
                 })
                 .collect();
             let params: Vec<Value> = f
-                .params()
+                .params
                 .iter()
-                .map(|p| json!({"name": p.name, "type": kind(&p.kind), "unit": p.unit, "doc": p.doc, "source": p.source}))
+                .map(|p| json!({"name": p.name, "type": p.kind, "unit": p.unit, "doc": p.doc, "source": p.source}))
                 .collect();
             serde_json::to_writer(
                 &mut *out,
-                &json!({"family": f.name(), "about": f.about(), "profiles": profiles, "params": params}),
+                &json!({"family": f.name, "about": f.about, "profiles": profiles, "params": params}),
             )?;
             out.write_all(b"\n")?;
         }
         return Ok(());
     }
     for f in fams {
-        let profiles = f.profiles();
-        writeln!(out, "{} — {}", f.name(), f.about())?;
+        let profiles = &f.profiles;
+        writeln!(out, "{} — {}", f.name, f.about)?;
         writeln!(out, "  profiles (first is the default):")?;
-        for p in &profiles {
+        for p in profiles {
             writeln!(out, "    {:<20} {}", p.name, p.about)?;
         }
         writeln!(out, "  parameters (default = {}):", profiles[0].name)?;
-        for spec in f.params() {
+        for spec in &f.params {
             let default = profiles[0]
                 .values
                 .iter()
                 .find(|(k, _)| *k == spec.name)
-                .map(|(_, v)| v.to_string())
+                .map(|(_, v)| v.clone())
                 .unwrap_or_default();
             let differs: Vec<String> = profiles[1..]
                 .iter()
@@ -260,12 +309,7 @@ pub fn detectors(fams: &[&'static dyn Family], json: bool, out: &mut dyn Write) 
             } else {
                 format!(" {}", spec.unit)
             };
-            writeln!(
-                out,
-                "    {} = {default}{unit}  [{}]",
-                spec.name,
-                kind(&spec.kind)
-            )?;
+            writeln!(out, "    {} = {default}{unit}  [{}]", spec.name, spec.kind)?;
             writeln!(out, "        {}", spec.doc)?;
             if !differs.is_empty() {
                 writeln!(out, "        profiles: {}", differs.join(", "))?;
@@ -277,15 +321,9 @@ pub fn detectors(fams: &[&'static dyn Family], json: bool, out: &mut dyn Write) 
     Ok(())
 }
 
-fn kind(k: &ParamKind) -> String {
-    match k {
-        ParamKind::Int { min, max } => format!("integer {min}..={max}"),
-        ParamKind::Float { min, max } => format!("number {min}..={max}"),
-        ParamKind::Bool => "true|false".into(),
-        ParamKind::Choice(c) => c.join("|"),
-        ParamKind::Policy => "stop|warn:N|ask|ignore".into(),
-        ParamKind::List => "list of names".into(),
-    }
+/// A column header: the score table's short name.
+fn short(score: &str) -> &str {
+    crate::metrics::score_info(score).map_or(score, |s| s.short)
 }
 
 /// `lo-hi` of an interval at two decimals.
@@ -382,7 +420,11 @@ pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::
     writeln!(
         out,
         "{:<18} {:<18} {:<18} {:<18} {:<20} configuration",
-        "", "recall [95% CI]", "precision", "false positives", "median TTD"
+        "",
+        format!("{} [95% CI]", short("recall")),
+        short("precision"),
+        short("false_positives"),
+        short("ttd_median")
     )?;
     let v = &r.record.grid.configs;
     let row = |out: &mut dyn Write, role: &str, c: usize| {
@@ -484,8 +526,12 @@ fn cross_validation_text(
     )?;
     writeln!(
         out,
-        "{:<18} {:<18} {:<18} {:<18} F1",
-        "", "recall [95% CI]", "precision", "false positives"
+        "{:<18} {:<18} {:<18} {:<18} {}",
+        "",
+        format!("{} [95% CI]", short("recall")),
+        short("precision"),
+        short("false_positives"),
+        short("f1")
     )?;
     if let Some(s) = in_sample {
         writeln!(

@@ -13,6 +13,8 @@ pub mod opencode;
 pub mod openhands;
 pub mod qwen;
 pub mod roo;
+#[cfg(test)]
+mod tests;
 
 pub use blade::Blade;
 pub use cline::Cline;

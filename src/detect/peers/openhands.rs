@@ -291,6 +291,7 @@ pub enum Source {
 
 /// The V0 events the detector distinguishes, with their dataclass fields.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(dead_code)] // the original's API: some of it only its ported tests read, some nothing yet
 pub enum OhEvent {
     /// `MessageAction` (source is not a dataclass field).
     Message {
@@ -477,6 +478,7 @@ fn eq_no_pid(a: &OhEvent, b: &OhEvent) -> bool {
 
 /// What `is_stuck` sets in `stuck_analysis`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))] // the original's API, read by its ported tests
 pub struct StuckAnalysis {
     /// `loop_type`.
     pub loop_type: &'static str,
@@ -487,6 +489,7 @@ pub struct StuckAnalysis {
 }
 
 /// Where a loop starts: the first event equal to a given one, or a position.
+#[cfg_attr(not(test), allow(dead_code))] // the original's API, read by its ported tests
 enum Start {
     FirstEqual(usize),
     At(usize),
@@ -683,6 +686,7 @@ fn analyze<E: Borrow<OhEvent>>(
 
 /// `StuckDetector.is_stuck(headless_mode)` on a whole history, with the
 /// analysis it records (as the original's tests read it).
+#[cfg_attr(not(test), allow(dead_code))] // the original's API, read by its ported tests
 pub fn is_stuck_v0(history: &[OhEvent], headless: bool) -> Option<StuckAnalysis> {
     let offset = if headless {
         0
@@ -842,6 +846,7 @@ impl Check for V0Check {
 
 /// The V1 SDK events the detector distinguishes.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(dead_code)] // the original's API: some of it only its ported tests read, some nothing yet
 pub enum V1Event {
     /// `MessageEvent` from the user.
     UserMessage(String),

@@ -7,10 +7,11 @@
 //! `recordToolResultByCallId` map-eviction case (replay pairs results with
 //! the peers' rule), and the random-content case (replaced by a fixed one).
 
-use looptune::detect::peers::qwen::{kind, QwenEvent, QwenService, QwenSettings};
-use looptune::detect::{run_checks, DetectorConfig, Prepared};
-use looptune::event::{Origin, Record, Session};
-use serde_json::{json, Map, Value};
+use super::obj;
+use crate::detect::peers::qwen::{kind, QwenEvent, QwenService, QwenSettings};
+use crate::detect::{run_checks, DetectorConfig, Prepared};
+use crate::event::{Origin, Record, Session};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 const TOOL_CALL_LOOP_THRESHOLD: usize = 5;
@@ -32,13 +33,6 @@ fn make(cap: Option<u64>, explicit: bool, skip: bool) -> QwenService {
 
 fn service() -> QwenService {
     make(Some(100), false, true)
-}
-
-fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => panic!("args must be an object"),
-    }
 }
 
 fn add(s: &mut QwenService, name: &str, args: Value) -> bool {

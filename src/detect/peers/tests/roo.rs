@@ -1,7 +1,7 @@
 //! Roo Code's own ToolRepetitionDetector.spec.ts cases (@cb83656718), ported
 //! to the port's detector: same calls, same allowed/blocked results.
 
-use looptune::detect::peers::roo::RooDetector;
+use crate::detect::peers::roo::RooDetector;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! OpenHands' own tests/unit/controller/test_is_stuck.py (`TestStuckDetector`),
 //! ported to the V0 port, plus V1 SDK cases.
 
-use looptune::detect::peers::openhands::{
+use crate::detect::peers::openhands::{
     is_stuck_v0, is_stuck_v1, OhEvent, Source, StuckAnalysis, Thresholds, V1Event,
 };
 use serde_json::json;

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/qwen-cases")
+    crate::util::root().join("tests/conformance/qwen-cases")
 }
 
 fn check(profile: &str) {

@@ -3,27 +3,10 @@
 //! every `--jobs`, outputs that never overwrite inputs and never carry a
 //! spreadsheet formula.
 
-use assert_cmd::Command;
+use crate::util::{looptune, root, write};
 use predicates::prelude::*;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-
-fn looptune() -> Command {
-    Command::cargo_bin("looptune").unwrap()
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::File::create(&p)
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    p
-}
+use std::path::Path;
 
 const LOOP: &str = "{\"type\":\"user\",\"text\":\"go\"}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n{\"type\":\"tool_call\",\"name\":\"t\",\"args\":{\"a\":1}}\n";
 

@@ -1,11 +1,8 @@
 //! Goose's own repetition_inspector_tests.rs (@37c043b954), ported.
 
-use looptune::detect::peers::goose::{ErrorState, RepeatState};
-use serde_json::{json, Map, Value};
-
-fn obj(v: Value) -> Map<String, Value> {
-    v.as_object().unwrap().clone()
-}
+use super::obj;
+use crate::detect::peers::goose::{ErrorState, RepeatState};
+use serde_json::json;
 
 #[test]
 fn denies_after_exceeding_and_resets_on_param_change() {

@@ -2,6 +2,7 @@
 //! keys, and leaves a labels file that `sweep --labels` accepts; `--suggest`
 //! and the errors a user meets without a terminal or with a bad labels file.
 
+use crate::util::process;
 use portable_pty::{native_pty_system, CommandBuilder, PtySize};
 use std::io::{Read, Write};
 use std::path::Path;
@@ -141,17 +142,11 @@ fn corpus(d: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     (a, b)
 }
 
-fn looptune() -> std::process::Command {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_looptune"));
-    c.stdin(std::process::Stdio::null());
-    c
-}
-
 #[test]
 fn suggest_prints_the_ranked_queue_without_labelled_sessions() {
     let d = tempfile::tempdir().unwrap();
     let (a, b) = corpus(d.path());
-    let out = looptune()
+    let out = process()
         .args(["label", "--suggest"])
         .arg(&a)
         .arg(&b)
@@ -175,7 +170,7 @@ fn suggest_prints_the_ranked_queue_without_labelled_sessions() {
     // With a labels file, labelled sessions leave the queue.
     let labels = d.path().join("l.csv");
     std::fs::write(&labels, "session,label,onset_turn\nloopy,loop,2\n").unwrap();
-    let out = looptune()
+    let out = process()
         .args(["label", "--suggest", "--labels"])
         .arg(&labels)
         .arg(&a)
@@ -192,7 +187,7 @@ fn clear_errors_without_a_terminal_and_for_a_bad_labels_file() {
     let d = tempfile::tempdir().unwrap();
     let (a, _) = corpus(d.path());
     let labels = d.path().join("l.csv");
-    let out = looptune()
+    let out = process()
         .args(["label", "--labels"])
         .arg(&labels)
         .arg(&a)
@@ -205,7 +200,7 @@ fn clear_errors_without_a_terminal_and_for_a_bad_labels_file() {
         "{err}"
     );
     assert!(!labels.exists(), "nothing written");
-    let out = looptune()
+    let out = process()
         .args(["label", "--labels"])
         .arg(&a)
         .arg(&a)
@@ -216,7 +211,7 @@ fn clear_errors_without_a_terminal_and_for_a_bad_labels_file() {
     assert!(err.contains("refusing to overwrite"), "{err}");
     assert_eq!(read(&a), LOOP);
     std::fs::write(&labels, "session,label,onset_turn\nx,maybe,\n").unwrap();
-    let out = looptune()
+    let out = process()
         .args(["label", "--suggest", "--labels"])
         .arg(&labels)
         .arg(&a)

@@ -1,12 +1,9 @@
 //! Cline's loop-detection.test.ts (extension, PR #9933 @f3a3f30db5) and the SDK
 //! orchestrator's loop cases (@21cb8d2525), ported to the port's tracker.
 
-use looptune::detect::peers::cline::{ClineTracker, Verdict};
-use serde_json::{json, Map, Value};
-
-fn obj(v: Value) -> Map<String, Value> {
-    v.as_object().unwrap().clone()
-}
+use super::obj;
+use crate::detect::peers::cline::{ClineTracker, Verdict};
+use serde_json::{json, Value};
 
 fn extension() -> ClineTracker {
     ClineTracker::new(3, 5, vec!["task_progress".into()], true)

@@ -1,10 +1,11 @@
 //! Crush's `loop_detection_test.go` (@af86738e) ported to the port's
 //! functions, and the stop condition driven by canonical sessions.
 
-use looptune::detect::peers::crush::{has_repeated_tool_calls, step_signature, StepCall};
-use looptune::detect::{run_checks, DetectorConfig, Prepared};
-use looptune::event::{Origin, Record, Session};
-use serde_json::{json, Map, Value};
+use super::obj;
+use crate::detect::peers::crush::{has_repeated_tool_calls, step_signature, StepCall};
+use crate::detect::{run_checks, DetectorConfig, Prepared};
+use crate::event::{Origin, Record, Session};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 fn call(name: &str, input: &str, output: &str) -> StepCall {
@@ -129,10 +130,6 @@ fn signature_is_sha256_of_nul_separated_fields() {
 
 fn o() -> Origin {
     Origin::at(0, 0)
-}
-
-fn obj(v: Value) -> Map<String, Value> {
-    v.as_object().unwrap().clone()
 }
 
 fn tc(name: &str, args: Value) -> Record {

@@ -5,25 +5,14 @@
 //! false positive of the original, kept because the port is faithful, and the
 //! kind of cost a sweep exists to show; a threshold of 8 avoids it.
 
-mod common;
-
 use looptune::detect::{DetectorConfig, ParamValue};
 use looptune::input::{read_corpus, ReadOptions};
 use looptune::progress::NoProgress;
 use looptune::replay::{replay, ReplayOptions};
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 fn corpus() -> Option<looptune::event::Corpus> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if !dir.is_dir() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "../shared/corpus is missing under CI"
-        );
-        common::skipped("../shared/corpus not found (clone or copy shared/ next to the checkout)");
-        return None;
-    }
+    let dir = crate::util::root().join(crate::util::shared_corpus()?);
     let opts = ReadOptions {
         lenient: true,
         ..Default::default()

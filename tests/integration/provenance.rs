@@ -4,15 +4,13 @@
 //! survives `looptune import -o` so a replay of the converted file names the
 //! original log.
 
+use crate::util::run;
 use looptune::event::{Corpus, Record};
 use looptune::input::{read_corpus, ReadOptions};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::PathBuf;
-use std::process::Command;
-
-const CORPUS: &str = "../shared/corpus";
 
 fn read(paths: &[PathBuf]) -> Corpus {
     let opts = ReadOptions {
@@ -197,17 +195,9 @@ fn whole_documents_name_a_pointer_that_holds_the_call() {
 
 #[test]
 fn real_corpus_names_the_line_or_pointer_of_every_call() {
-    let root = PathBuf::from(CORPUS);
-    if !root.is_dir() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{CORPUS} is missing under CI"
-        );
-        eprintln!(
-            "note: {CORPUS} is absent; SKIPPED real_corpus_names_the_line_or_pointer_of_every_call"
-        );
+    let Some(root) = crate::util::shared_corpus() else {
         return;
-    }
+    };
     let got = check_calls(&read(&[root]));
     for f in [
         "claude-code",
@@ -221,13 +211,6 @@ fn real_corpus_names_the_line_or_pointer_of_every_call() {
     }
 }
 
-fn looptune(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_looptune"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// `replay --format json` detections carry `file` and `line`; after
 /// `import -o`, a replay of the converted file names the original file and
 /// line, not the converted one.
@@ -237,7 +220,7 @@ fn detections_name_the_original_file_through_import() {
     let src = "tests/fixtures/import/claude-edge.jsonl";
     let loops = "fixtures/sessions/loop_identical_read.jsonl";
     let conv = d.path().join("conv.jsonl");
-    let o = looptune(&[
+    let o = run(&[
         "import",
         "--lenient",
         src,
@@ -252,8 +235,8 @@ fn detections_name_the_original_file_through_import() {
         "{text}"
     );
 
-    let direct = looptune(&["replay", "--format", "json", loops]);
-    let via = looptune(&["replay", "--format", "json", conv.to_str().unwrap()]);
+    let direct = run(&["replay", "--format", "json", loops]);
+    let via = run(&["replay", "--format", "json", conv.to_str().unwrap()]);
     let dets = |o: &std::process::Output| -> Vec<Value> {
         String::from_utf8_lossy(&o.stdout)
             .lines()
@@ -275,7 +258,7 @@ fn detections_name_the_original_file_through_import() {
     );
 
     // The table says file:line too.
-    let table = looptune(&["replay", conv.to_str().unwrap()]);
+    let table = run(&["replay", conv.to_str().unwrap()]);
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(table.contains(&format!("{loops}:{line}")), "{table}");
 }
@@ -314,7 +297,7 @@ fn bad_src_fields_are_named() {
 fn junit_failures_name_file_and_line() {
     let d = tempfile::tempdir().unwrap();
     let xml = d.path().join("j.xml");
-    let o = looptune(&[
+    let o = run(&[
         "replay",
         "fixtures/sessions",
         "--labels",

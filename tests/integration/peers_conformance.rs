@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/peer-cases")
+    crate::util::root().join("tests/conformance/peer-cases")
 }
 
 /// `(kind, turn, event)`.

@@ -1,17 +1,12 @@
 //! Blade: the current action-stationarity.test.ts cases (@b852126c42), and
 //! worked examples of the legacy service from the research notes.
 
-use looptune::detect::peers::blade::{
-    action_signature, task_progress_signature, Phase, Stationarity,
-};
-use looptune::detect::{run_checks, DetectorConfig, Prepared};
-use looptune::event::{Origin, Record, Session};
-use serde_json::{json, Map, Value};
+use super::obj;
+use crate::detect::peers::blade::{action_signature, task_progress_signature, Phase, Stationarity};
+use crate::detect::{run_checks, DetectorConfig, Prepared};
+use crate::event::{Origin, Record, Session};
+use serde_json::{json, Value};
 use std::sync::Arc;
-
-fn obj(v: Value) -> Map<String, Value> {
-    v.as_object().unwrap().clone()
-}
 
 /// Observe one single-call turn.
 fn observe(d: &mut Stationarity, name: &str, args: Value, output: &str) -> Phase {
@@ -213,7 +208,7 @@ fn legacy_policy_must_agree_with_max_warnings() {
         Some("blade-legacy"),
         &[(
             "policy".into(),
-            looptune::detect::ParamValue::Str("warn:1".into()),
+            crate::detect::ParamValue::Str("warn:1".into()),
         )],
     )
     .unwrap();

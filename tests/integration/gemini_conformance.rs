@@ -12,7 +12,7 @@ use std::path::PathBuf;
 type Found = BTreeMap<String, Vec<(String, u32, u32)>>;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/gemini-edge")
+    crate::util::root().join("tests/conformance/gemini-edge")
 }
 
 fn expected(file: &str) -> Found {

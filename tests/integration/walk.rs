@@ -3,33 +3,13 @@
 //! are errors (strict) or counted notes (`--lenient`), and a gzip file may
 //! not expand past its caps.
 
+use crate::util::run;
 use std::io::Write;
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 const SESSION: &str = "{\"type\":\"tool_call\",\"name\":\"ls\",\"args\":{}}\n";
-
-/// Run looptune; a run that has not ended after 60 s is killed and fails the test.
-fn looptune(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_looptune"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            child.kill().ok();
-            panic!("looptune {args:?} did not end within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -54,7 +34,7 @@ fn a_fifo_in_a_walked_folder_is_skipped() {
         } else {
             vec!["replay", "--format", "json", dir]
         };
-        let o = looptune(&args);
+        let o = run(&args);
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
     }
@@ -62,14 +42,14 @@ fn a_fifo_in_a_walked_folder_is_skipped() {
 
 fn check_bad_entry(d: &Path, what: &str) {
     let dir = d.to_str().unwrap();
-    let strict = looptune(&["replay", dir]);
+    let strict = run(&["replay", dir]);
     assert_eq!(strict.status.code(), Some(2), "{what}: {}", stderr(&strict));
     assert!(
         stderr(&strict).contains("bad.jsonl") && stderr(&strict).contains("--lenient"),
         "{what}: {}",
         stderr(&strict)
     );
-    let lenient = looptune(&["replay", "--lenient", "--format", "json", dir]);
+    let lenient = run(&["replay", "--lenient", "--format", "json", dir]);
     assert!(lenient.status.success(), "{what}: {}", stderr(&lenient));
     assert_eq!(String::from_utf8_lossy(&lenient.stdout).lines().count(), 1);
     let err = stderr(&lenient);
@@ -117,7 +97,7 @@ fn links_to_files_are_read_and_links_to_folders_are_not_followed() {
     let d = folder_with_one_session();
     symlink(d.path().join("a.jsonl"), d.path().join("b.jsonl")).unwrap();
     symlink(d.path(), d.path().join("up.jsonl")).unwrap();
-    let o = looptune(&["replay", "--format", "json", d.path().to_str().unwrap()]);
+    let o = run(&["replay", "--format", "json", d.path().to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     let ids: Vec<&str> = out.lines().collect();
@@ -140,7 +120,7 @@ fn gzip_past_its_byte_cap_is_a_clear_error() {
     let f = d.path().join("a.jsonl.gz");
     gzip(&f, SESSION.repeat(100).as_bytes());
     let file = f.to_str().unwrap();
-    let o = looptune(&["replay", "--max-gzip-bytes", "1000", file]);
+    let o = run(&["replay", "--max-gzip-bytes", "1000", file]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
@@ -150,7 +130,7 @@ fn gzip_past_its_byte_cap_is_a_clear_error() {
         "{err}"
     );
     assert!(!err.contains("damaged"), "{err}");
-    let o = looptune(&["replay", file]);
+    let o = run(&["replay", file]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -161,7 +141,7 @@ fn gzip_bomb_past_its_ratio_cap_is_a_clear_error() {
     // 20 MiB of newlines: about 20 KB stored, a ratio near 1,000.
     gzip(&f, &vec![b'\n'; 20 << 20]);
     let file = f.to_str().unwrap();
-    let o = looptune(&["replay", file]);
+    let o = run(&["replay", file]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
@@ -171,7 +151,7 @@ fn gzip_bomb_past_its_ratio_cap_is_a_clear_error() {
         "{err}"
     );
     // The flag raises the cap: an empty canonical file then reads.
-    let o = looptune(&[
+    let o = run(&[
         "replay",
         "--allow-empty",
         "--max-gzip-ratio",

@@ -3,10 +3,12 @@
 //! holds every chart kind as a drawn SVG, loads nothing from the network,
 //! shows hostile transcript text only escaped, that its chart numbers match
 //! `sweep.csv`, and that `looptune report DIR` regenerates it byte for byte.
+//! A unit test: it reads the chart data and the report model, which are not
+//! part of the library's API (tests/integration/cli.rs runs `report DIR`
+//! through the binary).
 
-use assert_cmd::Command;
-use looptune::report::charts;
-use looptune::report::model::ReportData;
+use super::charts;
+use super::model::ReportData;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -102,9 +104,9 @@ fn sweep(root: &Path) -> std::path::PathBuf {
     let out = root.join("out");
     std::fs::create_dir_all(&input).unwrap();
     write_corpus(&input);
-    let req = looptune::run::SweepRequest {
+    let req = crate::run::SweepRequest {
         paths: vec![input.clone()],
-        read: looptune::input::ReadOptions {
+        read: crate::input::ReadOptions {
             digests: true,
             ..Default::default()
         },
@@ -114,7 +116,7 @@ fn sweep(root: &Path) -> std::path::PathBuf {
         ..Default::default()
     };
     let mut err = Vec::new();
-    let code = looptune::run::sweep_command(&req, &mut Vec::new(), &mut err).unwrap();
+    let code = crate::run::sweep_command(&req, &mut Vec::new(), &mut err).unwrap();
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
     out
 }
@@ -172,11 +174,8 @@ fn sweep_writes_a_self_contained_report_that_regenerates() {
 
     // `looptune report DIR` rebuilds the same page from the folder alone.
     std::fs::remove_file(&path).unwrap();
-    Command::cargo_bin("looptune")
-        .unwrap()
-        .args(["report", out.to_str().unwrap()])
-        .assert()
-        .success();
+    let code = crate::run::report_command(&out, &mut Vec::new()).unwrap();
+    assert_eq!(code, 0);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), html);
 }
 
@@ -298,7 +297,7 @@ fn chart_marks_link_to_rows_and_heatmaps_share_a_scale() {
 #[test]
 fn missing_inputs_are_named() {
     let tmp = tempfile::tempdir().unwrap();
-    let e = looptune::report::html::write_report_dir(tmp.path()).unwrap_err();
+    let e = crate::report::html::write_report_dir(tmp.path()).unwrap_err();
     assert!(e.to_string().contains("summary.json"), "{e}");
-    assert_eq!(e.exit_code(), looptune::error::EXIT_INPUT);
+    assert_eq!(e.exit_code(), crate::error::EXIT_INPUT);
 }

@@ -1,17 +1,14 @@
 //! Kimi CLI's `tests/core/test_toolset.py` (@b0e08c5f) dedup and repeat
 //! cases ported to the port's toolset state, and the family on sessions.
 
-use looptune::detect::peers::kimi::{canonical_args, tier, CallKey, Handled, Toolset};
-use looptune::detect::{run_checks, DetectorConfig, Prepared};
-use looptune::event::{Origin, Record, Session};
-use serde_json::{json, Map, Value};
+use super::obj;
+use crate::detect::peers::kimi::{canonical_args, tier, CallKey, Handled, Toolset};
+use crate::detect::{run_checks, DetectorConfig, Prepared};
+use crate::event::{Origin, Record, Session};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 const TIERS: [u32; 4] = [3, 5, 8, 12];
-
-fn obj(v: Value) -> Map<String, Value> {
-    v.as_object().unwrap().clone()
-}
 
 fn key(name: &str, args: Value) -> CallKey {
     (name.into(), canonical_args(&obj(args)))

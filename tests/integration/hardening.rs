@@ -2,23 +2,10 @@
 //! every output, outputs that never clobber their inputs and are replaced
 //! whole, pipes and empty inputs handled as a CI job and a shell user expect.
 
+use crate::util::{looptune, root, write};
 use assert_cmd::Command;
 use predicates::prelude::*;
-use std::path::{Path, PathBuf};
-
-fn looptune() -> Command {
-    Command::cargo_bin("looptune").unwrap()
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use std::path::Path;
 
 /// Five identical tool calls in session `id`, with an inline label.
 fn looping_session(id: &str, is_loop: bool) -> String {

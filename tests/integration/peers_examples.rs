@@ -172,8 +172,7 @@ fn every_family_declares_its_parameters_and_profiles() {
 fn every_peer_profile_runs_on_the_gemini_edge_cases() {
     // Quirky transcripts (implicit turns, turn 0, interleaving, judges): no
     // profile may panic, and detections come in event order.
-    let dir =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/gemini-edge");
+    let dir = crate::util::root().join("tests/conformance/gemini-edge");
     let corpus = looptune::input::read_corpus(&[dir], &Default::default()).unwrap();
     for name in [
         "opencode",

@@ -7,7 +7,6 @@
 //! machine without it the test says so and passes, except under CI (`CI` set),
 //! where a missing browser is a failure.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 fn have(cmd: &str) -> bool {
@@ -26,10 +25,10 @@ fn fixture_report_renders_in_headless_chromium() {
             std::env::var_os("CI").is_none(),
             "CI must run the browser test: install Debian's chromium (see .ci/run) and node"
         );
-        eprintln!("skipped: no chromium or node on this machine (apt-get install -y chromium)");
+        crate::util::skipped("no chromium or node on this machine (apt-get install -y chromium)");
         return;
     }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::util::root();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("sweep");
     let status = Command::new(env!("CARGO_BIN_EXE_looptune"))

@@ -2,32 +2,12 @@
 //! per-format counts agree with counts taken here from the raw files with plain
 //! serde_json, and turn numbering and session ids agree with `labels.csv`.
 
-mod common;
-
+use crate::util::shared_corpus;
 use looptune::event::{Corpus, Record};
 use looptune::input::{read_corpus, ReadOptions};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-
-const CORPUS: &str = "../shared/corpus";
-
-fn corpus_dir() -> Option<PathBuf> {
-    let p = PathBuf::from(CORPUS);
-    if p.is_dir() {
-        Some(p)
-    } else {
-        // CI always has shared/ beside the checkout: a missing corpus there is a failure.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{CORPUS} is missing under CI"
-        );
-        common::skipped(&format!(
-            "{CORPUS} not found (clone or copy shared/ next to the checkout)"
-        ));
-        None
-    }
-}
 
 fn read(paths: &[PathBuf], lenient: bool) -> Corpus {
     let opts = ReadOptions {
@@ -415,7 +395,7 @@ fn chat_counts(dir: &Path) -> Counts {
 
 #[test]
 fn per_format_counts_agree_with_raw_counts() {
-    let Some(root) = corpus_dir() else { return };
+    let Some(root) = shared_corpus() else { return };
     type Counter = fn(&Path) -> Counts;
     let formats: [(&str, Counter, bool); 6] = [
         ("claude-code", claude_counts, true),
@@ -436,7 +416,7 @@ fn per_format_counts_agree_with_raw_counts() {
 
 #[test]
 fn totals_per_format_match_the_corpus_readme() {
-    let Some(root) = corpus_dir() else { return };
+    let Some(root) = shared_corpus() else { return };
     // README cross-check (Claude Code there counts f225835b twice: 1498 = 1480 + 18).
     let want: [(&str, usize, u64, bool); 6] = [
         ("claude-code", 33, 1480, true),
@@ -454,7 +434,7 @@ fn totals_per_format_match_the_corpus_readme() {
 
 #[test]
 fn every_file_imports_and_damaged_claude_lines_are_counted() {
-    let Some(root) = corpus_dir() else { return };
+    let Some(root) = shared_corpus() else { return };
     // Strict mode: everything but the M-Claude archive, which redaction damaged.
     for name in [
         "codex",
@@ -518,7 +498,7 @@ fn labels(root: &Path) -> BTreeMap<String, u32> {
 
 #[test]
 fn session_ids_and_turns_match_labels() {
-    let Some(root) = corpus_dir() else { return };
+    let Some(root) = shared_corpus() else { return };
     let want = labels(&root);
     assert_eq!(want.len(), 106);
     let c = read(std::slice::from_ref(&root), true);
@@ -543,7 +523,7 @@ fn session_ids_and_turns_match_labels() {
 
 #[test]
 fn claude_resume_copy_merges_and_subagents_keep_their_stem() {
-    let Some(root) = corpus_dir() else { return };
+    let Some(root) = shared_corpus() else { return };
     let c = read(&[root.join("claude-code")], true);
     let by: HashMap<&str, _> = c.sessions.iter().map(|s| (s.id.as_str(), s)).collect();
     assert_eq!(by["f225835b-3612-4093-903f-bd4538fb7cb9"].turns, 18);
@@ -566,7 +546,7 @@ fn claude_resume_copy_merges_and_subagents_keep_their_stem() {
 
 #[test]
 fn clashing_stems_get_parent_folders() {
-    let Some(root) = corpus_dir() else { return };
+    let Some(root) = shared_corpus() else { return };
     let c = read(&[root.join("openai-chat"), root.join("swe-agent")], false);
     let ids: HashSet<&str> = c.sessions.iter().map(|s| s.id.as_str()).collect();
     for id in [
@@ -582,7 +562,7 @@ fn clashing_stems_get_parent_folders() {
 
 #[test]
 fn codex_sanitised_arguments_stay_raw() {
-    let Some(root) = corpus_dir() else { return };
+    let Some(root) = shared_corpus() else { return };
     let c = read(&[root.join("codex/localpush")], false);
     let raw = c
         .sessions
@@ -595,7 +575,7 @@ fn codex_sanitised_arguments_stay_raw() {
 
 #[test]
 fn whole_corpus_round_trips_through_the_canonical_writer() {
-    let Some(root) = corpus_dir() else { return };
+    let Some(root) = shared_corpus() else { return };
     let c = read(&[root], true);
     let mut buf = Vec::new();
     looptune::import::write_canonical(&c, &mut buf, false).unwrap();

@@ -1,0 +1,21 @@
+//! The integration tests, one binary (as ripgrep does): one link instead of
+//! one per file, and one place for the shared helpers (`util`). Data stays in
+//! `tests/fixtures`, `tests/conformance` and `tests/browser`.
+
+mod util;
+
+mod browser;
+mod cli;
+mod corpus_detection;
+mod gemini_cases;
+mod gemini_conformance;
+mod hardening;
+mod import_corpus;
+mod import_edge;
+mod label;
+mod peers_conformance;
+mod peers_examples;
+mod properties;
+mod provenance;
+mod qwen_conformance;
+mod walk;
