@@ -3,10 +3,12 @@
 # included) on one core and on all cores, peak memory, a 1,000-configuration
 # sweep, and sha256sum over the same bytes, with events/s and the ratios to the
 # original detector and to sha256sum.
-# Usage: benches/run.sh [SESSIONS] [BYTES_PER_SESSION]   (defaults 10000 11000)
+# Also: the output share of a sweep (from its closing line) and the targets of
+# issues #13 and #14, each printed as a ratio beside its target.
+# Usage: benches/run.sh [SESSIONS] [BYTES_PER_SESSION]   (defaults 10000 60000: 729 MB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n="${1:-10000}"; bytes="${2:-11000}"
+n="${1:-10000}"; bytes="${2:-60000}"
 corpus="${BENCH_CORPUS:-bench-corpus}"
 cargo build --release -q
 bin=target/release/looptune
@@ -32,8 +34,16 @@ tool_call_threshold = { start = 2, stop = 11, step = 1 }
 content_loop_threshold = { start = 5, stop = 14, step = 1 }
 llm_check_after_turns = { start = 10, stop = 100, step = 10 }
 TOML
-read grid grid_kb < <(secs "$bin" sweep "$corpus" --grid /tmp/looptune-grid-1000.toml --jobs 1 --quiet --out /tmp/looptune-bench-sweep)
-read gridall gridall_kb < <(secs "$bin" sweep "$corpus" --grid /tmp/looptune-grid-1000.toml --quiet --out /tmp/looptune-bench-sweep)
+# A sweep's closing line gives its whole time and the outputs' share.
+sweep() { # jobs -> "seconds peak_kb writing_seconds"
+  /usr/bin/time -f "%e %M" -o /tmp/looptune-bench-time "$bin" sweep "$corpus" \
+    --grid /tmp/looptune-grid-1000.toml --jobs "$1" --quiet --out /tmp/looptune-bench-sweep \
+    > /tmp/looptune-bench-sweep.out
+  local w; w=$(sed -n 's/.*(writing the outputs \([0-9.]*\)s).*/\1/p' /tmp/looptune-bench-sweep.out)
+  echo "$(tail -1 /tmp/looptune-bench-time) $w"
+}
+read grid grid_kb grid_w < <(sweep 1)
+read gridall gridall_kb gridall_w < <(sweep 0)
 mb=$(calc "$size / 1000000")
 line() { # label seconds peak_kb
   printf '%-34s %6.2f s  %7.1f MB/s  %9.0f events/s  %5.1fx original  %4.2fx sha256sum  peak %d MB\n' \
@@ -45,5 +55,26 @@ printf '%-34s %6.2f s  %7.1f MB/s\n' "sha256sum" "$sha" "$(calc "$mb / $sha")"
 line "replay gemini-latest, 1 core" "$one" "$one_kb"
 line "replay gemini-latest, all cores" "$two" "$two_kb"
 line "replay max-turns (parse floor)" "$base" "$base_kb"
-printf '%-34s %6.2f s  (%.2fx one configuration)  peak %d MB\n' "sweep 1000 configs, 1 core" "$grid" "$(calc "$grid / $one")" $((grid_kb / 1024))
-printf '%-34s %6.2f s  (%.2fx one configuration)  peak %d MB\n' "sweep 1000 configs, all cores" "$gridall" "$(calc "$gridall / $two")" $((gridall_kb / 1024))
+printf '%-34s %6.2f s  (%.2fx one configuration)  peak %d MB  outputs %.1f s\n' "sweep 1000 configs, 1 core" "$grid" "$(calc "$grid / $one")" $((grid_kb / 1024)) "$grid_w"
+printf '%-34s %6.2f s  (%.2fx one configuration)  peak %d MB  outputs %.1f s\n' "sweep 1000 configs, all cores" "$gridall" "$(calc "$gridall / $two")" $((gridall_kb / 1024)) "$gridall_w"
+echo
+echo "targets (issue): measured -> target"
+target() { printf '  %-52s %8s -> %s\n' "$1" "$2" "$3"; }
+target "replay peak memory, 1 core / all cores (#13)" "$((one_kb / 1024))/$((two_kb / 1024)) MB" "<= 256 MB"
+target "sweep 1000 x $n peak memory, all cores (#13)" "$((gridall_kb / 1024)) MB" "<= 512 MB"
+target "outputs / replay of a 1000-config sweep (#13)" "$(calc "$gridall_w / ($gridall - $gridall_w)")" "< 0.2"
+target "sha256sum / replay, all cores (#14)" "$(calc "$sha / $two")" ">= 1"
+target "sha256sum / replay, 1 core (#14)" "$(calc "$sha / $one")" ">= 0.5"
+target "jobs 1 / all cores (#14)" "$(calc "$one / $two")" ">= 1.8"
+target "records/s over the original's, 1 core (#14)" "$(calc "$events / $one / $original_eps")" ">= 50"
+target "1000-config sweep / one configuration, all cores (#14)" "$(calc "$gridall / $two")" "<= 3"
+if [ -d ../shared/corpus ]; then
+  echo
+  echo "the real corpus (../shared/corpus, native formats):"
+  cbytes=$(find ../shared/corpus -type f -not -name '*.csv' -not -name '*.md' | xargs cat | wc -c)
+  read csha _ < <(secs sh -c 'find ../shared/corpus -type f -not -name "*.csv" -not -name "*.md" | xargs sha256sum')
+  read cone cone_kb < <(secs "$bin" replay ../shared/corpus --lenient --jobs 1 --quiet --format json)
+  read ctwo ctwo_kb < <(secs "$bin" replay ../shared/corpus --lenient --quiet --format json)
+  printf '  %.1f MB; sha256sum %.2f s; replay 1 core %.2f s (%d MB), all cores %.2f s (%d MB); sha256sum/replay %.2f\n' \
+    "$(calc "$cbytes / 1000000")" "$csha" "$cone" $((cone_kb / 1024)) "$ctwo" $((ctwo_kb / 1024)) "$(calc "$csha / $ctwo")"
+fi

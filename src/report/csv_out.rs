@@ -84,13 +84,7 @@ pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
 }
 
 /// `detections.csv`: the scored (first) detection of each configuration on each session.
-pub fn detections_csv(r: &SweepResult) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_detections_csv(r, &mut out).expect("in-memory write");
-    out
-}
-
-/// [`detections_csv`], streamed to `out` (millions of rows in a large sweep).
+/// Streamed to `out` (millions of rows in a large sweep).
 pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     use crate::result::FirstDetection;
     use std::collections::HashMap;

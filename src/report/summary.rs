@@ -37,16 +37,9 @@ pub fn selected(r: &SweepResult) -> Vec<usize> {
     sel
 }
 
-/// `summary.json` as bytes: the record itself, then everything derived from
+/// `summary.json`, streamed to `out`: the record itself, then everything derived from
 /// it. Serialized straight from the record (no JSON tree of its outcomes,
 /// which are most of a large sweep).
-pub fn summary_bytes(r: &SweepResult) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_summary(r, &mut out).expect("in-memory write");
-    out
-}
-
-/// [`summary_bytes`], streamed to `out`.
 pub fn write_summary(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     #[derive(serde::Serialize)]
     struct Whole<'a> {
