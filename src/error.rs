@@ -32,6 +32,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// No reader recognises a file (a walked folder skips such files).
+    #[error("{path}: {}{detail}", crate::format::UNRECOGNISED)]
+    Unrecognised {
+        /// File as given.
+        path: String,
+        /// What was expected, e.g. ` (expected canonical JSONL or one of: ...)`.
+        detail: String,
+    },
     /// I/O on a path failed.
     #[error("{}: {source}", path.display())]
     Io {

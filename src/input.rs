@@ -1,6 +1,6 @@
 //! Discovery: which files to read (paths, folder walks, stdin), reading and
 //! decompressing them within limits, telling canonical JSONL
-//! ([`crate::canonical`]) from native agent logs ([`crate::import`]), and
+//! (the `canonical` module) from native agent logs ([`crate::import`]), and
 //! merging what every file gives into one [`Corpus`]. Strict by default;
 //! `--lenient` skips and counts bad lines and unreadable entries.
 
@@ -187,13 +187,10 @@ fn load_file(
             stored,
             fs: Box::new(fs),
         }),
-        Err(Error::File { message, .. })
-            if walked && message.starts_with(crate::format::UNRECOGNISED) =>
-        {
-            Ok(Loaded::Skipped(format!(
-                "{display}: skipped file ({message})"
-            )))
-        }
+        Err(Error::Unrecognised { detail, .. }) if walked => Ok(Loaded::Skipped(format!(
+            "{display}: skipped file ({}{detail})",
+            crate::format::UNRECOGNISED
+        ))),
         Err(e) => Err(e),
     }
 }

@@ -113,8 +113,7 @@ fn fits(fmt: &dyn Format, bytes: &[u8]) -> bool {
 }
 
 /// Import a file in a named format (`--input-format NAME`). A file whose
-/// content does not fit the format is an [`Error::File`] starting with
-/// [`UNRECOGNISED`].
+/// content does not fit the format is an [`Error::Unrecognised`].
 pub fn import_as(
     name: &str,
     display: &str,
@@ -138,17 +137,16 @@ pub fn import_as(
         lenient,
     };
     if !fits(fmt, bytes) {
-        return Err(ctx.file_err(format!(
-            "{UNRECOGNISED} of format `{}` (expected {})",
-            fmt.name(),
-            fmt.expected()
-        )));
+        return Err(Error::Unrecognised {
+            path: display.to_string(),
+            detail: format!(" of format `{}` (expected {})", fmt.name(), fmt.expected()),
+        });
     }
     fmt.read(&ctx)
 }
 
 /// Detect a file's format by content and import it. A file no importer
-/// recognises is an [`Error::File`] starting with [`UNRECOGNISED`] that names
+/// recognises is an [`Error::Unrecognised`] that names
 /// the formats expected.
 pub fn import_auto(display: &str, stem: &str, bytes: &[u8], lenient: bool) -> Result<FileSessions> {
     let ctx = Ctx {
@@ -159,10 +157,13 @@ pub fn import_auto(display: &str, stem: &str, bytes: &[u8], lenient: bool) -> Re
     };
     match detect_format(bytes) {
         Some(fmt) => fmt.read(&ctx),
-        None => Err(ctx.file_err(format!(
-            "{UNRECOGNISED} (expected canonical JSONL or one of: {})",
-            format_names().join(", ")
-        ))),
+        None => Err(Error::Unrecognised {
+            path: display.to_string(),
+            detail: format!(
+                " (expected canonical JSONL or one of: {})",
+                format_names().join(", ")
+            ),
+        }),
     }
 }
 
