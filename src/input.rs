@@ -81,15 +81,7 @@ pub fn read_corpus_with(
     progress: &dyn crate::progress::Progress,
 ) -> Result<Corpus> {
     let (files, walk_notes) = collect_files_with(paths, opts.lenient)?;
-    progress.set_length(
-        files
-            .iter()
-            .map(|f| match f {
-                Found::Path { path, .. } => std::fs::metadata(path).map_or(0, |m| m.len()),
-                Found::Stdin => 0,
-            })
-            .sum(),
-    );
+    progress.set_length(stored_bytes(&files));
     if files.is_empty() {
         return Err(no_files(paths));
     }
@@ -245,14 +237,9 @@ fn merge_files(mut read: Vec<ReadFile>) -> Vec<Arc<Session>> {
         .into_iter()
         .map(|id| {
             let records = by_id.remove(&id).unwrap_or_default();
-            let mut s = Session::from_records(id.clone(), records);
-            s.whole_messages = whole.get(&id).copied().unwrap_or(false);
-            if let Some(m) = extra_meta.remove(&id) {
-                for (k, v) in m {
-                    s.meta.meta.entry(k).or_insert(v);
-                }
-            }
-            Arc::new(s)
+            let whole = whole.get(&id).copied().unwrap_or(false);
+            let meta = extra_meta.remove(&id);
+            Arc::new(session_of(id, records, whole, meta))
         })
         .collect()
 }
@@ -347,15 +334,7 @@ pub fn stream_sessions<T: Send>(
     f: &(dyn Fn(Arc<Session>, &FileNames) -> T + Sync),
 ) -> Result<Streamed<T>> {
     let (files, walk_notes) = collect_files_with(paths, opts.lenient)?;
-    progress.set_length(
-        files
-            .iter()
-            .map(|f| match f {
-                Found::Path { path, .. } => std::fs::metadata(path).map_or(0, |m| m.len()),
-                Found::Stdin => 0,
-            })
-            .sum(),
-    );
+    progress.set_length(stored_bytes(&files));
     if files.is_empty() {
         return Err(no_files(paths));
     }
@@ -394,14 +373,8 @@ pub fn stream_sessions<T: Send>(
                         (r, o)
                     })
                     .collect();
-                let mut s = Session::from_records(id.clone(), records);
-                s.whole_messages = whole;
-                if let Some(m) = meta.remove(&id) {
-                    for (k, v) in m {
-                        s.meta.meta.entry(k).or_insert(v);
-                    }
-                }
-                (id, s)
+                let m = meta.remove(&id);
+                (id.clone(), session_of(id, records, whole, m))
             })
             .collect();
         let done: Vec<(String, T)> = alone
@@ -549,6 +522,33 @@ pub fn stream_sessions<T: Send>(
     }
     out.sessions.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
+}
+
+/// Bytes the files hold on disk (stdin counts 0), for the progress bar.
+fn stored_bytes(files: &[Found]) -> u64 {
+    files
+        .iter()
+        .map(|f| match f {
+            Found::Path { path, .. } => std::fs::metadata(path).map_or(0, |m| m.len()),
+            Found::Stdin => 0,
+        })
+        .sum()
+}
+
+/// One session from its records in reading order, with the file's
+/// whole-message flag and any extra metadata (the session's own wins).
+fn session_of(
+    id: String,
+    records: Vec<(Record, Origin)>,
+    whole_messages: bool,
+    meta: Option<Map<String, Value>>,
+) -> Session {
+    let mut s = Session::from_records(id, records);
+    s.whole_messages = whole_messages;
+    for (k, v) in meta.into_iter().flatten() {
+        s.meta.meta.entry(k).or_insert(v);
+    }
+    s
 }
 
 /// The error for a read that found no input files.
