@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = looptune::import::detect(data);
     let _ = looptune::import::import_auto("n.jsonl", "n", data, true);
     let _ = looptune::import::import_auto("n.jsonl", "n", data, false);
-    for format in looptune::import::FORMATS {
+    for format in looptune::import::format_names() {
         let _ = looptune::import::import_as(format, "n.json", "n", data, true);
     }
 });
