@@ -453,8 +453,23 @@ impl ReportData {
     /// The report's view of a result, in memory.
     pub fn from_result(r: &crate::sweep::SweepResult) -> ReportData {
         let value = crate::report::summary::report_view(r);
-        let summary: Summary =
+        let mut summary: Summary =
             serde_json::from_value(value).expect("summary.json matches the report's view");
+        summary.scores = r
+            .scores
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ScoreEntry {
+                config: r.config(i).id.clone(),
+                ttd: s.ttd.clone(),
+                labeled_loops: Some(s.labeled_loops as f64),
+                detection_kinds: s
+                    .kinds
+                    .iter()
+                    .map(|(k, n)| (k.clone(), *n as u64))
+                    .collect(),
+            })
+            .collect();
         let mut rows: Vec<Row> = r
             .record
             .grid

@@ -46,17 +46,70 @@ pub fn write_summary(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::
         #[serde(flatten)]
         record: &'a SweepRecord,
         #[serde(flatten)]
-        derived: &'a Map<String, Value>,
+        derived: &'a Derived<'a>,
     }
     let derived = derived(r);
     serde_json::to_writer(
         out,
         &Whole {
             record: &r.record,
-            derived: &derived,
+            derived: &Derived {
+                map: &derived,
+                result: r,
+            },
         },
     )
     .map_err(std::io::Error::from)
+}
+
+/// The derived map, its `scores` written from the typed scores.
+struct Derived<'a> {
+    map: &'a Map<String, Value>,
+    result: &'a SweepResult,
+}
+
+impl serde::Serialize for Derived<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = ser.serialize_map(Some(self.map.len()))?;
+        for (k, v) in self.map {
+            if k == "scores" {
+                m.serialize_entry(k, &Scores(self.result))?;
+            } else {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// `scores`: per configuration its id, every score, its turns-to-detection
+/// list and its detections by kind.
+struct Scores<'a>(&'a SweepResult);
+
+impl serde::Serialize for Scores<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        struct One<'a>(&'a str, &'a crate::metrics::Scores);
+        impl serde::Serialize for One<'_> {
+            fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+                let mut m = ser.serialize_map(None)?;
+                m.serialize_entry("config", self.0)?;
+                for name in SCORE_NAMES {
+                    m.serialize_entry(*name, &num(self.1.get(name)))?;
+                }
+                m.serialize_entry("ttd", &self.1.ttd)?;
+                m.serialize_entry("detection_kinds", &self.1.kinds)?;
+                m.end()
+            }
+        }
+        let r = self.0;
+        let mut seq = ser.serialize_seq(Some(r.scores.len()))?;
+        for (i, s) in r.scores.iter().enumerate() {
+            seq.serialize_element(&One(&r.config(i).id, s))?;
+        }
+        seq.end()
+    }
 }
 
 /// What the report reads of `summary.json`, in memory: the record without
@@ -64,6 +117,8 @@ pub fn write_summary(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::
 pub fn report_view(r: &SweepResult) -> Value {
     let rec = &r.record;
     let mut m = derived(r);
+    // The report takes the scores from the result itself (see `model`).
+    m.remove("scores");
     for (k, v) in [
         ("looptune_version", json!(rec.looptune_version)),
         ("grid", serde_json::to_value(&rec.grid).expect("serializes")),
@@ -85,21 +140,10 @@ pub fn report_view(r: &SweepResult) -> Value {
 /// Everything `summary.json` derives from the record.
 fn derived(r: &SweepResult) -> Map<String, Value> {
     let rec: &SweepRecord = &r.record;
-    let scores: Vec<Value> = r
-        .scores
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut m = Map::new();
-            m.insert("config".into(), json!(r.config(i).id));
-            for name in SCORE_NAMES {
-                m.insert((*name).into(), num(s.get(name)));
-            }
-            m.insert("ttd".into(), json!(s.ttd));
-            m.insert("detection_kinds".into(), json!(s.kinds));
-            Value::Object(m)
-        })
-        .collect();
+    // A placeholder that keeps the key's place: the scores (every
+    // configuration's turns-to-detection list) are written from the typed
+    // scores, never held as a JSON tree.
+    let scores = Value::Null;
     let loops = rec
         .sessions
         .iter()
