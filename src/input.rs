@@ -119,12 +119,7 @@ pub fn read_corpus_with(
             }
         };
         let file_idx = corpus.files.len() as u32;
-        // The first reason of every file is kept, more while under the cap.
-        for (i, (line, msg)) in fs.skipped.iter().enumerate() {
-            if i == 0 || corpus.skipped.len() < KEEP_SKIPPED {
-                corpus.skipped.push(format!("{display}:{line}: {msg}"));
-            }
-        }
+        note_skipped_lines(&mut corpus.skipped, &display, &fs.skipped);
         corpus.files.push(SourceFile {
             path: display.clone(),
             format: fs.format.clone(),
@@ -411,11 +406,7 @@ pub fn stream_sessions<T: Send>(
     for p in passed {
         match p? {
             Pass1::File(sf) => {
-                for (i, (line, msg)) in sf.skipped.iter().enumerate() {
-                    if i == 0 || out.skipped.len() < KEEP_SKIPPED {
-                        out.skipped.push(format!("{}:{line}: {msg}", sf.display));
-                    }
-                }
+                note_skipped_lines(&mut out.skipped, &sf.display, &sf.skipped);
                 out.files.push(SourceFile {
                     path: sf.display.clone(),
                     format: sf.format.clone(),
@@ -522,6 +513,16 @@ pub fn stream_sessions<T: Send>(
     }
     out.sessions.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
+}
+
+/// Notes on a file's skipped lines: its first reason always, more while
+/// under [`KEEP_SKIPPED`].
+fn note_skipped_lines(notes: &mut Vec<String>, display: &str, skipped: &[(u64, String)]) {
+    for (i, (line, msg)) in skipped.iter().enumerate() {
+        if i == 0 || notes.len() < KEEP_SKIPPED {
+            notes.push(format!("{display}:{line}: {msg}"));
+        }
+    }
 }
 
 /// Bytes the files hold on disk (stdin counts 0), for the progress bar.

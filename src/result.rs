@@ -175,23 +175,20 @@ pub struct SessionRecord {
 impl SessionRecord {
     /// A session and its label.
     pub fn of(s: &Session, l: Option<Label>) -> SessionRecord {
-        SessionRecord {
-            id: s.id.clone(),
-            turns: s.turns,
-            events: s.events.len() as u32,
-            whole_messages: s.whole_messages,
-            label: l.map(|l| if l.is_loop { "loop" } else { "clean" }.to_string()),
-            onset_turn: l.and_then(|l| l.onset_turn),
-        }
+        SessionRecord::new(&s.id, s.turns, s.events.len() as u32, s.whole_messages, l)
     }
 
     /// A streamed session and its label.
     pub fn of_outcomes(s: &crate::replay::SessionOutcomes, l: Option<Label>) -> SessionRecord {
+        SessionRecord::new(&s.id, s.turns, s.events, s.whole_messages, l)
+    }
+
+    fn new(id: &str, turns: u32, events: u32, whole_messages: bool, l: Option<Label>) -> Self {
         SessionRecord {
-            id: s.id.clone(),
-            turns: s.turns,
-            events: s.events,
-            whole_messages: s.whole_messages,
+            id: id.to_string(),
+            turns,
+            events,
+            whole_messages,
             label: l.map(|l| if l.is_loop { "loop" } else { "clean" }.to_string()),
             onset_turn: l.and_then(|l| l.onset_turn),
         }
