@@ -44,7 +44,7 @@ pub struct ConfigRecord {
 }
 
 /// The grid: its source and every configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GridRecord {
     /// Grid name.
     pub name: String,
@@ -166,7 +166,7 @@ pub struct FileRecord {
 }
 
 /// The inputs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InputsRecord {
     /// Every file read (all of them, also in a shard).
     pub files: Vec<FileRecord>,
