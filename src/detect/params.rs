@@ -546,6 +546,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn settings_split_at_the_first_equals_and_name_their_family() {
+        let s = Setting::parse(" gemini . tool_call_threshold =a=b").unwrap();
+        assert_eq!(s.key, "gemini . tool_call_threshold");
+        assert_eq!(s.value, "a=b");
+        assert_eq!(s.target(), (Some("gemini"), "tool_call_threshold"));
+        assert_eq!(Setting::parse("x=1").unwrap().target(), (None, "x"));
+        assert_eq!(
+            Setting::parse("x").unwrap_err().to_string(),
+            "--set `x`: expected KEY=VALUE"
+        );
+    }
+
+    #[test]
+    fn a_bad_warn_count_keeps_its_cause() {
+        let e = Policy::parse("warn:x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`warn:x` is not a policy (stop, warn:N, ask, ignore)"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+        assert!(std::error::Error::source(&Policy::parse("halt").unwrap_err()).is_none());
+    }
+
+    #[test]
     fn policies_parse_and_stop() {
         assert_eq!(Policy::parse("warn:2").unwrap().stop_strike(), Some(3));
         assert_eq!(Policy::parse("stop").unwrap().stop_strike(), Some(1));

@@ -233,6 +233,21 @@ mod tests {
         assert!(e.to_string().contains("claude-code"), "{e}");
     }
 
+    #[test]
+    fn input_formats_resolve_aliases_to_the_registry_name() {
+        assert_eq!("auto".parse(), Ok(InputFormat::Auto));
+        assert_eq!("canonical".parse(), Ok(InputFormat::Canonical));
+        assert_eq!(
+            "mini-swe-agent".parse(),
+            Ok(InputFormat::Native("openai-chat"))
+        );
+        let e = "nope".parse::<InputFormat>().unwrap_err().to_string();
+        assert!(
+            e.starts_with("unknown input format `nope` (known: canonical, auto, claude-code"),
+            "{e}"
+        );
+    }
+
     /// Every format is listed once, by unique names, and found by each of them.
     #[test]
     fn registry_names_are_unique_and_resolve() {
