@@ -73,7 +73,10 @@ impl SweepOptions {
     /// Options from a loaded result (`jobs` is not part of a result).
     pub fn from_record(r: &OptionsRecord) -> Result<SweepOptions> {
         Ok(SweepOptions {
-            objective: r.objective.parse().map_err(Error::Usage)?,
+            objective: r
+                .objective
+                .parse()
+                .map_err(|e| Error::Usage(format!("{e}")))?,
             baseline: r.baseline.clone(),
             across_families: r.across_families,
             folds: r.folds,
