@@ -346,7 +346,7 @@ pub fn variant_id(c: &DetectorConfig) -> String {
         h.update(v.to_string().as_bytes());
     }
     let d = h.finalize();
-    format!("c{}", &crate::input::hex(&d)[..10])
+    format!("c{}", &crate::number::hex(&d)[..10])
 }
 
 fn axis_values(

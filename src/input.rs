@@ -160,7 +160,7 @@ fn load_file(
         Err(e) => return Err(e),
     };
     let sha256 = if opts.digests {
-        hex(&Sha256::digest(&bytes))
+        crate::number::hex(&Sha256::digest(&bytes))
     } else {
         String::new()
     };
@@ -1008,16 +1008,6 @@ pub fn looks_canonical(bytes: &[u8]) -> bool {
     }
     // An empty file is an empty canonical file.
     true
-}
-
-/// Lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 #[cfg(test)]

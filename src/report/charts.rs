@@ -6,7 +6,7 @@
 //! so it renders the same on a machine without fonts. Each point or cell that
 //! stands for a configuration is also recorded as a [`Mark`] and written as a
 //! last, transparent layer: a link to the configuration's table row and a
-//! tooltip (`<title>`, escaped with [`super::html::esc`]).
+//! tooltip (`<title>`, escaped with [`crate::escape::html`]).
 
 use super::model::{Disagreement, ReportData, Row};
 use crate::metrics::{score_info, ScoreInfo, Unit};
@@ -173,7 +173,7 @@ impl Mark {
 /// The marks as one SVG group. Hit areas are filled but fully transparent
 /// (still hit-tested); the page's CSS shows them on hover and focus.
 fn marks_layer(marks: &[Mark]) -> String {
-    let esc = super::html::esc;
+    let esc = crate::escape::html;
     let mut o = String::from(
         "<g class=\"marks\" fill=\"#222222\" fill-opacity=\"0\" stroke=\"#222222\" stroke-opacity=\"0\" stroke-width=\"2\">\n",
     );

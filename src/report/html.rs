@@ -38,21 +38,7 @@ pub fn write_report(data: &ReportData, out: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// Escape text for HTML element content and double-quoted attributes.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use crate::escape::html as esc;
 
 /// Standard base64 with padding (fonts as `data:` URLs, the CSP script hash).
 pub fn base64(bytes: &[u8]) -> String {

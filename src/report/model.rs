@@ -664,7 +664,7 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
 /// Sessions where the stock profiles disagree most (from the record's
 /// material), with every selected configuration's first detection.
 pub fn disagreements(r: &SweepResult) -> Vec<Disagreement> {
-    let sel = super::summary::selected(r);
+    let sel = selected(r);
     let rec = &r.record;
     rec.material
         .iter()
@@ -768,6 +768,19 @@ pub fn parse_sweep_csv(text: &str) -> Vec<Row> {
         rows.push(row);
     }
     rows
+}
+
+/// The configurations charts compare: stock profiles and the recommendation.
+fn selected(r: &crate::sweep::SweepResult) -> Vec<usize> {
+    let mut sel: Vec<usize> = (0..r.record.grid.configs.len())
+        .filter(|&i| r.config(i).stock)
+        .collect();
+    if let Some(rec) = r.recommended {
+        if !sel.contains(&rec) {
+            sel.push(rec);
+        }
+    }
+    sel
 }
 
 #[cfg(test)]

@@ -24,19 +24,6 @@ fn num(x: Option<f64>) -> Value {
     }
 }
 
-/// The configurations charts compare: stock profiles and the recommendation.
-pub fn selected(r: &SweepResult) -> Vec<usize> {
-    let mut sel: Vec<usize> = (0..r.record.grid.configs.len())
-        .filter(|&i| r.config(i).stock)
-        .collect();
-    if let Some(rec) = r.recommended {
-        if !sel.contains(&rec) {
-            sel.push(rec);
-        }
-    }
-    sel
-}
-
 /// `summary.json`, streamed to `out`: the record itself, then everything derived from
 /// it. Serialized straight from the record (no JSON tree of its outcomes,
 /// which are most of a large sweep).
