@@ -4,12 +4,13 @@
 use crate::error::{Error, Result};
 use crate::input::ReadOptions;
 use crate::run;
-use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-/// `--input-format` values: `auto`, `canonical` and every importer (aliases hidden).
-fn input_formats() -> PossibleValuesParser {
+/// `--input-format` values: `auto`, `canonical` and every importer (aliases
+/// hidden), listed in `--help` and checked by clap, then typed.
+fn input_formats() -> impl TypedValueParser<Value = crate::import::InputFormat> {
     let mut v = vec![
         PossibleValue::new("auto").help("detect the format per file, by content"),
         PossibleValue::new("canonical"),
@@ -21,7 +22,7 @@ fn input_formats() -> PossibleValuesParser {
             .into_iter()
             .map(|f| PossibleValue::new(f).hide(matches!(f, "openai" | "chat"))),
     );
-    PossibleValuesParser::new(v)
+    PossibleValuesParser::new(v).try_map(|name| name.parse::<crate::import::InputFormat>())
 }
 
 /// `--detector` and `--family` values: every detector family.
@@ -255,7 +256,7 @@ struct InputArgs {
     lenient: bool,
     /// Input format for every file: `auto` detects it per file by content.
     #[arg(long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
-    input_format: String,
+    input_format: crate::import::InputFormat,
     /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
     #[arg(long)]
     allow_empty: bool,
@@ -278,7 +279,7 @@ impl InputArgs {
     fn read_options(&self, digests: bool, jobs: usize) -> ReadOptions {
         ReadOptions {
             lenient: self.lenient,
-            format: Some(self.input_format.clone()),
+            format: self.input_format,
             digests,
             jobs,
             max_gzip_bytes: self.limits.max_gzip_bytes,
@@ -296,8 +297,8 @@ struct DetectorArgs {
     #[arg(long, value_name = "NAME", value_parser = profile_names())]
     profile: Vec<String>,
     /// Override a parameter: KEY=VALUE for every selected family that has KEY, or FAMILY.KEY=VALUE.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    sets: Vec<String>,
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::detect::Setting::parse)]
+    sets: Vec<crate::detect::Setting>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -345,8 +346,8 @@ struct CiOpts {
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable.
-    #[arg(long = "require", value_name = "GATE")]
-    requires: Vec<String>,
+    #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    requires: Vec<crate::gates::Gate>,
     /// The configuration gates and JUnit evaluate: an id, label or profile name (default: the stock profile).
     #[arg(long, value_name = "ID")]
     config: Option<String>,
@@ -381,7 +382,7 @@ struct SweepArgs {
     /// positives than the baseline, then highest recall, then lowest median
     /// turns-to-detection, then closest to the baseline's values), `f1`, or
     /// `max-fp=N` (at most N false positives, then as default).
-    #[arg(long, value_name = "RULE", default_value = "default", value_parser = parse_objective)]
+    #[arg(long, value_name = "RULE", default_value = "default", value_parser = crate::metrics::Objective::parse)]
     objective: crate::metrics::Objective,
     /// The profile the recommendation is compared with and whose family it is
     /// chosen from (default: the profile of the grid's first [[grid]];
@@ -418,7 +419,7 @@ struct SweepArgs {
     lenient: bool,
     /// Input format for every file: `auto` detects it per file by content.
     #[arg(long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
-    input_format: String,
+    input_format: crate::import::InputFormat,
     /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
     #[arg(long)]
     allow_empty: bool,
@@ -480,8 +481,8 @@ struct DiffArgs {
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
     /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable.
-    #[arg(long = "require", value_name = "GATE")]
-    requires: Vec<String>,
+    #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    requires: Vec<crate::gates::Gate>,
 }
 
 #[derive(Debug, Args)]
@@ -499,8 +500,8 @@ struct MergeArgs {
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable.
-    #[arg(long = "require", value_name = "GATE")]
-    requires: Vec<String>,
+    #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    requires: Vec<crate::gates::Gate>,
 }
 
 #[derive(Debug, Args)]
@@ -537,10 +538,6 @@ struct DetectorsArgs {
 fn is_run_dir(v: &str) -> bool {
     let p = std::path::Path::new(v);
     p.join("summary.json").is_file() || (p.is_file() && v.ends_with(".json"))
-}
-
-fn parse_objective(s: &str) -> std::result::Result<crate::metrics::Objective, String> {
-    s.parse()
 }
 
 /// Run the parsed command; returns the exit code.
@@ -592,7 +589,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 paths: a.paths.clone(),
                 read: ReadOptions {
                     lenient: a.lenient,
-                    format: Some(a.input_format.clone()),
+                    format: a.input_format,
                     digests: true,
                     jobs: a.jobs,
                     max_gzip_bytes: a.limits.max_gzip_bytes,

@@ -11,6 +11,10 @@ pub const EXIT_INPUT: i32 = 2;
 /// Exit code: results were written, but a report (HTML, Markdown, JUnit) failed.
 pub const EXIT_REPORT: i32 = 3;
 
+/// Prefix of the error message for a file no importer recognises; reading a
+/// folder skips walked files whose error starts with it.
+pub const UNRECOGNISED: &str = "not a recognised session log";
+
 /// Everything that can stop a run.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -33,7 +37,7 @@ pub enum Error {
         message: String,
     },
     /// No reader recognises a file (a walked folder skips such files).
-    #[error("{path}: {}{detail}", crate::format::UNRECOGNISED)]
+    #[error("{path}: {}{detail}", UNRECOGNISED)]
     Unrecognised {
         /// File as given.
         path: String,

@@ -1,8 +1,24 @@
 //! Escaping of untrusted text (session ids, detection details, labels, paths
-//! from logs) for the outputs that are not HTML: terminal, Markdown and JUnit.
-//! The HTML report escapes in `report::html`; CSV cells in `report::safe_cell`.
+//! from logs) for every output: terminal, Markdown, JUnit and HTML (CSV cells
+//! in `report::safe_cell`).
 
 use std::borrow::Cow;
+
+/// Escape text for HTML element content and double-quoted attributes.
+pub fn html(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
 
 /// A character a terminal would act on instead of print: C0 and C1 controls,
 /// DEL, and the bidirectional overrides that can reorder what is shown.

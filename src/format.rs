@@ -8,9 +8,7 @@ use crate::event::{Origin, Record};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
-/// Prefix of the error message for a file no importer recognises; reading a
-/// folder skips walked files whose error starts with it.
-pub const UNRECOGNISED: &str = "not a recognised session log";
+pub use crate::error::UNRECOGNISED;
 
 /// What one file contributes: sessions with their records, in file order.
 #[derive(Debug, Default, Clone)]

@@ -16,6 +16,39 @@ pub struct Gate {
     pub value: f64,
 }
 
+/// A `--require` that is not a gate; each message starts with the gate as given.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GateError {
+    /// No score of that name.
+    #[error(
+        "--require `{gate}`: unknown score `{name}` (known: {}; against an earlier run: {})",
+        SCORE_NAMES.join(", "),
+        crate::diff::DIFF_SCORES.join(", ")
+    )]
+    UnknownScore {
+        /// The gate as given.
+        gate: String,
+        /// The score it names.
+        name: String,
+    },
+    /// The threshold is not a number.
+    #[error("--require `{gate}`: `{value}` is not a number")]
+    NotANumber {
+        /// The gate as given.
+        gate: String,
+        /// The threshold as given.
+        value: String,
+        /// Why it does not parse.
+        #[source]
+        source: std::num::ParseFloatError,
+    },
+    /// No comparison operator.
+    #[error(
+        "--require `{0}`: expected SCORE OP NUMBER, e.g. 'recall>=0.9' (OP: >=, <=, >, <, ==, !=)"
+    )]
+    Syntax(String),
+}
+
 /// The result of one gate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateResult {
@@ -28,22 +61,22 @@ pub struct GateResult {
 }
 
 impl Gate {
-    /// Parse `name>=0.9`.
-    pub fn parse(s: &str) -> Result<Gate> {
+    /// Parse `name>=0.9` (`--require`'s value parser).
+    pub fn parse(s: &str) -> std::result::Result<Gate, GateError> {
         let s = s.trim();
         for op in [">=", "<=", "==", "!=", ">", "<"] {
             if let Some(i) = s.find(op) {
                 let (name, value) = (s[..i].trim(), s[i + op.len()..].trim());
-                let diff_names = crate::diff::DIFF_SCORES;
-                if score_info(name).is_none() && !diff_names.contains(&name) {
-                    return Err(Error::Usage(format!(
-                        "--require `{s}`: unknown score `{name}` (known: {}; against an earlier run: {})",
-                        SCORE_NAMES.join(", "),
-                        diff_names.join(", ")
-                    )));
+                if score_info(name).is_none() && !crate::diff::DIFF_SCORES.contains(&name) {
+                    return Err(GateError::UnknownScore {
+                        gate: s.to_string(),
+                        name: name.to_string(),
+                    });
                 }
-                let value: f64 = value.parse().map_err(|_| {
-                    Error::Usage(format!("--require `{s}`: `{value}` is not a number"))
+                let value: f64 = value.parse().map_err(|source| GateError::NotANumber {
+                    gate: s.to_string(),
+                    value: value.to_string(),
+                    source,
                 })?;
                 return Ok(Gate {
                     score: name.to_string(),
@@ -52,9 +85,7 @@ impl Gate {
                 });
             }
         }
-        Err(Error::Usage(format!(
-            "--require `{s}`: expected SCORE OP NUMBER, e.g. 'recall>=0.9' (OP: >=, <=, >, <, ==, !=)"
-        )))
+        Err(GateError::Syntax(s.to_string()))
     }
 
     /// Refuse a gate on a label-based score when nothing is labelled: it would

@@ -79,6 +79,46 @@ pub struct Grid {
     pub axes: Vec<String>,
 }
 
+/// What is wrong with one axis or `[[extra]]` setting; the grid's error puts
+/// the grid and the place in front.
+#[derive(Debug, thiserror::Error)]
+enum AxisError {
+    /// The family has no such parameter.
+    #[error("unknown parameter `{name}` for family `{family}` (known: {known})")]
+    UnknownParameter {
+        name: String,
+        family: &'static str,
+        known: String,
+    },
+    /// A range table lacks a key.
+    #[error("a range needs `{0}`")]
+    RangeNeeds(&'static str),
+    /// A range table has a key other than start, stop, step.
+    #[error("unknown range key `{0}` (expected start, stop, step)")]
+    RangeKey(String),
+    #[error("`step` must be positive")]
+    StepNotPositive,
+    #[error("`start` is after `stop`")]
+    StartAfterStop,
+    /// An integer range with too many values (their count).
+    #[error("range has {0} values, more than 100001 (use a larger `step`)")]
+    TooManyIntegers(i128),
+    #[error("range has more than 100000 values")]
+    TooManyNumbers,
+    /// A range over a parameter that is not numeric, or with bounds of another type.
+    #[error("a range needs numbers of the parameter's type ({0})")]
+    RangeType(&'static str),
+    #[error("`{0}` is not a number")]
+    NotANumber(toml::Value),
+    #[error("`{0}` is not a name")]
+    NotAName(toml::Value),
+    #[error("`{0}` has the wrong type")]
+    WrongType(toml::Value),
+    /// The parameter refuses the value (range, choice, ...).
+    #[error(transparent)]
+    Value(#[from] Error),
+}
+
 /// Named axes with their values, in declaration order.
 type Axes = Vec<(String, Vec<ParamValue>)>;
 
@@ -217,14 +257,16 @@ pub fn parse_grid_limited(text: &str, origin: &str, max_configs: usize) -> Resul
 fn find_spec<'a>(
     specs: &'a [ParamSpec],
     name: &str,
-    family: &str,
-) -> std::result::Result<&'a ParamSpec, String> {
-    specs.iter().find(|s| s.name == name).ok_or_else(|| {
-        format!(
-            "unknown parameter `{name}` for family `{family}` (known: {})",
-            specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-        )
-    })
+    family: &'static str,
+) -> std::result::Result<&'a ParamSpec, AxisError> {
+    specs
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| AxisError::UnknownParameter {
+            name: name.to_string(),
+            family,
+            known: specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+        })
 }
 
 /// Add a configuration unless an identical one is already there; overrides
@@ -304,22 +346,20 @@ pub fn variant_id(c: &DetectorConfig) -> String {
         h.update(v.to_string().as_bytes());
     }
     let d = h.finalize();
-    format!("c{}", &crate::input::hex(&d)[..10])
+    format!("c{}", &crate::number::hex(&d)[..10])
 }
 
 fn axis_values(
     spec: &ParamSpec,
     raw: &toml::Value,
-) -> std::result::Result<Vec<ParamValue>, String> {
+) -> std::result::Result<Vec<ParamValue>, AxisError> {
     match raw {
         toml::Value::Array(items) => items.iter().map(|v| toml_value(spec, v)).collect(),
         toml::Value::Table(t) => {
-            let get = |k: &str| t.get(k).ok_or_else(|| format!("a range needs `{k}`"));
+            let get = |k: &'static str| t.get(k).ok_or(AxisError::RangeNeeds(k));
             for k in t.keys() {
                 if !["start", "stop", "step"].contains(&k.as_str()) {
-                    return Err(format!(
-                        "unknown range key `{k}` (expected start, stop, step)"
-                    ));
+                    return Err(AxisError::RangeKey(k.clone()));
                 }
             }
             let (start, stop, step) = (get("start")?, get("stop")?, get("step")?);
@@ -331,70 +371,61 @@ fn axis_values(
                     toml::Value::Integer(s),
                 ) => {
                     if *s <= 0 {
-                        return Err("`step` must be positive".into());
+                        return Err(AxisError::StepNotPositive);
                     }
                     if a > b {
-                        return Err("`start` is after `stop`".into());
+                        return Err(AxisError::StartAfterStop);
                     }
                     // In i128: `stop - start` overflows i64 for e.g. -1..i64::MAX.
                     let steps = (i128::from(*b) - i128::from(*a)) / i128::from(*s);
                     if steps > 100_000 {
-                        return Err(format!(
-                            "range has {} values, more than 100001 (use a larger `step`)",
-                            steps + 1
-                        ));
+                        return Err(AxisError::TooManyIntegers(steps + 1));
                     }
                     (0..=steps as i64)
-                        .map(|i| {
-                            spec.check(ParamValue::Int(a + i * s))
-                                .map_err(|e| e.to_string())
-                        })
+                        .map(|i| Ok(spec.check(ParamValue::Int(a + i * s))?))
                         .collect()
                 }
                 (ParamKind::Float { .. }, a, b, s) => {
                     let (a, b, s) = (num(a)?, num(b)?, num(s)?);
                     if s <= 0.0 {
-                        return Err("`step` must be positive".into());
+                        return Err(AxisError::StepNotPositive);
                     }
                     if a > b {
-                        return Err("`start` is after `stop`".into());
+                        return Err(AxisError::StartAfterStop);
                     }
                     let n = ((b - a) / s + 1e-9).floor() as i64;
                     if n > 100_000 {
-                        return Err("range has more than 100000 values".into());
+                        return Err(AxisError::TooManyNumbers);
                     }
                     // Rounded so that 0.1 steps print as 0.3, not 0.30000000000000004.
                     (0..=n)
                         .map(|i| {
                             let x = ((a + i as f64 * s) * 1e9).round() / 1e9;
-                            spec.check(ParamValue::Float(x)).map_err(|e| e.to_string())
+                            Ok(spec.check(ParamValue::Float(x))?)
                         })
                         .collect()
                 }
-                _ => Err(format!(
-                    "a range needs numbers of the parameter's type ({})",
-                    match spec.kind {
-                        ParamKind::Int { .. } => "integers",
-                        ParamKind::Float { .. } => "numbers",
-                        _ => "ranges only work for numeric parameters",
-                    }
-                )),
+                _ => Err(AxisError::RangeType(match spec.kind {
+                    ParamKind::Int { .. } => "integers",
+                    ParamKind::Float { .. } => "numbers",
+                    _ => "ranges only work for numeric parameters",
+                })),
             }
         }
         single => Ok(vec![toml_value(spec, single)?]),
     }
 }
 
-fn num(v: &toml::Value) -> std::result::Result<f64, String> {
+fn num(v: &toml::Value) -> std::result::Result<f64, AxisError> {
     match v {
         toml::Value::Integer(i) => Ok(*i as f64),
         toml::Value::Float(f) => Ok(*f),
-        other => Err(format!("`{other}` is not a number")),
+        other => Err(AxisError::NotANumber(other.clone())),
     }
 }
 
 /// One TOML value as a parameter value of `spec`'s type.
-fn toml_value(spec: &ParamSpec, v: &toml::Value) -> std::result::Result<ParamValue, String> {
+fn toml_value(spec: &ParamSpec, v: &toml::Value) -> std::result::Result<ParamValue, AxisError> {
     let pv = match (&spec.kind, v) {
         (_, toml::Value::Integer(i)) => ParamValue::Int(*i),
         (_, toml::Value::Float(f)) => ParamValue::Float(*f),
@@ -405,14 +436,14 @@ fn toml_value(spec: &ParamSpec, v: &toml::Value) -> std::result::Result<ParamVal
                 .map(|i| {
                     i.as_str()
                         .map(String::from)
-                        .ok_or_else(|| format!("`{i}` is not a name"))
+                        .ok_or_else(|| AxisError::NotAName(i.clone()))
                 })
                 .collect::<std::result::Result<_, _>>()?,
         ),
-        (_, toml::Value::String(s)) => return spec.parse(s).map_err(|e| e.to_string()),
-        (_, other) => return Err(format!("`{other}` has the wrong type")),
+        (_, toml::Value::String(s)) => return Ok(spec.parse(s)?),
+        (_, other) => return Err(AxisError::WrongType(other.clone())),
     };
-    spec.check(pv).map_err(|e| e.to_string())
+    Ok(spec.check(pv)?)
 }
 
 /// The default grid as TOML, with the generated list of stock profiles noted.

@@ -23,8 +23,8 @@ use std::sync::Arc;
 pub struct ReadOptions {
     /// Skip and count bad lines instead of stopping at the first.
     pub lenient: bool,
-    /// Force one input format for every file (`canonical`, or an importer's name).
-    pub format: Option<String>,
+    /// The format every file is read as (`Auto`: detected per file by content).
+    pub format: crate::import::InputFormat,
     /// Compute the SHA-256 of every input file (for `summary.json`).
     pub digests: bool,
     /// Threads reading files: 0 means all cores, 1 reads on the calling thread.
@@ -50,7 +50,7 @@ impl Default for ReadOptions {
     fn default() -> ReadOptions {
         ReadOptions {
             lenient: false,
-            format: None,
+            format: crate::import::InputFormat::Auto,
             digests: false,
             jobs: 0,
             max_gzip_bytes: MAX_GZIP_BYTES,
@@ -160,7 +160,7 @@ fn load_file(
         Err(e) => return Err(e),
     };
     let sha256 = if opts.digests {
-        hex(&Sha256::digest(&bytes))
+        crate::number::hex(&Sha256::digest(&bytes))
     } else {
         String::new()
     };
@@ -959,11 +959,13 @@ pub fn parse_bytes(
     } else {
         bytes
     };
-    let forced = opts.format.as_deref().filter(|f| *f != "auto");
-    match forced {
-        Some("canonical") => canonical(display, &stem, &bytes, opts),
-        Some(name) => crate::import::import_as(name, display, &stem, &bytes, opts.lenient),
-        None => {
+    use crate::import::InputFormat;
+    match opts.format {
+        InputFormat::Canonical => canonical(display, &stem, &bytes, opts),
+        InputFormat::Native(name) => {
+            crate::import::import_as(name, display, &stem, &bytes, opts.lenient)
+        }
+        InputFormat::Auto => {
             if looks_canonical(&bytes) {
                 canonical(display, &stem, &bytes, opts)
             } else {
@@ -1006,16 +1008,6 @@ pub fn looks_canonical(bytes: &[u8]) -> bool {
     }
     // An empty file is an empty canonical file.
     true
-}
-
-/// Lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 #[cfg(test)]

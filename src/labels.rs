@@ -46,7 +46,7 @@ pub fn read_labels_file(
     warnings: &mut Vec<String>,
 ) -> Result<(BTreeMap<String, Label>, String)> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let digest = crate::input::hex(&Sha256::digest(&bytes));
+    let digest = crate::number::hex(&Sha256::digest(&bytes));
     let display = path.display().to_string();
     let text = String::from_utf8(bytes).map_err(|_| Error::File {
         path: display.clone(),

@@ -732,17 +732,31 @@ pub enum Objective {
     MaxFalsePositives(usize),
 }
 
+/// An `--objective` that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown objective `{text}` (default, f1, max-fp=N)")]
+pub struct ObjectiveError {
+    /// The rule as given.
+    pub text: String,
+    /// Why `max-fp=N`'s count did not parse, for `max-fp=` rules.
+    #[source]
+    pub count: Option<std::num::ParseIntError>,
+}
+
 impl std::str::FromStr for Objective {
-    type Err = String;
+    type Err = ObjectiveError;
 
     /// Parse `default`, `f1` or `max-fp=N`.
-    fn from_str(s: &str) -> Result<Objective, String> {
+    fn from_str(s: &str) -> Result<Objective, ObjectiveError> {
         match s {
             "default" => Ok(Objective::Default),
             "f1" => Ok(Objective::F1),
             _ => match s.strip_prefix("max-fp=").map(str::parse) {
                 Some(Ok(n)) => Ok(Objective::MaxFalsePositives(n)),
-                _ => Err(format!("unknown objective `{s}` (default, f1, max-fp=N)")),
+                other => Err(ObjectiveError {
+                    text: s.to_string(),
+                    count: other.and_then(Result::err),
+                }),
             },
         }
     }
@@ -761,7 +775,7 @@ impl std::fmt::Display for Objective {
 
 impl Objective {
     /// Parse `default`, `f1` or `max-fp=N`.
-    pub fn parse(s: &str) -> Result<Objective, String> {
+    pub fn parse(s: &str) -> Result<Objective, ObjectiveError> {
         s.parse()
     }
 

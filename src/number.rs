@@ -1,5 +1,6 @@
 //! Numbers as every output writes them. Below `report` and `gates` alike, so
-//! a gate message and a report cell print a score the same way.
+//! a gate message and a report cell print a score the same way; digests as
+//! hex, below every module that names something by one.
 
 /// A float at fixed precision (quiet diffs), trailing zeros trimmed.
 pub fn fixed(x: f64) -> String {
@@ -10,6 +11,16 @@ pub fn fixed(x: f64) -> String {
     } else {
         s.into()
     }
+}
+
+/// Lowercase hex (digests, ids derived from them).
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
 }
 
 #[cfg(test)]

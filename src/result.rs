@@ -44,7 +44,7 @@ pub struct ConfigRecord {
 }
 
 /// The grid: its source and every configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GridRecord {
     /// Grid name.
     pub name: String,
@@ -90,20 +90,22 @@ pub struct Shard {
 
 impl Shard {
     /// Parse `I/N`.
-    pub fn parse(s: &str) -> std::result::Result<Shard, String> {
-        let (i, n) = s
-            .split_once('/')
-            .ok_or_else(|| format!("`{s}`: expected I/N, e.g. 2/4"))?;
+    pub fn parse(s: &str) -> std::result::Result<Shard, ShardError> {
+        let bad = |why| ShardError {
+            text: s.to_string(),
+            why,
+        };
+        let (i, n) = s.split_once('/').ok_or_else(|| bad(ShardWhy::NotIOverN))?;
         let index: u32 = i
             .trim()
             .parse()
-            .map_err(|_| format!("`{s}`: I is not a number"))?;
+            .map_err(|e| bad(ShardWhy::INotANumber(e)))?;
         let count: u32 = n
             .trim()
             .parse()
-            .map_err(|_| format!("`{s}`: N is not a number"))?;
+            .map_err(|e| bad(ShardWhy::NNotANumber(e)))?;
         if count == 0 || index == 0 || index > count {
-            return Err(format!("`{s}`: need 1 <= I <= N"));
+            return Err(bad(ShardWhy::OutOfRange));
         }
         Ok(Shard { index, count })
     }
@@ -116,6 +118,34 @@ impl Shard {
         let h = u64::from_be_bytes(d[..8].try_into().expect("8 bytes"));
         h % self.count as u64 == (self.index - 1) as u64
     }
+}
+
+/// A `--shard` value that is not one: `` `TEXT`: why ``.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}`: {why}")]
+pub struct ShardError {
+    /// The value as given.
+    pub text: String,
+    /// What is wrong with it.
+    #[source]
+    pub why: ShardWhy,
+}
+
+/// What is wrong with a `--shard` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardWhy {
+    /// No `/`.
+    #[error("expected I/N, e.g. 2/4")]
+    NotIOverN,
+    /// The part before `/` is not a number.
+    #[error("I is not a number")]
+    INotANumber(#[source] std::num::ParseIntError),
+    /// The part after `/` is not a number.
+    #[error("N is not a number")]
+    NNotANumber(#[source] std::num::ParseIntError),
+    /// Not `1 <= I <= N`.
+    #[error("need 1 <= I <= N")]
+    OutOfRange,
 }
 
 /// An input file.
@@ -136,7 +166,7 @@ pub struct FileRecord {
 }
 
 /// The inputs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InputsRecord {
     /// Every file read (all of them, also in a shard).
     pub files: Vec<FileRecord>,

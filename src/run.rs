@@ -16,8 +16,8 @@ pub struct Selection {
     pub families: Vec<String>,
     /// Named profiles.
     pub profiles: Vec<String>,
-    /// `KEY=VALUE` or `FAMILY.KEY=VALUE` overrides.
-    pub sets: Vec<String>,
+    /// `KEY=VALUE` or `FAMILY.KEY=VALUE` overrides (split by clap, `--set`).
+    pub sets: Vec<detect::Setting>,
 }
 
 impl Selection {
@@ -51,14 +51,9 @@ impl Selection {
             };
             let specs = family.params();
             let mut overrides: Vec<(String, ParamValue)> = Vec::new();
-            for (i, s) in self.sets.iter().enumerate() {
-                let (k, v) = s
-                    .split_once('=')
-                    .ok_or_else(|| Error::Usage(format!("--set `{s}`: expected KEY=VALUE")))?;
-                let (target, key) = match k.split_once('.') {
-                    Some((f, k)) => (Some(f.trim()), k.trim()),
-                    None => (None, k.trim()),
-                };
+            for (i, set) in self.sets.iter().enumerate() {
+                let (s, v) = (&set.text, &set.value);
+                let (target, key) = set.target();
                 if target.is_some_and(|t| t != family.name()) {
                     continue;
                 }
@@ -84,10 +79,10 @@ impl Selection {
             )?);
         }
         if let Some(i) = used.iter().position(|u| !u) {
-            let key = self.sets[i].split('=').next().unwrap_or("");
+            let text = &self.sets[i].text;
+            let key = text.split('=').next().unwrap_or("");
             return Err(Error::Config(format!(
-                "--set `{}`: unknown parameter `{key}` for the selected detectors (see `looptune detectors`)",
-                self.sets[i]
+                "--set `{text}`: unknown parameter `{key}` for the selected detectors (see `looptune detectors`)"
             )));
         }
         Ok(configs)
@@ -205,7 +200,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         || req.ci.junit.is_some()
         || !req.ci.requires.is_empty();
     if wants_scores {
-        let gates = parse_gates(&req.ci.requires)?;
+        let gates = &req.ci.requires;
         let ids: Vec<(&str, Option<crate::event::Label>)> = sessions
             .iter()
             .map(|s| (s.id.as_str(), s.inline_label))
@@ -213,7 +208,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         let labels =
             crate::labels::resolve_sessions(&ids, req.labels.as_deref(), req.read.lenient)?;
         let (loops, clean) = labels.counts();
-        for g in &gates {
+        for g in gates {
             g.needs_labels(loops + clean)?;
         }
         let hits_of = |ci: usize| -> Vec<Option<crate::result::Hit>> {
@@ -440,8 +435,8 @@ pub struct CiArgs {
     pub markdown: Option<PathBuf>,
     /// JUnit XML file.
     pub junit: Option<PathBuf>,
-    /// Gates such as `recall>=0.9`.
-    pub requires: Vec<String>,
+    /// Gates such as `recall>=0.9` (parsed by clap, `--require`).
+    pub requires: Vec<crate::gates::Gate>,
 }
 
 /// `looptune sweep`.
@@ -578,7 +573,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let started = std::time::Instant::now();
     // Everything that can be checked before work starts is checked first.
     let grid = load_grid_limited(req.grid.as_deref(), req.max_configs)?;
-    let gates = parse_gates(&req.ci.requires)?;
+    let gates = &req.ci.requires;
     let opts = &req.options;
     if let Some(c) = &opts.chosen {
         crate::sweep::find_variant(&grid, c)?;
@@ -639,7 +634,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         writeln!(err, "warning: {w}").ok();
     }
     let (loops, clean) = labels.counts();
-    for g in &gates {
+    for g in gates {
         g.needs_labels(loops + clean)?;
     }
     record.wall_time_ms = started.elapsed().as_millis() as u64;
@@ -674,7 +669,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         )
         .map_err(io)?;
         crate::report::diff_out::table(&d, out).map_err(io)?;
-        let results = diff_gates(&d, &gates);
+        let results = diff_gates(&d, gates);
         let diff_code = finish_gates(&results, &checked_name(&result), false, err);
         if code == EXIT_OK {
             code = diff_code;
@@ -818,7 +813,7 @@ pub fn diff_command(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
-    let gates = parse_gates(&ci.requires)?;
+    let gates = &ci.requires;
     if let Some(g) = gates.iter().find(|g| !g.is_diff()) {
         return Err(Error::Usage(format!(
             "--require `{}`: diff gates take {}",
@@ -843,7 +838,7 @@ pub fn diff_command(
             writeln!(err, "error: failed to write {}: {e}", p.display()).ok();
         }
     }
-    let results = diff_gates(&d, &gates);
+    let results = diff_gates(&d, gates);
     Ok(finish_gates(&results, &checked_name(&new), failed, err))
 }
 
@@ -856,7 +851,7 @@ pub fn merge_command(
     err: &mut dyn Write,
 ) -> Result<i32> {
     let started = std::time::Instant::now();
-    let gates = parse_gates(&ci.requires)?;
+    let gates = &ci.requires;
     check_out_dir(out_dir)?;
     let records: Vec<crate::result::SweepRecord> = parts
         .iter()
@@ -871,7 +866,7 @@ pub fn merge_command(
     )?;
     let record = crate::result::SweepRecord::merge(records)?;
     let labelled = record.sessions.iter().filter(|s| s.label.is_some()).count();
-    for g in &gates {
+    for g in gates {
         g.needs_labels(labelled)?;
     }
     let result = crate::sweep::analyze(record)?;
@@ -880,20 +875,12 @@ pub fn merge_command(
         &result,
         out_dir,
         ci,
-        &gates,
+        gates,
         started,
         writing.as_ref(),
         out,
         err,
     )
-}
-
-/// `--require` gates, checked before any work.
-fn parse_gates(requires: &[String]) -> Result<Vec<crate::gates::Gate>> {
-    requires
-        .iter()
-        .map(|g| crate::gates::Gate::parse(g))
-        .collect()
 }
 
 /// Stage the Markdown and JUnit outputs in `set`; true when one failed.

@@ -73,7 +73,10 @@ impl SweepOptions {
     /// Options from a loaded result (`jobs` is not part of a result).
     pub fn from_record(r: &OptionsRecord) -> Result<SweepOptions> {
         Ok(SweepOptions {
-            objective: r.objective.parse().map_err(Error::Usage)?,
+            objective: r
+                .objective
+                .parse()
+                .map_err(|e| Error::Usage(format!("{e}")))?,
             baseline: r.baseline.clone(),
             across_families: r.across_families,
             folds: r.folds,
@@ -192,7 +195,7 @@ pub fn find_baseline(grid: &GridRecord, profile: Option<&str>) -> Result<usize> 
 /// The grid as a result records it.
 pub fn grid_record(grid: &Grid) -> GridRecord {
     let text = |v: &crate::detect::ParamValue| match v {
-        crate::detect::ParamValue::Float(f) => crate::report::fixed(*f),
+        crate::detect::ParamValue::Float(f) => crate::number::fixed(*f),
         other => other.to_string(),
     };
     GridRecord {
@@ -664,7 +667,7 @@ fn union_row(
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(ids.join("|").as_bytes());
     UnionRow {
-        id: format!("u{}", &crate::input::hex(&digest)[..10]),
+        id: format!("u{}", &crate::number::hex(&digest)[..10]),
         label: members
             .iter()
             .map(|&m| r.label(m))

@@ -21,7 +21,8 @@ pub mod prepared;
 
 use crate::error::{Error, Result};
 pub use params::{
-    FromParam, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Policy, POLICY, POLICY_SPEC,
+    FromParam, ParamKind, ParamSet, ParamSpec, ParamValue, Params, Policy, PolicyError, Setting,
+    SettingError, POLICY, POLICY_SPEC,
 };
 pub use prepared::Prepared;
 use std::fmt;
@@ -256,10 +257,8 @@ impl DetectorConfig {
         let specs = fam.params();
         sets.iter()
             .map(|s| {
-                let (k, v) = s
-                    .split_once('=')
-                    .ok_or_else(|| Error::Usage(format!("--set `{s}`: expected KEY=VALUE")))?;
-                let k = k.trim();
+                let set = Setting::parse(s).map_err(|e| Error::Usage(e.to_string()))?;
+                let (k, v) = (set.key.as_str(), set.value.as_str());
                 let spec = specs.iter().find(|x| x.name == k).ok_or_else(|| {
                     Error::Config(format!(
                         "--set `{s}`: unknown parameter `{k}` for family `{}` (known: {})",

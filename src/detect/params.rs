@@ -431,6 +431,65 @@ pub const POLICY_SPEC: ParamSpec = ParamSpec {
     source: "looptune; Gemini CLI client.ts (stop until 2026-03, warn:1 after), Blade maxWarnings (warn:2), OpenCode/Roo (ask), DeepV VS Code extension (ignore)",
 };
 
+/// One `--set [FAMILY.]KEY=VALUE`, split at the command line. The value stays
+/// text until the family it applies to is known: that family's [`ParamSpec`]
+/// parses it (`--set` may name a key several selected families share).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// As given, for messages.
+    pub text: String,
+    /// Left of the first `=`, trimmed: `KEY` or `FAMILY.KEY`.
+    pub key: String,
+    /// Right of the first `=`, as given.
+    pub value: String,
+}
+
+/// A `--set` without `=`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--set `{0}`: expected KEY=VALUE")]
+pub struct SettingError(pub String);
+
+impl Setting {
+    /// Split `[FAMILY.]KEY=VALUE` (`--set`'s value parser).
+    pub fn parse(s: &str) -> std::result::Result<Setting, SettingError> {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| SettingError(s.to_string()))?;
+        Ok(Setting {
+            text: s.to_string(),
+            key: k.trim().to_string(),
+            value: v.to_string(),
+        })
+    }
+
+    /// The family it names (`FAMILY.KEY`), if any, and the parameter.
+    pub fn target(&self) -> (Option<&str>, &str) {
+        match self.key.split_once('.') {
+            Some((f, k)) => (Some(f.trim()), k.trim()),
+            None => (None, &self.key),
+        }
+    }
+}
+
+impl std::str::FromStr for Setting {
+    type Err = SettingError;
+
+    fn from_str(s: &str) -> std::result::Result<Setting, SettingError> {
+        Setting::parse(s)
+    }
+}
+
+/// A `policy` value that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not a policy (stop, warn:N, ask, ignore)")]
+pub struct PolicyError {
+    /// The value as given.
+    pub text: String,
+    /// Why `warn:N`'s count did not parse, for `warn:` values.
+    #[source]
+    pub count: Option<std::num::ParseIntError>,
+}
+
 /// What happens after a detection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
@@ -446,14 +505,17 @@ pub enum Policy {
 
 impl Policy {
     /// Parse `stop`, `warn:N`, `ask`, `ignore`.
-    pub fn parse(s: &str) -> std::result::Result<Policy, String> {
+    pub fn parse(s: &str) -> std::result::Result<Policy, PolicyError> {
         match s {
             "stop" => Ok(Policy::Stop),
             "ask" => Ok(Policy::Ask),
             "ignore" => Ok(Policy::Ignore),
             _ => match s.strip_prefix("warn:").map(str::parse::<u32>) {
                 Some(Ok(n)) => Ok(Policy::Warn(n)),
-                _ => Err(format!("`{s}` is not a policy (stop, warn:N, ask, ignore)")),
+                other => Err(PolicyError {
+                    text: s.to_string(),
+                    count: other.and_then(std::result::Result::err),
+                }),
             },
         }
     }
@@ -482,6 +544,30 @@ impl fmt::Display for Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_split_at_the_first_equals_and_name_their_family() {
+        let s = Setting::parse(" gemini . tool_call_threshold =a=b").unwrap();
+        assert_eq!(s.key, "gemini . tool_call_threshold");
+        assert_eq!(s.value, "a=b");
+        assert_eq!(s.target(), (Some("gemini"), "tool_call_threshold"));
+        assert_eq!(Setting::parse("x=1").unwrap().target(), (None, "x"));
+        assert_eq!(
+            Setting::parse("x").unwrap_err().to_string(),
+            "--set `x`: expected KEY=VALUE"
+        );
+    }
+
+    #[test]
+    fn a_bad_warn_count_keeps_its_cause() {
+        let e = Policy::parse("warn:x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`warn:x` is not a policy (stop, warn:N, ask, ignore)"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+        assert!(std::error::Error::source(&Policy::parse("halt").unwrap_err()).is_none());
+    }
 
     #[test]
     fn policies_parse_and_stop() {

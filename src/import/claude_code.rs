@@ -7,7 +7,8 @@
 //! are harness output and produce nothing.
 
 use super::common::{
-    args_from_value, opt_arr, opt_str, parse_object, s, session_rec, text_of, Ctx, Out,
+    args_from_value, opt_arr, opt_str, parse_object, s, session_rec, text_of, Ctx, FieldError, Out,
+    RecordError,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -211,7 +212,7 @@ fn assistant(
     last_of_msg: &HashMap<(String, Option<String>, String), usize>,
     seen_msg: &mut HashSet<(String, Option<String>, String)>,
     tool_names: &mut HashMap<String, String>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     if is_skipped_assistant(m) {
         return Ok(());
     }
@@ -229,7 +230,7 @@ fn assistant(
     }
     for (bi, b) in blocks.iter().enumerate() {
         let Some(b) = b.as_object() else {
-            return Err(format!("field `message.content[{bi}]` must be an object"));
+            return Err(FieldError::ty(&format!("message.content[{bi}]"), "an object").into());
         };
         match s(b, "type") {
             Some("thinking") => recs.push(Record::Thought {
@@ -298,7 +299,7 @@ fn user(
     key: Option<&str>,
     tool_names: &HashMap<String, String>,
     mode: &mut HashMap<String, String>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let msg = super::common::req_obj(m, "message", "message")?;
     let meta_only = m.get("isMeta").and_then(Value::as_bool).unwrap_or(false)
         || m.get("isCompactSummary")
@@ -345,7 +346,9 @@ fn user(
             }
             for (bi, b) in blocks.iter().enumerate() {
                 let Some(b) = b.as_object() else {
-                    return Err(format!("field `message.content[{bi}]` must be an object"));
+                    return Err(
+                        FieldError::ty(&format!("message.content[{bi}]"), "an object").into(),
+                    );
                 };
                 if s(b, "type") != Some("tool_result") {
                     continue;
@@ -369,7 +372,7 @@ fn user(
             }
         }
         None | Some(Value::Null) => {}
-        Some(_) => return Err("field `message.content` must be a string or an array".into()),
+        Some(_) => return Err(FieldError::ty("message.content", "a string or an array").into()),
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 use super::common::{
     args_from_str, args_from_value, opt_arr, parse_object, req_obj, req_str, s, session_rec,
-    text_of, Ctx, Out,
+    text_of, Ctx, Out, RecordError,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -54,7 +54,7 @@ fn item(
     sid: &str,
     line: u32,
     m: &Map<String, Value>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let ty = req_str(m, "type", "type")?;
     let p = req_obj(m, "payload", "payload")?;
     match ty {
@@ -136,7 +136,7 @@ fn response_item(
     sid: &str,
     line: u32,
     p: &Map<String, Value>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     match s(p, "type") {
         Some("message") => {
             // User and developer messages carry injected context; the typed

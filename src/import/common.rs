@@ -6,10 +6,31 @@ use crate::error::{Error, Result};
 use crate::event::{Origin, Place, Record};
 pub(crate) use crate::format::Ctx;
 use crate::format::FileSessions;
-pub(crate) use crate::json::{opt_arr, opt_str, req_obj, req_str, s};
+pub(crate) use crate::json::{opt_arr, opt_str, req_obj, req_str, s, FieldError};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// Why a native record (a line, a message, a whole document) cannot be read.
+/// Its message is what the skip note or the `FILE:LINE:` error says.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RecordError {
+    /// The line is not UTF-8.
+    #[error("line is not valid UTF-8 ({0})")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    /// The line or document is not JSON.
+    #[error("not valid JSON ({0})")]
+    NotJson(#[source] serde_json::Error),
+    /// The line is JSON but not an object.
+    #[error("not a JSON object")]
+    NotObject,
+    /// The record is not the shape the format has (`a message list`).
+    #[error("expected {0}")]
+    Expected(&'static str),
+    /// A field is missing or of the wrong type.
+    #[error(transparent)]
+    Field(#[from] FieldError),
+}
 
 /// Builds a [`FileSessions`]: records per session in order of first appearance,
 /// with optional de-duplication keys.
@@ -97,7 +118,8 @@ impl Out {
     }
 
     /// Strict: the error; lenient: record the skip and go on.
-    pub fn bad(&mut self, ctx: &Ctx, line: u64, message: String) -> Result<()> {
+    pub fn bad(&mut self, ctx: &Ctx, line: u64, why: impl std::fmt::Display) -> Result<()> {
+        let message = why.to_string();
         if ctx.lenient {
             self.fs.skipped.push((line, message));
             Ok(())
@@ -125,7 +147,7 @@ impl Out {
 /// stripped. Lines that are not UTF-8 come back as `Err`.
 pub(crate) fn lines(
     bytes: &[u8],
-) -> impl Iterator<Item = (u32, std::result::Result<&str, String>)> {
+) -> impl Iterator<Item = (u32, std::result::Result<&str, RecordError>)> {
     bytes
         .split(|b| *b == b'\n')
         .enumerate()
@@ -140,21 +162,19 @@ pub(crate) fn lines(
             if raw.iter().all(|b| b.is_ascii_whitespace()) {
                 return None;
             }
-            let text =
-                std::str::from_utf8(raw).map_err(|e| format!("line is not valid UTF-8 ({e})"));
+            let text = std::str::from_utf8(raw).map_err(RecordError::NotUtf8);
             Some(((i + 1) as u32, text))
         })
 }
 
 /// Parse one JSONL line into an object, or say why not.
 pub(crate) fn parse_object(
-    text: std::result::Result<&str, String>,
-) -> std::result::Result<Map<String, Value>, String> {
-    let text = text?;
-    match crate::json::parse_json(text) {
+    text: std::result::Result<&str, RecordError>,
+) -> std::result::Result<Map<String, Value>, RecordError> {
+    match crate::json::parse_json(text?) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err("not a JSON object".to_string()),
-        Err(e) => Err(format!("not valid JSON ({e})")),
+        Ok(_) => Err(RecordError::NotObject),
+        Err(e) => Err(RecordError::NotJson(e)),
     }
 }
 
@@ -170,7 +190,7 @@ pub(crate) fn doc_or_skip(ctx: &Ctx, out: &mut Out) -> Result<Option<Value>> {
     match parse_doc(ctx.bytes) {
         Ok(v) => Ok(Some(v)),
         Err(e) => {
-            out.bad(ctx, e.line() as u64, format!("not valid JSON ({e})"))?;
+            out.bad(ctx, e.line() as u64, RecordError::NotJson(e))?;
             Ok(None)
         }
     }

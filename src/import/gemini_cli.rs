@@ -4,7 +4,7 @@
 
 use super::common::{
     args_from_value, element_lines, lines, opt_arr, opt_str, parse_doc, parse_object, pointer, s,
-    session_rec, text_of, Ctx, Out,
+    session_rec, text_of, Ctx, FieldError, Out, RecordError,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -99,7 +99,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
         out.at(at.clone());
         if let Err(e) = message(&mut out, &sid, *line, path, m) {
             if *line == 0 {
-                return Err(ctx.file_err(e));
+                return Err(ctx.file_err(e.to_string()));
             }
             out.bad(ctx, *line as u64, e)?;
         }
@@ -197,14 +197,14 @@ fn message(
     line: u32,
     path: &str,
     m: &Value,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let Some(m) = m.as_object() else {
-        return Err(format!("field `{path}` must be an object"));
+        return Err(FieldError::ty(path, "an object").into());
     };
     let ty = match m.get("type") {
         Some(Value::String(t)) => t.as_str(),
-        Some(_) => return Err(format!("field `{path}.type` must be a string")),
-        None => return Err(format!("missing field `{path}.type`")),
+        Some(_) => return Err(FieldError::ty(&format!("{path}.type"), "a string").into()),
+        None => return Err(FieldError::Missing(format!("{path}.type")).into()),
     };
     let content = text_of(m.get("content"));
     match ty {
@@ -255,7 +255,7 @@ fn gemini(
     path: &str,
     m: &Map<String, Value>,
     content: String,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     out.push(sid, Record::Turn, line);
     for t in opt_arr(m, "thoughts", &format!("{path}.thoughts"))? {
         let subject = t.get("subject").and_then(Value::as_str).unwrap_or_default();
@@ -279,7 +279,7 @@ fn gemini(
     for (ci, c) in calls.iter().enumerate() {
         let cp = format!("{path}.toolCalls[{ci}]");
         let Some(c) = c.as_object() else {
-            return Err(format!("field `{cp}` must be an object"));
+            return Err(FieldError::ty(&cp, "an object").into());
         };
         let name = super::common::req_str(c, "name", &format!("{cp}.name"))?;
         let id = opt_str(c, "id", &format!("{cp}.id"))?.map(str::to_string);

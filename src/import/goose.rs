@@ -7,7 +7,7 @@
 
 use super::common::{
     args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec,
-    text_of, Ctx, Out,
+    text_of, Ctx, FieldError, Out, RecordError,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -121,11 +121,11 @@ fn message(
     line: u32,
     m: &Map<String, Value>,
     names: &mut HashMap<String, String>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let parts = match m.get("content") {
         Some(Value::Array(a)) => a.as_slice(),
-        Some(_) => return Err("field `content` must be an array".into()),
-        None => return Err("missing field `content`".into()),
+        Some(_) => return Err(FieldError::ty("content", "an array").into()),
+        None => return Err(FieldError::Missing("content".into()).into()),
     };
     match s(m, "role") {
         Some("assistant") => {

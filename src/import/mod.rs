@@ -62,6 +62,38 @@ pub fn claims_line(m: &Map<String, Value>) -> bool {
     REGISTRY.iter().any(|f| f.claims_line(m))
 }
 
+/// The input format every file is read as (`--input-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InputFormat {
+    /// Detect each file's format by its content.
+    #[default]
+    Auto,
+    /// Canonical JSONL.
+    Canonical,
+    /// A native format, by its name in the registry (aliases resolved).
+    Native(&'static str),
+}
+
+/// An `--input-format` name no reader has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown input format `{0}` (known: canonical, auto, {names})", names = format_names().join(", "))]
+pub struct UnknownFormat(pub String);
+
+impl std::str::FromStr for InputFormat {
+    type Err = UnknownFormat;
+
+    /// `auto`, `canonical`, or a native format's name or alias.
+    fn from_str(name: &str) -> std::result::Result<InputFormat, UnknownFormat> {
+        match name {
+            "auto" => Ok(InputFormat::Auto),
+            "canonical" => Ok(InputFormat::Canonical),
+            _ => resolve(name)
+                .map(|f| InputFormat::Native(f.name()))
+                .ok_or_else(|| UnknownFormat(name.to_string())),
+        }
+    }
+}
+
 /// The format of a name or alias, or `None` if unknown.
 fn resolve(name: &str) -> Option<&'static dyn Format> {
     REGISTRY
@@ -124,10 +156,7 @@ pub fn import_as(
     let Some(fmt) = resolve(name) else {
         return Err(Error::File {
             path: display.to_string(),
-            message: format!(
-                "unknown input format `{name}` (known: canonical, auto, {})",
-                format_names().join(", ")
-            ),
+            message: UnknownFormat(name.to_string()).to_string(),
         });
     };
     let ctx = Ctx {
@@ -202,6 +231,21 @@ mod tests {
         assert!(e.to_string().contains(UNRECOGNISED), "{e}");
         let e = import_auto("f.json", "f", b"{\"a\":1}", false).unwrap_err();
         assert!(e.to_string().contains("claude-code"), "{e}");
+    }
+
+    #[test]
+    fn input_formats_resolve_aliases_to_the_registry_name() {
+        assert_eq!("auto".parse(), Ok(InputFormat::Auto));
+        assert_eq!("canonical".parse(), Ok(InputFormat::Canonical));
+        assert_eq!(
+            "mini-swe-agent".parse(),
+            Ok(InputFormat::Native("openai-chat"))
+        );
+        let e = "nope".parse::<InputFormat>().unwrap_err().to_string();
+        assert!(
+            e.starts_with("unknown input format `nope` (known: canonical, auto, claude-code"),
+            "{e}"
+        );
     }
 
     /// Every format is listed once, by unique names, and found by each of them.

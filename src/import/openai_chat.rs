@@ -3,7 +3,8 @@
 //! trajectories, mapped onto canonical records: one turn per assistant message.
 
 use super::common::{
-    args_from_str, args_from_value, lines, parse_doc, pointer, s, session_rec, text_of, Ctx, Out,
+    args_from_str, args_from_value, lines, parse_doc, pointer, s, session_rec, text_of, Ctx,
+    FieldError, Out, RecordError,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -53,7 +54,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
             };
             let at = |i: usize| lines.get(i).copied().unwrap_or(0);
             if let Err(e) = conversation(&mut out, ctx.stem, &doc, &at, true) {
-                return Err(ctx.file_err(e));
+                return Err(ctx.file_err(e.to_string()));
             }
             return Ok(out.finish());
         }
@@ -61,9 +62,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     // JSONL: a list per line (several sessions) or a message per line (one).
     let mut parsed: Vec<(u32, Value)> = Vec::new();
     for (line, text) in lines(ctx.bytes) {
-        match text
-            .and_then(|t| crate::json::parse_json(t).map_err(|e| format!("not valid JSON ({e})")))
-        {
+        match text.and_then(|t| crate::json::parse_json(t).map_err(RecordError::NotJson)) {
             Ok(v) => parsed.push((line, v)),
             Err(e) => out.bad(ctx, line as u64, e)?,
         }
@@ -73,7 +72,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
         let msgs: Vec<Value> = parsed.iter().map(|(_, v)| v.clone()).collect();
         let at = |i: usize| parsed.get(i).map_or(0, |p| p.0);
         if let Err(e) = conversation(&mut out, ctx.stem, &Value::Array(msgs), &at, false) {
-            return Err(ctx.file_err(e));
+            return Err(ctx.file_err(e.to_string()));
         }
         return Ok(out.finish());
     }
@@ -83,7 +82,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
             out.bad(
                 ctx,
                 *line as u64,
-                "expected a message list (or an object with `messages`)".into(),
+                RecordError::Expected("a message list (or an object with `messages`)"),
             )?;
             continue;
         }
@@ -113,15 +112,15 @@ fn conversation(
     v: &Value,
     at: &dyn Fn(usize) -> u32,
     pointers: bool,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let (container, msgs) = match v {
         Value::Array(a) => (None, a.as_slice()),
         Value::Object(m) => match m.get("messages") {
             Some(Value::Array(a)) => (Some(m), a.as_slice()),
-            Some(_) => return Err("field `messages` must be an array".into()),
-            None => return Err("missing field `messages`".into()),
+            Some(_) => return Err(FieldError::ty("messages", "an array").into()),
+            None => return Err(FieldError::Missing("messages".into()).into()),
         },
-        _ => return Err("expected a message list".into()),
+        _ => return Err(RecordError::Expected("a message list")),
     };
     let info = container
         .and_then(|m| m.get("info"))
@@ -182,7 +181,7 @@ fn conversation(
             out.at(Some(pointer(&tokens)));
         }
         let Some(m) = m.as_object() else {
-            return Err(format!("field `messages[{i}]` must be an object"));
+            return Err(FieldError::ty(&format!("messages[{i}]"), "an object").into());
         };
         let extra = m.get("extra").and_then(Value::as_object);
         match s(m, "role") {
@@ -261,10 +260,10 @@ fn conversation(
                         .get("function")
                         .and_then(Value::as_object)
                         .ok_or_else(|| {
-                            format!("missing field `messages[{i}].tool_calls[{ci}].function`")
+                            FieldError::Missing(format!("messages[{i}].tool_calls[{ci}].function"))
                         })?;
                     let name = s(f, "name").ok_or_else(|| {
-                        format!("missing field `messages[{i}].tool_calls[{ci}].function.name`")
+                        FieldError::Missing(format!("messages[{i}].tool_calls[{ci}].function.name"))
                     })?;
                     let id = c.get("id").and_then(Value::as_str).map(str::to_string);
                     if let Some(id) = &id {

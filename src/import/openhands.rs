@@ -5,7 +5,7 @@
 
 use super::common::{
     args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec,
-    text_of, Ctx, Out,
+    text_of, Ctx, FieldError, Out, RecordError,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -97,7 +97,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
             let at = |i: usize| lines.get(i).copied().unwrap_or(0);
             let ptrs: Vec<String> = (0..events.len()).map(|i| pointer(&[i])).collect();
             if let Err(e) = history(&mut out, &sid, &events, &at, &ptrs) {
-                return Err(ctx.file_err(e));
+                return Err(ctx.file_err(e.to_string()));
             }
         }
         Ok(Value::Object(m)) if is_instance(&m) => {
@@ -140,11 +140,11 @@ fn instance(
     stem: &str,
     line: u32,
     m: &Map<String, Value>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let events = match m.get("history") {
         Some(Value::Array(h)) => h,
-        Some(_) => return Err("field `history` must be an array".into()),
-        None => return Err("missing field `history`".into()),
+        Some(_) => return Err(FieldError::ty("history", "an array").into()),
+        None => return Err(FieldError::Missing("history".into()).into()),
     };
     // Some eval versions store history as [action, observation] pairs.
     let flat: Vec<Value> = events
@@ -239,13 +239,13 @@ fn history(
     events: &[Value],
     at: &dyn Fn(usize) -> u32,
     ptrs: &[String],
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let mut responses: HashSet<String> = HashSet::new();
     for (i, e) in events.iter().enumerate() {
         let line = at(i);
         out.at(ptrs.get(i).cloned());
         let Some(e) = e.as_object() else {
-            return Err(format!("field `history[{i}]` must be an object"));
+            return Err(FieldError::ty(&format!("history[{i}]"), "an object").into());
         };
         let source = s(e, "source").unwrap_or("");
         let empty = Map::new();
@@ -462,13 +462,13 @@ fn legacy_history(
     events: &[Value],
     line: u32,
     ptrs: &[String],
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let mut seen_user = false;
     let mut last_action: Option<String> = None;
     for (i, e) in events.iter().enumerate() {
         out.at(ptrs.get(i).cloned());
         let Some(e) = e.as_object() else {
-            return Err(format!("field `history[{i}]` must be an object"));
+            return Err(FieldError::ty(&format!("history[{i}]"), "an object").into());
         };
         if let Some(action) = s(e, "action") {
             if !seen_user && action == "message" {

@@ -127,7 +127,7 @@ fn write_line(
         if masked {
             use sha2::Digest;
             let d = sha2::Sha256::digest(session.as_bytes());
-            let tag = crate::input::hex(&d[..4]);
+            let tag = crate::number::hex(&d[..4]);
             if let Some(Value::String(id)) = obj.get_mut("session") {
                 id.push('-');
                 id.push_str(&tag);

@@ -6,7 +6,7 @@
 //! so it renders the same on a machine without fonts. Each point or cell that
 //! stands for a configuration is also recorded as a [`Mark`] and written as a
 //! last, transparent layer: a link to the configuration's table row and a
-//! tooltip (`<title>`, escaped with [`super::html::esc`]).
+//! tooltip (`<title>`, escaped with [`crate::escape::html`]).
 
 use super::model::{Disagreement, ReportData, Row};
 use crate::metrics::{score_info, ScoreInfo, Unit};
@@ -173,7 +173,7 @@ impl Mark {
 /// The marks as one SVG group. Hit areas are filled but fully transparent
 /// (still hit-tested); the page's CSS shows them on hover and focus.
 fn marks_layer(marks: &[Mark]) -> String {
-    let esc = super::html::esc;
+    let esc = crate::escape::html;
     let mut o = String::from(
         "<g class=\"marks\" fill=\"#222222\" fill-opacity=\"0\" stroke=\"#222222\" stroke-opacity=\"0\" stroke-width=\"2\">\n",
     );
@@ -2157,6 +2157,7 @@ policy = ["stop", "warn:1", "ask"]
         json!({
             "grid": {"name": "t", "base_profile": "gemini-latest",
                      "axes": ["tool_call_threshold", "content_loop_threshold", "policy"], "source": GRID,
+                     "param_columns": ["policy", "tool_call_threshold", "content_loop_threshold"],
                      "configs": cs.iter().map(|c| json!({
                         "id": c.id, "label": c.id, "family": c.family, "profile": c.profile, "stock": c.stock,
                         "params": c.params.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
@@ -2181,7 +2182,7 @@ policy = ["stop", "warn:1", "ask"]
     pub(crate) fn sample() -> ReportData {
         ReportData {
             summary: serde_json::from_value::<Summary>(sample_summary()).unwrap(),
-            rows: parse_sweep_csv(&sample_csv()).unwrap(),
+            rows: parse_sweep_csv(&sample_csv()),
         }
     }
 
@@ -2516,7 +2517,7 @@ policy = ["stop", "warn:1", "ask"]
         v["grid"]["configs"][0]["label"] = "a<b & \"c\" </title><script>".into();
         let d = ReportData {
             summary: serde_json::from_value::<Summary>(v).unwrap(),
-            rows: parse_sweep_csv(&sample_csv()).unwrap(),
+            rows: parse_sweep_csv(&sample_csv()),
         };
         let svg = fp_recall_chart(&fp_recall_data(&d)).unwrap();
         assert!(svg.contains("<title>a&lt;b &amp; &quot;c&quot; &lt;/title&gt;&lt;script&gt; (Pareto front)\nconfiguration c00"));

@@ -33,26 +33,12 @@ pub fn write_report(data: &ReportData, out: &Path) -> Result<PathBuf> {
         path: out.clone(),
         message,
     };
-    let html = render(data).map_err(report_err)?;
+    let html = render(data).map_err(|e| report_err(e.to_string()))?;
     crate::report::write_atomic(&out, html.as_bytes()).map_err(|e| report_err(e.to_string()))?;
     Ok(out)
 }
 
-/// Escape text for HTML element content and double-quoted attributes.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use crate::escape::html as esc;
 
 /// Standard base64 with padding (fonts as `data:` URLs, the CSP script hash).
 pub fn base64(bytes: &[u8]) -> String {
@@ -128,20 +114,31 @@ fn num_td(x: Option<f64>, text: String) -> String {
     )
 }
 
+/// A chart that failed to draw: the report is not written.
+#[derive(Debug, thiserror::Error)]
+#[error("drawing the {kind} chart: {source}")]
+pub struct ChartError {
+    /// Which chart (`ttd`, `heatmap`, ...).
+    kind: &'static str,
+    /// What the drawing backend said.
+    #[source]
+    source: Box<dyn std::error::Error>,
+}
+
 /// Wrap a chart's SVG in a figure; a chart that fails to draw is a report error.
 fn figure(
     svg: std::result::Result<String, Box<dyn std::error::Error>>,
-    kind: &str,
+    kind: &'static str,
     caption: &str,
-) -> std::result::Result<String, String> {
-    let svg = svg.map_err(|e| format!("drawing the {kind} chart: {e}"))?;
+) -> std::result::Result<String, ChartError> {
+    let svg = svg.map_err(|source| ChartError { kind, source })?;
     Ok(format!(
         "<figure class=\"chart\" data-chart=\"{kind}\">{svg}<figcaption>{caption}</figcaption></figure>\n"
     ))
 }
 
 /// Render the whole page.
-pub fn render(d: &ReportData) -> std::result::Result<String, String> {
+pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
     let s = &d.summary;
     let mut h = String::with_capacity(1 << 20);
     let script_hash = base64(&Sha256::digest(JS.as_bytes()));
@@ -240,7 +237,7 @@ fn pair_text(ci: Option<[f64; 2]>, show: impl Fn(f64) -> String) -> String {
         .unwrap_or_default()
 }
 
-fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
+fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartError> {
     let s = &d.summary;
     h.push_str("<h2 id=\"recommendation\">Recommendation</h2>\n");
     let _ = writeln!(h, "<p>Rule: {}.</p>", esc(&s.objective));
@@ -372,7 +369,7 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Str
                 let list: Vec<String> = c
                     .overrides
                     .iter()
-                    .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(&value_text(v))))
+                    .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v)))
                     .collect();
                 let _ = writeln!(
                     h,
@@ -458,13 +455,6 @@ fn cross_validation(h: &mut String, d: &ReportData, cv: &CrossValidation, row: &
     }
 }
 
-fn value_text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 fn families(h: &mut String, d: &ReportData) {
     h.push_str(
         "<h2 id=\"families\">Families side by side</h2>\n<p>Every stock profile, grouped by detector family, \
@@ -536,7 +526,7 @@ fn list(names: &[String]) -> String {
     names.iter().map(|n| esc(n)).collect::<Vec<_>>().join(", ")
 }
 
-fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
+fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartError> {
     // Turns to detection.
     let ttd = charts::ttd_data(d);
     h.push_str("<h2 id=\"ttd\">Turns to detection</h2>\n<p>How many turns after the labeled onset each configuration \
@@ -647,7 +637,7 @@ fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), Str
     Ok(())
 }
 
-fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
+fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartError> {
     h.push_str("<h2 id=\"sessions\">Sessions where configurations disagree</h2>\n<p>The sessions where the stock profiles \
                 and the recommendation disagree most: activity per turn, where each fires (configurations firing at the \
                 same turn share a lane), and the transcript around each detection.</p>\n");
@@ -689,7 +679,7 @@ fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), String> {
             let who: Vec<String> = s
                 .detections
                 .iter()
-                .filter(|d| d.event == x.event)
+                .filter(|d| d.event == u64::from(x.event))
                 .map(|d| d.label.clone())
                 .collect();
             let _ = writeln!(
@@ -717,7 +707,7 @@ fn median_n(r: &Row) -> String {
 }
 
 /// One record of an excerpt: number, turn and place, type, text (all escaped).
-fn excerpt_line(h: &mut String, l: &super::model::ExcerptLine) {
+fn excerpt_line(h: &mut String, l: &crate::result::ExcerptLine) {
     let _ = writeln!(
         h,
         "<div class=\"xl{}\"><span class=\"m\">#{} turn {}{}</span><span class=\"m\">{}</span><span class=\"t\">{}</span></div>",
@@ -828,7 +818,7 @@ fn config_table(h: &mut String, d: &ReportData) {
             .map(|c| {
                 c.overrides
                     .iter()
-                    .map(|(k, v)| format!("{}={}", esc(k), esc(&value_text(v))))
+                    .map(|(k, v)| format!("{}={}", esc(k), esc(v)))
                     .collect()
             })
             .unwrap_or_default();
@@ -982,15 +972,15 @@ mod tests {
         v["grid"]["name"] = bad.clone().into();
         v["note"] = bad.clone().into();
         v["objective"] = bad.clone().into();
-        v["inputs"] = serde_json::json!({"files": [{"path": bad, "format": bad, "sha256": bad}], "skipped": [bad]});
+        v["inputs"] = serde_json::json!({"files": [{"path": bad, "format": bad, "sha256": bad,
+            "bytes": 1, "skipped_lines": 0, "unknown_records": 0}], "skipped": [bad]});
         v["labels"] = serde_json::json!({"file": bad, "sha256": bad, "warnings": [bad]});
         // The grid source is shown verbatim: append the payload as a comment.
         let src = format!("{}\n# {bad}\n", v["grid"]["source"].as_str().unwrap());
         v["grid"]["source"] = src.into();
         let mut d = ReportData {
             summary: serde_json::from_value(v).unwrap(),
-            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv())
-                .unwrap(),
+            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
         };
         // And in sweep.csv's text columns (family, profile), which reach the page and chart text.
         d.rows[0].family = bad.clone();
@@ -1019,8 +1009,7 @@ mod tests {
         let html = render(&ReportData {
             summary: serde_json::from_value(crate::report::charts::tests::sample_summary())
                 .unwrap(),
-            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv())
-                .unwrap(),
+            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
         })
         .unwrap();
         let hash = base64(&Sha256::digest(JS.as_bytes()));
@@ -1042,8 +1031,7 @@ mod tests {
         let d = ReportData {
             summary: serde_json::from_value(crate::report::charts::tests::sample_summary())
                 .unwrap(),
-            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv())
-                .unwrap(),
+            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
         };
         let html = render(&d).unwrap();
         let mut total = 0;

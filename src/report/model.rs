@@ -1,37 +1,43 @@
-//! The HTML report's view of a sweep folder: `summary.json` and `sweep.csv`
-//! read back into typed structures. The report is regenerated from these files
-//! alone (`looptune report DIR`), so nothing here touches the inputs or the
-//! detectors. Reading is tolerant of missing optional fields (older or
-//! hand-trimmed summaries) but not of malformed files.
+//! The report's view of a sweep: typed data derived from the result
+//! ([`SweepResult`]) and drawn by the HTML report (`html`, `charts`). Nothing
+//! here touches the inputs or the detectors; `looptune report DIR` loads the
+//! record from `summary.json` and analyses it again. The derived parts that
+//! `summary.json` also carries (the explanations, the disagreements) are
+//! built here once and serialized by `summary` as they are.
 
 use crate::error::{Error, Result};
-use serde::Deserialize;
+use crate::result::{ConfigRecord, Excerpt, ExcerptLine, GridRecord, InputsRecord, SweepRecord};
+use crate::sweep::SweepResult;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// What replay cannot know, said in `summary.json` and the report.
+pub const NOTE: &str = "Replay cannot know how the model would have reacted to a warning or a stop: the recorded continuation counts as the model not changing course.";
 
 /// Everything the report is drawn from.
 #[derive(Debug, Clone, Default)]
 pub struct ReportData {
-    /// `summary.json`.
+    /// The result's record and what is derived from it.
     pub summary: Summary,
-    /// `sweep.csv`, one row per configuration, in file order.
+    /// One row per configuration, in grid order, then the union's.
     pub rows: Vec<Row>,
 }
 
-/// One row of `sweep.csv`.
+/// One configuration's scores and flags (a row of `sweep.csv`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Row {
     /// Configuration id.
     pub config: String,
-    /// Readable label (as written in the CSV, possibly spreadsheet-neutralised).
+    /// Readable label.
     pub label: String,
     /// Detector family.
     pub family: String,
     /// Profile the configuration starts from.
     pub profile: String,
-    /// Parameter columns that have a value for this configuration.
+    /// Every resolved parameter, as text.
     pub params: BTreeMap<String, String>,
-    /// Numeric score columns that have a value (empty cells are left out).
+    /// Every defined score, by `sweep.csv` column name (undefined ones are left out).
     pub scores: BTreeMap<String, f64>,
     /// A stock profile, unchanged.
     pub stock: bool,
@@ -48,22 +54,21 @@ impl Row {
     }
 }
 
-/// `summary.json` (the fields the report uses).
+/// The record's parts the report shows, and what is derived from it.
+/// Deserializable (missing fields default) so tests can write one as JSON.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct Summary {
-    /// Version of looptune that wrote the file.
+    /// Version of looptune that wrote the record.
     pub looptune_version: String,
     /// The grid.
-    pub grid: GridInfo,
+    pub grid: GridRecord,
     /// The inputs.
-    pub inputs: Inputs,
+    pub inputs: InputsRecord,
     /// Sessions, turns and records replayed.
     pub totals: Totals,
     /// The labels.
     pub labels: LabelsInfo,
-    /// Every session.
-    pub sessions: Vec<SessionInfo>,
     /// The recommendation rule, in words.
     pub objective: String,
     /// Per-configuration score extras (the whole turns-to-detection distribution).
@@ -96,54 +101,8 @@ pub struct Summary {
     pub wall_time_ms: u64,
 }
 
-/// The grid part of `summary.json`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct GridInfo {
-    /// Grid name.
-    pub name: String,
-    /// Base profile.
-    pub base_profile: String,
-    /// Axis names in declaration order.
-    pub axes: Vec<String>,
-    /// The grid's TOML text.
-    pub source: String,
-    /// Every configuration.
-    pub configs: Vec<ConfigInfo>,
-}
-
-/// One configuration as `summary.json` describes it.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct ConfigInfo {
-    /// Id.
-    pub id: String,
-    /// Label.
-    pub label: String,
-    /// Family.
-    pub family: String,
-    /// Profile.
-    pub profile: String,
-    /// Unchanged stock profile.
-    pub stock: bool,
-    /// Every resolved parameter, as text.
-    pub params: BTreeMap<String, serde_json::Value>,
-    /// Parameters that differ from the profile, as text.
-    pub overrides: BTreeMap<String, serde_json::Value>,
-}
-
-/// The inputs part of `summary.json`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Inputs {
-    /// Files read.
-    pub files: Vec<FileInfo>,
-    /// Skipped lines, as messages.
-    pub skipped: Vec<String>,
-}
-
 /// Totals of a result.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Totals {
     /// Sessions replayed.
@@ -156,26 +115,8 @@ pub struct Totals {
     pub whole_message_sessions: u64,
 }
 
-/// One input file.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct FileInfo {
-    /// Path as given.
-    pub path: String,
-    /// Detected format.
-    pub format: String,
-    /// SHA-256 of the bytes.
-    pub sha256: String,
-    /// Size.
-    pub bytes: u64,
-    /// Lines skipped (lenient mode).
-    pub skipped_lines: u64,
-    /// Records of unknown type.
-    pub unknown_records: u64,
-}
-
-/// The labels part of `summary.json`.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// The labels of a result.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LabelsInfo {
     /// Labels file.
@@ -192,23 +133,7 @@ pub struct LabelsInfo {
     pub warnings: Vec<String>,
 }
 
-/// One session.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct SessionInfo {
-    /// Session id.
-    pub id: String,
-    /// Turns.
-    pub turns: u64,
-    /// Records.
-    pub events: u64,
-    /// `loop`, `clean` or none.
-    pub label: Option<String>,
-    /// Labeled onset turn.
-    pub onset_turn: Option<u64>,
-}
-
-/// Per-configuration extras of `summary.json` `scores`.
+/// Per-configuration extras of the scores.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct ScoreEntry {
@@ -307,7 +232,7 @@ pub struct FamilyBest {
 }
 
 /// One false positive or missed loop, explained.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Explanation {
     /// Configuration id.
@@ -337,7 +262,7 @@ pub struct Explanation {
 }
 
 /// What one family's default profile did on an explained session.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct OtherFamily {
     /// Family.
@@ -369,7 +294,7 @@ pub struct UnionInfo {
 }
 
 /// A session where the selected configurations disagree.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Disagreement {
     /// Session id.
@@ -389,7 +314,7 @@ pub struct Disagreement {
 }
 
 /// Activity in one turn.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct TimelineTurn {
     /// Turn number.
@@ -403,7 +328,7 @@ pub struct TimelineTurn {
 }
 
 /// A detection on a disagreement session.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DetectionInfo {
     /// Configuration id.
@@ -420,58 +345,64 @@ pub struct DetectionInfo {
     pub detail: String,
 }
 
-/// Records around one detection.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct Excerpt {
-    /// The record that fired.
-    pub event: u64,
-    /// The records around it.
-    pub lines: Vec<ExcerptLine>,
-}
-
-/// One record of an excerpt.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct ExcerptLine {
-    /// Record number.
-    pub event: u64,
-    /// Turn.
-    pub turn: u64,
-    /// Record type.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Shortened text (untrusted: escaped on output).
-    pub text: String,
-    /// The record where the detection fired.
-    pub hit: bool,
-    /// Where the record is in the user's files.
-    pub place: Option<crate::result::PlaceRecord>,
-}
-
 impl ReportData {
-    /// The report's view of a result, in memory.
-    pub fn from_result(r: &crate::sweep::SweepResult) -> ReportData {
-        let value = crate::report::summary::report_view(r);
-        let mut summary: Summary =
-            serde_json::from_value(value).expect("summary.json matches the report's view");
-        summary.scores = r
-            .scores
-            .iter()
-            .enumerate()
-            .map(|(i, s)| ScoreEntry {
-                config: r.config(i).id.clone(),
-                ttd: s.ttd.clone(),
-                labeled_loops: Some(s.labeled_loops as f64),
-                detection_kinds: s
-                    .kinds
-                    .iter()
-                    .map(|(k, n)| (k.clone(), *n as u64))
-                    .collect(),
-            })
-            .collect();
-        let mut rows: Vec<Row> = r
-            .record
+    /// The report's view of an analysed result.
+    pub fn from_result(r: &SweepResult) -> ReportData {
+        let rec = &r.record;
+        let summary = Summary {
+            looptune_version: rec.looptune_version.clone(),
+            grid: rec.grid.clone(),
+            inputs: rec.inputs.clone(),
+            totals: totals(rec),
+            labels: labels(rec),
+            objective: r.objective.describe(),
+            scores: r
+                .scores
+                .iter()
+                .enumerate()
+                .map(|(i, s)| ScoreEntry {
+                    config: r.config(i).id.clone(),
+                    ttd: s.ttd.clone(),
+                    labeled_loops: Some(s.labeled_loops as f64),
+                    detection_kinds: s
+                        .kinds
+                        .iter()
+                        .map(|(k, n)| (k.clone(), *n as u64))
+                        .collect(),
+                })
+                .collect(),
+            pareto: r.pareto.iter().map(|&i| r.config(i).id.clone()).collect(),
+            stock: Some(config_ref(r, r.baseline)),
+            chosen: Some(config_ref(r, r.chosen)),
+            baseline: Some(config_ref(r, r.baseline)),
+            recommendation: recommendation(r),
+            recommendation_reason: r.advice.reason.clone(),
+            label_warnings: r.advice.warnings.clone(),
+            family_best: r
+                .advice
+                .family_best
+                .iter()
+                .map(|(family, best)| FamilyBest {
+                    family: family.clone(),
+                    best: best.map(|b| config_ref(r, b)),
+                })
+                .collect(),
+            union: r.advice.union.as_ref().map(|u| UnionInfo {
+                config: u.id.clone(),
+                label: u.label.clone(),
+                members: u.members.iter().map(|&m| r.config(m).id.clone()).collect(),
+                ttd_median_ci: r.advice.union_ttd_ci.map(|(a, b)| [a, b]),
+                cross_validation: u
+                    .cross_validation
+                    .as_ref()
+                    .map(|cv| cross_validation(r, cv)),
+            }),
+            explanations: explanations(r),
+            disagreements: disagreements(r),
+            note: NOTE.to_string(),
+            wall_time_ms: rec.wall_time_ms,
+        };
+        let mut rows: Vec<Row> = rec
             .grid
             .configs
             .iter()
@@ -518,12 +449,12 @@ impl ReportData {
         self.rows.iter().find(|r| r.config == id)
     }
 
-    /// The `summary.json` description of a configuration.
-    pub fn config(&self, id: &str) -> Option<&ConfigInfo> {
+    /// A configuration of the grid.
+    pub fn config(&self, id: &str) -> Option<&ConfigRecord> {
         self.summary.grid.configs.iter().find(|c| c.id == id)
     }
 
-    /// Parameter names a configuration overrides (from `summary.json`).
+    /// Parameter names a configuration overrides.
     pub fn override_keys(&self, id: &str) -> Vec<&str> {
         self.config(id)
             .map(|c| c.overrides.keys().map(String::as_str).collect())
@@ -535,7 +466,7 @@ impl ReportData {
         self.rows.iter().find(|r| r.stock && r.profile == profile)
     }
 
-    /// Display label: the label from `summary.json` (never spreadsheet-neutralised), else the CSV's.
+    /// Display label: the grid's (never spreadsheet-neutralised), else the row's.
     pub fn label<'a>(&'a self, row: &'a Row) -> &'a str {
         self.config(&row.config)
             .map(|c| c.label.as_str())
@@ -551,15 +482,247 @@ fn score_map(s: &crate::metrics::Scores) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// Sessions, turns and records of a record.
+pub fn totals(rec: &SweepRecord) -> Totals {
+    Totals {
+        sessions: rec.sessions.len() as u64,
+        turns: rec.sessions.iter().map(|s| s.turns as u64).sum(),
+        events: rec.sessions.iter().map(|s| s.events as u64).sum(),
+        whole_message_sessions: rec.sessions.iter().filter(|s| s.whole_messages).count() as u64,
+    }
+}
+
+/// The labels file and how many sessions each label has.
+pub fn labels(rec: &SweepRecord) -> LabelsInfo {
+    let count = |l: &str| {
+        rec.sessions
+            .iter()
+            .filter(|s| s.label.as_deref() == Some(l))
+            .count() as u64
+    };
+    let (loops, clean) = (count("loop"), count("clean"));
+    LabelsInfo {
+        file: rec.labels_file.file.clone(),
+        sha256: rec.labels_file.sha256.clone(),
+        loops,
+        clean,
+        unlabeled: rec.sessions.len() as u64 - loops - clean,
+        warnings: rec.labels_file.warnings.clone(),
+    }
+}
+
+fn config_ref(r: &SweepResult, i: usize) -> ConfigRef {
+    ConfigRef {
+        config: r.config(i).id.clone(),
+        label: r.config(i).label.clone(),
+    }
+}
+
+/// A score as `summary.json` writes it (six decimals; `None` when not finite).
+fn rounded(x: f64) -> Option<f64> {
+    x.is_finite()
+        .then(|| crate::number::fixed(x).parse().unwrap_or(x))
+}
+
+/// The recommendation with what qualifies it.
+fn recommendation(r: &SweepResult) -> Option<Recommendation> {
+    let c = r.recommended?;
+    let v = r.config(c);
+    let ci = |i: usize| r.advice.ttd_ci.get(&i).map(|&(a, b)| [a, b]);
+    Some(Recommendation {
+        config: v.id.clone(),
+        label: v.label.clone(),
+        family: v.family.clone(),
+        across_families: r.advice.across_families,
+        ttd_median_ci: ci(c),
+        baseline: Some(BaselineInfo {
+            config: r.config(r.baseline).id.clone(),
+            ttd_median_ci: ci(r.baseline),
+        }),
+        cross_validation: r
+            .advice
+            .cross_validation
+            .as_ref()
+            .map(|cv| cross_validation(r, cv)),
+        cross_validation_reason: r.advice.cv_reason.clone(),
+    })
+}
+
+/// Pooled held-out scores of a choosing procedure with their intervals, and
+/// how many folds chose each configuration (`none`, or ids joined by `|`).
+fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> CrossValidation {
+    let p = &cv.pooled;
+    let pair = |c: Option<(f64, f64)>| c.and_then(|(a, b)| Some([rounded(a)?, rounded(b)?]));
+    let mut chosen: BTreeMap<String, u64> = BTreeMap::new();
+    for members in &cv.chosen {
+        let key = if members.is_empty() {
+            "none".to_string()
+        } else {
+            members
+                .iter()
+                .map(|&m| r.config(m).id.as_str())
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        *chosen.entry(key).or_default() += 1;
+    }
+    CrossValidation {
+        folds: cv.folds as u64,
+        seed: cv.seed,
+        labeled_loops: p.loops,
+        labeled_clean: p.clean,
+        recall: rounded(p.recall()),
+        recall_ci: pair(crate::stats::wilson(p.tp, p.loops)),
+        precision: rounded(p.precision()),
+        precision_ci: pair(crate::stats::wilson(p.tp, p.tp + p.fp)),
+        false_positives: p.fp,
+        fp_rate: p.fp_rate().and_then(rounded),
+        fp_rate_ci: pair(crate::stats::wilson(p.fp, p.clean)),
+        f1: rounded(p.f1()),
+        chosen,
+    }
+}
+
+/// Every false positive and missed loop of the baseline and the
+/// recommendation: where it is, the records around it (around the labelled
+/// onset for a miss) and what every family's default profile did there.
+pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
+    use crate::metrics::{verdict_at, Verdict};
+    use crate::result::Hit;
+    let rec = &r.record;
+    let mut configs = vec![r.baseline];
+    configs.extend(r.recommended.filter(|&c| c != r.baseline));
+    // Each family's default profile: its first stock configuration in grid order.
+    let mut families: Vec<usize> = Vec::new();
+    for (i, c) in rec.grid.configs.iter().enumerate() {
+        if c.stock
+            && !families
+                .iter()
+                .any(|&f| rec.grid.configs[f].family == c.family)
+        {
+            families.push(i);
+        }
+    }
+    let dense: Vec<(usize, Vec<Option<&Hit>>)> = configs
+        .iter()
+        .chain(&families)
+        .map(|&c| (c, r.dense(c)))
+        .collect();
+    let hits_of = |c: usize| &dense.iter().find(|(x, _)| *x == c).expect("listed").1;
+    let mut out = Vec::new();
+    for &c in &configs {
+        for (si, s) in rec.sessions.iter().enumerate() {
+            let hit = hits_of(c)[si];
+            let (v, _) = verdict_at(hit.and_then(Hit::turn), s.label());
+            if !matches!(v, Verdict::FalsePositive | Verdict::Missed) {
+                continue;
+            }
+            let Some(lines) = rec.explain.iter().find(|e| e.session == s.id) else {
+                continue;
+            };
+            let first = hit.and_then(|h| h.first.as_ref());
+            let event = match first {
+                Some(d) => Some(d.event),
+                None => s
+                    .onset_turn
+                    .and_then(|on| lines.lines.iter().find(|l| l.turn >= on).map(|l| l.event)),
+            };
+            let others = families
+                .iter()
+                .map(|&f| {
+                    let h = hits_of(f)[si];
+                    let (v, _) = verdict_at(h.and_then(Hit::turn), s.label());
+                    let fc = &rec.grid.configs[f];
+                    OtherFamily {
+                        family: fc.family.clone(),
+                        config: fc.id.clone(),
+                        label: fc.label.clone(),
+                        turn: h.and_then(Hit::turn).map(u64::from),
+                        verdict: v.as_str().to_string(),
+                    }
+                })
+                .collect();
+            out.push(Explanation {
+                config: r.config(c).id.clone(),
+                label: r.config(c).label.clone(),
+                session: s.id.clone(),
+                verdict: v.as_str().to_string(),
+                onset_turn: s.onset_turn.map(u64::from),
+                turn: first.map(|d| u64::from(d.turn)),
+                event: event.map(u64::from),
+                kind: first.map(|d| d.kind.clone()),
+                detail: first.map(|d| d.detail.clone()),
+                place: first.and_then(|d| d.place.as_ref()).map(|p| p.to_string()),
+                lines: event.map(|e| lines.around(e)).unwrap_or_default(),
+                others,
+            });
+        }
+    }
+    out
+}
+
+/// Sessions where the stock profiles disagree most (from the record's
+/// material), with every selected configuration's first detection.
+pub fn disagreements(r: &SweepResult) -> Vec<Disagreement> {
+    let sel = selected(r);
+    let rec = &r.record;
+    rec.material
+        .iter()
+        .filter_map(|m| {
+            let si = rec.sessions.iter().position(|s| s.id == m.session)?;
+            let s = &rec.sessions[si];
+            let detections = sel
+                .iter()
+                .filter_map(|&c| {
+                    let h = rec.outcomes[c]
+                        .hits
+                        .iter()
+                        .find(|h| h.session as usize == si)?;
+                    let d = h.first.as_ref()?;
+                    Some(DetectionInfo {
+                        config: r.config(c).id.clone(),
+                        label: r.config(c).label.clone(),
+                        turn: d.turn.into(),
+                        event: d.event.into(),
+                        kind: d.kind.clone(),
+                        detail: d.detail.clone(),
+                    })
+                })
+                .collect();
+            let timeline = m
+                .timeline
+                .iter()
+                .enumerate()
+                .map(|(t, x)| TimelineTurn {
+                    turn: t as u64,
+                    tool_calls: x[0].into(),
+                    tool_errors: x[1].into(),
+                    content: x[2].into(),
+                })
+                .collect();
+            Some(Disagreement {
+                session: s.id.clone(),
+                turns: s.turns.into(),
+                label: s.label.clone(),
+                onset_turn: s.onset_turn.map(u64::from),
+                timeline,
+                detections,
+                excerpts: m.excerpts.clone(),
+            })
+        })
+        .collect()
+}
+
 /// Parse `sweep.csv`: parameter columns are those between `profile` and the
-/// first score column (`sessions`); flags are the last three. Test support:
-/// the report itself is built from the result in memory or from summary.json.
+/// first score column (`sessions`); flags are the last three. Test support
+/// (it panics on a file that is not a sweep.csv): the report itself is built
+/// from the result.
 #[cfg(test)]
-pub fn parse_sweep_csv(text: &str) -> std::result::Result<Vec<Row>, String> {
+pub fn parse_sweep_csv(text: &str) -> Vec<Row> {
     let mut rd = csv::Reader::from_reader(text.as_bytes());
     let header: Vec<String> = rd
         .headers()
-        .map_err(|e| format!("not a sweep.csv: {e}"))?
+        .expect("a sweep.csv header")
         .iter()
         .map(str::to_string)
         .collect();
@@ -567,20 +730,16 @@ pub fn parse_sweep_csv(text: &str) -> std::result::Result<Vec<Row>, String> {
         header
             .iter()
             .position(|h| h == name)
-            .ok_or_else(|| format!("not a sweep.csv: no `{name}` column"))
+            .unwrap_or_else(|| panic!("not a sweep.csv: no `{name}` column"))
     };
-    let (c_config, c_label, c_family, c_profile) = (
-        col("config")?,
-        col("label")?,
-        col("family")?,
-        col("profile")?,
-    );
-    let c_sessions = col("sessions")?;
-    let flags = [col("stock")?, col("pareto")?, col("recommended")?];
-    let kinds = col("detection_kinds")?;
+    let (c_config, c_label, c_family, c_profile) =
+        (col("config"), col("label"), col("family"), col("profile"));
+    let c_sessions = col("sessions");
+    let flags = [col("stock"), col("pareto"), col("recommended")];
+    let kinds = col("detection_kinds");
     let mut rows = Vec::new();
     for (n, rec) in rd.records().enumerate() {
-        let rec = rec.map_err(|e| format!("row {}: {e}", n + 2))?;
+        let rec = rec.unwrap_or_else(|e| panic!("row {}: {e}", n + 2));
         let cell = |i: usize| rec.get(i).unwrap_or("").to_string();
         let mut row = Row {
             config: cell(c_config),
@@ -600,15 +759,28 @@ pub fn parse_sweep_csv(text: &str) -> std::result::Result<Vec<Row>, String> {
             if i > c_profile && i < c_sessions {
                 row.params.insert(name.clone(), v.to_string());
             } else if i >= c_sessions && i != kinds && !flags.contains(&i) {
-                let x: f64 = v.parse().map_err(|_| {
-                    format!("row {}: column `{name}`: `{v}` is not a number", n + 2)
-                })?;
+                let x: f64 = v.parse().unwrap_or_else(|_| {
+                    panic!("row {}: column `{name}`: `{v}` is not a number", n + 2)
+                });
                 row.scores.insert(name.clone(), x);
             }
         }
         rows.push(row);
     }
-    Ok(rows)
+    rows
+}
+
+/// The configurations charts compare: stock profiles and the recommendation.
+fn selected(r: &crate::sweep::SweepResult) -> Vec<usize> {
+    let mut sel: Vec<usize> = (0..r.record.grid.configs.len())
+        .filter(|&i| r.config(i).stock)
+        .collect();
+    if let Some(rec) = r.recommended {
+        if !sel.contains(&rec) {
+            sel.push(rec);
+        }
+    }
+    sel
 }
 
 #[cfg(test)]
@@ -619,7 +791,7 @@ mod tests {
     fn csv_columns_split_into_params_and_scores() {
         let csv = "config,label,family,profile,policy,tool_call_threshold,sessions,recall,ttd_median,detection_kinds,stock,pareto,recommended\n\
                    c1,x,gemini,gemini-latest,stop,5,3,0.5,,tool_call:1,true,false,true\n";
-        let rows = parse_sweep_csv(csv).unwrap();
+        let rows = parse_sweep_csv(csv);
         assert_eq!(rows[0].params["policy"], "stop");
         assert_eq!(rows[0].params["tool_call_threshold"], "5");
         assert_eq!(rows[0].score("recall"), Some(0.5));

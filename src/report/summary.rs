@@ -24,19 +24,6 @@ fn num(x: Option<f64>) -> Value {
     }
 }
 
-/// The configurations charts compare: stock profiles and the recommendation.
-pub fn selected(r: &SweepResult) -> Vec<usize> {
-    let mut sel: Vec<usize> = (0..r.record.grid.configs.len())
-        .filter(|&i| r.config(i).stock)
-        .collect();
-    if let Some(rec) = r.recommended {
-        if !sel.contains(&rec) {
-            sel.push(rec);
-        }
-    }
-    sel
-}
-
 /// `summary.json`, streamed to `out`: the record itself, then everything derived from
 /// it. Serialized straight from the record (no JSON tree of its outcomes,
 /// which are most of a large sweep).
@@ -112,31 +99,6 @@ impl serde::Serialize for Scores<'_> {
     }
 }
 
-/// What the report reads of `summary.json`, in memory: the record without
-/// its outcomes and material, and everything derived.
-pub fn report_view(r: &SweepResult) -> Value {
-    let rec = &r.record;
-    let mut m = derived(r);
-    // The report takes the scores from the result itself (see `model`).
-    m.remove("scores");
-    for (k, v) in [
-        ("looptune_version", json!(rec.looptune_version)),
-        ("grid", serde_json::to_value(&rec.grid).expect("serializes")),
-        (
-            "inputs",
-            serde_json::to_value(&rec.inputs).expect("serializes"),
-        ),
-        (
-            "sessions",
-            serde_json::to_value(&rec.sessions).expect("serializes"),
-        ),
-        ("wall_time_ms", json!(rec.wall_time_ms)),
-    ] {
-        m.insert(k.into(), v);
-    }
-    Value::Object(m)
-}
-
 /// Everything `summary.json` derives from the record.
 fn derived(r: &SweepResult) -> Map<String, Value> {
     let rec: &SweepRecord = &r.record;
@@ -144,27 +106,10 @@ fn derived(r: &SweepResult) -> Map<String, Value> {
     // configuration's turns-to-detection list) are written from the typed
     // scores, never held as a JSON tree.
     let scores = Value::Null;
-    let loops = rec
-        .sessions
-        .iter()
-        .filter(|s| s.label.as_deref() == Some("loop"))
-        .count();
-    let clean = rec
-        .sessions
-        .iter()
-        .filter(|s| s.label.as_deref() == Some("clean"))
-        .count();
     let id = |i: usize| json!({"config": r.config(i).id, "label": r.config(i).label});
     let derived = json!({
-        "totals": {
-            "sessions": rec.sessions.len(),
-            "turns": rec.sessions.iter().map(|s| s.turns as u64).sum::<u64>(),
-            "events": rec.sessions.iter().map(|s| s.events as u64).sum::<u64>(),
-            "whole_message_sessions": rec.sessions.iter().filter(|s| s.whole_messages).count(),
-        },
-        "labels": {"file": rec.labels_file.file, "sha256": rec.labels_file.sha256,
-                   "loops": loops, "clean": clean, "unlabeled": rec.sessions.len() - loops - clean,
-                   "warnings": rec.labels_file.warnings},
+        "totals": super::model::totals(rec),
+        "labels": super::model::labels(rec),
         "objective": r.objective.describe(),
         "scores": scores,
         "pareto": r.pareto.iter().map(|&i| r.config(i).id.clone()).collect::<Vec<_>>(),
@@ -181,9 +126,9 @@ fn derived(r: &SweepResult) -> Map<String, Value> {
             "ttd_median_ci": r.advice.union_ttd_ci.map(|(a, b)| [a, b]),
             "cross_validation": u.cross_validation.as_ref().map(|cv| cross_validation(r, cv)),
         })),
-        "disagreements": disagreements(r),
-        "explanations": explanations(r),
-        "note": "Replay cannot know how the model would have reacted to a warning or a stop: the recorded continuation counts as the model not changing course.",
+        "disagreements": super::model::disagreements(r),
+        "explanations": super::model::explanations(r),
+        "note": super::model::NOTE,
     });
     match derived {
         Value::Object(m) => m,
@@ -240,105 +185,4 @@ fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> 
         "ttd_median": num(p.ttd_median()), "ttd_n": p.ttd.len(),
         "chosen": chosen,
     })
-}
-
-/// Every false positive and missed loop of the baseline and the
-/// recommendation: where it is, the records around it (around the labelled
-/// onset for a miss) and what every family's default profile did there.
-fn explanations(r: &SweepResult) -> Vec<Value> {
-    let rec = &r.record;
-    let mut configs = vec![r.baseline];
-    configs.extend(r.recommended.filter(|&c| c != r.baseline));
-    // Each family's default profile: its first stock configuration in grid order.
-    let mut families: Vec<usize> = Vec::new();
-    for (i, c) in rec.grid.configs.iter().enumerate() {
-        if c.stock
-            && !families
-                .iter()
-                .any(|&f| rec.grid.configs[f].family == c.family)
-        {
-            families.push(i);
-        }
-    }
-    let dense: Vec<(usize, Vec<Option<&crate::result::Hit>>)> = configs
-        .iter()
-        .chain(&families)
-        .map(|&c| (c, r.dense(c)))
-        .collect();
-    let hits_of = |c: usize| &dense.iter().find(|(x, _)| *x == c).expect("listed").1;
-    let mut out = Vec::new();
-    for &c in &configs {
-        for (si, s) in rec.sessions.iter().enumerate() {
-            let hit = hits_of(c)[si];
-            let (v, _) =
-                crate::metrics::verdict_at(hit.and_then(crate::result::Hit::turn), s.label());
-            if !matches!(
-                v,
-                crate::metrics::Verdict::FalsePositive | crate::metrics::Verdict::Missed
-            ) {
-                continue;
-            }
-            let Some(lines) = rec.explain.iter().find(|e| e.session == s.id) else {
-                continue;
-            };
-            let first = hit.and_then(|h| h.first.as_ref());
-            let event = match first {
-                Some(d) => Some(d.event),
-                None => s
-                    .onset_turn
-                    .and_then(|on| lines.lines.iter().find(|l| l.turn >= on).map(|l| l.event)),
-            };
-            let others: Vec<Value> = families
-                .iter()
-                .map(|&f| {
-                    let h = hits_of(f)[si];
-                    let (v, _) = crate::metrics::verdict_at(h.and_then(crate::result::Hit::turn), s.label());
-                    json!({"family": rec.grid.configs[f].family, "config": rec.grid.configs[f].id,
-                           "label": rec.grid.configs[f].label, "turn": h.and_then(crate::result::Hit::turn),
-                           "verdict": v.as_str()})
-                })
-                .collect();
-            out.push(json!({
-                "config": r.config(c).id, "label": r.config(c).label, "session": s.id,
-                "verdict": v.as_str(), "onset_turn": s.onset_turn,
-                "turn": first.map(|d| d.turn), "event": event,
-                "kind": first.map(|d| d.kind.clone()), "detail": first.map(|d| d.detail.clone()),
-                "place": first.and_then(|d| d.place.as_ref()).map(|p| p.to_string()),
-                "lines": event.map(|e| lines.around(e)).unwrap_or_default(),
-                "others": others,
-            }));
-        }
-    }
-    out
-}
-
-/// Sessions where the stock profiles disagree most (from the record's
-/// material), with every selected configuration's first detection.
-fn disagreements(r: &SweepResult) -> Vec<Value> {
-    let sel = selected(r);
-    let rec = &r.record;
-    rec.material
-        .iter()
-        .filter_map(|m| {
-            let si = rec.sessions.iter().position(|s| s.id == m.session)?;
-            let s = &rec.sessions[si];
-            let dets: Vec<Value> = sel
-                .iter()
-                .filter_map(|&c| {
-                    let h = rec.outcomes[c].hits.iter().find(|h| h.session as usize == si)?;
-                    let d = h.first.as_ref()?;
-                    Some(json!({"config": r.config(c).id, "label": r.config(c).label,
-                                "turn": d.turn, "event": d.event, "kind": d.kind, "detail": d.detail}))
-                })
-                .collect();
-            let timeline: Vec<Value> = m
-                .timeline
-                .iter()
-                .enumerate()
-                .map(|(t, x)| json!({"turn": t, "tool_calls": x[0], "tool_errors": x[1], "content": x[2]}))
-                .collect();
-            Some(json!({"session": s.id, "turns": s.turns, "label": s.label, "onset_turn": s.onset_turn,
-                        "timeline": timeline, "detections": dets, "excerpts": m.excerpts}))
-        })
-        .collect()
 }

@@ -82,6 +82,42 @@ fn truncated_gzip_names_file_and_line() {
         );
 }
 
+/// `--require`, `--set`, `--objective` and `--shard` are parsed by clap: a bad
+/// value is a usage error (exit 2, today's message inside clap's) before any
+/// input is read, so a missing path is never reported.
+#[test]
+fn bad_values_are_usage_errors_before_reading() {
+    for (args, says) in [
+        (
+            &["replay", "--require", "recall>>x"][..],
+            "--require `recall>>x`: `>x` is not a number",
+        ),
+        (&["replay", "--require", "bogus>1"], "unknown score `bogus`"),
+        (
+            &["replay", "--require", "recall"],
+            "expected SCORE OP NUMBER",
+        ),
+        (
+            &["replay", "--set", "tool_call_threshold"],
+            "--set `tool_call_threshold`: expected KEY=VALUE",
+        ),
+        (
+            &["sweep", "--objective", "max-fp=x"],
+            "unknown objective `max-fp=x`",
+        ),
+        (&["sweep", "--shard", "5/4"], "`5/4`: need 1 <= I <= N"),
+    ] {
+        looptune()
+            .args(args)
+            .arg("/nonexistent/looptune-input")
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says))
+            .stderr(predicate::str::contains("Usage:").or(predicate::str::contains("--help")))
+            .stderr(predicate::str::contains("nonexistent").not());
+    }
+}
+
 #[test]
 fn unknown_parameter_is_a_usage_error() {
     looptune()

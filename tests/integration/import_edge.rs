@@ -287,7 +287,7 @@ fn walked_unknown_files_are_skipped_but_named_ones_fail() {
     let forced = read_corpus(
         &[fx("goose-session.jsonl")],
         &ReadOptions {
-            format: Some("codex".into()),
+            format: looptune::import::InputFormat::Native("codex"),
             ..Default::default()
         },
     )
