@@ -3,7 +3,7 @@
 //! field, and the optional `src` provenance of converted records.
 
 use crate::error::{Error, Result};
-use crate::event::{Origin, Place, Record};
+use crate::event::{Event, Origin, Place, Record};
 use crate::format::FileSessions;
 use crate::json::{self, parse_json, FieldError};
 use rayon::prelude::*;
@@ -145,7 +145,7 @@ pub(crate) fn parse_canonical_pieces(
             if offset > 0 {
                 records
                     .iter_mut()
-                    .for_each(|r| r.1.line = r.1.line.saturating_add(offset));
+                    .for_each(|e| e.origin.line = e.origin.line.saturating_add(offset));
             }
             match index.get(&sid) {
                 Some(&slot) => fs.sessions[slot].1.append(&mut records),
@@ -165,7 +165,7 @@ pub(crate) fn parse_canonical_pieces(
 /// skipped lines 0-based, to add to the piece's first line).
 #[derive(Default)]
 struct Piece {
-    sessions: Vec<(String, Vec<(Record, Origin)>)>,
+    sessions: Vec<(String, Vec<Event>)>,
     skipped: Vec<(u64, String)>,
     unknown: u64,
     /// The first bad line when not lenient (parsing stopped there).
@@ -216,7 +216,7 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
                     _ => Arc::new(pl),
                 });
                 last_place.clone_from(&place);
-                p.sessions[slot].1.push((
+                p.sessions[slot].1.push(Event::new(
                     record,
                     Origin {
                         file: 0,
@@ -648,7 +648,7 @@ mod tests {
         assert_eq!(fs.sessions.len(), 2);
         assert_eq!(fs.sessions[0].0, "f");
         assert_eq!(fs.sessions[0].1.len(), 2);
-        assert_eq!(fs.sessions[0].1[1].1.line, 4);
+        assert_eq!(fs.sessions[0].1[1].origin.line, 4);
         assert_eq!(fs.sessions[1].0, "B");
     }
     #[test]

@@ -225,6 +225,19 @@ pub struct Event {
     pub origin: Origin,
 }
 
+impl Event {
+    /// A record as read, before its session numbers the turns
+    /// ([`Session::from_events`]).
+    pub fn new(record: Record, origin: Origin) -> Event {
+        Event {
+            record,
+            turn: 0,
+            starts_turn: false,
+            origin,
+        }
+    }
+}
+
 /// Session metadata after "last one wins per field".
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionMeta {
@@ -270,15 +283,26 @@ pub struct Session {
 impl Session {
     /// Build a session from records in order, resolving turns and metadata.
     pub fn from_records(id: String, records: Vec<(Record, Origin)>) -> Session {
-        let explicit = records.iter().any(|(r, _)| matches!(r, Record::Turn));
+        let events = records
+            .into_iter()
+            .map(|(record, origin)| Event::new(record, origin))
+            .collect();
+        Session::from_events(id, events)
+    }
+
+    /// [`Session::from_records`] for records already held as events (as the
+    /// readers give them): turns are numbered in place, so a large session is
+    /// not moved into a second vector.
+    pub fn from_events(id: String, mut events: Vec<Event>) -> Session {
+        let explicit = events.iter().any(|e| matches!(e.record, Record::Turn));
         let mut turn = 0u32;
         // Implicit rule: a turn starts at the first model record after the
         // session start, a `user` record or a `tool_result` record.
         let mut armed = true;
         let mut meta = SessionMeta::default();
         let mut inline_label = None;
-        let mut events = Vec::with_capacity(records.len());
-        for (record, origin) in records {
+        for e in &mut events {
+            let record = &e.record;
             let mut starts_turn = false;
             if explicit {
                 if matches!(record, Record::Turn) {
@@ -298,7 +322,7 @@ impl Session {
                     _ => {}
                 }
             }
-            match &record {
+            match record {
                 Record::Session {
                     agent,
                     model,
@@ -331,12 +355,8 @@ impl Session {
                 }
                 _ => {}
             }
-            events.push(Event {
-                record,
-                turn,
-                starts_turn,
-                origin,
-            });
+            e.turn = turn;
+            e.starts_turn = starts_turn;
         }
         let mut usage_suffix: Vec<(u32, u64)> = events
             .iter()

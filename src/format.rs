@@ -4,7 +4,7 @@
 //! [`crate::import`]). No I/O here.
 
 use crate::error::{Error, Result};
-use crate::event::{Origin, Record};
+use crate::event::Event;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -15,9 +15,10 @@ pub use crate::error::UNRECOGNISED;
 pub struct FileSessions {
     /// Format name.
     pub format: String,
-    /// `(session id, records)` in order of first appearance, each record with
-    /// its origin in this file (`Origin::file` is set when the corpus is merged).
-    pub sessions: Vec<(String, Vec<(Record, Origin)>)>,
+    /// `(session id, records)` in order of first appearance, each record as
+    /// an [`Event`] with its origin in this file (`Origin::file` is set when
+    /// the corpus is merged) and its turn not yet numbered.
+    pub sessions: Vec<(String, Vec<Event>)>,
     /// Lines skipped with `--lenient`: `(line, message)`.
     pub skipped: Vec<(u64, String)>,
     /// Records of unknown types.

@@ -5,7 +5,7 @@
 //! `--lenient` skips and counts bad lines and unreadable entries.
 
 use crate::error::{Error, Result};
-use crate::event::{Corpus, Origin, Record, Session, SourceFile};
+use crate::event::{Corpus, Event, Origin, Session, SourceFile};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -190,7 +190,7 @@ fn merge_files(mut read: Vec<ReadFile>) -> Vec<Arc<Session>> {
     // Session id -> records, in reading order; sessions with the same id in
     // several files form one session.
     let mut order: Vec<String> = Vec::new();
-    let mut by_id: HashMap<String, Vec<(Record, Origin)>> = HashMap::new();
+    let mut by_id: HashMap<String, Vec<Event>> = HashMap::new();
     let mut whole: HashMap<String, bool> = HashMap::new();
     let mut extra_meta: HashMap<String, Map<String, Value>> = HashMap::new();
     // Keys of native records already taken per session (resume copies).
@@ -216,15 +216,15 @@ fn merge_files(mut read: Vec<ReadFile>) -> Vec<Arc<Session>> {
                 seen.clone()
             };
             slot.reserve(records.len());
-            for (i, (r, mut origin)) in records.into_iter().enumerate() {
+            for (i, mut e) in records.into_iter().enumerate() {
                 if let Some(Some(k)) = keys.get(i) {
                     if before.contains(k) {
                         continue;
                     }
                     seen.insert(k.clone());
                 }
-                origin.file = file_idx;
-                slot.push((r, origin));
+                e.origin.file = file_idx;
+                slot.push(e);
             }
         }
     }
@@ -360,14 +360,8 @@ pub fn stream_sessions<T: Send>(
         let mut meta = std::mem::take(&mut fs.session_meta);
         let alone: Vec<(String, Session)> = std::mem::take(&mut fs.sessions)
             .into_iter()
-            .map(|(id, records)| {
-                let records = records
-                    .into_iter()
-                    .map(|(r, mut o)| {
-                        o.file = fi as u32;
-                        (r, o)
-                    })
-                    .collect();
+            .map(|(id, mut records)| {
+                records.iter_mut().for_each(|e| e.origin.file = fi as u32);
                 let m = meta.remove(&id);
                 (id.clone(), session_of(id, records, whole, m))
             })
@@ -540,11 +534,11 @@ fn stored_bytes(files: &[Found]) -> u64 {
 /// whole-message flag and any extra metadata (the session's own wins).
 fn session_of(
     id: String,
-    records: Vec<(Record, Origin)>,
+    records: Vec<Event>,
     whole_messages: bool,
     meta: Option<Map<String, Value>>,
 ) -> Session {
-    let mut s = Session::from_records(id, records);
+    let mut s = Session::from_events(id, records);
     s.whole_messages = whole_messages;
     for (k, v) in meta.into_iter().flatten() {
         s.meta.meta.entry(k).or_insert(v);

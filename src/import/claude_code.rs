@@ -426,7 +426,7 @@ mod tests {
         let types: Vec<&str> = fs.sessions[0]
             .1
             .iter()
-            .map(|(r, _)| r.type_name())
+            .map(|e| e.record.type_name())
             .collect();
         assert_eq!(
             types,
@@ -440,7 +440,7 @@ mod tests {
                 "tool_result"
             ]
         );
-        let (usage, _) = &fs.sessions[0].1[5];
+        let usage = &fs.sessions[0].1[5].record;
         assert_eq!(
             usage,
             &Record::Usage {
@@ -448,7 +448,7 @@ mod tests {
                 output_tokens: Some(9)
             }
         );
-        match &fs.sessions[0].1[6].0 {
+        match &fs.sessions[0].1[6].record {
             Record::ToolResult { name, error, .. } => {
                 assert_eq!(name.as_deref(), Some("Bash"));
                 assert_eq!(*error, Some(true));

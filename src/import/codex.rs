@@ -319,12 +319,12 @@ mod tests {
         };
         let fs = import(&ctx).unwrap();
         let recs = &fs.sessions[0].1;
-        let types: Vec<&str> = recs.iter().map(|(r, _)| r.type_name()).collect();
+        let types: Vec<&str> = recs.iter().map(|e| e.record.type_name()).collect();
         assert_eq!(
             types,
             vec!["session", "user", "tool_call", "tool_result", "usage"]
         );
-        match &recs[2].0 {
+        match &recs[2].record {
             Record::ToolCall { args, .. } => assert_eq!(args["_raw"], "[REDACTED len=3]"),
             other => panic!("{other:?}"),
         }

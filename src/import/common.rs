@@ -3,7 +3,7 @@
 //! numbers of array elements inside single-JSON files.
 
 use crate::error::{Error, Result};
-use crate::event::{Origin, Place, Record};
+use crate::event::{Event, Origin, Place, Record};
 pub(crate) use crate::format::Ctx;
 use crate::format::FileSessions;
 pub(crate) use crate::json::{opt_arr, opt_str, req_obj, req_str, s, FieldError};
@@ -86,7 +86,7 @@ impl Out {
             line,
             place: self.place.clone(),
         };
-        self.fs.sessions[i].1.push((rec, origin));
+        self.fs.sessions[i].1.push(Event::new(rec, origin));
         self.keys[i].push(key.map(str::to_string));
     }
 

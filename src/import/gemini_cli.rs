@@ -399,7 +399,7 @@ mod tests {
         let fs = run(text);
         assert!(fs.whole_messages);
         let recs = &fs.sessions[0].1;
-        let types: Vec<&str> = recs.iter().map(|(r, _)| r.type_name()).collect();
+        let types: Vec<&str> = recs.iter().map(|e| e.record.type_name()).collect();
         assert_eq!(
             types,
             vec![
@@ -414,15 +414,15 @@ mod tests {
                 "loop_detected"
             ]
         );
-        assert_eq!(recs[1].1.line, 2);
+        assert_eq!(recs[1].origin.line, 2);
         assert_eq!(
-            recs[3].0,
+            recs[3].record,
             Record::Thought {
                 text: "S: D".into()
             }
         );
         assert_eq!(
-            recs[6].0,
+            recs[6].record,
             Record::ToolResult {
                 id: Some("c".into()),
                 name: Some("ls".into()),
@@ -443,15 +443,15 @@ mod tests {
 {"$set":{"summary":"t"}}"#;
         let fs = run(text);
         let recs = &fs.sessions[0].1;
-        let types: Vec<&str> = recs.iter().map(|(r, _)| r.type_name()).collect();
+        let types: Vec<&str> = recs.iter().map(|e| e.record.type_name()).collect();
         assert_eq!(types, vec!["session", "user", "turn", "content"]);
         assert_eq!(
-            recs[3].0,
+            recs[3].record,
             Record::Content {
                 text: "second".into()
             }
         );
         // The line of the last copy: it holds the text imported.
-        assert_eq!(recs[3].1.line, 4);
+        assert_eq!(recs[3].origin.line, 4);
     }
 }

@@ -267,7 +267,7 @@ mod tests {
         };
         let fs = import(&ctx).unwrap();
         let recs = &fs.sessions[0].1;
-        let types: Vec<&str> = recs.iter().map(|(r, _)| r.type_name()).collect();
+        let types: Vec<&str> = recs.iter().map(|e| e.record.type_name()).collect();
         assert_eq!(
             types,
             vec![
@@ -280,7 +280,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            recs[5].0,
+            recs[5].record,
             Record::ToolResult {
                 id: Some("t1".into()),
                 name: Some("developer__shell".into()),

@@ -408,13 +408,13 @@ mod tests {
         let types: Vec<&str> = fs.sessions[0]
             .1
             .iter()
-            .map(|(r, _)| r.type_name())
+            .map(|e| e.record.type_name())
             .collect();
         assert_eq!(
             types,
             vec!["session", "user", "turn", "tool_call", "tool_result"]
         );
-        assert_eq!(fs.sessions[0].1[1].1.line, 1);
+        assert_eq!(fs.sessions[0].1[1].origin.line, 1);
     }
 
     #[test]

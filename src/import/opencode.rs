@@ -238,7 +238,7 @@ mod tests {
         let types: Vec<&str> = fs.sessions[0]
             .1
             .iter()
-            .map(|(r, _)| r.type_name())
+            .map(|e| e.record.type_name())
             .collect();
         assert_eq!(
             types,

@@ -593,7 +593,7 @@ mod tests {
 ]"#;
         let fs = run(text, "traj");
         let recs = &fs.sessions[0].1;
-        let types: Vec<&str> = recs.iter().map(|(r, _)| r.type_name()).collect();
+        let types: Vec<&str> = recs.iter().map(|e| e.record.type_name()).collect();
         assert_eq!(
             types,
             vec![
@@ -607,8 +607,8 @@ mod tests {
                 "loop_detected"
             ]
         );
-        assert_eq!(recs[1].1.line, 3);
-        match &recs[4].0 {
+        assert_eq!(recs[1].origin.line, 3);
+        match &recs[4].record {
             Record::ToolCall { name, args, id } => {
                 assert_eq!(name, "execute_bash");
                 assert_eq!(args.keys().collect::<Vec<_>>(), vec!["command"]);
@@ -617,7 +617,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            recs[6].0,
+            recs[6].record,
             Record::ToolResult {
                 error: Some(true),
                 ..
@@ -633,7 +633,7 @@ mod tests {
         let types: Vec<&str> = fs.sessions[0]
             .1
             .iter()
-            .map(|(r, _)| r.type_name())
+            .map(|e| e.record.type_name())
             .collect();
         assert_eq!(
             types,

@@ -302,7 +302,7 @@ mod tests {
         };
         let fs = import(&ctx).unwrap();
         let recs = &fs.sessions[0].1;
-        let types: Vec<&str> = recs.iter().map(|(r, _)| r.type_name()).collect();
+        let types: Vec<&str> = recs.iter().map(|e| e.record.type_name()).collect();
         assert_eq!(
             types,
             vec![
@@ -317,13 +317,13 @@ mod tests {
                 "tool_result"
             ]
         );
-        match &recs[4].0 {
+        match &recs[4].record {
             Record::ToolCall { name, args, .. } => {
                 assert_eq!(name, "submit");
                 assert_eq!(args["command"], "submit flag{a}");
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(recs[2].1.line, 2);
+        assert_eq!(recs[2].origin.line, 2);
     }
 }

@@ -337,7 +337,7 @@ mod tests {
         assert!(text.contains(r#"{"type":"tool_call","session":"S","name":"bash","args":{"z":"sk-abcdefghijklmnopqrstu","a":1}}"#));
         let fs = crate::canonical::parse_canonical("o.jsonl", "o", &buf, false).unwrap();
         assert_eq!(fs.sessions.len(), 1);
-        let back: Vec<Record> = fs.sessions[0].1.iter().map(|(r, _)| r.clone()).collect();
+        let back: Vec<Record> = fs.sessions[0].1.iter().map(|e| e.record.clone()).collect();
         let orig: Vec<Record> = s.events.iter().map(|e| e.record.clone()).collect();
         assert_eq!(back[1..], orig[1..]);
     }

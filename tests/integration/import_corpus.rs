@@ -581,7 +581,7 @@ fn whole_corpus_round_trips_through_the_canonical_writer() {
     looptune::import::write_canonical(&c, &mut buf, false).unwrap();
     let back = looptune::input::parse_canonical("out.jsonl", "out", &buf, false).unwrap();
     assert_eq!(back.sessions.len(), c.sessions.len());
-    let by: HashMap<&str, &Vec<(Record, looptune::event::Origin)>> = back
+    let by: HashMap<&str, &Vec<looptune::event::Event>> = back
         .sessions
         .iter()
         .map(|(id, r)| (id.as_str(), r))
@@ -590,8 +590,8 @@ fn whole_corpus_round_trips_through_the_canonical_writer() {
         let recs = by[s.id.as_str()];
         assert_eq!(recs.len(), s.events.len(), "{}", s.id);
         // Skip the first session record: it also carries metadata from outside the records.
-        for (i, ((r, _), e)) in recs.iter().zip(&s.events).enumerate().skip(1) {
-            assert_eq!(r, &e.record, "{} record {i}", s.id);
+        for (i, (r, e)) in recs.iter().zip(&s.events).enumerate().skip(1) {
+            assert_eq!(r.record, e.record, "{} record {i}", s.id);
         }
     }
 }

@@ -339,9 +339,9 @@ fn writer_round_trips_imported_fixtures() {
         let orig: Vec<&Record> = s.events.iter().map(|e| &e.record).collect();
         assert_eq!(recs.len(), orig.len());
         // The first session record also carries the metadata from outside the records.
-        for (i, ((r, _), o)) in recs.iter().zip(&orig).enumerate() {
+        for (i, (r, o)) in recs.iter().zip(&orig).enumerate() {
             if i > 0 || !matches!(o, Record::Session { .. }) {
-                assert_eq!(&r, o, "{id} record {i}");
+                assert_eq!(&&r.record, o, "{id} record {i}");
             }
         }
     }

@@ -286,7 +286,7 @@ fn bad_src_fields_are_named() {
     }
     let ok = r#"{"type":"tool_call","name":"x","args":{},"src":{"file":"o.json","line":7,"pointer":"/messages/2","later":1}}"#;
     let fs = looptune::input::parse_canonical("f.jsonl", "f", ok.as_bytes(), false).unwrap();
-    let place = fs.sessions[0].1[0].1.place.as_deref().unwrap();
+    let place = fs.sessions[0].1[0].origin.place.as_deref().unwrap();
     assert_eq!(place.file.as_deref(), Some("o.json"));
     assert_eq!(place.line, Some(7));
     assert_eq!(place.pointer.as_deref(), Some("/messages/2"));
