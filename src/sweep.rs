@@ -230,10 +230,59 @@ pub fn grid_record(grid: &Grid) -> GridRecord {
 /// One session of a streamed sweep, once its records are gone.
 struct Swept {
     session: crate::result::SessionRecord,
-    /// `(configuration, what it did)` where something happened; the hit's
-    /// session index is set once every session is known.
-    hits: Vec<(u32, Hit)>,
+    /// Its arrival number: what its hits carry as their session until every
+    /// session is known (see [`Filling`]).
+    slot: u32,
     explain: Option<crate::result::SessionLines>,
+}
+
+/// Every configuration's hits, filled as sessions stream by. A hit's
+/// `session` is its session's arrival number until [`Filling::finish`]
+/// renumbers it in sorted session order: the hits are most of a large
+/// sweep's memory and are held once, never copied into a second layout.
+struct Filling {
+    arrived: u32,
+    hits: Vec<Vec<Hit>>,
+}
+
+impl Filling {
+    fn new(configs: usize) -> Filling {
+        Filling {
+            arrived: 0,
+            hits: vec![Vec::new(); configs],
+        }
+    }
+
+    /// Take one session's `(configuration, hit)`s; returns its arrival number.
+    fn push(&mut self, hits: Vec<(u32, Hit)>) -> u32 {
+        let slot = self.arrived;
+        self.arrived += 1;
+        for (c, mut h) in hits {
+            h.session = slot;
+            self.hits[c as usize].push(h);
+        }
+        slot
+    }
+
+    /// Renumber every hit by `index[arrival number]` (`None`: a session
+    /// the stream dropped, e.g. one read again to merge an id spread over
+    /// several files) and put each configuration's hits in session order.
+    fn finish(self, index: &[Option<u32>]) -> Vec<Vec<Hit>> {
+        let mut all = self.hits;
+        for hits in &mut all {
+            hits.retain_mut(|h| match index[h.session as usize] {
+                Some(i) => {
+                    h.session = i;
+                    true
+                }
+                None => false,
+            });
+            // A configuration has at most one hit per session: the order is total.
+            hits.sort_unstable_by_key(|h| h.session);
+            hits.shrink_to_fit();
+        }
+        all
+    }
 }
 
 /// The sessions where the stock profiles disagree most, kept as they stream
@@ -274,6 +323,7 @@ pub fn run_sweep(
         .filter(|&c| record_grid.configs[c].stock)
         .collect();
     let disagreeing = std::sync::Mutex::new(Disagreeing::new());
+    let filling = std::sync::Mutex::new(Filling::new(record_grid.configs.len()));
     let read = crate::input::ReadOptions {
         jobs: opts.jobs,
         ..read.clone()
@@ -339,11 +389,12 @@ pub fn run_sweep(
         }
         let explain = label
             .map(|l| crate::result::explain_lines(&s, &place, first_events(false), l.onset_turn));
+        let slot = filling.lock().unwrap_or_else(|e| e.into_inner()).push(hits);
         (
             s.inline_label,
             Some(Swept {
                 session: crate::result::SessionRecord::of(&s, label),
-                hits,
+                slot,
                 explain,
             }),
         )
@@ -372,33 +423,24 @@ pub fn run_sweep(
         file: all_labels.file.clone(),
         warnings: all_labels.warnings.clone(),
     };
-    // Exact capacities: the hits are most of a large sweep's memory, and a
-    // doubling vector would hold up to twice them.
-    let mut counts = vec![0usize; record_grid.configs.len()];
-    for sw in &swept {
-        for (c, _) in &sw.hits {
-            counts[*c as usize] += 1;
-        }
-    }
-    let mut outcomes: Vec<crate::result::ConfigOutcomes> = record_grid
-        .configs
-        .iter()
-        .zip(counts)
-        .map(|(c, n)| crate::result::ConfigOutcomes {
-            config: c.id.clone(),
-            hits: Vec::with_capacity(n),
-        })
-        .collect();
+    let filling = filling.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut index = vec![None; filling.arrived as usize];
     let mut sessions = Vec::with_capacity(swept.len());
     let mut explain = Vec::new();
     for (si, sw) in swept.into_iter().enumerate() {
-        for (c, mut h) in sw.hits {
-            h.session = si as u32;
-            outcomes[c as usize].hits.push(h);
-        }
+        index[sw.slot as usize] = Some(si as u32);
         sessions.push(sw.session);
         explain.extend(sw.explain);
     }
+    let outcomes: Vec<crate::result::ConfigOutcomes> = record_grid
+        .configs
+        .iter()
+        .zip(filling.finish(&index))
+        .map(|(c, hits)| crate::result::ConfigOutcomes {
+            config: c.id.clone(),
+            hits,
+        })
+        .collect();
     let material = disagreeing
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
@@ -730,4 +772,34 @@ pub fn param_columns(grid: &Grid) -> Vec<&'static str> {
         }
     }
     cols
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filled_hits_are_renumbered_in_session_order_and_dropped_sessions_go() {
+        let hit = |turns_after_stop: u32| Hit {
+            judge_due: 1,
+            turns_after_stop,
+            ..Default::default()
+        };
+        let mut f = Filling::new(2);
+        // Arrival order c, a, x (dropped: read again later), b.
+        assert_eq!(f.push(vec![(0, hit(30)), (1, hit(31))]), 0);
+        assert_eq!(f.push(vec![(1, hit(11))]), 1);
+        assert_eq!(f.push(vec![(0, hit(99)), (1, hit(99))]), 2);
+        assert_eq!(f.push(vec![(0, hit(20))]), 3);
+        // Sorted: a = 0, b = 1, c = 2.
+        let out = f.finish(&[Some(2), Some(0), None, Some(1)]);
+        let seen = |c: usize| -> Vec<(u32, u32)> {
+            out[c]
+                .iter()
+                .map(|h| (h.session, h.turns_after_stop))
+                .collect()
+        };
+        assert_eq!(seen(0), vec![(1, 20), (2, 30)]);
+        assert_eq!(seen(1), vec![(0, 11), (2, 31)]);
+    }
 }
