@@ -347,11 +347,21 @@ pub fn run_sweep(
         // Configurations that detect the same thing share one detection: a
         // large grid holds a few distinct ones per session, not one per hit.
         let mut distinct: Vec<std::sync::Arc<crate::result::FirstDetection>> = Vec::new();
+        let mut effects: std::collections::HashSet<std::sync::Arc<crate::result::Effect>> =
+            std::collections::HashSet::new();
         for (_, h) in &mut hits {
             if let Some(d) = &mut h.first {
                 match distinct.iter().find(|x| x.event == d.event && **x == *d) {
                     Some(x) => *d = x.clone(),
                     None => distinct.push(d.clone()),
+                }
+            }
+            if let Some(e) = &mut h.effect {
+                match effects.get(&**e) {
+                    Some(x) => *e = x.clone(),
+                    None => {
+                        effects.insert(e.clone());
+                    }
                 }
             }
         }
@@ -780,9 +790,8 @@ mod tests {
 
     #[test]
     fn filled_hits_are_renumbered_in_session_order_and_dropped_sessions_go() {
-        let hit = |turns_after_stop: u32| Hit {
-            judge_due: 1,
-            turns_after_stop,
+        let hit = |judge_due: u32| Hit {
+            judge_due,
             ..Default::default()
         };
         let mut f = Filling::new(2);
@@ -794,10 +803,7 @@ mod tests {
         // Sorted: a = 0, b = 1, c = 2.
         let out = f.finish(&[Some(2), Some(0), None, Some(1)]);
         let seen = |c: usize| -> Vec<(u32, u32)> {
-            out[c]
-                .iter()
-                .map(|h| (h.session, h.turns_after_stop))
-                .collect()
+            out[c].iter().map(|h| (h.session, h.judge_due)).collect()
         };
         assert_eq!(seen(0), vec![(1, 20), (2, 30)]);
         assert_eq!(seen(1), vec![(0, 11), (2, 31)]);

@@ -172,7 +172,7 @@ pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> st
             row.push(b',');
             row.extend_from_slice(mid);
             row.push(b',');
-            if let Some(t) = o.stop_turn {
+            if let Some(t) = o.stop_turn() {
                 row.extend_from_slice(t.to_string().as_bytes());
             }
             row.push(b',');
