@@ -572,19 +572,22 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
             None => distance(&v.params, &baseline_cfg.params),
         })
         .collect();
-    let hits: Hits = r
-        .record
-        .outcomes
-        .iter()
-        .map(|c| {
-            let dense = c.dense(r.record.sessions.len());
-            labelled
-                .session
-                .iter()
-                .map(|&s| dense[s].and_then(Hit::turn))
-                .collect()
-        })
-        .collect();
+    // First detection turns on the labelled sessions, one configuration at a
+    // time: a table of every configuration (80 MB for 1,000 x 10,000) is
+    // built only for the union search, which needs it.
+    let mut labelled_at: Vec<Option<u32>> = vec![None; r.record.sessions.len()];
+    for (j, &s) in labelled.session.iter().enumerate() {
+        labelled_at[s] = Some(j as u32);
+    }
+    let turns = |c: usize| -> Vec<Option<u32>> {
+        let mut v = vec![None; labelled.len()];
+        for h in &r.record.outcomes[c].hits {
+            if let Some(j) = labelled_at[h.session as usize] {
+                v[j as usize] = h.turn();
+            }
+        }
+        v
+    };
     let in_family: Vec<usize> = (0..n)
         .filter(|&c| opts.across_families || family[c] == baseline_cfg.family)
         .collect();
@@ -593,12 +596,11 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     let base = r.baseline;
 
     let choose_single = |keep: &dyn Fn(usize) -> bool| {
-        let tallies: Vec<Tally> = hits
-            .iter()
-            .map(|h| recommend::tally(&labelled, h, keep))
+        let tallies: Vec<Tally> = (0..n)
+            .map(|c| recommend::tally(&labelled, &turns(c), keep))
             .collect();
         recommend::pick(&in_family, &tallies, &dist, objective, &tallies[base])
-            .map(|c| (vec![c], hits[c].clone()))
+            .map(|c| (vec![c], turns(c)))
     };
     let recommended = choose_single(&|_| true).map(|(m, _)| m[0]);
     if recommended.is_none() {
@@ -614,9 +616,8 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     }
 
     // Every other family's best under the same rule (the baseline's cap).
-    let all_tallies: Vec<Tally> = hits
-        .iter()
-        .map(|h| recommend::tally(&labelled, h, |_| true))
+    let all_tallies: Vec<Tally> = (0..n)
+        .map(|c| recommend::tally(&labelled, &turns(c), |_| true))
         .collect();
     let mut seen: Vec<&str> = Vec::new();
     for &f in &family {
@@ -648,6 +649,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     }
 
     if opts.combine >= 2 {
+        let hits: Hits = (0..n).map(turns).collect();
         let choose_union = |keep: &dyn Fn(usize) -> bool| {
             recommend::forward_union(
                 &labelled,
