@@ -951,7 +951,7 @@ pub mod compact {
     /// One configuration's hits, written as arrays without building them.
     struct Rows<'a> {
         hits: &'a [Hit],
-        index: &'a HashMap<*const FirstDetection, u64>,
+        index: &'a PtrMap<u64>,
     }
 
     impl Serialize for Rows<'_> {
@@ -960,32 +960,90 @@ pub mod compact {
             let mut seq = ser.serialize_seq(Some(self.hits.len()))?;
             for h in self.hits {
                 let det = h.first.as_ref().map(|d| self.index[&Arc::as_ptr(d)]);
-                let row = [
-                    Some(h.session as u64),
-                    det,
-                    h.stop_turn().map(u64::from),
-                    Some(h.warnings() as u64),
-                    Some(h.unheeded() as u64),
-                    Some(h.judge_due as u64),
-                    Some(h.judge_no_verdict as u64),
-                    Some(h.turns_after_stop() as u64),
-                    Some(h.tokens_after_stop()),
+                let counts = [
+                    h.warnings() as u64,
+                    h.unheeded() as u64,
+                    h.judge_due as u64,
+                    h.judge_no_verdict as u64,
+                    h.turns_after_stop() as u64,
+                    h.tokens_after_stop(),
                 ];
                 // Trailing defaults go: zero counts, then an absent stop
                 // turn, then an absent detection (a detection 0 or a stop
                 // at turn 0 stays).
-                let mut n = row.len();
-                while n > 3 && row[n - 1] == Some(0) {
+                let mut n = 3 + counts.len();
+                while n > 3 && counts[n - 4] == 0 {
                     n -= 1;
                 }
-                while n > 1 && n <= 3 && row[n - 1].is_none() {
-                    n -= 1;
+                let stop = h.stop_turn().map(u64::from);
+                if n == 3 && stop.is_none() {
+                    n = if det.is_none() { 1 } else { 2 };
                 }
-                seq.serialize_element(&row[..n])?;
+                seq.serialize_element(&Row {
+                    session: h.session as u64,
+                    det,
+                    stop,
+                    counts: &counts[..n.saturating_sub(3)],
+                    len: n,
+                })?;
             }
             seq.end()
         }
     }
+
+    /// One hit's array: its first `len` values (the counts after the first three).
+    struct Row<'a> {
+        session: u64,
+        det: Option<u64>,
+        stop: Option<u64>,
+        counts: &'a [u64],
+        len: usize,
+    }
+
+    impl Serialize for Row<'_> {
+        fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeTuple;
+            let mut t = ser.serialize_tuple(self.len)?;
+            t.serialize_element(&self.session)?;
+            if self.len > 1 {
+                t.serialize_element(&self.det)?;
+            }
+            if self.len > 2 {
+                t.serialize_element(&self.stop)?;
+            }
+            for c in self.counts {
+                t.serialize_element(c)?;
+            }
+            t.end()
+        }
+    }
+
+    /// A hasher for pointers (the index is looked up once per hit; SipHash
+    /// was a visible share of writing a large result).
+    #[derive(Default)]
+    struct PtrHasher(u64);
+
+    impl std::hash::Hasher for PtrHasher {
+        fn finish(&self) -> u64 {
+            self.0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            for &b in bytes {
+                self.write_u64(self.0 ^ b as u64);
+            }
+        }
+        fn write_u64(&mut self, n: u64) {
+            // Multiply, then fold the high bits down: aligned pointers have
+            // zero low bits, and the table indexes by the low bits.
+            let x = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.0 = x ^ (x >> 29);
+        }
+        fn write_usize(&mut self, n: usize) {
+            self.write_u64(n as u64);
+        }
+    }
+
+    type PtrMap<V> = HashMap<*const FirstDetection, V, std::hash::BuildHasherDefault<PtrHasher>>;
 
     #[derive(Serialize)]
     struct OutConfig<'a> {
@@ -1018,7 +1076,7 @@ pub mod compact {
     ) -> Result<S::Ok, S::Error> {
         // Shared detections by pointer, then by value (a merged or loaded
         // record may hold equal detections apart).
-        let mut index: HashMap<*const FirstDetection, u64> = HashMap::new();
+        let mut index: PtrMap<u64> = PtrMap::default();
         let mut by_value: HashMap<&FirstDetection, u64> = HashMap::new();
         let mut detections: Vec<&FirstDetection> = Vec::new();
         for h in outcomes.iter().flat_map(|c| &c.hits) {
