@@ -717,36 +717,39 @@ fn finish_sweep(
         progress.inc(1);
         r
     };
-    let ((sweep_done, detections_done), (summary_done, report_done)) = crate::pool::pool(jobs)?
+    // Longest first (summary.json, then detections.csv): the short ones go to
+    // whichever thread is free first.
+    let (summary_done, (detections_done, (report_done, sweep_done))) = crate::pool::pool(jobs)?
         .install(|| {
             rayon::join(
                 || {
+                    written_one(crate::report::write_atomic_with(&summary_json, |w| {
+                        crate::report::summary::write_summary(result, w)
+                    }))
+                },
+                || {
                     rayon::join(
-                        || {
-                            written_one(crate::report::write_atomic(
-                                &sweep_csv,
-                                &crate::report::csv_out::sweep_csv(result),
-                            ))
-                        },
                         || {
                             written_one(crate::report::write_atomic_with(&detections_csv, |w| {
                                 crate::report::csv_out::write_detections_csv(result, w)
                             }))
                         },
-                    )
-                },
-                || {
-                    rayon::join(
                         || {
-                            written_one(crate::report::write_atomic_with(&summary_json, |w| {
-                                crate::report::summary::write_summary(result, w)
-                            }))
-                        },
-                        || {
-                            let data = crate::report::model::ReportData::from_result(result);
-                            let done = crate::report::html::write_report(&data, &staged);
-                            progress.inc(1);
-                            done
+                            rayon::join(
+                                || {
+                                    let data =
+                                        crate::report::model::ReportData::from_result(result);
+                                    let done = crate::report::html::write_report(&data, &staged);
+                                    progress.inc(1);
+                                    done
+                                },
+                                || {
+                                    written_one(crate::report::write_atomic(
+                                        &sweep_csv,
+                                        &crate::report::csv_out::sweep_csv(result),
+                                    ))
+                                },
+                            )
                         },
                     )
                 },
