@@ -637,12 +637,12 @@ pub fn score_hits(
         match label {
             Some(l) if l.is_loop => {
                 s.labeled_loops += 1;
-                s.tokens_saved_on_loops += o.tokens_after_stop;
+                s.tokens_saved_on_loops += o.tokens_after_stop();
             }
             Some(_) => {
                 s.labeled_clean += 1;
                 clean_turns += turns as u64;
-                s.tokens_lost_on_clean += o.tokens_after_stop;
+                s.tokens_lost_on_clean += o.tokens_after_stop();
             }
             None => {}
         }
@@ -652,13 +652,13 @@ pub fn score_hits(
         }
         s.judge_checks_due += o.judge_due as u64;
         s.judge_checks_no_verdict += o.judge_no_verdict as u64;
-        if o.stop_turn.is_some() {
+        if o.stop_turn().is_some() {
             s.stops += 1;
         }
-        s.warnings += o.warnings as u64;
-        s.unheeded += o.unheeded as u64;
-        s.tokens_after_detection += o.tokens_after_stop;
-        s.turns_after_detection += o.turns_after_stop as u64;
+        s.warnings += o.warnings() as u64;
+        s.unheeded += o.unheeded() as u64;
+        s.tokens_after_detection += o.tokens_after_stop();
+        s.turns_after_detection += o.turns_after_stop() as u64;
     }
     let tp = s.true_positives as f64;
     let fired = (s.true_positives + s.false_positives) as f64;

@@ -116,16 +116,6 @@ impl OutputSet {
         crate::report::write_atomic(&staged, bytes).map_err(|e| Error::io(target, e))
     }
 
-    /// Stage `target`, its content written by `fill` (streamed, not held whole).
-    pub fn write_with(
-        &mut self,
-        target: &Path,
-        fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
-    ) -> Result<()> {
-        let staged = self.stage(target)?;
-        crate::report::write_atomic_with(&staged, fill).map_err(|e| Error::io(target, e))
-    }
-
     /// Move every staged file into place (each rename is atomic; signals wait
     /// until all are done) and remove the staging folders. Returns the targets
     /// written, in staging order. A replaced file keeps its mode.

@@ -286,33 +286,101 @@ impl std::fmt::Display for PlaceRecord {
 }
 
 /// What one configuration did on one session, as scores and outputs need it.
+/// A large sweep holds millions, so it is small (32 bytes): what is rare or
+/// shared between configurations (the first detection, the policy's stop and
+/// warnings) sits behind shared pointers.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(from = "FlatHit", into = "FlatHit")]
 pub struct Hit {
     /// Index of the session in [`SweepRecord::sessions`].
     pub session: u32,
+    /// Judge checks due.
+    pub judge_due: u32,
+    /// Of those, without a recorded verdict.
+    pub judge_no_verdict: u32,
     /// The scored (first) detection; configurations that detect the same
     /// thing on a session share one.
     pub first: Option<Arc<FirstDetection>>,
+    /// What the policy did (`None`: no stop, no warning, nothing unheeded);
+    /// configurations that act alike on a session share one.
+    pub effect: Option<Arc<Effect>>,
+}
+
+/// What a configuration's policy did to a session: its stop and what came
+/// after it, its warnings, and the detections nobody acted on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Effect {
     /// Turn where the policy stops the session.
     pub stop_turn: Option<u32>,
     /// Warnings before the stop.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub warnings: u32,
     /// Detections nobody acted on.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub unheeded: u32,
-    /// Judge checks due.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub judge_due: u32,
-    /// Of those, without a recorded verdict.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub judge_no_verdict: u32,
     /// Turns after the stop.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub turns_after_stop: u32,
     /// Tokens after the stop.
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub tokens_after_stop: u64,
+}
+
+impl Effect {
+    /// The effect, or `None` when the policy did nothing.
+    pub fn new(e: Effect) -> Option<Arc<Effect>> {
+        (e != Effect::default()).then(|| Arc::new(e))
+    }
+}
+
+/// A hit as one object with every field (how schema 2 wrote it).
+#[derive(Serialize, Deserialize)]
+struct FlatHit {
+    session: u32,
+    first: Option<Arc<FirstDetection>>,
+    stop_turn: Option<u32>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    warnings: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    unheeded: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    judge_due: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    judge_no_verdict: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    turns_after_stop: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    tokens_after_stop: u64,
+}
+
+impl From<FlatHit> for Hit {
+    fn from(f: FlatHit) -> Hit {
+        Hit {
+            session: f.session,
+            judge_due: f.judge_due,
+            judge_no_verdict: f.judge_no_verdict,
+            first: f.first,
+            effect: Effect::new(Effect {
+                stop_turn: f.stop_turn,
+                warnings: f.warnings,
+                unheeded: f.unheeded,
+                turns_after_stop: f.turns_after_stop,
+                tokens_after_stop: f.tokens_after_stop,
+            }),
+        }
+    }
+}
+
+impl From<Hit> for FlatHit {
+    fn from(h: Hit) -> FlatHit {
+        FlatHit {
+            session: h.session,
+            stop_turn: h.stop_turn(),
+            warnings: h.warnings(),
+            unheeded: h.unheeded(),
+            judge_due: h.judge_due,
+            judge_no_verdict: h.judge_no_verdict,
+            turns_after_stop: h.turns_after_stop(),
+            tokens_after_stop: h.tokens_after_stop(),
+            first: h.first,
+        }
+    }
 }
 
 fn is_zero(x: &u32) -> bool {
@@ -349,13 +417,15 @@ impl Hit {
                     place: None,
                 })
             }),
-            stop_turn: o.stop.map(|s| s.turn),
-            warnings: o.warnings,
-            unheeded: o.unheeded,
+            effect: Effect::new(Effect {
+                stop_turn: o.stop.map(|s| s.turn),
+                warnings: o.warnings,
+                unheeded: o.unheeded,
+                turns_after_stop: o.turns_after_stop,
+                tokens_after_stop: o.tokens_after_stop,
+            }),
             judge_due: o.judge_due,
             judge_no_verdict: o.judge_no_verdict,
-            turns_after_stop: o.turns_after_stop,
-            tokens_after_stop: o.tokens_after_stop,
         })
     }
 
@@ -374,6 +444,31 @@ impl Hit {
     /// Turn of the first detection.
     pub fn turn(&self) -> Option<u32> {
         self.first.as_ref().map(|d| d.turn)
+    }
+
+    /// Turn where the policy stops the session.
+    pub fn stop_turn(&self) -> Option<u32> {
+        self.effect.as_ref().and_then(|e| e.stop_turn)
+    }
+
+    /// Warnings before the stop.
+    pub fn warnings(&self) -> u32 {
+        self.effect.as_ref().map_or(0, |e| e.warnings)
+    }
+
+    /// Detections nobody acted on.
+    pub fn unheeded(&self) -> u32 {
+        self.effect.as_ref().map_or(0, |e| e.unheeded)
+    }
+
+    /// Turns after the stop.
+    pub fn turns_after_stop(&self) -> u32 {
+        self.effect.as_ref().map_or(0, |e| e.turns_after_stop)
+    }
+
+    /// Tokens after the stop.
+    pub fn tokens_after_stop(&self) -> u64 {
+        self.effect.as_ref().map_or(0, |e| e.tokens_after_stop)
     }
 }
 
@@ -878,7 +973,7 @@ pub fn record_text(r: &Record) -> String {
 /// index into `detections`, `null` for none; trailing zeros and nulls left
 /// out). A tenth of the bytes of one object per hit.
 pub mod compact {
-    use super::{ConfigOutcomes, FirstDetection, Hit};
+    use super::{ConfigOutcomes, Effect, FirstDetection, Hit};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use std::collections::HashMap;
     use std::sync::Arc;
@@ -886,7 +981,7 @@ pub mod compact {
     /// One configuration's hits, written as arrays without building them.
     struct Rows<'a> {
         hits: &'a [Hit],
-        index: &'a HashMap<*const FirstDetection, u64>,
+        index: &'a PtrMap<u64>,
     }
 
     impl Serialize for Rows<'_> {
@@ -895,32 +990,90 @@ pub mod compact {
             let mut seq = ser.serialize_seq(Some(self.hits.len()))?;
             for h in self.hits {
                 let det = h.first.as_ref().map(|d| self.index[&Arc::as_ptr(d)]);
-                let row = [
-                    Some(h.session as u64),
-                    det,
-                    h.stop_turn.map(u64::from),
-                    Some(h.warnings as u64),
-                    Some(h.unheeded as u64),
-                    Some(h.judge_due as u64),
-                    Some(h.judge_no_verdict as u64),
-                    Some(h.turns_after_stop as u64),
-                    Some(h.tokens_after_stop),
+                let counts = [
+                    h.warnings() as u64,
+                    h.unheeded() as u64,
+                    h.judge_due as u64,
+                    h.judge_no_verdict as u64,
+                    h.turns_after_stop() as u64,
+                    h.tokens_after_stop(),
                 ];
                 // Trailing defaults go: zero counts, then an absent stop
                 // turn, then an absent detection (a detection 0 or a stop
                 // at turn 0 stays).
-                let mut n = row.len();
-                while n > 3 && row[n - 1] == Some(0) {
+                let mut n = 3 + counts.len();
+                while n > 3 && counts[n - 4] == 0 {
                     n -= 1;
                 }
-                while n > 1 && n <= 3 && row[n - 1].is_none() {
-                    n -= 1;
+                let stop = h.stop_turn().map(u64::from);
+                if n == 3 && stop.is_none() {
+                    n = if det.is_none() { 1 } else { 2 };
                 }
-                seq.serialize_element(&row[..n])?;
+                seq.serialize_element(&Row {
+                    session: h.session as u64,
+                    det,
+                    stop,
+                    counts: &counts[..n.saturating_sub(3)],
+                    len: n,
+                })?;
             }
             seq.end()
         }
     }
+
+    /// One hit's array: its first `len` values (the counts after the first three).
+    struct Row<'a> {
+        session: u64,
+        det: Option<u64>,
+        stop: Option<u64>,
+        counts: &'a [u64],
+        len: usize,
+    }
+
+    impl Serialize for Row<'_> {
+        fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeTuple;
+            let mut t = ser.serialize_tuple(self.len)?;
+            t.serialize_element(&self.session)?;
+            if self.len > 1 {
+                t.serialize_element(&self.det)?;
+            }
+            if self.len > 2 {
+                t.serialize_element(&self.stop)?;
+            }
+            for c in self.counts {
+                t.serialize_element(c)?;
+            }
+            t.end()
+        }
+    }
+
+    /// A hasher for pointers (the index is looked up once per hit; SipHash
+    /// was a visible share of writing a large result).
+    #[derive(Default)]
+    struct PtrHasher(u64);
+
+    impl std::hash::Hasher for PtrHasher {
+        fn finish(&self) -> u64 {
+            self.0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            for &b in bytes {
+                self.write_u64(self.0 ^ b as u64);
+            }
+        }
+        fn write_u64(&mut self, n: u64) {
+            // Multiply, then fold the high bits down: aligned pointers have
+            // zero low bits, and the table indexes by the low bits.
+            let x = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.0 = x ^ (x >> 29);
+        }
+        fn write_usize(&mut self, n: usize) {
+            self.write_u64(n as u64);
+        }
+    }
+
+    type PtrMap<V> = HashMap<*const FirstDetection, V, std::hash::BuildHasherDefault<PtrHasher>>;
 
     #[derive(Serialize)]
     struct OutConfig<'a> {
@@ -953,7 +1106,7 @@ pub mod compact {
     ) -> Result<S::Ok, S::Error> {
         // Shared detections by pointer, then by value (a merged or loaded
         // record may hold equal detections apart).
-        let mut index: HashMap<*const FirstDetection, u64> = HashMap::new();
+        let mut index: PtrMap<u64> = PtrMap::default();
         let mut by_value: HashMap<&FirstDetection, u64> = HashMap::new();
         let mut detections: Vec<&FirstDetection> = Vec::new();
         for h in outcomes.iter().flat_map(|c| &c.hits) {
@@ -1011,6 +1164,7 @@ pub mod compact {
     fn from_compact<E: serde::de::Error>(inp: In) -> Result<Vec<ConfigOutcomes>, E> {
         let detections: Vec<Arc<FirstDetection>> =
             inp.detections.into_iter().map(Arc::new).collect();
+        let mut effects: HashMap<Effect, Arc<Effect>> = HashMap::new();
         inp.configs
             .into_iter()
             .map(|c| {
@@ -1036,19 +1190,29 @@ pub mod compact {
                                     .clone(),
                             ),
                         };
+                        let effect = Effect {
+                            stop_turn: at(2).map(|_| small(2)).transpose()?,
+                            warnings: small(3)?,
+                            unheeded: small(4)?,
+                            turns_after_stop: small(7)?,
+                            tokens_after_stop: at(8).unwrap_or(0),
+                        };
+                        // Equal effects shared again, as the sweep shares them.
+                        let effect = (effect != Effect::default()).then(|| {
+                            effects
+                                .entry(effect)
+                                .or_insert_with_key(|e| Arc::new(e.clone()))
+                                .clone()
+                        });
                         Ok(Hit {
                             session: u32::try_from(
                                 at(0).ok_or_else(|| E::custom("a hit without a session"))?,
                             )
                             .map_err(|_| E::custom("a hit's session is out of range"))?,
                             first,
-                            stop_turn: at(2).map(|_| small(2)).transpose()?,
-                            warnings: small(3)?,
-                            unheeded: small(4)?,
+                            effect,
                             judge_due: small(5)?,
                             judge_no_verdict: small(6)?,
-                            turns_after_stop: small(7)?,
-                            tokens_after_stop: at(8).unwrap_or(0),
                         })
                     })
                     .collect::<Result<Vec<Hit>, E>>()?;
@@ -1102,16 +1266,29 @@ mod tests {
                 config: "b".into(),
                 hits: vec![
                     Hit {
-                        stop_turn: Some(3),
-                        tokens_after_stop: 7,
+                        effect: Effect::new(Effect {
+                            stop_turn: Some(3),
+                            tokens_after_stop: 7,
+                            ..Default::default()
+                        }),
                         ..hit(0, Some(shared.clone()))
                     },
                     // Equal by value, apart in memory: written once.
                     hit(2, Some(d(9, "x"))),
                     hit(3, Some(d(12, "y"))),
                     Hit {
-                        stop_turn: Some(0),
+                        effect: Effect::new(Effect {
+                            stop_turn: Some(0),
+                            ..Default::default()
+                        }),
                         ..hit(4, None)
+                    },
+                    Hit {
+                        effect: Effect::new(Effect {
+                            stop_turn: Some(0),
+                            ..Default::default()
+                        }),
+                        ..hit(5, None)
                     },
                 ],
             },
@@ -1127,12 +1304,30 @@ mod tests {
         .unwrap();
         assert!(text.contains(r#"[[0,0],[1,null,null,0,0,4,4]]"#), "{text}");
         assert!(
-            text.contains(r#"[[0,0,3,0,0,0,0,0,7],[2,0],[3,1],[4,null,0]]"#),
+            text.contains(r#"[[0,0,3,0,0,0,0,0,7],[2,0],[3,1],[4,null,0],[5,null,0]]"#),
             "{text}"
         );
         assert_eq!(text.matches("tool_call").count(), 2, "{text}");
         let back: W = serde_json::from_str(&text).unwrap();
         assert_eq!(back.o, outcomes);
+        // Equal effects are shared again on loading.
+        let (e4, e5) = (&back.o[1].hits[3].effect, &back.o[1].hits[4].effect);
+        assert!(Arc::ptr_eq(e4.as_ref().unwrap(), e5.as_ref().unwrap()));
+        // Schema 2 wrote one object per hit: it still reads, and writes back alike.
+        let flat =
+            r#"{"session":4,"first":null,"stop_turn":0,"judge_due":2,"tokens_after_stop":9}"#;
+        let h: Hit = serde_json::from_str(flat).unwrap();
+        assert_eq!(
+            (h.stop_turn(), h.judge_due, h.tokens_after_stop()),
+            (Some(0), 2, 9)
+        );
+        assert_eq!(serde_json::to_string(&h).unwrap(), flat);
+        let quiet: Hit =
+            serde_json::from_str(r#"{"session":1,"first":null,"stop_turn":null,"judge_due":3}"#)
+                .unwrap();
+        assert_eq!(quiet.effect, None);
+        // Millions are held at once in a large sweep.
+        assert!(std::mem::size_of::<Hit>() <= 32);
         let bad = text.replace("[3,1]", "[3,5]");
         let e = serde_json::from_str::<W>(&bad).unwrap_err().to_string();
         assert!(e.contains("detection 5"), "{e}");

@@ -651,6 +651,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let writing = crate::progress::for_stderr(req.quiet, "writing outputs");
     let mut code = finish_sweep(
         &result,
+        opts.jobs,
         &out_dir,
         &req.ci,
         &plain,
@@ -680,10 +681,12 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 }
 
 /// Write every output of an analysed result, print the summary and the gates.
-/// `started` is when the command began, for the closing line's whole-run time.
+/// `started` is when the command began, for the closing line's whole-run time;
+/// `jobs` caps the writing threads (0: every core).
 #[allow(clippy::too_many_arguments)]
 fn finish_sweep(
     result: &crate::sweep::SweepResult,
+    jobs: usize,
     out_dir: &std::path::Path,
     ci: &CiArgs,
     gates: &[crate::gates::Gate],
@@ -698,21 +701,61 @@ fn finish_sweep(
     // (src/outdir.rs): an error or a signal before then leaves the previous
     // outputs as they were.
     let mut set = crate::outdir::OutputSet::new();
-    set.write(&files.sweep_csv, &crate::report::csv_out::sweep_csv(result))?;
-    progress.set_length(4);
-    progress.inc(1);
-    set.write_with(&files.detections_csv, |w| {
-        crate::report::csv_out::write_detections_csv(result, w)
-    })?;
-    progress.inc(1);
-    set.write_with(&files.summary_json, |w| {
-        crate::report::summary::write_summary(result, w)
-    })?;
-    progress.inc(1);
-    let mut report_failed = false;
-    let data = crate::report::model::ReportData::from_result(result);
+    let sweep_csv = set.stage(&files.sweep_csv)?;
+    let detections_csv = set.stage(&files.detections_csv)?;
+    let summary_json = set.stage(&files.summary_json)?;
     let staged = set.stage(&files.report_html)?;
-    if let Err(e) = crate::report::html::write_report(&data, &staged) {
+    progress.set_length(4);
+    // The outputs are independent and each is mostly formatting and the
+    // disk's flush: they are written at once, on up to `jobs` threads.
+    let written_one = |r: std::io::Result<()>| {
+        progress.inc(1);
+        r
+    };
+    // Longest first (summary.json, then detections.csv): the short ones go to
+    // whichever thread is free first.
+    let (summary_done, (detections_done, (report_done, sweep_done))) = crate::pool::pool(jobs)?
+        .install(|| {
+            rayon::join(
+                || {
+                    written_one(crate::report::write_atomic_with(&summary_json, |w| {
+                        crate::report::summary::write_summary(result, w)
+                    }))
+                },
+                || {
+                    rayon::join(
+                        || {
+                            written_one(crate::report::write_atomic_with(&detections_csv, |w| {
+                                crate::report::csv_out::write_detections_csv(result, w)
+                            }))
+                        },
+                        || {
+                            rayon::join(
+                                || {
+                                    let data =
+                                        crate::report::model::ReportData::from_result(result);
+                                    let done = crate::report::html::write_report(&data, &staged);
+                                    progress.inc(1);
+                                    done
+                                },
+                                || {
+                                    written_one(crate::report::write_atomic(
+                                        &sweep_csv,
+                                        &crate::report::csv_out::sweep_csv(result),
+                                    ))
+                                },
+                            )
+                        },
+                    )
+                },
+            )
+        });
+    // Errors in the order the files were written one after another before.
+    sweep_done.map_err(|e| Error::io(&files.sweep_csv, e))?;
+    detections_done.map_err(|e| Error::io(&files.detections_csv, e))?;
+    summary_done.map_err(|e| Error::io(&files.summary_json, e))?;
+    let mut report_failed = false;
+    if let Err(e) = report_done {
         report_failed = true;
         // Name the target, not the staging folder the user never sees.
         let msg = e.to_string().replace(
@@ -873,6 +916,7 @@ pub fn merge_command(
     let writing = crate::progress::for_stderr(false, "writing outputs");
     finish_sweep(
         &result,
+        0,
         out_dir,
         ci,
         gates,

@@ -233,10 +233,59 @@ pub fn grid_record(grid: &Grid) -> GridRecord {
 /// One session of a streamed sweep, once its records are gone.
 struct Swept {
     session: crate::result::SessionRecord,
-    /// `(configuration, what it did)` where something happened; the hit's
-    /// session index is set once every session is known.
-    hits: Vec<(u32, Hit)>,
+    /// Its arrival number: what its hits carry as their session until every
+    /// session is known (see [`Filling`]).
+    slot: u32,
     explain: Option<crate::result::SessionLines>,
+}
+
+/// Every configuration's hits, filled as sessions stream by. A hit's
+/// `session` is its session's arrival number until [`Filling::finish`]
+/// renumbers it in sorted session order: the hits are most of a large
+/// sweep's memory and are held once, never copied into a second layout.
+struct Filling {
+    arrived: u32,
+    hits: Vec<Vec<Hit>>,
+}
+
+impl Filling {
+    fn new(configs: usize) -> Filling {
+        Filling {
+            arrived: 0,
+            hits: vec![Vec::new(); configs],
+        }
+    }
+
+    /// Take one session's `(configuration, hit)`s; returns its arrival number.
+    fn push(&mut self, hits: Vec<(u32, Hit)>) -> u32 {
+        let slot = self.arrived;
+        self.arrived += 1;
+        for (c, mut h) in hits {
+            h.session = slot;
+            self.hits[c as usize].push(h);
+        }
+        slot
+    }
+
+    /// Renumber every hit by `index[arrival number]` (`None`: a session
+    /// the stream dropped, e.g. one read again to merge an id spread over
+    /// several files) and put each configuration's hits in session order.
+    fn finish(self, index: &[Option<u32>]) -> Vec<Vec<Hit>> {
+        let mut all = self.hits;
+        for hits in &mut all {
+            hits.retain_mut(|h| match index[h.session as usize] {
+                Some(i) => {
+                    h.session = i;
+                    true
+                }
+                None => false,
+            });
+            // A configuration has at most one hit per session: the order is total.
+            hits.sort_unstable_by_key(|h| h.session);
+            hits.shrink_to_fit();
+        }
+        all
+    }
 }
 
 /// The sessions where the stock profiles disagree most, kept as they stream
@@ -277,6 +326,7 @@ pub fn run_sweep(
         .filter(|&c| record_grid.configs[c].stock)
         .collect();
     let disagreeing = std::sync::Mutex::new(Disagreeing::new());
+    let filling = std::sync::Mutex::new(Filling::new(record_grid.configs.len()));
     let read = crate::input::ReadOptions {
         jobs: opts.jobs,
         ..read.clone()
@@ -300,11 +350,21 @@ pub fn run_sweep(
         // Configurations that detect the same thing share one detection: a
         // large grid holds a few distinct ones per session, not one per hit.
         let mut distinct: Vec<std::sync::Arc<crate::result::FirstDetection>> = Vec::new();
+        let mut effects: std::collections::HashSet<std::sync::Arc<crate::result::Effect>> =
+            std::collections::HashSet::new();
         for (_, h) in &mut hits {
             if let Some(d) = &mut h.first {
                 match distinct.iter().find(|x| x.event == d.event && **x == *d) {
                     Some(x) => *d = x.clone(),
                     None => distinct.push(d.clone()),
+                }
+            }
+            if let Some(e) = &mut h.effect {
+                match effects.get(&**e) {
+                    Some(x) => *e = x.clone(),
+                    None => {
+                        effects.insert(e.clone());
+                    }
                 }
             }
         }
@@ -342,11 +402,12 @@ pub fn run_sweep(
         }
         let explain = label
             .map(|l| crate::result::explain_lines(&s, &place, first_events(false), l.onset_turn));
+        let slot = filling.lock().unwrap_or_else(|e| e.into_inner()).push(hits);
         (
             s.inline_label,
             Some(Swept {
                 session: crate::result::SessionRecord::of(&s, label),
-                hits,
+                slot,
                 explain,
             }),
         )
@@ -375,33 +436,24 @@ pub fn run_sweep(
         file: all_labels.file.clone(),
         warnings: all_labels.warnings.clone(),
     };
-    // Exact capacities: the hits are most of a large sweep's memory, and a
-    // doubling vector would hold up to twice them.
-    let mut counts = vec![0usize; record_grid.configs.len()];
-    for sw in &swept {
-        for (c, _) in &sw.hits {
-            counts[*c as usize] += 1;
-        }
-    }
-    let mut outcomes: Vec<crate::result::ConfigOutcomes> = record_grid
-        .configs
-        .iter()
-        .zip(counts)
-        .map(|(c, n)| crate::result::ConfigOutcomes {
-            config: c.id.clone(),
-            hits: Vec::with_capacity(n),
-        })
-        .collect();
+    let filling = filling.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut index = vec![None; filling.arrived as usize];
     let mut sessions = Vec::with_capacity(swept.len());
     let mut explain = Vec::new();
     for (si, sw) in swept.into_iter().enumerate() {
-        for (c, mut h) in sw.hits {
-            h.session = si as u32;
-            outcomes[c as usize].hits.push(h);
-        }
+        index[sw.slot as usize] = Some(si as u32);
         sessions.push(sw.session);
         explain.extend(sw.explain);
     }
+    let outcomes: Vec<crate::result::ConfigOutcomes> = record_grid
+        .configs
+        .iter()
+        .zip(filling.finish(&index))
+        .map(|(c, hits)| crate::result::ConfigOutcomes {
+            config: c.id.clone(),
+            hits,
+        })
+        .collect();
     let material = disagreeing
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
@@ -523,19 +575,22 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
             None => distance(&v.params, &baseline_cfg.params),
         })
         .collect();
-    let hits: Hits = r
-        .record
-        .outcomes
-        .iter()
-        .map(|c| {
-            let dense = c.dense(r.record.sessions.len());
-            labelled
-                .session
-                .iter()
-                .map(|&s| dense[s].and_then(Hit::turn))
-                .collect()
-        })
-        .collect();
+    // First detection turns on the labelled sessions, one configuration at a
+    // time: a table of every configuration (80 MB for 1,000 x 10,000) is
+    // built only for the union search, which needs it.
+    let mut labelled_at: Vec<Option<u32>> = vec![None; r.record.sessions.len()];
+    for (j, &s) in labelled.session.iter().enumerate() {
+        labelled_at[s] = Some(j as u32);
+    }
+    let turns = |c: usize| -> Vec<Option<u32>> {
+        let mut v = vec![None; labelled.len()];
+        for h in &r.record.outcomes[c].hits {
+            if let Some(j) = labelled_at[h.session as usize] {
+                v[j as usize] = h.turn();
+            }
+        }
+        v
+    };
     let in_family: Vec<usize> = (0..n)
         .filter(|&c| opts.across_families || family[c] == baseline_cfg.family)
         .collect();
@@ -544,12 +599,11 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     let base = r.baseline;
 
     let choose_single = |keep: &dyn Fn(usize) -> bool| {
-        let tallies: Vec<Tally> = hits
-            .iter()
-            .map(|h| recommend::tally(&labelled, h, keep))
+        let tallies: Vec<Tally> = (0..n)
+            .map(|c| recommend::tally(&labelled, &turns(c), keep))
             .collect();
         recommend::pick(&in_family, &tallies, &dist, objective, &tallies[base])
-            .map(|c| (vec![c], hits[c].clone()))
+            .map(|c| (vec![c], turns(c)))
     };
     let recommended = choose_single(&|_| true).map(|(m, _)| m[0]);
     if recommended.is_none() {
@@ -565,9 +619,8 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     }
 
     // Every other family's best under the same rule (the baseline's cap).
-    let all_tallies: Vec<Tally> = hits
-        .iter()
-        .map(|h| recommend::tally(&labelled, h, |_| true))
+    let all_tallies: Vec<Tally> = (0..n)
+        .map(|c| recommend::tally(&labelled, &turns(c), |_| true))
         .collect();
     let mut seen: Vec<&str> = Vec::new();
     for &f in &family {
@@ -599,6 +652,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     }
 
     if opts.combine >= 2 {
+        let hits: Hits = (0..n).map(turns).collect();
         let choose_union = |keep: &dyn Fn(usize) -> bool| {
             recommend::forward_union(
                 &labelled,
@@ -733,4 +787,30 @@ pub fn param_columns(grid: &Grid) -> Vec<&'static str> {
         }
     }
     cols
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filled_hits_are_renumbered_in_session_order_and_dropped_sessions_go() {
+        let hit = |judge_due: u32| Hit {
+            judge_due,
+            ..Default::default()
+        };
+        let mut f = Filling::new(2);
+        // Arrival order c, a, x (dropped: read again later), b.
+        assert_eq!(f.push(vec![(0, hit(30)), (1, hit(31))]), 0);
+        assert_eq!(f.push(vec![(1, hit(11))]), 1);
+        assert_eq!(f.push(vec![(0, hit(99)), (1, hit(99))]), 2);
+        assert_eq!(f.push(vec![(0, hit(20))]), 3);
+        // Sorted: a = 0, b = 1, c = 2.
+        let out = f.finish(&[Some(2), Some(0), None, Some(1)]);
+        let seen = |c: usize| -> Vec<(u32, u32)> {
+            out[c].iter().map(|h| (h.session, h.judge_due)).collect()
+        };
+        assert_eq!(seen(0), vec![(1, 20), (2, 30)]);
+        assert_eq!(seen(1), vec![(0, 11), (2, 31)]);
+    }
 }

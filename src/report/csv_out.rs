@@ -87,7 +87,6 @@ pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
 /// Streamed to `out` (millions of rows in a large sweep).
 pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     use crate::result::FirstDetection;
-    use std::collections::HashMap;
     let mut w = csv::Writer::from_writer(out);
     w.write_record([
         "config",
@@ -125,63 +124,100 @@ pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> st
     let out = w.into_inner().map_err(|e| e.into_error())?;
     // A large sweep has millions of rows but few distinct detections: each
     // row is its configuration, the cells of its detection on its session
-    // (rendered once), its stop turn, and the detection's place (once).
+    // (rendered once, found among that session's few), its stop turn, and
+    // the detection's place (once). Rows gather in a block written whole.
     type Cells = (Vec<u8>, Vec<u8>);
-    let mut cells: HashMap<(u32, *const FirstDetection), Cells> = HashMap::new();
-    let mut row: Vec<u8> = Vec::new();
+    let mut cells: Vec<Vec<(*const FirstDetection, Cells)>> =
+        vec![Vec::new(); r.record.sessions.len()];
+    let mut block: Vec<u8> = Vec::with_capacity(BLOCK + 4096);
     for (id, hits) in rows {
         let id = csv_cells(&[id]);
         for o in hits {
             let Some(d) = &o.first else { continue };
-            let (mid, tail) = cells
-                .entry((o.session, std::sync::Arc::as_ptr(d)))
-                .or_insert_with(|| {
-                    let s = &r.record.sessions[o.session as usize];
-                    let label = s.label();
-                    let (verd, ttd) = verdict_at(Some(d.turn), label);
-                    let label_str = match label {
-                        Some(l) if l.is_loop => "loop",
-                        Some(_) => "clean",
-                        None => "",
-                    };
-                    let detail: String = d.detail.chars().take(300).collect();
-                    let place = d.place.as_ref();
-                    (
-                        csv_cells(&[
-                            &safe_cell(&s.id),
-                            &d.turn.to_string(),
-                            &d.event.to_string(),
-                            &d.kind,
-                            label_str,
-                            verd.as_str(),
-                            &ttd.map(|t| t.to_string()).unwrap_or_default(),
-                        ]),
-                        csv_cells(&[
-                            &safe_cell(&detail),
-                            &safe_cell(place.map_or("", |p| p.file.as_str())),
-                            &place
-                                .and_then(|p| p.line)
-                                .map(|l| l.to_string())
-                                .unwrap_or_default(),
-                            &safe_cell(place.and_then(|p| p.pointer.as_deref()).unwrap_or("")),
-                        ]),
-                    )
-                });
-            row.clear();
-            row.extend_from_slice(&id);
-            row.push(b',');
-            row.extend_from_slice(mid);
-            row.push(b',');
-            if let Some(t) = o.stop_turn {
-                row.extend_from_slice(t.to_string().as_bytes());
+            let known = &mut cells[o.session as usize];
+            let ptr = std::sync::Arc::as_ptr(d);
+            let at = match known.iter().position(|(p, _)| *p == ptr) {
+                Some(at) => at,
+                None => {
+                    known.push((ptr, detection_cells(r, o.session, d)));
+                    known.len() - 1
+                }
+            };
+            let (mid, tail) = &known[at].1;
+            block.extend_from_slice(&id);
+            block.push(b',');
+            block.extend_from_slice(mid);
+            block.push(b',');
+            if let Some(t) = o.stop_turn() {
+                push_number(&mut block, t);
             }
-            row.push(b',');
-            row.extend_from_slice(tail);
-            row.push(b'\n');
-            out.write_all(&row)?;
+            block.push(b',');
+            block.extend_from_slice(tail);
+            block.push(b'\n');
+            if block.len() >= BLOCK {
+                out.write_all(&block)?;
+                block.clear();
+            }
         }
     }
-    Ok(())
+    out.write_all(&block)
+}
+
+/// Bytes of rows gathered before they are written.
+const BLOCK: usize = 1 << 20;
+
+/// The cells of detection `d` on session `session` either side of the stop
+/// turn: session to turns-to-detection, and detail to pointer.
+fn detection_cells(
+    r: &SweepResult,
+    session: u32,
+    d: &crate::result::FirstDetection,
+) -> (Vec<u8>, Vec<u8>) {
+    let s = &r.record.sessions[session as usize];
+    let label = s.label();
+    let (verd, ttd) = verdict_at(Some(d.turn), label);
+    let label_str = match label {
+        Some(l) if l.is_loop => "loop",
+        Some(_) => "clean",
+        None => "",
+    };
+    let detail: String = d.detail.chars().take(300).collect();
+    let place = d.place.as_ref();
+    (
+        csv_cells(&[
+            &safe_cell(&s.id),
+            &d.turn.to_string(),
+            &d.event.to_string(),
+            &d.kind,
+            label_str,
+            verd.as_str(),
+            &ttd.map(|t| t.to_string()).unwrap_or_default(),
+        ]),
+        csv_cells(&[
+            &safe_cell(&detail),
+            &safe_cell(place.map_or("", |p| p.file.as_str())),
+            &place
+                .and_then(|p| p.line)
+                .map(|l| l.to_string())
+                .unwrap_or_default(),
+            &safe_cell(place.and_then(|p| p.pointer.as_deref()).unwrap_or("")),
+        ]),
+    )
+}
+
+/// `n` in decimal, as `to_string` writes it, without allocating.
+fn push_number(out: &mut Vec<u8>, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// Cells as the CSV writer writes them in a row (quoted where needed), joined
@@ -192,4 +228,18 @@ fn csv_cells(fields: &[&str]) -> Vec<u8> {
     let mut v = w.into_inner().expect("in-memory flush");
     v.pop();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_to_string_writes_them() {
+        for n in [0, 7, 10, 99, 100, 4_294_967_295, 1_000_000_007] {
+            let mut v = b"x".to_vec();
+            push_number(&mut v, n);
+            assert_eq!(v, format!("x{n}").into_bytes());
+        }
+    }
 }

@@ -28,6 +28,7 @@ fn num(x: Option<f64>) -> Value {
 /// it. Serialized straight from the record (no JSON tree of its outcomes,
 /// which are most of a large sweep).
 pub fn write_summary(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    use std::io::Write;
     #[derive(serde::Serialize)]
     struct Whole<'a> {
         #[serde(flatten)]
@@ -36,8 +37,12 @@ pub fn write_summary(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::
         derived: &'a Derived<'a>,
     }
     let derived = derived(r);
+    // serde_json writes token by token: a concrete buffer here takes those
+    // small writes inline (through `dyn Write` each was a call), and hands
+    // `out` whole blocks, which its own buffer passes straight through.
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
     serde_json::to_writer(
-        out,
+        &mut out,
         &Whole {
             record: &r.record,
             derived: &Derived {
@@ -46,7 +51,8 @@ pub fn write_summary(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::
             },
         },
     )
-    .map_err(std::io::Error::from)
+    .map_err(std::io::Error::from)?;
+    out.flush()
 }
 
 /// The derived map, its `scores` written from the typed scores.
