@@ -7,6 +7,7 @@
 //! the move to finish (a few renames), so the set is always whole.
 
 use crate::error::{Error, Result};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
@@ -113,7 +114,7 @@ impl OutputSet {
     /// Stage `bytes` for `target`.
     pub fn write(&mut self, target: &Path, bytes: &[u8]) -> Result<()> {
         let staged = self.stage(target)?;
-        crate::report::write_atomic(&staged, bytes).map_err(|e| Error::io(target, e))
+        write_atomic(&staged, bytes).map_err(|e| Error::io(target, e))
     }
 
     /// Move every staged file into place (each rename is atomic; signals wait
@@ -202,6 +203,45 @@ pub fn stdin_is(path: &Path) -> bool {
     }
 }
 
+/// Write `bytes` to `path` atomically (temporary file + rename). A new file
+/// gets the usual mode under the umask (0644 typically), not the temporary
+/// file's private 0600; a replaced file keeps its mode.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`], the content written by `fill` through a buffer (a large
+/// output is never held whole in memory).
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".looptune-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Created with 0666: the kernel applies the umask, as for any new file.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder.tempfile_in(dir)?;
+    if let Ok(old) = std::fs::metadata(path) {
+        tmp.as_file().set_permissions(old.permissions())?;
+    }
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        fill(&mut w)?;
+        w.flush()?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +287,33 @@ mod tests {
         // The test harness's stdin is not this fresh file.
         assert!(!stdin_is(&p));
         assert!(!stdin_is(&d.path().join("missing")));
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.csv");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn atomic_write_honours_the_umask_and_keeps_an_existing_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // What a plain new file gets under this process's umask.
+        let plain = d.path().join("plain");
+        std::fs::write(&plain, b"x").unwrap();
+        let p = d.path().join("a.csv");
+        write_atomic(&p, b"one").unwrap();
+        assert_eq!(mode(&p), mode(&plain));
+        assert_ne!(mode(&p), 0o600, "not the temporary file's private mode");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(mode(&p), 0o640);
     }
 }
