@@ -58,7 +58,7 @@ struct Fast<'a> {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
-    args: Option<Map<String, Value>>,
+    args: Option<Box<Map<String, Value>>>,
     #[serde(default)]
     id: Option<String>,
     #[serde(default)]
@@ -72,7 +72,7 @@ struct Fast<'a> {
     #[serde(default)]
     output_tokens: Option<u64>,
     #[serde(default)]
-    src: Option<FastSrc>,
+    src: Option<Box<FastSrc>>,
 }
 
 /// Parse canonical JSONL.
@@ -335,7 +335,7 @@ fn parse_line_borrowed(raw: &[u8]) -> Result<Parsed<'_>, LineError> {
             // `args` is required, and must be an object (null is not).
             "tool_call" => f.name.zip(f.args).map(|(name, args)| Record::ToolCall {
                 name,
-                args,
+                args: *args,
                 id: f.id,
             }),
             "tool_result" => Some(Record::ToolResult {
