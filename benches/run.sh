@@ -35,7 +35,10 @@ content_loop_threshold = { start = 5, stop = 14, step = 1 }
 llm_check_after_turns = { start = 10, stop = 100, step = 10 }
 TOML
 # A sweep's closing line gives its whole time and the outputs' share.
+# Each sweep starts from an empty --out and a flushed disk (sync), so it does
+# not pay for the writeback of the files the run before it left.
 sweep() { # jobs -> "seconds peak_kb writing_seconds"
+  rm -rf /tmp/looptune-bench-sweep; sync
   /usr/bin/time -f "%e %M" -o /tmp/looptune-bench-time "$bin" sweep "$corpus" \
     --grid /tmp/looptune-grid-1000.toml --jobs "$1" --quiet --out /tmp/looptune-bench-sweep \
     > /tmp/looptune-bench-sweep.out
