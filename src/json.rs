@@ -77,6 +77,28 @@ fn replace_lone_surrogates(text: &str) -> Option<String> {
     })
 }
 
+/// Why a record (a canonical line, a native line, message or whole document)
+/// cannot be read. Its message is what the skip note or the `FILE:LINE:` error
+/// says.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The line is not UTF-8.
+    #[error("line is not valid UTF-8 ({0})")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    /// The line or document is not JSON.
+    #[error("not valid JSON ({0})")]
+    NotJson(#[source] serde_json::Error),
+    /// The line is JSON but not an object.
+    #[error("not a JSON object")]
+    NotObject,
+    /// The record is not the shape the format has (`a message list`).
+    #[error("expected {0}")]
+    Expected(&'static str),
+    /// A field is missing or of the wrong type.
+    #[error(transparent)]
+    Field(#[from] FieldError),
+}
+
 /// A field of a record that is missing or of the wrong type; the message
 /// names the field's path (`message.content`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

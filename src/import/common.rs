@@ -11,26 +11,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Why a native record (a line, a message, a whole document) cannot be read.
-/// Its message is what the skip note or the `FILE:LINE:` error says.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum RecordError {
-    /// The line is not UTF-8.
-    #[error("line is not valid UTF-8 ({0})")]
-    NotUtf8(#[source] std::str::Utf8Error),
-    /// The line or document is not JSON.
-    #[error("not valid JSON ({0})")]
-    NotJson(#[source] serde_json::Error),
-    /// The line is JSON but not an object.
-    #[error("not a JSON object")]
-    NotObject,
-    /// The record is not the shape the format has (`a message list`).
-    #[error("expected {0}")]
-    Expected(&'static str),
-    /// A field is missing or of the wrong type.
-    #[error(transparent)]
-    Field(#[from] FieldError),
-}
+pub(crate) use crate::json::RecordError;
 
 /// Builds a [`FileSessions`]: records per session in order of first appearance,
 /// with optional de-duplication keys.
