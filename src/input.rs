@@ -12,10 +12,10 @@ use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 
 pub use crate::canonical::{parse_canonical, parse_line, record_from_object};
-/// Why a line or record cannot be read (`parse_line`, `record_from_object`).
-pub use crate::json::{FieldError, RecordError};
 pub use crate::format::FileSessions;
 pub use crate::json::{parse_json, parse_json_slice};
+/// Why a line or record cannot be read (`parse_line`, `record_from_object`).
+pub use crate::json::{FieldError, RecordError};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
