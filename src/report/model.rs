@@ -548,6 +548,19 @@ fn recommendation(r: &SweepResult) -> Option<Recommendation> {
     })
 }
 
+/// What one fold chose, as `summary.json` and the report name it: `none`, or
+/// the configuration ids joined by `|` (a union).
+pub(super) fn fold_choice(r: &SweepResult, members: &[usize]) -> String {
+    if members.is_empty() {
+        return "none".to_string();
+    }
+    members
+        .iter()
+        .map(|&m| r.config(m).id.as_str())
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
 /// Pooled held-out scores of a choosing procedure with their intervals, and
 /// how many folds chose each configuration (`none`, or ids joined by `|`).
 fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> CrossValidation {
@@ -555,16 +568,7 @@ fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> 
     let pair = |c: Option<(f64, f64)>| c.and_then(|(a, b)| Some([rounded(a)?, rounded(b)?]));
     let mut chosen: BTreeMap<String, u64> = BTreeMap::new();
     for members in &cv.chosen {
-        let key = if members.is_empty() {
-            "none".to_string()
-        } else {
-            members
-                .iter()
-                .map(|&m| r.config(m).id.as_str())
-                .collect::<Vec<_>>()
-                .join("|")
-        };
-        *chosen.entry(key).or_default() += 1;
+        *chosen.entry(fold_choice(r, members)).or_default() += 1;
     }
     CrossValidation {
         folds: cv.folds as u64,

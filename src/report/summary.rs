@@ -168,15 +168,7 @@ fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> 
     let pair = |c: Option<(f64, f64)>| c.map(|(a, b)| json!([num(Some(a)), num(Some(b))]));
     let mut chosen: Map<String, Value> = Map::new();
     for members in &cv.chosen {
-        let key = if members.is_empty() {
-            "none".to_string()
-        } else {
-            members
-                .iter()
-                .map(|&m| r.config(m).id.as_str())
-                .collect::<Vec<_>>()
-                .join("|")
-        };
+        let key = super::model::fold_choice(r, members);
         let n = chosen.get(&key).and_then(Value::as_u64).unwrap_or(0);
         chosen.insert(key, json!(n + 1));
     }
