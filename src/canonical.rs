@@ -83,7 +83,89 @@ pub(crate) fn parse_canonical_pieces(
     lenient: bool,
     min_piece: usize,
 ) -> Result<FileSessions> {
-    // Pieces end just before a newline; the next starts after it.
+    let batch = parse_batch(display, stem, bytes, 1, lenient, min_piece)?;
+    Ok(FileSessions {
+        format: "canonical".into(),
+        sessions: batch.sessions,
+        skipped: batch.skipped,
+        unknown: batch.unknown,
+        ..Default::default()
+    })
+}
+
+/// Whole lines of a canonical file, parsed: sessions in order of first
+/// appearance, lines numbered in the file.
+#[derive(Default)]
+pub(crate) struct Batch {
+    pub sessions: Vec<(String, Vec<Event>)>,
+    /// Lines skipped (`--lenient`): `(line in the file, message)`.
+    pub skipped: Vec<(u64, String)>,
+    pub unknown: u64,
+    /// Lines the batch holds (a last empty one after a final newline counts).
+    pub lines: u64,
+}
+
+/// Parse `bytes`, whole lines of a canonical file starting at its line
+/// `first_line` and not ending with the newline that ends its last line, in
+/// parallel pieces of at least `min_piece` bytes. A file is the batches
+/// joined by newlines: parsing them one after the other gives what parsing
+/// the file at once gives, which is how a large file is read in bounded
+/// memory (`input::large`).
+pub(crate) fn parse_batch(
+    display: &str,
+    stem: &str,
+    bytes: &[u8],
+    first_line: u64,
+    lenient: bool,
+    min_piece: usize,
+) -> Result<Batch> {
+    let ranges = piece_ranges(bytes, min_piece);
+    let first = first_line == 1;
+    let parse =
+        |&(a, b): &(usize, usize)| parse_piece(&bytes[a..b], first && a == 0, stem, lenient);
+    let pieces: Vec<Piece> = if ranges.len() == 1 {
+        ranges.iter().map(parse).collect()
+    } else {
+        ranges.par_iter().map(parse).collect()
+    };
+    let mut out = Batch::default();
+    let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
+    let mut at = first_line;
+    for p in pieces {
+        if let Some((line, message)) = p.error {
+            return Err(Error::Line {
+                path: display.to_string(),
+                line: at + line,
+                message,
+            });
+        }
+        out.skipped
+            .extend(p.skipped.into_iter().map(|(line, m)| (at + line, m)));
+        out.unknown += p.unknown;
+        let offset = u32::try_from(at - 1).unwrap_or(u32::MAX);
+        for (sid, mut records) in p.sessions {
+            if offset > 0 {
+                records
+                    .iter_mut()
+                    .for_each(|e| e.origin.line = e.origin.line.saturating_add(offset));
+            }
+            match index.get(&sid) {
+                Some(&slot) => out.sessions[slot].1.append(&mut records),
+                None => {
+                    index.insert(sid.clone(), out.sessions.len());
+                    out.sessions.push((sid, records));
+                }
+            }
+        }
+        at += p.lines;
+        out.lines += p.lines;
+    }
+    Ok(out)
+}
+
+/// Pieces of `bytes` of at least `min_piece` bytes (about four per thread),
+/// each ending just before a newline, the next starting after it.
+fn piece_ranges(bytes: &[u8], min_piece: usize) -> Vec<(usize, usize)> {
     let target = (bytes.len() / (4 * rayon::current_num_threads()).max(1)).max(min_piece);
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
@@ -97,50 +179,115 @@ pub(crate) fn parse_canonical_pieces(
         }
     }
     ranges.push((start, bytes.len()));
-    let parse = |&(a, b): &(usize, usize)| parse_piece(&bytes[a..b], a == 0, stem, lenient);
-    let pieces: Vec<Piece> = if ranges.len() == 1 {
-        ranges.iter().map(parse).collect()
-    } else {
-        ranges.par_iter().map(parse).collect()
+    ranges
+}
+
+/// The session each line of `bytes` (as [`parse_batch`] takes it) gives its
+/// record, as `(session id, its last line in the batch)` in order of first
+/// appearance; lines that are not records are left out. The first pass over
+/// a large file: it tells when each session is complete, so the second pass
+/// can hand sessions out as it goes.
+pub(crate) fn last_lines(
+    bytes: &[u8],
+    first_line: u64,
+    stem: &str,
+    min_piece: usize,
+) -> Vec<(String, u64)> {
+    let ranges = piece_ranges(bytes, min_piece);
+    let first = first_line == 1;
+    // Per piece: ids in order of first appearance with their last line (0-based in the piece), and the piece's lines.
+    let scan = |&(a, b): &(usize, usize)| -> (Vec<(String, u64)>, u64) {
+        let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
+        let mut ids: Vec<(String, u64)> = Vec::new();
+        let lines = each_line(&bytes[a..b], first && a == 0, |n, raw| {
+            let Some(sid) = line_session(raw) else {
+                return;
+            };
+            let sid = sid.as_deref().unwrap_or(stem);
+            match index.get(sid) {
+                Some(&slot) => ids[slot].1 = n,
+                None => {
+                    index.insert(sid.to_string(), ids.len());
+                    ids.push((sid.to_string(), n));
+                }
+            }
+        });
+        (ids, lines)
     };
-    let mut fs = FileSessions {
-        format: "canonical".into(),
-        ..Default::default()
+    let pieces: Vec<(Vec<(String, u64)>, u64)> = if ranges.len() == 1 {
+        ranges.iter().map(scan).collect()
+    } else {
+        ranges.par_iter().map(scan).collect()
     };
     let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
-    let mut first_line = 1u64;
-    for p in pieces {
-        if let Some((line, message)) = p.error {
-            return Err(Error::Line {
-                path: display.to_string(),
-                line: first_line + line,
-                message,
-            });
-        }
-        fs.skipped.extend(
-            p.skipped
-                .into_iter()
-                .map(|(line, m)| (first_line + line, m)),
-        );
-        fs.unknown += p.unknown;
-        let offset = u32::try_from(first_line - 1).unwrap_or(u32::MAX);
-        for (sid, mut records) in p.sessions {
-            if offset > 0 {
-                records
-                    .iter_mut()
-                    .for_each(|e| e.origin.line = e.origin.line.saturating_add(offset));
-            }
+    let mut out: Vec<(String, u64)> = Vec::new();
+    let mut at = first_line;
+    for (ids, lines) in pieces {
+        for (sid, n) in ids {
             match index.get(&sid) {
-                Some(&slot) => fs.sessions[slot].1.append(&mut records),
+                Some(&slot) => out[slot].1 = at + n,
                 None => {
-                    index.insert(sid.clone(), fs.sessions.len());
-                    fs.sessions.push((sid, records));
+                    index.insert(sid.clone(), out.len());
+                    out.push((sid, at + n));
                 }
             }
         }
-        first_line += p.lines;
+        at += lines;
     }
-    Ok(fs)
+    out
+}
+
+/// Call `f(0-based line, line)` for every non-blank line of a piece, as
+/// [`parse_piece`] splits and trims them; the number of lines.
+fn each_line(bytes: &[u8], first: bool, mut f: impl FnMut(u64, &[u8])) -> u64 {
+    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    let mut from = 0;
+    let mut line_no = 0u64;
+    for end in ends {
+        let mut raw = &bytes[from..end];
+        from = end + 1;
+        line_no += 1;
+        if first && line_no == 1 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
+            raw = &raw[3..];
+        }
+        if let Some(r) = raw.strip_suffix(b"\r") {
+            raw = r;
+        }
+        if raw.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        f(line_no - 1, raw);
+    }
+    line_no
+}
+
+/// Just the `session` field of a record.
+#[derive(Deserialize)]
+struct SessionOnly<'a> {
+    #[serde(default, borrow)]
+    session: Option<Cow<'a, str>>,
+}
+
+/// The session id a line's record gives (`Some(None)`: none, the stem's), or
+/// `None` when the line is not a record. Exactly what [`parse_line`] says:
+/// the quick read of `session` alone is trusted only when it succeeds (a
+/// duplicate key, a bad field or bad JSON take the full parse).
+fn line_session(raw: &[u8]) -> Option<Option<Cow<'_, str>>> {
+    let line = std::str::from_utf8(raw).ok()?;
+    if starts_object(raw) {
+        if let Ok(s) = serde_json::from_str::<SessionOnly>(line) {
+            return Some(s.session);
+        }
+    }
+    parse_line_borrowed(raw).ok().map(|(session, _, _)| session)
+}
+
+/// Whether a line opens a JSON object: serde's derived structs also read
+/// arrays (`["content",null,"hi"]`), which are not records.
+fn starts_object(raw: &[u8]) -> bool {
+    raw.iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        == Some(&b'{')
 }
 
 /// One piece of a canonical file, parsed: sessions in order of first
@@ -306,7 +453,12 @@ fn parse_line_borrowed(raw: &[u8]) -> Result<Parsed<'_>, RecordError> {
     // is checked as UTF-8 once, which costs less than serde_json checking
     // each string of a byte slice (9% fewer instructions in a parse).
     let line = std::str::from_utf8(raw).map_err(RecordError::NotUtf8)?;
-    if let Ok(f) = serde_json::from_str::<Fast>(line) {
+    let fast = if starts_object(raw) {
+        serde_json::from_str::<Fast>(line).ok()
+    } else {
+        None
+    };
+    if let Some(f) = fast {
         let rec = match f.ty.as_ref() {
             "turn" => Some(Record::Turn),
             "usage" => Some(Record::Usage {
@@ -622,6 +774,19 @@ mod tests {
             Record::Unknown {
                 record_type: "future".into()
             }
+        );
+    }
+    /// Serde's derived structs also read arrays; a record is an object.
+    #[test]
+    fn an_array_is_not_a_record() {
+        for line in [r#"["content",null,"hi"]"#, r#" ["turn"]"#] {
+            let e = parse_line(line).unwrap_err();
+            assert!(matches!(e, RecordError::NotObject), "{line}: {e}");
+            assert_eq!(line_session(line.as_bytes()), None, "{line}");
+        }
+        assert_eq!(
+            line_session(br#" {"type":"turn","session":"a"}"#),
+            Some(Some(Cow::Borrowed("a")))
         );
     }
     #[test]

@@ -273,6 +273,10 @@ struct LimitArgs {
     /// Most times a gzip file may expand (checked past 16 MiB decompressed).
     #[arg(long, value_name = "N", default_value_t = crate::input::MAX_GZIP_RATIO)]
     max_gzip_ratio: u64,
+    /// Canonical files larger than this are read in two passes of batches
+    /// (tests set it low to read small files that way).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::input::STREAM_ABOVE, hide = true)]
+    stream_above: u64,
 }
 
 impl InputArgs {
@@ -284,6 +288,7 @@ impl InputArgs {
             jobs,
             max_gzip_bytes: self.limits.max_gzip_bytes,
             max_gzip_ratio: self.limits.max_gzip_ratio,
+            stream_above: self.limits.stream_above,
         }
     }
 }
@@ -594,6 +599,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                     jobs: a.jobs,
                     max_gzip_bytes: a.limits.max_gzip_bytes,
                     max_gzip_ratio: a.limits.max_gzip_ratio,
+                    stream_above: a.limits.stream_above,
                 },
                 grid: a.grid.clone(),
                 labels: a.ci.labels.clone(),

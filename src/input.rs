@@ -20,6 +20,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod large;
+pub use large::STREAM_ABOVE;
+
 /// How to read inputs.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
@@ -36,6 +39,10 @@ pub struct ReadOptions {
     /// Most a gzip file may expand, as decompressed over stored bytes, once
     /// past [`RATIO_FLOOR`] (`--max-gzip-ratio`).
     pub max_gzip_ratio: u64,
+    /// Canonical files stored larger than this (gzip: an eighth of it) are
+    /// read in batches, two passes, so memory holds a batch and the
+    /// sessions still open rather than the file ([`STREAM_ABOVE`]).
+    pub stream_above: u64,
 }
 
 /// Default of [`ReadOptions::max_gzip_bytes`]: 1 GiB, far above any real
@@ -57,6 +64,7 @@ impl Default for ReadOptions {
             jobs: 0,
             max_gzip_bytes: MAX_GZIP_BYTES,
             max_gzip_ratio: MAX_GZIP_RATIO,
+            stream_above: STREAM_ABOVE,
         }
     }
 }
@@ -154,10 +162,7 @@ fn load_file(
         Ok(loaded) => loaded,
         // An unreadable file of a walked folder does not stop a lenient run.
         Err(Error::Io { path, source }) if walked && opts.lenient => {
-            return Ok(Loaded::Unreadable(format!(
-                "{}: skipped file (cannot read: {source})",
-                path.display()
-            )));
+            return Ok(Loaded::Unreadable(unreadable_note(&path, &source)));
         }
         Err(e) => return Err(e),
     };
@@ -182,6 +187,11 @@ fn load_file(
         ))),
         Err(e) => Err(e),
     }
+}
+
+/// The note on a walked file that cannot be read (`--lenient`).
+fn unreadable_note(path: &Path, source: &std::io::Error) -> String {
+    format!("{}: skipped file (cannot read: {source})", path.display())
 }
 
 /// The sessions of files read: native ids told apart across files, records
@@ -345,6 +355,19 @@ pub fn stream_sessions<T: Send>(
             .collect(),
     );
     let one = |(fi, found): (usize, &Found)| -> Result<Pass1<T>> {
+        if let Found::Path { path, walked } = found {
+            if large::streams(path, opts) {
+                match large::stream(fi, found, path, opts, progress, &names, f) {
+                    Ok(Some(done)) => return Ok(done),
+                    // Not canonical: the native importers read it whole.
+                    Ok(None) => {}
+                    Err(Error::Io { path, source }) if *walked && opts.lenient => {
+                        return Ok(Pass1::Unreadable(unreadable_note(&path, &source)));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
         let fs = match load_file(found, opts, progress)? {
             Loaded::File {
                 display,
@@ -906,24 +929,13 @@ fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
             }
         };
         let total = out.len() as u64 + n as u64;
-        if total > opts.max_gzip_bytes {
-            return Err(Error::File {
-                path: display.to_string(),
-                message: format!(
-                    "gzip stream expands to more than {} bytes (--max-gzip-bytes raises the cap)",
-                    opts.max_gzip_bytes
-                ),
-            });
-        }
-        if total > RATIO_FLOOR && total > stored.saturating_mul(opts.max_gzip_ratio) {
-            return Err(Error::File {
-                path: display.to_string(),
-                message: format!(
-                    "gzip stream expands more than {} times its {stored} bytes (--max-gzip-ratio raises the cap)",
-                    opts.max_gzip_ratio
-                ),
-            });
-        }
+        check_gzip_caps(
+            display,
+            total,
+            stored,
+            opts.max_gzip_bytes,
+            opts.max_gzip_ratio,
+        )?;
         // Growing the buffer can fail on a machine short of memory: say so
         // rather than call the stream damaged.
         if out.try_reserve(n).is_err() {
@@ -937,6 +949,33 @@ fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
         }
         out.extend_from_slice(&chunk[..n]);
     }
+}
+
+/// The caps on a gzip stream of `stored` bytes that has expanded to `total`.
+fn check_gzip_caps(
+    display: &str,
+    total: u64,
+    stored: u64,
+    max_bytes: u64,
+    max_ratio: u64,
+) -> Result<()> {
+    if total > max_bytes {
+        return Err(Error::File {
+            path: display.to_string(),
+            message: format!(
+                "gzip stream expands to more than {max_bytes} bytes (--max-gzip-bytes raises the cap)"
+            ),
+        });
+    }
+    if total > RATIO_FLOOR && total > stored.saturating_mul(max_ratio) {
+        return Err(Error::File {
+            path: display.to_string(),
+            message: format!(
+                "gzip stream expands more than {max_ratio} times its {stored} bytes (--max-gzip-ratio raises the cap)"
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn is_gzip(bytes: &[u8]) -> bool {

@@ -676,6 +676,96 @@ fn summary_without_time(dir: &Path) -> serde_json::Value {
     v
 }
 
+/// One big canonical file (`import` of every fixture) read in two passes of
+/// batches gives the outputs of reading it whole, in one run and in shards.
+#[test]
+fn a_large_file_read_in_batches_gives_the_same_outputs() {
+    let d = tempfile::tempdir().unwrap();
+    let one_file = d.path().join("all.jsonl");
+    let r = looptune()
+        .current_dir(root())
+        .args(["import", "fixtures/sessions", "--output"])
+        .arg(&one_file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let sweep = |out: &Path, extra: &[&str]| {
+        let r = looptune()
+            .current_dir(root())
+            .arg("sweep")
+            .arg(&one_file)
+            .args(["--quiet", "--labels", "fixtures/labels.csv"])
+            .args(extra)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap();
+        assert_eq!(
+            r.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    };
+    let whole = d.path().join("whole");
+    sweep(&whole, &[]);
+    let batches = d.path().join("batches");
+    sweep(&batches, &["--stream-above", "0"]);
+    let mut parts = Vec::new();
+    for i in 1..=4 {
+        let p = d.path().join(format!("part{i}"));
+        sweep(&p, &["--stream-above", "0", "--shard", &format!("{i}/4")]);
+        parts.push(p);
+    }
+    let merged = d.path().join("merged");
+    let m = looptune()
+        .arg("merge")
+        .args(&parts)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(
+        m.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&m.stderr)
+    );
+    for dir in [&batches, &merged] {
+        for f in ["sweep.csv", "detections.csv"] {
+            assert_eq!(
+                std::fs::read(whole.join(f)).unwrap(),
+                std::fs::read(dir.join(f)).unwrap(),
+                "{f}"
+            );
+        }
+        assert_eq!(summary_without_time(&whole), summary_without_time(dir));
+    }
+    // Replay's per-session lines too.
+    let replay = |extra: &[&str]| {
+        looptune()
+            .arg("replay")
+            .arg(&one_file)
+            .args([
+                "--format",
+                "json",
+                "--all",
+                "--detector",
+                "gemini,opencode,blade",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert_eq!(replay(&[]), replay(&["--stream-above", "0", "--jobs", "1"]));
+}
+
 #[test]
 fn four_shards_and_a_merge_give_the_bytes_of_one_run() {
     let d = tempfile::tempdir().unwrap();
