@@ -52,6 +52,25 @@ sweep() { # jobs -> "seconds peak_kb writing_seconds"
 }
 read grid grid_kb grid_w < <(sweep 1)
 read gridall gridall_kb gridall_w < <(sweep 0)
+# Outputs linear in the grid (#13): 1,000 and 10,000 configurations over the
+# first 1,000 sessions (a fourth axis of 10 values).
+sed 's/^\[axes\]/[axes]\ntool_cycle_max_len = { start = 1, stop = 10, step = 1 }/' \
+  /tmp/looptune-grid-1000.toml > /tmp/looptune-grid-10000.toml
+small=/tmp/looptune-bench-1000-sessions
+rm -rf "$small"; mkdir -p "$small"
+# synth writes 100 files: 1,000 sessions are 100,000 / n of them.
+files=$(( n >= 1000 ? 100000 / n : 100 )); files=$(( files > 0 ? files : 1 ))
+for f in $(ls "$corpus"/*.jsonl | head -"$files"); do ln -s "$(realpath "$f")" "$small/"; done
+sweep_small() { # grid -> "seconds peak_kb writing_seconds"
+  rm -rf /tmp/looptune-bench-sweep; sync
+  /usr/bin/time -f "%e %M" -o /tmp/looptune-bench-time "$bin" sweep "$small" \
+    --grid "$1" --quiet --out /tmp/looptune-bench-sweep > /tmp/looptune-bench-sweep.out
+  local w; w=$(sed -n 's/.*(writing the outputs \([0-9.]*\)s).*/\1/p' /tmp/looptune-bench-sweep.out)
+  echo "$(tail -1 /tmp/looptune-bench-time) $w"
+}
+read s1k s1k_kb s1k_w < <(sweep_small /tmp/looptune-grid-1000.toml)
+read s10k s10k_kb s10k_w < <(sweep_small /tmp/looptune-grid-10000.toml)
+rm -rf /tmp/looptune-bench-sweep "$small"
 mb=$(calc "$size / 1000000")
 line() { # label seconds peak_kb
   printf '%-34s %6.2f s  %7.1f MB/s  %9.0f events/s  %5.1fx original  %4.2fx sha256sum  peak %d MB\n' \
@@ -66,6 +85,8 @@ line "replay max-turns (parse floor)" "$base" "$base_kb"
 line "replay one $((size / 1000000)) MB file, all cores" "$big" "$big_kb"
 printf '%-34s %6.2f s  (%.2fx one configuration)  peak %d MB  outputs %.1f s\n' "sweep 1000 configs, 1 core" "$grid" "$(calc "$grid / $one")" $((grid_kb / 1024)) "$grid_w"
 printf '%-34s %6.2f s  (%.2fx one configuration)  peak %d MB  outputs %.1f s\n' "sweep 1000 configs, all cores" "$gridall" "$(calc "$gridall / $two")" $((gridall_kb / 1024)) "$gridall_w"
+printf '%-34s %6.2f s  peak %d MB  outputs %.2f s\n' "sweep 1000 configs x 1000 sessions" "$s1k" $((s1k_kb / 1024)) "$s1k_w"
+printf '%-34s %6.2f s  peak %d MB  outputs %.2f s\n' "sweep 10000 configs x 1000 sessions" "$s10k" $((s10k_kb / 1024)) "$s10k_w"
 echo
 echo "targets (issue): measured -> target"
 target() { printf '  %-52s %8s -> %s\n' "$1" "$2" "$3"; }
@@ -73,6 +94,7 @@ target "replay peak memory, 1 core / all cores (#13)" "$((one_kb / 1024))/$((two
 target "replay peak memory, the corpus as one file (#13)" "$((big_kb / 1024)) MB" "<= 256 MB"
 target "sweep 1000 x $n peak memory, all cores (#13)" "$((gridall_kb / 1024)) MB" "<= 512 MB"
 target "outputs / replay of a 1000-config sweep (#13)" "$(calc "$gridall_w / ($gridall - $gridall_w)")" "< 0.2"
+target "outputs of 10000 / of 1000 configurations (#13)" "$(calc "$s10k_w / $s1k_w")" "<= 10"
 target "sha256sum / replay, all cores (#14)" "$(calc "$sha / $two")" ">= 1"
 target "sha256sum / replay, 1 core (#14)" "$(calc "$sha / $one")" ">= 0.5"
 target "jobs 1 / all cores (#14)" "$(calc "$one / $two")" ">= 1.8"

@@ -143,7 +143,7 @@ pub fn parse_grid_limited(text: &str, origin: &str, max_configs: usize) -> Resul
         });
     }
     subs.extend(file.grid);
-    let mut out: Vec<Variant> = Vec::new();
+    let mut out = Variants::default();
     let mut axes_seen: Vec<String> = Vec::new();
     let mut base_profile: Option<String> = None;
     let mut total: Option<usize> = Some(file.extra.len());
@@ -234,7 +234,7 @@ pub fn parse_grid_limited(text: &str, origin: &str, max_configs: usize) -> Resul
             }
         }
     }
-    if out.is_empty() {
+    if out.list.is_empty() {
         return Err(err(
             "no configurations: give `family`/`profile` with `[axes]`, `[[grid]]` or `[[extra]]`"
                 .into(),
@@ -249,7 +249,7 @@ pub fn parse_grid_limited(text: &str, origin: &str, max_configs: usize) -> Resul
         }),
         source: text.to_string(),
         base_profile: base_profile.unwrap_or_else(|| "gemini-latest".into()),
-        variants: out,
+        variants: out.list,
         axes: axes_seen,
     })
 }
@@ -271,13 +271,21 @@ fn find_spec<'a>(
 
 /// Add a configuration unless an identical one is already there; overrides
 /// equal to the profile's own values are not overrides.
+/// Variants in grid order, each id once (a set beside them: grids reach
+/// 10,000s of configurations).
+#[derive(Default)]
+struct Variants {
+    list: Vec<Variant>,
+    ids: std::collections::HashSet<String>,
+}
+
 fn push_variant(
-    out: &mut Vec<Variant>,
+    out: &mut Variants,
     config: DetectorConfig,
     overrides: BTreeMap<String, ParamValue>,
 ) {
     let id = variant_id(&config);
-    if out.iter().any(|v| v.id == id) {
+    if !out.ids.insert(id.clone()) {
         return;
     }
     let stock_cfg = DetectorConfig::resolve(Some(config.family), Some(&config.profile), &[])
@@ -293,7 +301,7 @@ fn push_variant(
         let parts: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{} {}", config.profile, parts.join(" "))
     };
-    out.push(Variant {
+    out.list.push(Variant {
         id,
         label,
         config,

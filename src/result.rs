@@ -413,7 +413,13 @@ impl Hit {
                     turn: d.turn,
                     event: d.event,
                     kind: d.kind.to_string(),
-                    detail: d.detail.chars().take(300).collect(),
+                    // The first 300 characters, copied at once.
+                    detail: d.detail[..d
+                        .detail
+                        .char_indices()
+                        .nth(300)
+                        .map_or(d.detail.len(), |(i, _)| i)]
+                        .to_string(),
                     place: None,
                 })
             }),

@@ -2180,10 +2180,10 @@ policy = ["stop", "warn:1", "ask"]
     }
 
     pub(crate) fn sample() -> ReportData {
-        ReportData {
-            summary: serde_json::from_value::<Summary>(sample_summary()).unwrap(),
-            rows: parse_sweep_csv(&sample_csv()),
-        }
+        ReportData::new(
+            serde_json::from_value::<Summary>(sample_summary()).unwrap(),
+            parse_sweep_csv(&sample_csv()),
+        )
     }
 
     /// A column of the sample CSV by name, read with the csv crate directly.
@@ -2515,10 +2515,10 @@ policy = ["stop", "warn:1", "ask"]
     fn tooltips_are_escaped() {
         let mut v = sample_summary();
         v["grid"]["configs"][0]["label"] = "a<b & \"c\" </title><script>".into();
-        let d = ReportData {
-            summary: serde_json::from_value::<Summary>(v).unwrap(),
-            rows: parse_sweep_csv(&sample_csv()),
-        };
+        let d = ReportData::new(
+            serde_json::from_value::<Summary>(v).unwrap(),
+            parse_sweep_csv(&sample_csv()),
+        );
         let svg = fp_recall_chart(&fp_recall_data(&d)).unwrap();
         assert!(svg.contains("<title>a&lt;b &amp; &quot;c&quot; &lt;/title&gt;&lt;script&gt; (Pareto front)\nconfiguration c00"));
         assert!(!svg.contains("a<b") && !svg.contains("<script"));

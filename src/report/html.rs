@@ -978,10 +978,10 @@ mod tests {
         // The grid source is shown verbatim: append the payload as a comment.
         let src = format!("{}\n# {bad}\n", v["grid"]["source"].as_str().unwrap());
         v["grid"]["source"] = src.into();
-        let mut d = ReportData {
-            summary: serde_json::from_value(v).unwrap(),
-            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
-        };
+        let mut d = ReportData::new(
+            serde_json::from_value(v).unwrap(),
+            super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
+        );
         // And in sweep.csv's text columns (family, profile), which reach the page and chart text.
         d.rows[0].family = bad.clone();
         let html = render(&d).unwrap();
@@ -1006,11 +1006,10 @@ mod tests {
 
     #[test]
     fn csp_allows_only_the_report_script() {
-        let html = render(&ReportData {
-            summary: serde_json::from_value(crate::report::charts::tests::sample_summary())
-                .unwrap(),
-            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
-        })
+        let html = render(&ReportData::new(
+            serde_json::from_value(crate::report::charts::tests::sample_summary()).unwrap(),
+            super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
+        ))
         .unwrap();
         let hash = base64(&Sha256::digest(JS.as_bytes()));
         assert!(html.contains(&format!("script-src 'sha256-{hash}'")));
@@ -1028,11 +1027,10 @@ mod tests {
     /// every configuration drawn in the false-positives-vs-recall chart has one.
     #[test]
     fn chart_links_land_on_configuration_rows() {
-        let d = ReportData {
-            summary: serde_json::from_value(crate::report::charts::tests::sample_summary())
-                .unwrap(),
-            rows: super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
-        };
+        let d = ReportData::new(
+            serde_json::from_value(crate::report::charts::tests::sample_summary()).unwrap(),
+            super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
+        );
         let html = render(&d).unwrap();
         let mut total = 0;
         for part in html.split("<figure class=\"chart\" data-chart=\"").skip(1) {

@@ -22,6 +22,9 @@ pub struct ReportData {
     pub summary: Summary,
     /// One row per configuration, in grid order, then the union's.
     pub rows: Vec<Row>,
+    /// Position of each configuration id in the grid: charts look
+    /// configurations up by id, 10,000 of them in a large grid.
+    by_id: std::collections::HashMap<String, usize>,
 }
 
 /// One configuration's scores and flags (a row of `sweep.csv`).
@@ -346,6 +349,22 @@ pub struct DetectionInfo {
 }
 
 impl ReportData {
+    /// The report's data from a summary and its rows.
+    pub fn new(summary: Summary, rows: Vec<Row>) -> ReportData {
+        let by_id = summary
+            .grid
+            .configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.clone(), i))
+            .collect();
+        ReportData {
+            summary,
+            rows,
+            by_id,
+        }
+    }
+
     /// The report's view of an analysed result.
     pub fn from_result(r: &SweepResult) -> ReportData {
         let rec = &r.record;
@@ -428,7 +447,7 @@ impl ReportData {
                 ..Row::default()
             });
         }
-        ReportData { summary, rows }
+        ReportData::new(summary, rows)
     }
 
     /// Load a sweep's result (`DIR/summary.json`) and derive the report's view.
@@ -451,7 +470,12 @@ impl ReportData {
 
     /// A configuration of the grid.
     pub fn config(&self, id: &str) -> Option<&ConfigRecord> {
-        self.summary.grid.configs.iter().find(|c| c.id == id)
+        let configs = &self.summary.grid.configs;
+        match self.by_id.get(id).and_then(|&i| configs.get(i)) {
+            Some(c) if c.id == id => Some(c),
+            // The grid changed after `new` (tests edit it): look.
+            _ => configs.iter().find(|c| c.id == id),
+        }
     }
 
     /// Parameter names a configuration overrides.
