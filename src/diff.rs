@@ -110,8 +110,10 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
         .enumerate()
         .map(|(i, c)| (b_configs.get(c.id.as_str()).copied(), Some(i)))
         .collect();
+    let n_configs: std::collections::HashSet<&str> =
+        n.grid.configs.iter().map(|c| c.id.as_str()).collect();
     for (i, c) in b.grid.configs.iter().enumerate() {
-        if !n.grid.configs.iter().any(|x| x.id == c.id) {
+        if !n_configs.contains(c.id.as_str()) {
             order.push((Some(i), None));
         }
     }
