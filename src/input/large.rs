@@ -125,21 +125,40 @@ pub(super) fn stream<T: Send>(
     let mut skipped_lines = 0u64;
     let mut unknown = 0u64;
     let mut at = 1u64;
-    let hand_out = |complete: Vec<(String, Vec<Event>)>, done: &mut Vec<(String, T)>| {
-        let made: Vec<(String, T)> = complete
+    let hand_out = |complete: Vec<(String, Vec<Event>)>| -> Vec<(String, T)> {
+        complete
             .into_par_iter()
             .map(|(id, mut events)| {
                 events.iter_mut().for_each(|e| e.origin.file = fi as u32);
                 let s = super::session_of(id.clone(), events, false, None);
                 (id, f(Arc::new(s), names))
             })
-            .collect();
-        done.extend(made);
+            .collect()
     };
-    while let Some(bytes) = src.batch(want)? {
-        let batch =
-            crate::canonical::parse_batch(&display, &stem, &bytes, at, opts.lenient, min_piece)?;
-        drop(bytes);
+    // Sessions complete after one batch are replayed while the next is read
+    // and parsed.
+    let mut ready: Vec<(String, Vec<Event>)> = Vec::new();
+    loop {
+        let handing = std::mem::take(&mut ready);
+        let (next, made) = rayon::join(
+            || -> Result<Option<crate::canonical::Batch>> {
+                let Some(bytes) = src.batch(want)? else {
+                    return Ok(None);
+                };
+                let batch = crate::canonical::parse_batch(
+                    &display,
+                    &stem,
+                    &bytes,
+                    at,
+                    opts.lenient,
+                    min_piece,
+                )?;
+                Ok(Some(batch))
+            },
+            || hand_out(handing),
+        );
+        done.extend(made);
+        let Some(batch) = next? else { break };
         skipped_lines += batch.skipped.len() as u64;
         let room = KEEP_SKIPPED.saturating_sub(skipped.len());
         skipped.extend(batch.skipped.into_iter().take(room));
@@ -169,16 +188,12 @@ pub(super) fn stream<T: Send>(
             .filter(|id| last[*id] <= passed)
             .cloned()
             .collect();
-        let complete: Vec<(String, Vec<Event>)> = complete
-            .into_iter()
-            .map(|id| {
-                let events = open.remove(&id).unwrap_or_default();
-                // A record of it after this would mean the file changed.
-                last.remove(&id);
-                (id, events)
-            })
-            .collect();
-        hand_out(complete, &mut done);
+        for id in complete {
+            let events = open.remove(&id).unwrap_or_default();
+            // A record of it after this would mean the file changed.
+            last.remove(&id);
+            ready.push((id, events));
+        }
         let reached = stored / 2 + src.tally().read / 2;
         progress.inc(reached.saturating_sub(counted));
         counted = counted.max(reached);
@@ -186,7 +201,7 @@ pub(super) fn stream<T: Send>(
     if at != lines_first_pass {
         return Err(changed());
     }
-    hand_out(open.into_iter().collect(), &mut done);
+    done.extend(hand_out(open.into_iter().collect()));
     progress.inc(stored.saturating_sub(counted));
     Ok(Some(Pass1::File(Box::new(Streamed1 {
         display,
