@@ -3,7 +3,7 @@
 //! every `--jobs`, outputs that never overwrite inputs and never carry a
 //! spreadsheet formula.
 
-use crate::util::{looptune, root, write};
+use crate::util::{assert_ok, looptune, root, write};
 use predicates::prelude::*;
 use std::io::Write;
 use std::path::Path;
@@ -668,6 +668,18 @@ fn sweep_labelled(out: &Path, labels: &Path, extra: &[&str]) -> std::process::Ou
         .unwrap()
 }
 
+/// `looptune merge PARTS --out OUT`, which must succeed.
+fn merge_into(parts: &[std::path::PathBuf], out: &Path) {
+    let m = looptune()
+        .arg("merge")
+        .args(parts)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert_ok(&m);
+}
+
 /// summary.json without its wall time.
 fn summary_without_time(dir: &Path) -> serde_json::Value {
     let mut v: serde_json::Value =
@@ -688,12 +700,7 @@ fn a_large_file_read_in_batches_gives_the_same_outputs() {
         .arg(&one_file)
         .output()
         .unwrap();
-    assert_eq!(
-        r.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    assert_ok(&r);
     let sweep = |out: &Path, extra: &[&str]| {
         let r = looptune()
             .current_dir(root())
@@ -705,12 +712,7 @@ fn a_large_file_read_in_batches_gives_the_same_outputs() {
             .arg(out)
             .output()
             .unwrap();
-        assert_eq!(
-            r.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&r.stderr)
-        );
+        assert_ok(&r);
     };
     let whole = d.path().join("whole");
     sweep(&whole, &[]);
@@ -723,19 +725,7 @@ fn a_large_file_read_in_batches_gives_the_same_outputs() {
         parts.push(p);
     }
     let merged = d.path().join("merged");
-    let m = looptune()
-        .arg("merge")
-        .args(&parts)
-        .arg("--out")
-        .arg(&merged)
-        .output()
-        .unwrap();
-    assert_eq!(
-        m.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&m.stderr)
-    );
+    merge_into(&parts, &merged);
     for dir in [&batches, &merged] {
         for f in ["sweep.csv", "detections.csv"] {
             assert_eq!(
@@ -790,19 +780,7 @@ fn four_shards_and_a_merge_give_the_bytes_of_one_run() {
     }
     assert_eq!(sessions, 16, "every session in exactly one shard");
     let merged = d.path().join("merged");
-    let m = looptune()
-        .arg("merge")
-        .args(&parts)
-        .arg("--out")
-        .arg(&merged)
-        .output()
-        .unwrap();
-    assert_eq!(
-        m.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&m.stderr)
-    );
+    merge_into(&parts, &merged);
     for f in ["sweep.csv", "detections.csv"] {
         assert_eq!(
             std::fs::read(one.join(f)).unwrap(),

@@ -82,3 +82,13 @@ pub fn skipped(why: &str) {
     println!("{line}");
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
+
+/// Assert that a run exited 0, showing its stderr when it did not.
+pub fn assert_ok(r: &Output) {
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+}
