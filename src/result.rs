@@ -1140,18 +1140,6 @@ pub mod compact {
         configs: Vec<OutConfig<'a>>,
     }
 
-    #[derive(Deserialize)]
-    struct In {
-        detections: Vec<FirstDetection>,
-        configs: Vec<InConfig>,
-    }
-
-    #[derive(Deserialize)]
-    struct InConfig {
-        config: String,
-        hits: Vec<Vec<Option<u64>>>,
-    }
-
     /// Write the outcomes compactly.
     pub fn serialize<S: Serializer>(
         outcomes: &[ConfigOutcomes],
@@ -1207,74 +1195,213 @@ pub mod compact {
             Vec::<ConfigOutcomes>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
         }
 
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-            from_compact(In::deserialize(
-                serde::de::value::MapAccessDeserializer::new(map),
-            )?)
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            use serde::de::Error;
+            // `detections` comes first (as written), so each hit row becomes
+            // a hit as it is read: a large result's rows held as JSON arrays
+            // took three times the memory of its hits.
+            let mut shared = Shared::default();
+            let mut configs: Option<Vec<ConfigOutcomes>> = None;
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "detections" => {
+                        let d: Vec<FirstDetection> = map.next_value()?;
+                        shared.detections = Some(d.into_iter().map(Arc::new).collect());
+                    }
+                    "configs" => {
+                        if shared.detections.is_none() {
+                            return Err(A::Error::custom(
+                                "outcomes: `detections` must come before `configs`",
+                            ));
+                        }
+                        configs = Some(map.next_value_seed(Configs(&mut shared))?);
+                    }
+                    _ => {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+            }
+            configs.ok_or_else(|| A::Error::missing_field("configs"))
         }
     }
 
-    fn from_compact<E: serde::de::Error>(inp: In) -> Result<Vec<ConfigOutcomes>, E> {
-        let detections: Vec<Arc<FirstDetection>> =
-            inp.detections.into_iter().map(Arc::new).collect();
-        let mut effects: HashMap<Effect, Arc<Effect>> = HashMap::new();
-        inp.configs
-            .into_iter()
-            .map(|c| {
-                let hits = c
-                    .hits
-                    .into_iter()
-                    .map(|row| {
-                        let at = |i: usize| row.get(i).copied().flatten();
-                        let small = |i: usize| -> Result<u32, E> {
-                            u32::try_from(at(i).unwrap_or(0))
-                                .map_err(|_| E::custom("a hit's count is out of range"))
-                        };
-                        let first = match at(1) {
-                            None => None,
-                            Some(d) => Some(
-                                detections
-                                    .get(d as usize)
-                                    .ok_or_else(|| {
-                                        E::custom(format!(
-                                            "a hit names detection {d}, which is not in `detections`"
-                                        ))
-                                    })?
-                                    .clone(),
-                            ),
-                        };
-                        let effect = Effect {
-                            stop_turn: at(2).map(|_| small(2)).transpose()?,
-                            warnings: small(3)?,
-                            unheeded: small(4)?,
-                            turns_after_stop: small(7)?,
-                            tokens_after_stop: at(8).unwrap_or(0),
-                        };
-                        // Equal effects shared again, as the sweep shares them.
-                        let effect = (effect != Effect::default()).then(|| {
-                            effects
-                                .entry(effect)
-                                .or_insert_with_key(|e| Arc::new(e.clone()))
-                                .clone()
-                        });
-                        Ok(Hit {
-                            session: u32::try_from(
-                                at(0).ok_or_else(|| E::custom("a hit without a session"))?,
-                            )
-                            .map_err(|_| E::custom("a hit's session is out of range"))?,
-                            first,
-                            effect,
-                            judge_due: small(5)?,
-                            judge_no_verdict: small(6)?,
-                        })
-                    })
-                    .collect::<Result<Vec<Hit>, E>>()?;
-                Ok(ConfigOutcomes {
-                    config: c.config,
-                    hits,
-                })
+    /// What hits share: the detections, and equal effects.
+    #[derive(Default)]
+    struct Shared {
+        detections: Option<Vec<Arc<FirstDetection>>>,
+        effects: HashMap<Effect, Arc<Effect>>,
+    }
+
+    /// The `configs` list, each configuration's hits converted as read.
+    struct Configs<'s>(&'s mut Shared);
+
+    impl<'de> serde::de::DeserializeSeed<'de> for Configs<'_> {
+        type Value = Vec<ConfigOutcomes>;
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+            de.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> serde::de::Visitor<'de> for Configs<'_> {
+        type Value = Vec<ConfigOutcomes>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of {config, hits}")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(c) = seq.next_element_seed(OneConfig(&mut *self.0))? {
+                out.push(c);
+            }
+            Ok(out)
+        }
+    }
+
+    /// One `{config, hits}`.
+    struct OneConfig<'s>(&'s mut Shared);
+
+    impl<'de> serde::de::DeserializeSeed<'de> for OneConfig<'_> {
+        type Value = ConfigOutcomes;
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+            de.deserialize_map(self)
+        }
+    }
+
+    impl<'de> serde::de::Visitor<'de> for OneConfig<'_> {
+        type Value = ConfigOutcomes;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("{config, hits}")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            use serde::de::Error;
+            let (mut config, mut hits) = (None, None);
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "config" => config = Some(map.next_value::<String>()?),
+                    "hits" => hits = Some(map.next_value_seed(Hits(&mut *self.0))?),
+                    _ => {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(ConfigOutcomes {
+                config: config.ok_or_else(|| A::Error::missing_field("config"))?,
+                hits: hits.ok_or_else(|| A::Error::missing_field("hits"))?,
             })
-            .collect()
+        }
+    }
+
+    /// A configuration's hit rows, each made a hit as read.
+    struct Hits<'s>(&'s mut Shared);
+
+    impl<'de> serde::de::DeserializeSeed<'de> for Hits<'_> {
+        type Value = Vec<Hit>;
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+            de.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> serde::de::Visitor<'de> for Hits<'_> {
+        type Value = Vec<Hit>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of hit rows")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            while let Some(row) = seq.next_element::<Row>()? {
+                out.push(hit_of(&row.0, self.0)?);
+            }
+            Ok(out)
+        }
+    }
+
+    /// One hit row's values: `[session, detection, stop turn, warnings,
+    /// unheeded, judge due, judge without verdict, turns after stop, tokens
+    /// after stop]`, trailing ones left out when empty (more are ignored).
+    struct Row([Option<u64>; 9]);
+
+    impl<'de> Deserialize<'de> for Row {
+        fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Row;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a hit row (a list of counts)")
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut seq: A,
+                ) -> Result<Row, A::Error> {
+                    let mut row = [None; 9];
+                    let mut i = 0;
+                    while let Some(v) = seq.next_element::<Option<u64>>()? {
+                        if let Some(slot) = row.get_mut(i) {
+                            *slot = v;
+                        }
+                        i += 1;
+                    }
+                    Ok(Row(row))
+                }
+            }
+            de.deserialize_seq(V)
+        }
+    }
+
+    /// The hit a row stands for, its detection and effect shared.
+    fn hit_of<E: serde::de::Error>(row: &[Option<u64>; 9], shared: &mut Shared) -> Result<Hit, E> {
+        let at = |i: usize| row[i];
+        let small = |i: usize| -> Result<u32, E> {
+            u32::try_from(at(i).unwrap_or(0))
+                .map_err(|_| E::custom("a hit's count is out of range"))
+        };
+        let detections = shared.detections.as_deref().unwrap_or_default();
+        let first = match at(1) {
+            None => None,
+            Some(d) => Some(
+                detections
+                    .get(d as usize)
+                    .ok_or_else(|| {
+                        E::custom(format!(
+                            "a hit names detection {d}, which is not in `detections`"
+                        ))
+                    })?
+                    .clone(),
+            ),
+        };
+        let effect = Effect {
+            stop_turn: at(2).map(|_| small(2)).transpose()?,
+            warnings: small(3)?,
+            unheeded: small(4)?,
+            turns_after_stop: small(7)?,
+            tokens_after_stop: at(8).unwrap_or(0),
+        };
+        // Equal effects shared again, as the sweep shares them.
+        let effect = (effect != Effect::default()).then(|| {
+            shared
+                .effects
+                .entry(effect)
+                .or_insert_with_key(|e| Arc::new(e.clone()))
+                .clone()
+        });
+        Ok(Hit {
+            session: u32::try_from(at(0).ok_or_else(|| E::custom("a hit without a session"))?)
+                .map_err(|_| E::custom("a hit's session is out of range"))?,
+            first,
+            effect,
+            judge_due: small(5)?,
+            judge_no_verdict: small(6)?,
+        })
     }
 }
 
@@ -1433,6 +1560,19 @@ mod tests {
         let bad = text.replace("[3,1]", "[3,5]");
         let e = serde_json::from_str::<W>(&bad).unwrap_err().to_string();
         assert!(e.contains("detection 5"), "{e}");
+        // Rows are read as they come: extra values are ignored, unknown keys
+        // skipped, and the detections must come first (as written).
+        let extra = text.replace("[3,1]", "[3,1,null,0,0,0,0,0,0,5,6]");
+        assert_eq!(serde_json::from_str::<W>(&extra).unwrap().o, outcomes);
+        let keyed = text.replace(r#""configs":["#, r#""later":{"x":[1]},"configs":["#);
+        assert_eq!(serde_json::from_str::<W>(&keyed).unwrap().o, outcomes);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let swapped = format!(
+            r#"{{"o":{{"configs":{},"detections":{}}}}}"#,
+            v["o"]["configs"], v["o"]["detections"]
+        );
+        let e = serde_json::from_str::<W>(&swapped).unwrap_err().to_string();
+        assert!(e.contains("must come before"), "{e}");
     }
 
     #[test]
