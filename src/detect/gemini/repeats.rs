@@ -44,6 +44,14 @@ pub struct RepeatFilter {
     hit_from: usize,
 }
 
+/// Words of the bitset.
+const WORDS: usize = 1 << (BITS - 6);
+
+/// Whether an aligned k-gram with hash `h` is still in the history.
+fn remembered(aligned: &[(u64, usize)], h: u64, head: usize) -> bool {
+    aligned.iter().rev().any(|&(g, y)| g == h && y >= head)
+}
+
 fn slot(h: u64) -> usize {
     (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - BITS)) as usize
 }
@@ -108,22 +116,58 @@ impl RepeatFilter {
             return;
         }
         if self.bits.is_empty() {
-            self.bits = vec![0; 1 << (BITS - 6)];
+            self.bits = vec![0; WORDS];
         }
         debug_assert!(to - 1 + self.k <= base + buf.len());
         let (k, pow) = (self.k, self.pow);
-        let unit = |x: usize| buf[x - base] as u64;
+        // h(x+1) = h(x) * BASE + in - out * BASE^k: the same value as
+        // (h - out * BASE^(k-1)) * BASE + in, with only a multiply and an add
+        // on the chain from one position to the next.
+        let pow_out = pow.wrapping_mul(BASE);
         let mut x = self.cursor;
         let mut h = match self.hash {
             Some(h) => h
-                .wrapping_sub(unit(x - 1).wrapping_mul(pow))
                 .wrapping_mul(BASE)
-                .wrapping_add(unit(x + k - 1)),
-            None => (x..x + k).fold(0u64, |h, y| h.wrapping_mul(BASE).wrapping_add(unit(y))),
+                .wrapping_add(buf[x + k - 1 - base] as u64)
+                .wrapping_sub((buf[x - 1 - base] as u64).wrapping_mul(pow_out)),
+            None => buf[x - base..x - base + k]
+                .iter()
+                .fold(0u64, |h, &u| h.wrapping_mul(BASE).wrapping_add(u as u64)),
         };
         loop {
-            let i = slot(h);
-            if self.bits[i >> 6] & (1 << (i & 63)) != 0 && self.remembered(h, head) {
+            // Positions before the next aligned one (or the last) only test
+            // membership: a tight loop over the outgoing and incoming units.
+            let stop = self.next_aligned.min(to - 1);
+            if x < stop {
+                let bits: &[u64; WORDS] = self.bits[..].try_into().expect("bitset size");
+                // Bitset members go to `hits` first and are confirmed after the
+                // loop (the aligned list does not change in it), so the loop
+                // keeps everything in registers.
+                let from = self.hits.len();
+                let units = &buf[x - base..stop + k - base];
+                for (j, w) in units.windows(k + 1).enumerate() {
+                    let s = slot(h);
+                    if bits[s >> 6] & (1 << (s & 63)) != 0 {
+                        self.hits.push((x + j, h));
+                    }
+                    h = h
+                        .wrapping_mul(BASE)
+                        .wrapping_add(w[k] as u64)
+                        .wrapping_sub((w[0] as u64).wrapping_mul(pow_out));
+                }
+                let mut kept = from;
+                for i in from..self.hits.len() {
+                    let hit = self.hits[i];
+                    if remembered(&self.aligned, hit.1, head) {
+                        self.hits[kept] = hit;
+                        kept += 1;
+                    }
+                }
+                self.hits.truncate(kept);
+                x = stop;
+            }
+            let s = slot(h);
+            if self.bits[s >> 6] & (1 << (s & 63)) != 0 && remembered(&self.aligned, h, head) {
                 self.hits.push((x, h));
             }
             if x == self.next_aligned {
@@ -135,17 +179,12 @@ impl RepeatFilter {
                 break;
             }
             h = h
-                .wrapping_sub(unit(x - 1).wrapping_mul(pow))
                 .wrapping_mul(BASE)
-                .wrapping_add(unit(x + k - 1));
+                .wrapping_add(buf[x + k - 1 - base] as u64)
+                .wrapping_sub((buf[x - 1 - base] as u64).wrapping_mul(pow_out));
         }
         self.cursor = to;
         self.hash = Some(h);
-    }
-
-    /// Whether an aligned k-gram with hash `h` is still in the history.
-    fn remembered(&self, h: u64, head: usize) -> bool {
-        self.aligned.iter().rev().any(|&(g, y)| g == h && y >= head)
     }
 
     fn remember(&mut self, h: u64, x: usize, head: usize) {
