@@ -475,6 +475,24 @@ impl Check for LegacyCheck {
         self.walk(session, None, &mut due);
         Some(due)
     }
+
+    fn run_and_due(
+        &self,
+        session: &Prepared,
+        limit: Option<usize>,
+    ) -> (Vec<Detection>, Option<Vec<(u32, bool)>>) {
+        if !self.cfg.llm {
+            return (self.run(session, limit), None);
+        }
+        // One walk: nothing in it depends on the limit but where it stops,
+        // so the limited detections are the first ones of the whole walk.
+        let mut due = Vec::new();
+        let mut found = self.walk(session, None, &mut due);
+        if let Some(n) = limit {
+            found.truncate(n);
+        }
+        (found, Some(due))
+    }
 }
 
 impl LegacyCheck {
