@@ -165,6 +165,9 @@ impl Plan {
     fn runs(&self, prepared: &Prepared, nested: bool) -> Vec<CheckRun> {
         let one = |g: &Vec<usize>| -> Vec<(usize, CheckRun)> {
             let leader = &self.checks[g[0]];
+            if g.len() == 1 {
+                return vec![(g[0], leader.run_and_due(prepared, self.limits[g[0]]))];
+            }
             let dets: Vec<Vec<Detection>> = if g.len() == 1 {
                 vec![leader.run(prepared, self.limits[g[0]])]
             } else {

@@ -75,6 +75,16 @@ pub trait Check: Send + Sync {
     fn judge_due(&self, _session: &Prepared) -> Option<Vec<(u32, bool)>> {
         None
     }
+    /// [`Check::run`] and [`Check::judge_due`] together; checks whose judge
+    /// schedule comes from the same pass as their detections override it to
+    /// pass over the session once.
+    fn run_and_due(
+        &self,
+        session: &Prepared,
+        limit: Option<usize>,
+    ) -> (Vec<Detection>, Option<Vec<(u32, bool)>>) {
+        (self.run(session, limit), self.judge_due(session))
+    }
     /// Checks with equal batch keys run together in one pass over a session
     /// ([`Check::run_batch`]), with the same results as running each alone.
     fn batch_key(&self) -> Option<String> {

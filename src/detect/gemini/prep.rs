@@ -75,6 +75,15 @@ pub struct GeminiPrep {
     pub model: Option<String>,
 }
 
+/// `name + ":" + json`, in one allocation (`format!` costs more per call).
+fn tool_key(name: &str, json: &str) -> String {
+    let mut k = String::with_capacity(name.len() + 1 + json.len());
+    k.push_str(name);
+    k.push(':');
+    k.push_str(json);
+    k
+}
+
 impl GeminiPrep {
     /// Build from a session.
     pub fn new(s: &Session) -> GeminiPrep {
@@ -147,11 +156,11 @@ impl GeminiPrep {
                     } else {
                         name.as_str()
                     };
-                    let key = intern(&mut keys, format!("{untrimmed}:{json}"));
+                    let key = intern(&mut keys, tool_key(untrimmed, &json));
                     let key_trimmed = if trimmed == untrimmed {
                         key
                     } else {
-                        intern(&mut keys, format!("{trimmed}:{json}"))
+                        intern(&mut keys, tool_key(trimmed, &json))
                     };
                     let next = names.len() as u32;
                     let name_id = *names.entry(name.as_str()).or_insert_with(|| {
@@ -173,9 +182,18 @@ impl GeminiPrep {
                 }
                 Record::Content { text } => {
                     let start = p.units.len();
-                    crate::js::push_utf16(&mut p.units, text);
-                    let units = &p.units[start..];
                     let ascii = text.is_ascii();
+                    if ascii {
+                        // Widen in place (vectorised); push_utf16 would test
+                        // is_ascii again.
+                        p.units.resize(start + text.len(), 0);
+                        for (d, &b) in p.units[start..].iter_mut().zip(text.as_bytes()) {
+                            *d = u16::from(b);
+                        }
+                    } else {
+                        crate::js::push_utf16(&mut p.units, text);
+                    }
+                    let units = &p.units[start..];
                     let flags = if ascii {
                         ChunkFlags::of_ascii(units, text.as_bytes())
                     } else {

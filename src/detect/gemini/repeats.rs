@@ -17,8 +17,37 @@
 //! collisions and k-gram repeats that are not window repeats cost a comparison,
 //! never a wrong answer.
 
-/// Multiplicative base of the rolling k-gram hash (odd: powers never vanish mod 2^64).
-const BASE: u64 = 0x100_0000_01b3;
+/// The k-gram hash is a gear hash: `h = (h << shift) + gear(unit)` with
+/// `shift * k >= 64`, so a unit's term has left the 64 bits by the time it has
+/// left the k-gram, rolling costs a shift and an add, and the top bits (the
+/// bitset slot) already depend on every unit of the k-gram.
+const GEAR: [u64; 256] = gear_table();
+
+const fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+const fn gear_table() -> [u64; 256] {
+    let mut t = [0; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = splitmix(i as u64);
+        i += 1;
+    }
+    t
+}
+
+/// A random 64-bit value per unit (a table for the common ones).
+fn gear(u: u16) -> u64 {
+    match GEAR.get(usize::from(u)) {
+        Some(&g) => g,
+        None => splitmix(u64::from(u)),
+    }
+}
+
 /// Bits of the membership bitset (4 KiB: stays in L1 next to the text).
 const BITS: u32 = 15;
 
@@ -27,8 +56,8 @@ const BITS: u32 = 15;
 pub struct RepeatFilter {
     k: usize,
     stride: usize,
-    /// `BASE^(k-1)`.
-    pow: u64,
+    /// The gear shift less one (the shift can be 64: it is done in two steps).
+    shift_less_one: u32,
     /// Next position to examine.
     cursor: usize,
     /// Rolling hash of the k-gram at `cursor - 1`, when that position was examined.
@@ -44,8 +73,16 @@ pub struct RepeatFilter {
     hit_from: usize,
 }
 
+/// Words of the bitset.
+const WORDS: usize = 1 << (BITS - 6);
+
+/// Whether an aligned k-gram with hash `h` is still in the history.
+fn remembered(aligned: &[(u64, usize)], h: u64, head: usize) -> bool {
+    aligned.iter().rev().any(|&(g, y)| g == h && y >= head)
+}
+
 fn slot(h: u64) -> usize {
-    (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - BITS)) as usize
+    (h >> (64 - BITS)) as usize
 }
 
 impl RepeatFilter {
@@ -54,15 +91,15 @@ impl RepeatFilter {
         // Long enough k-grams that prose rarely repeats one; the stride as long
         // as the proof allows, so few positions are remembered.
         let k = (chunk / 3).clamp(1, 16);
+        // The smallest shift that forgets a unit after k of them, and the
+        // k-gram it hashes (no longer than k: 16 for the usual windows).
+        let shift = 64usize.div_ceil(k);
+        let k = 64usize.div_ceil(shift);
         let stride = chunk + 1 - k;
-        let mut pow = 1u64;
-        for _ in 1..k {
-            pow = pow.wrapping_mul(BASE);
-        }
         RepeatFilter {
             k,
             stride,
-            pow,
+            shift_less_one: shift as u32 - 1,
             cursor: 0,
             hash: None,
             next_aligned: 0,
@@ -108,22 +145,49 @@ impl RepeatFilter {
             return;
         }
         if self.bits.is_empty() {
-            self.bits = vec![0; 1 << (BITS - 6)];
+            self.bits = vec![0; WORDS];
         }
         debug_assert!(to - 1 + self.k <= base + buf.len());
-        let (k, pow) = (self.k, self.pow);
-        let unit = |x: usize| buf[x - base] as u64;
+        let (k, s1) = (self.k, self.shift_less_one);
+        let roll = |h: u64, u: u16| ((h << s1) << 1).wrapping_add(gear(u));
         let mut x = self.cursor;
         let mut h = match self.hash {
-            Some(h) => h
-                .wrapping_sub(unit(x - 1).wrapping_mul(pow))
-                .wrapping_mul(BASE)
-                .wrapping_add(unit(x + k - 1)),
-            None => (x..x + k).fold(0u64, |h, y| h.wrapping_mul(BASE).wrapping_add(unit(y))),
+            Some(h) => roll(h, buf[x + k - 1 - base]),
+            None => buf[x - base..x - base + k]
+                .iter()
+                .fold(0u64, |h, &u| roll(h, u)),
         };
         loop {
-            let i = slot(h);
-            if self.bits[i >> 6] & (1 << (i & 63)) != 0 && self.remembered(h, head) {
+            // Positions before the next aligned one (or the last) only test
+            // membership: a tight loop over the outgoing and incoming units.
+            let stop = self.next_aligned.min(to - 1);
+            if x < stop {
+                let bits: &[u64; WORDS] = self.bits[..].try_into().expect("bitset size");
+                // Bitset members go to `hits` first and are confirmed after the
+                // loop (the aligned list does not change in it), so the loop
+                // keeps everything in registers.
+                let from = self.hits.len();
+                // The units entering the k-gram at positions x + 1 ..= stop.
+                for (j, &u) in buf[x + k - base..stop + k - base].iter().enumerate() {
+                    let s = slot(h);
+                    if bits[s >> 6] & (1 << (s & 63)) != 0 {
+                        self.hits.push((x + j, h));
+                    }
+                    h = roll(h, u);
+                }
+                let mut kept = from;
+                for i in from..self.hits.len() {
+                    let hit = self.hits[i];
+                    if remembered(&self.aligned, hit.1, head) {
+                        self.hits[kept] = hit;
+                        kept += 1;
+                    }
+                }
+                self.hits.truncate(kept);
+                x = stop;
+            }
+            let s = slot(h);
+            if self.bits[s >> 6] & (1 << (s & 63)) != 0 && remembered(&self.aligned, h, head) {
                 self.hits.push((x, h));
             }
             if x == self.next_aligned {
@@ -134,18 +198,10 @@ impl RepeatFilter {
             if x == to {
                 break;
             }
-            h = h
-                .wrapping_sub(unit(x - 1).wrapping_mul(pow))
-                .wrapping_mul(BASE)
-                .wrapping_add(unit(x + k - 1));
+            h = roll(h, buf[x + k - 1 - base]);
         }
         self.cursor = to;
         self.hash = Some(h);
-    }
-
-    /// Whether an aligned k-gram with hash `h` is still in the history.
-    fn remembered(&self, h: u64, head: usize) -> bool {
-        self.aligned.iter().rev().any(|&(g, y)| g == h && y >= head)
     }
 
     fn remember(&mut self, h: u64, x: usize, head: usize) {

@@ -10,7 +10,7 @@ use crate::detect::{
 };
 use crate::error::{Error, Result};
 use crate::event::{Record, Session};
-use crate::js::{stringify, stringify_object, stringify_sorted, write_string};
+use crate::js::{lone_surrogate_unit, stringify, stringify_object, stringify_sorted, write_string};
 use md5::{Digest, Md5};
 use serde_json::{Map, Value};
 use std::collections::{HashSet, VecDeque};
@@ -401,14 +401,32 @@ impl LegacyConfig {
         }
         // Layer 2: content snapshots of the last 10 messages.
         if !skip_content {
-            let snapshot = r
+            // Node hashes the UTF-8 of the text: lone surrogates as U+FFFD.
+            // Without them that is the messages' bytes joined by "\n", fed
+            // to MD5 as they are (no joined copy, no second scan).
+            let lossy = r
                 .messages
                 .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .join("\n");
-            // Node hashes the UTF-8 of the text: lone surrogates as U+FFFD.
-            r.snapshots.push(md5(&crate::js::node_utf8(&snapshot)));
+                .any(|m| !m.is_ascii() && m.chars().any(|c| lone_surrogate_unit(c).is_some()));
+            let digest = if lossy {
+                let snapshot = r
+                    .messages
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                md5(&crate::js::node_utf8(&snapshot))
+            } else {
+                let mut h = Md5::new();
+                for (i, m) in r.messages.iter().enumerate() {
+                    if i > 0 {
+                        h.update(b"\n");
+                    }
+                    h.update(m.as_bytes());
+                }
+                h.finalize().into()
+            };
+            r.snapshots.push(digest);
             let (c, ratio) = self.content_window(n);
             if r.snapshots.len() >= c {
                 let recent = &r.snapshots[r.snapshots.len() - c..];
@@ -456,6 +474,24 @@ impl Check for LegacyCheck {
         let mut due = Vec::new();
         self.walk(session, None, &mut due);
         Some(due)
+    }
+
+    fn run_and_due(
+        &self,
+        session: &Prepared,
+        limit: Option<usize>,
+    ) -> (Vec<Detection>, Option<Vec<(u32, bool)>>) {
+        if !self.cfg.llm {
+            return (self.run(session, limit), None);
+        }
+        // One walk: nothing in it depends on the limit but where it stops,
+        // so the limited detections are the first ones of the whole walk.
+        let mut due = Vec::new();
+        let mut found = self.walk(session, None, &mut due);
+        if let Some(n) = limit {
+            found.truncate(n);
+        }
+        (found, Some(due))
     }
 }
 
