@@ -165,15 +165,12 @@ impl Plan {
     fn runs(&self, prepared: &Prepared, nested: bool) -> Vec<CheckRun> {
         let one = |g: &Vec<usize>| -> Vec<(usize, CheckRun)> {
             let leader = &self.checks[g[0]];
+            // A lone check may answer both from one pass over the session.
             if g.len() == 1 {
                 return vec![(g[0], leader.run_and_due(prepared, self.limits[g[0]]))];
             }
-            let dets: Vec<Vec<Detection>> = if g.len() == 1 {
-                vec![leader.run(prepared, self.limits[g[0]])]
-            } else {
-                let members: Vec<&dyn Check> = g.iter().map(|&i| self.checks[i].as_ref()).collect();
-                leader.run_batch(&members, prepared, self.limits[g[0]])
-            };
+            let members: Vec<&dyn Check> = g.iter().map(|&i| self.checks[i].as_ref()).collect();
+            let dets = leader.run_batch(&members, prepared, self.limits[g[0]]);
             g.iter()
                 .zip(dets)
                 .map(|(&i, d)| (i, (d, self.checks[i].judge_due(prepared))))
