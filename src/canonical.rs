@@ -504,7 +504,7 @@ fn parse_line_str(line: &str) -> Result<Parsed<'_>, RecordError> {
             // `args` is required, and must be an object (null is not).
             "tool_call" => f.name.zip(f.args).map(|(name, args)| Record::ToolCall {
                 name,
-                args: *args,
+                args,
                 id: f.id,
             }),
             "tool_result" => Some(Record::ToolResult {
@@ -570,7 +570,7 @@ pub fn record_from_object(
         "tool_call" => Record::ToolCall {
             name: req_str(obj, "name")?,
             args: match obj.get("args") {
-                Some(Value::Object(m)) => m.clone(),
+                Some(Value::Object(m)) => Box::new(m.clone()),
                 Some(_) => return Err(FieldError::ty("args", "an object")),
                 None => return Err(FieldError::Missing("args".into())),
             },
