@@ -31,6 +31,7 @@ pub const KNOWN_TYPES: &[&str] = &[
 
 /// Fast path: the fields of every record type, borrowed where possible.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Fast<'a> {
     #[serde(rename = "type", borrow)]
     ty: std::borrow::Cow<'a, str>,
@@ -407,6 +408,7 @@ type Parsed<'a> = (Option<Cow<'a, str>>, Record, Option<Place>);
 
 /// The `src` field of a canonical record (written by `looptune import -o`).
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct FastSrc {
     file: String,
     #[serde(default)]
@@ -430,6 +432,314 @@ impl FastSrc {
             line: self.line,
             pointer: self.pointer,
         })
+    }
+}
+
+/// [`Fast`] of a line as writers lay it out: one flat object, no
+/// whitespace, keys the fast path knows, each once, values strings without
+/// escapes, non-negative integers, booleans or null. `None` for anything
+/// else, which serde_json then reads. Most records are such lines, and this
+/// reads one for a fraction of what serde_json's general path costs (per
+/// field: key lookup, visitor calls, whitespace checks). Whatever it accepts,
+/// serde_json reads into the same `Fast` (a property test holds it to that).
+fn flat(line: &str) -> Option<Fast<'_>> {
+    /// A value as written.
+    enum V<'a> {
+        Str(Cow<'a, str>),
+        Obj(Box<Map<String, Value>>),
+        Src(Box<FastSrc>),
+        Int(u64),
+        Bool(bool),
+        Null,
+    }
+    fn str_or_null(v: V<'_>) -> Option<Option<Cow<'_, str>>> {
+        match v {
+            V::Str(s) => Some(Some(s)),
+            V::Null => Some(None),
+            _ => None,
+        }
+    }
+    let b = line.as_bytes();
+    /// The string starting after the quote at `i`: its text and the index
+    /// after its closing quote; `None` at an escape or a control character.
+    fn string(line: &str, i: usize) -> Option<(&str, usize)> {
+        let rest = line.as_bytes().get(i + 1..)?;
+        let n = special(rest);
+        if rest.get(n) != Some(&b'"') {
+            return None;
+        }
+        Some((&line[i + 1..i + 1 + n], i + 2 + n))
+    }
+    let (mut ty, mut session, mut text, mut name, mut id) = (None, None, None, None, None);
+    let (mut output, mut error, mut prompt_id) = (None, None, None);
+    let (mut input_tokens, mut output_tokens, mut args, mut src) = (None, None, None, None);
+    let mut seen = 0u16;
+    if b.first() != Some(&b'{') || b.last() != Some(&b'}') {
+        return None;
+    }
+    let mut i = 1;
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let (key, at) = string(line, i)?;
+        if b.get(at) != Some(&b':') {
+            return None;
+        }
+        i = at + 1;
+        let v = match *b.get(i)? {
+            b'"' => match string(line, i) {
+                Some((v, at)) => {
+                    i = at;
+                    V::Str(Cow::Borrowed(v))
+                }
+                None => {
+                    let (v, at) = unescape(line, i)?;
+                    i = at;
+                    V::Str(Cow::Owned(v))
+                }
+            },
+            b'0'..=b'9' => {
+                let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+                // No leading zero, no fraction or exponent: what u64 reads.
+                if digits > 1 && b[i] == b'0'
+                    || matches!(b.get(i + digits), Some(b'.' | b'e' | b'E'))
+                {
+                    return None;
+                }
+                let mut n = 0u64;
+                for &c in &b[i..i + digits] {
+                    n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+                }
+                i += digits;
+                V::Int(n)
+            }
+            // Only `args` and `src` may be objects: serde_json reads them, as it
+            // would in the whole line. Fewer than 100 brackets after it
+            // keep it far from serde_json's nesting limit, which counts the
+            // line's own object too.
+            b'{' if (key == "args" || key == "src")
+                && b[i..].iter().filter(|&&c| c == b'{' || c == b'[').count() < 100 =>
+            {
+                if key == "args" {
+                    let (m, len) = object(&line[i..])?;
+                    i += len;
+                    V::Obj(m)
+                } else {
+                    let (m, len) = object(&line[i..])?;
+                    i += len;
+                    V::Src(m)
+                }
+            }
+            _ => {
+                let (v, len) = if b[i..].starts_with(b"true") {
+                    (V::Bool(true), 4)
+                } else if b[i..].starts_with(b"false") {
+                    (V::Bool(false), 5)
+                } else if b[i..].starts_with(b"null") {
+                    (V::Null, 4)
+                } else {
+                    return None;
+                };
+                i += len;
+                v
+            }
+        };
+        let bit = match key {
+            // serde_json borrows these only without escapes.
+            "type" => {
+                ty = match v {
+                    V::Str(Cow::Borrowed(s)) => Some(s),
+                    _ => return None,
+                };
+                0
+            }
+            "session" => {
+                session = match v {
+                    V::Str(Cow::Borrowed(s)) => Some(s),
+                    V::Null => None,
+                    _ => return None,
+                };
+                1
+            }
+            "text" => {
+                text = str_or_null(v)?;
+                2
+            }
+            "name" => {
+                name = str_or_null(v)?;
+                3
+            }
+            "id" => {
+                id = str_or_null(v)?;
+                4
+            }
+            "output" => {
+                output = str_or_null(v)?;
+                5
+            }
+            "prompt_id" => {
+                prompt_id = str_or_null(v)?;
+                6
+            }
+            "error" => {
+                error = match v {
+                    V::Bool(x) => Some(x),
+                    V::Null => None,
+                    _ => return None,
+                };
+                7
+            }
+            "args" => {
+                args = match v {
+                    V::Obj(m) => Some(m),
+                    V::Null => None,
+                    _ => return None,
+                };
+                10
+            }
+            "src" => {
+                src = match v {
+                    V::Src(m) => Some(m),
+                    V::Null => None,
+                    _ => return None,
+                };
+                11
+            }
+            "input_tokens" | "output_tokens" => {
+                let n = match v {
+                    V::Int(n) => Some(n),
+                    V::Null => None,
+                    _ => return None,
+                };
+                if key == "input_tokens" {
+                    input_tokens = n;
+                    8
+                } else {
+                    output_tokens = n;
+                    9
+                }
+            }
+            _ => return None,
+        };
+        // A key given twice is an error to serde's derive (and the slow
+        // path's business).
+        if seen & (1 << bit) != 0 {
+            return None;
+        }
+        seen |= 1 << bit;
+        match b.get(i) {
+            Some(b',') => i += 1,
+            Some(b'}') if i + 1 == b.len() => break,
+            _ => return None,
+        }
+    }
+    Some(Fast {
+        ty: Cow::Borrowed(ty?),
+        session: session.map(Cow::Borrowed),
+        text: text.map(Cow::into_owned),
+        name: name.map(Cow::into_owned),
+        args,
+        id: id.map(Cow::into_owned),
+        output: output.map(Cow::into_owned),
+        error,
+        prompt_id: prompt_id.map(Cow::into_owned),
+        input_tokens,
+        output_tokens,
+        src,
+    })
+}
+
+/// A JSON value at the start of `text`, read by serde_json as it would read
+/// it in place, and its length.
+fn object<'a, T: Deserialize<'a>>(text: &'a str) -> Option<(T, usize)> {
+    let mut it = serde_json::Deserializer::from_str(text).into_iter::<T>();
+    let v = it.next()?.ok()?;
+    Some((v, it.byte_offset()))
+}
+
+/// Index of the first `"`, `\\` or control character in `b` (its length if
+/// none), eight bytes at a time as serde_json's own scan does: the lowest
+/// flagged byte of a word is always a real one.
+fn special(b: &[u8]) -> usize {
+    const ONES: u64 = u64::MAX / 255;
+    let mut i = 0;
+    while let Some(w) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        let ctrl = x.wrapping_sub(ONES * 0x20) & !x;
+        let q = x ^ (ONES * u64::from(b'"'));
+        let q = q.wrapping_sub(ONES) & !q;
+        let e = x ^ (ONES * u64::from(b'\\'));
+        let e = e.wrapping_sub(ONES) & !e;
+        let hit = (ctrl | q | e) & (ONES << 7);
+        if hit != 0 {
+            return i + hit.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    i + b[i..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .unwrap_or(b.len() - i)
+}
+
+/// The string starting after the quote at `i`, its escapes decoded as
+/// serde_json decodes them, and the index after its closing quote; `None`
+/// at a control character, a bad escape or an unpaired surrogate (which
+/// serde_json rejects and [`parse_json`] reads its own way).
+fn unescape(line: &str, i: usize) -> Option<(String, usize)> {
+    let b = line.as_bytes();
+    let hex = |at: usize| -> Option<u32> {
+        let h = b.get(at..at + 4)?;
+        if !h.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    let mut out = String::with_capacity(64);
+    let mut at = i + 1;
+    loop {
+        let n = special(b.get(at..)?);
+        out.push_str(&line[at..at + n]);
+        at += n;
+        match b.get(at)? {
+            b'"' => return Some((out, at + 1)),
+            b'\\' => {}
+            _ => return None,
+        }
+        let c = match b.get(at + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let u = hex(at + 2)?;
+                let c = match u {
+                    0xd800..=0xdbff => {
+                        if b.get(at + 6..at + 8)? != b"\\u" {
+                            return None;
+                        }
+                        let low = hex(at + 8)?;
+                        if !(0xdc00..=0xdfff).contains(&low) {
+                            return None;
+                        }
+                        at += 6;
+                        char::from_u32(0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00))?
+                    }
+                    0xdc00..=0xdfff => return None,
+                    _ => char::from_u32(u)?,
+                };
+                at += 4;
+                c
+            }
+            _ => return None,
+        };
+        out.push(c);
+        at += 2;
     }
 }
 
@@ -488,7 +798,7 @@ fn parse_line_str(line: &str) -> Result<Parsed<'_>, RecordError> {
     // (and so duplicate keys behave as JSON.parse: last one wins). Serde's
     // derived structs also read arrays, which are not records.
     let fast = if starts_object(line.as_bytes()) {
-        serde_json::from_str::<Fast>(line).ok()
+        flat(line).or_else(|| serde_json::from_str::<Fast>(line).ok())
     } else {
         None
     };
@@ -683,6 +993,137 @@ mod tests {
                     (a, b) => panic!("case {case}: {a:?} vs {b:?}"),
                 }
             }
+        }
+    }
+    /// Whatever `flat` reads, serde_json reads into the same `Fast`; and it
+    /// reads the lines writers write.
+    #[test]
+    fn flat_reads_as_serde_does() {
+        let keys = [
+            "type",
+            "type",
+            "session",
+            "text",
+            "text",
+            "name",
+            "id",
+            "output",
+            "prompt_id",
+            "error",
+            "input_tokens",
+            "output_tokens",
+            "args",
+            "src",
+            "src",
+            "other",
+            "",
+            r"t\u0065xt",
+        ];
+        let types = [
+            "content",
+            "thought",
+            "turn",
+            "usage",
+            "tool_result",
+            "user",
+            "tool_call",
+            "x",
+        ];
+        let values = [
+            r#""plain""#,
+            r#""""#,
+            r#""a \"q\" b""#,
+            r#""nl\n""#,
+            r#""\u00e9""#,
+            "\"ctl\u{1}\"",
+            "\"tab\t\"",
+            r#""é } , : {""#,
+            r#""\ud83d""#,
+            "0",
+            "7",
+            "01",
+            "1.5",
+            "1e3",
+            "-1",
+            "18446744073709551615",
+            "18446744073709551616",
+            "true",
+            "false",
+            "null",
+            "{}",
+            "[]",
+            r#"{"a":1}"#,
+            "tru",
+            "nul",
+            r#""\u0041\ud83d\ude00\uD83D\uDE00""#,
+            r#""\/\b\f\r\"\\""#,
+            r#""\x""#,
+            r#""\ud83dx""#,
+            r#""\ude00""#,
+            r#""\ud83d\u0041""#,
+            r#""\u00""#,
+            r#""\u+041""#,
+            r#""end\"#,
+            r#""\u0000é\u00e9""#,
+            r#"{"path":"a","n":[1,{"x":null}]}"#,
+            r#"{"a":"\ud83d"}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{ "a" : 1 }"#,
+            r#"{"a":}"#,
+            r#"{"file":"a.json","line":3}"#,
+            r#"{"file":"a","pointer":"/m/1","x":[1,{}]}"#,
+            r#"{"file":"a","line":0}"#,
+            r#"{"line":2}"#,
+            r#"{"file":"a","file":"b"}"#,
+        ];
+        let mut r = crate::synth::Rng::new(11);
+        let mut accepted = 0;
+        for _ in 0..200_000 {
+            let mut line = String::from("{");
+            for k in 0..r.range(0, 5) {
+                if k > 0 {
+                    line.push_str([",", ",", ",", ", "][r.range(0, 3)]);
+                }
+                let key = keys[r.range(0, keys.len() - 1)];
+                line.push_str(&format!("\"{key}\":"));
+                if r.range(0, 9) == 0 {
+                    line.push(' ');
+                }
+                if key == "type" && r.range(0, 3) > 0 {
+                    line.push_str(&format!("\"{}\"", types[r.range(0, types.len() - 1)]));
+                } else {
+                    line.push_str(values[r.range(0, values.len() - 1)]);
+                }
+            }
+            line.push_str(["}", "}", "}", "} ", ""][r.range(0, 4)]);
+            if let Some(f) = flat(&line) {
+                accepted += 1;
+                assert_eq!(Some(f), serde_json::from_str::<Fast>(&line).ok(), "{line}");
+            }
+        }
+        assert!(accepted > 1000, "{accepted}");
+        // Near serde_json's nesting limit both read alike (or `flat` leaves it).
+        for depth in [97, 98, 99, 100, 125, 126, 127, 128] {
+            let line = format!(
+                r#"{{"type":"tool_call","name":"x","args":{{"a":{}1{}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            if let Some(f) = flat(&line) {
+                assert_eq!(Some(f), serde_json::from_str::<Fast>(&line).ok(), "{depth}");
+            }
+        }
+        for line in [
+            r#"{"type":"content","text":"a b.","session":"s000001"}"#,
+            r#"{"type":"tool_result","session":"s","id":"c1","name":"x","output":"é","error":false}"#,
+            r#"{"type":"usage","input_tokens":1200,"output_tokens":185,"session":"s"}"#,
+            r#"{"type":"turn"}"#,
+            r#"{"type":"tool_call","name":"x","args":{"p":"a","l":[1]},"id":"c1","session":"s"}"#,
+            r#"{"type":"content","session":"s","text":"x","src":{"file":"f.json","pointer":"/m/2"}}"#,
+            r#"{"type":"content","text":"a\nb \"c\" \u00e9\ud83d\ude00","session":"s"}"#,
+        ] {
+            assert!(flat(line).is_some(), "{line}");
+            assert_eq!(flat(line), serde_json::from_str::<Fast>(line).ok());
         }
     }
     /// Usage records take the fast path and keep the slow path's errors.
