@@ -31,6 +31,7 @@ pub const KNOWN_TYPES: &[&str] = &[
 
 /// Fast path: the fields of every record type, borrowed where possible.
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct Fast<'a> {
     #[serde(rename = "type", borrow)]
     ty: std::borrow::Cow<'a, str>,
@@ -308,38 +309,67 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
     let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
     let mut last_place: Option<Arc<Place>> = None;
     let mut line_no = 0u64;
+    // The piece checked as UTF-8 at once, lines then sliced from it: a
+    // check per line costs about four times as much (short lines, each
+    // starting unaligned). When the piece is not UTF-8, each line is checked
+    // on its own so the bad one gets its own error.
+    let whole = std::str::from_utf8(bytes).ok();
+    // The session of the previous line: consecutive lines mostly share it,
+    // and a comparison costs less than a hash lookup.
+    let mut last_slot = usize::MAX;
+    let mut pushed = 0usize;
     // Lines as `split(b'\n')` gives them (a last, possibly empty, line
     // after the last newline), found with memchr.
     let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
     let mut from = 0;
     for end in ends {
-        let mut raw = &bytes[from..end];
+        let (mut a, mut b) = (from, end);
         from = end + 1;
         line_no += 1;
         // Only the file's first line may start with a byte order mark.
-        if first && line_no == 1 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
-            raw = &raw[3..];
+        if first && line_no == 1 && bytes[a..b].starts_with(&[0xef, 0xbb, 0xbf]) {
+            a += 3;
         }
-        if let Some(r) = raw.strip_suffix(b"\r") {
-            raw = r;
+        if bytes[a..b].ends_with(b"\r") {
+            b -= 1;
         }
+        let raw = &bytes[a..b];
         if raw.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        match parse_line_borrowed(raw) {
+        let parsed = match whole {
+            // Line ends, a BOM and a CR are on character boundaries.
+            Some(text) => parse_line_str(&text[a..b]),
+            None => parse_line_borrowed(raw),
+        };
+        match parsed {
             Ok((session, record, place)) => {
                 if matches!(record, Record::Unknown { .. }) {
                     p.unknown += 1;
                 }
                 let sid = session.as_deref().unwrap_or(stem);
-                let slot = match index.get(sid) {
-                    Some(&slot) => slot,
-                    None => {
-                        index.insert(sid.to_string(), p.sessions.len());
-                        p.sessions.push((sid.to_string(), Vec::new()));
-                        p.sessions.len() - 1
+                let slot = if p.sessions.get(last_slot).is_some_and(|s| s.0 == sid) {
+                    last_slot
+                } else {
+                    match index.get(sid) {
+                        Some(&slot) => slot,
+                        None => {
+                            index.insert(sid.to_string(), p.sessions.len());
+                            // Room for as many records as the piece's
+                            // sessions have had on average (and a little
+                            // more), so a session's vector rarely grows: the
+                            // growth's copies and fresh pages were a tenth of
+                            // a parse. Never more than the rest of the piece
+                            // can hold (a record takes 16 bytes at least).
+                            let mean = pushed.checked_div(p.sessions.len()).unwrap_or(64);
+                            let room = (mean + mean / 8 + 8).min((bytes.len() - a) / 16 + 1);
+                            p.sessions.push((sid.to_string(), Vec::with_capacity(room)));
+                            p.sessions.len() - 1
+                        }
                     }
                 };
+                last_slot = slot;
+                pushed += 1;
                 // Records of one native message share their place.
                 let place = place.map(|pl| match &last_place {
                     Some(prev) if **prev == pl => prev.clone(),
@@ -378,6 +408,7 @@ type Parsed<'a> = (Option<Cow<'a, str>>, Record, Option<Place>);
 
 /// The `src` field of a canonical record (written by `looptune import -o`).
 #[derive(Deserialize)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
 struct FastSrc {
     file: String,
     #[serde(default)]
@@ -401,6 +432,314 @@ impl FastSrc {
             line: self.line,
             pointer: self.pointer,
         })
+    }
+}
+
+/// [`Fast`] of a line as writers lay it out: one flat object, no
+/// whitespace, keys the fast path knows, each once, values strings without
+/// escapes, non-negative integers, booleans or null. `None` for anything
+/// else, which serde_json then reads. Most records are such lines, and this
+/// reads one for a fraction of what serde_json's general path costs (per
+/// field: key lookup, visitor calls, whitespace checks). Whatever it accepts,
+/// serde_json reads into the same `Fast` (a property test holds it to that).
+fn flat(line: &str) -> Option<Fast<'_>> {
+    /// A value as written.
+    enum V<'a> {
+        Str(Cow<'a, str>),
+        Obj(Box<Map<String, Value>>),
+        Src(Box<FastSrc>),
+        Int(u64),
+        Bool(bool),
+        Null,
+    }
+    fn str_or_null(v: V<'_>) -> Option<Option<Cow<'_, str>>> {
+        match v {
+            V::Str(s) => Some(Some(s)),
+            V::Null => Some(None),
+            _ => None,
+        }
+    }
+    let b = line.as_bytes();
+    /// The string starting after the quote at `i`: its text and the index
+    /// after its closing quote; `None` at an escape or a control character.
+    fn string(line: &str, i: usize) -> Option<(&str, usize)> {
+        let rest = line.as_bytes().get(i + 1..)?;
+        let n = special(rest);
+        if rest.get(n) != Some(&b'"') {
+            return None;
+        }
+        Some((&line[i + 1..i + 1 + n], i + 2 + n))
+    }
+    let (mut ty, mut session, mut text, mut name, mut id) = (None, None, None, None, None);
+    let (mut output, mut error, mut prompt_id) = (None, None, None);
+    let (mut input_tokens, mut output_tokens, mut args, mut src) = (None, None, None, None);
+    let mut seen = 0u16;
+    if b.first() != Some(&b'{') || b.last() != Some(&b'}') {
+        return None;
+    }
+    let mut i = 1;
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let (key, at) = string(line, i)?;
+        if b.get(at) != Some(&b':') {
+            return None;
+        }
+        i = at + 1;
+        let v = match *b.get(i)? {
+            b'"' => match string(line, i) {
+                Some((v, at)) => {
+                    i = at;
+                    V::Str(Cow::Borrowed(v))
+                }
+                None => {
+                    let (v, at) = unescape(line, i)?;
+                    i = at;
+                    V::Str(Cow::Owned(v))
+                }
+            },
+            b'0'..=b'9' => {
+                let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+                // No leading zero, no fraction or exponent: what u64 reads.
+                if digits > 1 && b[i] == b'0'
+                    || matches!(b.get(i + digits), Some(b'.' | b'e' | b'E'))
+                {
+                    return None;
+                }
+                let mut n = 0u64;
+                for &c in &b[i..i + digits] {
+                    n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+                }
+                i += digits;
+                V::Int(n)
+            }
+            // Only `args` and `src` may be objects: serde_json reads them, as it
+            // would in the whole line. Fewer than 100 brackets after it
+            // keep it far from serde_json's nesting limit, which counts the
+            // line's own object too.
+            b'{' if (key == "args" || key == "src")
+                && b[i..].iter().filter(|&&c| c == b'{' || c == b'[').count() < 100 =>
+            {
+                if key == "args" {
+                    let (m, len) = object(&line[i..])?;
+                    i += len;
+                    V::Obj(m)
+                } else {
+                    let (m, len) = object(&line[i..])?;
+                    i += len;
+                    V::Src(m)
+                }
+            }
+            _ => {
+                let (v, len) = if b[i..].starts_with(b"true") {
+                    (V::Bool(true), 4)
+                } else if b[i..].starts_with(b"false") {
+                    (V::Bool(false), 5)
+                } else if b[i..].starts_with(b"null") {
+                    (V::Null, 4)
+                } else {
+                    return None;
+                };
+                i += len;
+                v
+            }
+        };
+        let bit = match key {
+            // serde_json borrows these only without escapes.
+            "type" => {
+                ty = match v {
+                    V::Str(Cow::Borrowed(s)) => Some(s),
+                    _ => return None,
+                };
+                0
+            }
+            "session" => {
+                session = match v {
+                    V::Str(Cow::Borrowed(s)) => Some(s),
+                    V::Null => None,
+                    _ => return None,
+                };
+                1
+            }
+            "text" => {
+                text = str_or_null(v)?;
+                2
+            }
+            "name" => {
+                name = str_or_null(v)?;
+                3
+            }
+            "id" => {
+                id = str_or_null(v)?;
+                4
+            }
+            "output" => {
+                output = str_or_null(v)?;
+                5
+            }
+            "prompt_id" => {
+                prompt_id = str_or_null(v)?;
+                6
+            }
+            "error" => {
+                error = match v {
+                    V::Bool(x) => Some(x),
+                    V::Null => None,
+                    _ => return None,
+                };
+                7
+            }
+            "args" => {
+                args = match v {
+                    V::Obj(m) => Some(m),
+                    V::Null => None,
+                    _ => return None,
+                };
+                10
+            }
+            "src" => {
+                src = match v {
+                    V::Src(m) => Some(m),
+                    V::Null => None,
+                    _ => return None,
+                };
+                11
+            }
+            "input_tokens" | "output_tokens" => {
+                let n = match v {
+                    V::Int(n) => Some(n),
+                    V::Null => None,
+                    _ => return None,
+                };
+                if key == "input_tokens" {
+                    input_tokens = n;
+                    8
+                } else {
+                    output_tokens = n;
+                    9
+                }
+            }
+            _ => return None,
+        };
+        // A key given twice is an error to serde's derive (and the slow
+        // path's business).
+        if seen & (1 << bit) != 0 {
+            return None;
+        }
+        seen |= 1 << bit;
+        match b.get(i) {
+            Some(b',') => i += 1,
+            Some(b'}') if i + 1 == b.len() => break,
+            _ => return None,
+        }
+    }
+    Some(Fast {
+        ty: Cow::Borrowed(ty?),
+        session: session.map(Cow::Borrowed),
+        text: text.map(Cow::into_owned),
+        name: name.map(Cow::into_owned),
+        args,
+        id: id.map(Cow::into_owned),
+        output: output.map(Cow::into_owned),
+        error,
+        prompt_id: prompt_id.map(Cow::into_owned),
+        input_tokens,
+        output_tokens,
+        src,
+    })
+}
+
+/// A JSON value at the start of `text`, read by serde_json as it would read
+/// it in place, and its length.
+fn object<'a, T: Deserialize<'a>>(text: &'a str) -> Option<(T, usize)> {
+    let mut it = serde_json::Deserializer::from_str(text).into_iter::<T>();
+    let v = it.next()?.ok()?;
+    Some((v, it.byte_offset()))
+}
+
+/// Index of the first `"`, `\\` or control character in `b` (its length if
+/// none), eight bytes at a time as serde_json's own scan does: the lowest
+/// flagged byte of a word is always a real one.
+fn special(b: &[u8]) -> usize {
+    const ONES: u64 = u64::MAX / 255;
+    let mut i = 0;
+    while let Some(w) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        let ctrl = x.wrapping_sub(ONES * 0x20) & !x;
+        let q = x ^ (ONES * u64::from(b'"'));
+        let q = q.wrapping_sub(ONES) & !q;
+        let e = x ^ (ONES * u64::from(b'\\'));
+        let e = e.wrapping_sub(ONES) & !e;
+        let hit = (ctrl | q | e) & (ONES << 7);
+        if hit != 0 {
+            return i + hit.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    i + b[i..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .unwrap_or(b.len() - i)
+}
+
+/// The string starting after the quote at `i`, its escapes decoded as
+/// serde_json decodes them, and the index after its closing quote; `None`
+/// at a control character, a bad escape or an unpaired surrogate (which
+/// serde_json rejects and [`parse_json`] reads its own way).
+fn unescape(line: &str, i: usize) -> Option<(String, usize)> {
+    let b = line.as_bytes();
+    let hex = |at: usize| -> Option<u32> {
+        let h = b.get(at..at + 4)?;
+        if !h.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    let mut out = String::with_capacity(64);
+    let mut at = i + 1;
+    loop {
+        let n = special(b.get(at..)?);
+        out.push_str(&line[at..at + n]);
+        at += n;
+        match b.get(at)? {
+            b'"' => return Some((out, at + 1)),
+            b'\\' => {}
+            _ => return None,
+        }
+        let c = match b.get(at + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let u = hex(at + 2)?;
+                let c = match u {
+                    0xd800..=0xdbff => {
+                        if b.get(at + 6..at + 8)? != b"\\u" {
+                            return None;
+                        }
+                        let low = hex(at + 8)?;
+                        if !(0xdc00..=0xdfff).contains(&low) {
+                            return None;
+                        }
+                        at += 6;
+                        char::from_u32(0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00))?
+                    }
+                    0xdc00..=0xdfff => return None,
+                    _ => char::from_u32(u)?,
+                };
+                at += 4;
+                c
+            }
+            _ => return None,
+        };
+        out.push(c);
+        at += 2;
     }
 }
 
@@ -447,14 +786,19 @@ fn src_from_object(obj: &Map<String, Value>) -> Result<Option<Place>, FieldError
 /// [`parse_line`] with the session id borrowed from the line when it can be
 /// (no allocation per record for the id).
 fn parse_line_borrowed(raw: &[u8]) -> Result<Parsed<'_>, RecordError> {
+    // The line is checked as UTF-8 once, which costs less than serde_json
+    // checking each string of a byte slice (9% fewer instructions in a parse).
+    parse_line_str(std::str::from_utf8(raw).map_err(RecordError::NotUtf8)?)
+}
+
+/// [`parse_line_borrowed`] of a line already known to be UTF-8.
+fn parse_line_str(line: &str) -> Result<Parsed<'_>, RecordError> {
     // The typed fast path covers well-formed common records; anything it
     // rejects is re-read as a generic value so the error names the field
-    // (and so duplicate keys behave as JSON.parse: last one wins). The line
-    // is checked as UTF-8 once, which costs less than serde_json checking
-    // each string of a byte slice (9% fewer instructions in a parse).
-    let line = std::str::from_utf8(raw).map_err(RecordError::NotUtf8)?;
-    let fast = if starts_object(raw) {
-        serde_json::from_str::<Fast>(line).ok()
+    // (and so duplicate keys behave as JSON.parse: last one wins). Serde's
+    // derived structs also read arrays, which are not records.
+    let fast = if starts_object(line.as_bytes()) {
+        flat(line).or_else(|| serde_json::from_str::<Fast>(line).ok())
     } else {
         None
     };
@@ -470,7 +814,7 @@ fn parse_line_borrowed(raw: &[u8]) -> Result<Parsed<'_>, RecordError> {
             // `args` is required, and must be an object (null is not).
             "tool_call" => f.name.zip(f.args).map(|(name, args)| Record::ToolCall {
                 name,
-                args: *args,
+                args,
                 id: f.id,
             }),
             "tool_result" => Some(Record::ToolResult {
@@ -536,7 +880,7 @@ pub fn record_from_object(
         "tool_call" => Record::ToolCall {
             name: req_str(obj, "name")?,
             args: match obj.get("args") {
-                Some(Value::Object(m)) => m.clone(),
+                Some(Value::Object(m)) => Box::new(m.clone()),
                 Some(_) => return Err(FieldError::ty("args", "an object")),
                 None => return Err(FieldError::Missing("args".into())),
             },
@@ -649,6 +993,137 @@ mod tests {
                     (a, b) => panic!("case {case}: {a:?} vs {b:?}"),
                 }
             }
+        }
+    }
+    /// Whatever `flat` reads, serde_json reads into the same `Fast`; and it
+    /// reads the lines writers write.
+    #[test]
+    fn flat_reads_as_serde_does() {
+        let keys = [
+            "type",
+            "type",
+            "session",
+            "text",
+            "text",
+            "name",
+            "id",
+            "output",
+            "prompt_id",
+            "error",
+            "input_tokens",
+            "output_tokens",
+            "args",
+            "src",
+            "src",
+            "other",
+            "",
+            r"t\u0065xt",
+        ];
+        let types = [
+            "content",
+            "thought",
+            "turn",
+            "usage",
+            "tool_result",
+            "user",
+            "tool_call",
+            "x",
+        ];
+        let values = [
+            r#""plain""#,
+            r#""""#,
+            r#""a \"q\" b""#,
+            r#""nl\n""#,
+            r#""\u00e9""#,
+            "\"ctl\u{1}\"",
+            "\"tab\t\"",
+            r#""é } , : {""#,
+            r#""\ud83d""#,
+            "0",
+            "7",
+            "01",
+            "1.5",
+            "1e3",
+            "-1",
+            "18446744073709551615",
+            "18446744073709551616",
+            "true",
+            "false",
+            "null",
+            "{}",
+            "[]",
+            r#"{"a":1}"#,
+            "tru",
+            "nul",
+            r#""\u0041\ud83d\ude00\uD83D\uDE00""#,
+            r#""\/\b\f\r\"\\""#,
+            r#""\x""#,
+            r#""\ud83dx""#,
+            r#""\ude00""#,
+            r#""\ud83d\u0041""#,
+            r#""\u00""#,
+            r#""\u+041""#,
+            r#""end\"#,
+            r#""\u0000é\u00e9""#,
+            r#"{"path":"a","n":[1,{"x":null}]}"#,
+            r#"{"a":"\ud83d"}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{ "a" : 1 }"#,
+            r#"{"a":}"#,
+            r#"{"file":"a.json","line":3}"#,
+            r#"{"file":"a","pointer":"/m/1","x":[1,{}]}"#,
+            r#"{"file":"a","line":0}"#,
+            r#"{"line":2}"#,
+            r#"{"file":"a","file":"b"}"#,
+        ];
+        let mut r = crate::synth::Rng::new(11);
+        let mut accepted = 0;
+        for _ in 0..200_000 {
+            let mut line = String::from("{");
+            for k in 0..r.range(0, 5) {
+                if k > 0 {
+                    line.push_str([",", ",", ",", ", "][r.range(0, 3)]);
+                }
+                let key = keys[r.range(0, keys.len() - 1)];
+                line.push_str(&format!("\"{key}\":"));
+                if r.range(0, 9) == 0 {
+                    line.push(' ');
+                }
+                if key == "type" && r.range(0, 3) > 0 {
+                    line.push_str(&format!("\"{}\"", types[r.range(0, types.len() - 1)]));
+                } else {
+                    line.push_str(values[r.range(0, values.len() - 1)]);
+                }
+            }
+            line.push_str(["}", "}", "}", "} ", ""][r.range(0, 4)]);
+            if let Some(f) = flat(&line) {
+                accepted += 1;
+                assert_eq!(Some(f), serde_json::from_str::<Fast>(&line).ok(), "{line}");
+            }
+        }
+        assert!(accepted > 1000, "{accepted}");
+        // Near serde_json's nesting limit both read alike (or `flat` leaves it).
+        for depth in [97, 98, 99, 100, 125, 126, 127, 128] {
+            let line = format!(
+                r#"{{"type":"tool_call","name":"x","args":{{"a":{}1{}}}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            if let Some(f) = flat(&line) {
+                assert_eq!(Some(f), serde_json::from_str::<Fast>(&line).ok(), "{depth}");
+            }
+        }
+        for line in [
+            r#"{"type":"content","text":"a b.","session":"s000001"}"#,
+            r#"{"type":"tool_result","session":"s","id":"c1","name":"x","output":"é","error":false}"#,
+            r#"{"type":"usage","input_tokens":1200,"output_tokens":185,"session":"s"}"#,
+            r#"{"type":"turn"}"#,
+            r#"{"type":"tool_call","name":"x","args":{"p":"a","l":[1]},"id":"c1","session":"s"}"#,
+            r#"{"type":"content","session":"s","text":"x","src":{"file":"f.json","pointer":"/m/2"}}"#,
+            r#"{"type":"content","text":"a\nb \"c\" \u00e9\ud83d\ude00","session":"s"}"#,
+        ] {
+            assert!(flat(line).is_some(), "{line}");
+            assert_eq!(flat(line), serde_json::from_str::<Fast>(line).ok());
         }
     }
     /// Usage records take the fast path and keep the slow path's errors.

@@ -256,7 +256,7 @@ fn assistant(
                 }
                 recs.push(Record::ToolCall {
                     name: name.to_string(),
-                    args: args_from_value(b.get("input")),
+                    args: args_from_value(b.get("input")).into(),
                     id: id.map(str::to_string),
                 });
             }

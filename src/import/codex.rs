@@ -231,7 +231,7 @@ fn call(
         sid,
         Record::ToolCall {
             name: name.to_string(),
-            args,
+            args: args.into(),
             id: id.map(str::to_string),
         },
         line,

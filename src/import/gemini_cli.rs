@@ -287,7 +287,7 @@ fn gemini(
             sid,
             Record::ToolCall {
                 name: name.to_string(),
-                args: args_from_value(c.get("args")),
+                args: args_from_value(c.get("args")).into(),
                 id: id.clone(),
             },
             line,

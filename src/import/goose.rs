@@ -175,7 +175,15 @@ fn message(
                         if let Some(id) = &id {
                             names.insert(id.clone(), name.clone());
                         }
-                        out.push(sid, Record::ToolCall { name, args, id }, line);
+                        out.push(
+                            sid,
+                            Record::ToolCall {
+                                name,
+                                args: args.into(),
+                                id,
+                            },
+                            line,
+                        );
                     }
                     _ => {}
                 }

@@ -243,7 +243,7 @@ fn conversation(
                         sid,
                         Record::ToolCall {
                             name: "bash".into(),
-                            args,
+                            args: args.into(),
                             id: None,
                         },
                         line,
@@ -273,7 +273,7 @@ fn conversation(
                         sid,
                         Record::ToolCall {
                             name: name.to_string(),
-                            args: call_args(f),
+                            args: call_args(f).into(),
                             id,
                         },
                         line,
@@ -286,7 +286,7 @@ fn conversation(
                             sid,
                             Record::ToolCall {
                                 name: name.to_string(),
-                                args: call_args(f),
+                                args: call_args(f).into(),
                                 id: None,
                             },
                             line,

@@ -156,7 +156,7 @@ fn assistant(out: &mut Out, sid: &str, line: u32, parts: &[Value]) {
                     sid,
                     Record::ToolCall {
                         name: name.clone(),
-                        args: args_from_value(state.and_then(|st| st.get("input"))),
+                        args: args_from_value(state.and_then(|st| st.get("input"))).into(),
                         id: id.clone(),
                     },
                     line,

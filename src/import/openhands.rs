@@ -442,7 +442,7 @@ fn agent_action(
                     .and_then(|m| s(m, "function_name"))
                     .unwrap_or(action)
                     .to_string(),
-                args: a,
+                args: a.into(),
                 id: meta
                     .and_then(|m| s(m, "tool_call_id"))
                     .map(str::to_string)
@@ -506,7 +506,7 @@ fn legacy_history(
                     sid,
                     Record::ToolCall {
                         name: action.to_string(),
-                        args: args_from_value(Some(&Value::Object(a))),
+                        args: args_from_value(Some(&Value::Object(a))).into(),
                         id: None,
                     },
                     line,

@@ -112,7 +112,15 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
                     }
                     for (name, args, id) in calls {
                         let at = call_line.unwrap_or(line);
-                        out.push(&sid, Record::ToolCall { name, args, id }, at);
+                        out.push(
+                            &sid,
+                            Record::ToolCall {
+                                name,
+                                args: args.into(),
+                                id,
+                            },
+                            at,
+                        );
                     }
                     out.at(Some(pointer(&["trajectory".to_string(), i.to_string()])));
                 }
@@ -155,7 +163,15 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
                             }
                         }
                         for (name, args, id) in calls {
-                            out.push(&sid, Record::ToolCall { name, args, id }, line);
+                            out.push(
+                                &sid,
+                                Record::ToolCall {
+                                    name,
+                                    args: args.into(),
+                                    id,
+                                },
+                                line,
+                            );
                         }
                     }
                     Some("tool") => out.push(
@@ -206,7 +222,7 @@ fn text_action(action: &str) -> Record {
     args.insert("command".into(), Value::String(command.to_string()));
     Record::ToolCall {
         name: name.to_string(),
-        args,
+        args: args.into(),
         id: None,
     }
 }

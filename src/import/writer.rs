@@ -192,7 +192,7 @@ fn to_object(session: &str, rec: &Record) -> Map<String, Value> {
         }
         Record::ToolCall { name, args, id } => {
             m.insert("name".into(), Value::String(name.clone()));
-            m.insert("args".into(), Value::Object(args.clone()));
+            m.insert("args".into(), Value::Object((**args).clone()));
             opt(&mut m, "id", id.clone().map(Value::String));
         }
         Record::ToolResult {
@@ -268,7 +268,7 @@ mod tests {
             (
                 Record::ToolCall {
                     name: "bash".into(),
-                    args,
+                    args: args.into(),
                     id: None,
                 },
                 o.clone(),
@@ -360,7 +360,7 @@ mod tests {
         let recs = vec![(
             Record::ToolCall {
                 name: "sk-proj-abcdefghijklmnopqrstuv".into(),
-                args,
+                args: args.into(),
                 id: Some("AKIAABCDEFGHIJKLMNOP".into()),
             },
             o,

@@ -187,7 +187,7 @@ mod tests {
             v.push((
                 Record::ToolCall {
                     name: "t".into(),
-                    args,
+                    args: args.into(),
                     id: None,
                 },
                 Origin::at(0, i + 2),

@@ -133,7 +133,10 @@ pub fn session_view(corpus: &Corpus, replay: &Replay, ranked: &Ranked) -> Sessio
             Record::Thought { text: t } => format!("thought: {}", head(t, HEAD)),
             Record::ToolCall { name, args, .. } => format!(
                 "call {name} {}",
-                head(&serde_json::Value::Object(args.clone()).to_string(), HEAD)
+                head(
+                    &serde_json::Value::Object((**args).clone()).to_string(),
+                    HEAD
+                )
             ),
             Record::ToolResult { output, error, .. } => format!(
                 "result{}: {}",
@@ -596,7 +599,7 @@ mod tests {
             recs.push((
                 Record::ToolCall {
                     name: "read".into(),
-                    args,
+                    args: args.into(),
                     id: None,
                 },
                 o(2 + 2 * i),

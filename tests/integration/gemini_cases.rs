@@ -22,7 +22,7 @@ impl B {
         };
         self.0.push(Record::ToolCall {
             name: name.into(),
-            args,
+            args: args.into(),
             id: None,
         });
         self

@@ -15,7 +15,7 @@ fn call(name: &str, args: Value) -> Record {
     let args: Map<String, Value> = args.as_object().unwrap().clone();
     Record::ToolCall {
         name: name.into(),
-        args,
+        args: args.into(),
         id: None,
     }
 }

@@ -247,7 +247,7 @@ fn map_session(s: &Session) -> Vec<(usize, Mapped)> {
                 };
                 let call = Call {
                     name: name.clone(),
-                    args: Value::Object(args.clone()),
+                    args: Value::Object((**args).clone()),
                     shell,
                 };
                 pending.push(id.as_deref(), name, call.clone());

@@ -1181,7 +1181,7 @@ impl Check for QwenCheck {
             match &e.record {
                 Record::ToolCall { name, args, id } => {
                     streaming = true;
-                    calls.push(id.as_deref(), name, (name.clone(), args.clone()));
+                    calls.push(id.as_deref(), name, (name.clone(), (**args).clone()));
                     svc.client_check(QwenEvent::ToolCall { name, args });
                 }
                 Record::Content { text } => {

@@ -137,7 +137,7 @@ fn session(calls: &[(&str, Value, &str)], text: &str) -> Arc<Session> {
         recs.push((
             Record::ToolCall {
                 name: name.to_string(),
-                args: obj(args.clone()),
+                args: obj(args.clone()).into(),
                 id: None,
             },
             o(),

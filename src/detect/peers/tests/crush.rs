@@ -135,7 +135,7 @@ fn o() -> Origin {
 fn tc(name: &str, args: Value) -> Record {
     Record::ToolCall {
         name: name.into(),
-        args: obj(args),
+        args: obj(args).into(),
         id: None,
     }
 }

@@ -176,7 +176,7 @@ fn session(recs: Vec<Record>) -> Prepared {
 fn tc(name: &str, args: Value) -> Record {
     Record::ToolCall {
         name: name.into(),
-        args: obj(args),
+        args: obj(args).into(),
         id: None,
     }
 }

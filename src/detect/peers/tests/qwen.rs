@@ -1649,7 +1649,7 @@ fn rec(v: Value) -> Record {
         },
         "tool_call" => Record::ToolCall {
             name: s("name").unwrap(),
-            args: obj(o["args"].clone()),
+            args: obj(o["args"].clone()).into(),
             id: s("id"),
         },
         "tool_result" => Record::ToolResult {
