@@ -200,9 +200,10 @@ pub(crate) fn last_lines(
     let scan = |&(a, b): &(usize, usize)| -> (Vec<(String, u64)>, u64) {
         let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
         let mut ids: Vec<(String, u64)> = Vec::new();
-        let lines = each_line(&bytes[a..b], first && a == 0, |n, raw| {
-            let Some(sid) = line_session(raw) else {
-                return;
+        let piece = &bytes[a..b];
+        for (n, x, y) in line_ranges(piece, first && a == 0) {
+            let Some(sid) = line_session(&piece[x..y]) else {
+                continue;
             };
             let sid = sid.as_deref().unwrap_or(stem);
             match index.get(sid) {
@@ -212,8 +213,8 @@ pub(crate) fn last_lines(
                     ids.push((sid.to_string(), n));
                 }
             }
-        });
-        (ids, lines)
+        }
+        (ids, line_count(piece))
     };
     let pieces: Vec<(Vec<(String, u64)>, u64)> = if ranges.len() == 1 {
         ranges.iter().map(scan).collect()
@@ -238,49 +239,153 @@ pub(crate) fn last_lines(
     out
 }
 
-/// Call `f(0-based line, line)` for every non-blank line of a piece, as
-/// [`parse_piece`] splits and trims them; the number of lines.
-fn each_line(bytes: &[u8], first: bool, mut f: impl FnMut(u64, &[u8])) -> u64 {
+/// Lines of a piece as `split(b'\n')` gives them (a last, possibly empty,
+/// line after the last newline), found with memchr: `(0-based line, start,
+/// end)` of each non-blank one, without the file's byte order mark (first
+/// line only) or a final CR.
+fn line_ranges(bytes: &[u8], first: bool) -> impl Iterator<Item = (u64, usize, usize)> + '_ {
     let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
     let mut from = 0;
-    let mut line_no = 0u64;
-    for end in ends {
-        let mut raw = &bytes[from..end];
+    ends.enumerate().filter_map(move |(n, end)| {
+        let (mut a, mut b) = (from, end);
         from = end + 1;
-        line_no += 1;
-        if first && line_no == 1 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
-            raw = &raw[3..];
+        if first && n == 0 && bytes[a..b].starts_with(&[0xef, 0xbb, 0xbf]) {
+            a += 3;
         }
-        if let Some(r) = raw.strip_suffix(b"\r") {
-            raw = r;
+        if bytes[a..b].ends_with(b"\r") {
+            b -= 1;
         }
-        if raw.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        f(line_no - 1, raw);
-    }
-    line_no
+        (!bytes[a..b].iter().all(|c| c.is_ascii_whitespace())).then_some((n as u64, a, b))
+    })
 }
 
-/// Just the `session` field of a record.
-#[derive(Deserialize)]
-struct SessionOnly<'a> {
-    #[serde(default, borrow)]
-    session: Option<Cow<'a, str>>,
+/// Lines in a piece, the last one after its last newline included.
+fn line_count(bytes: &[u8]) -> u64 {
+    memchr::memchr_iter(b'\n', bytes).count() as u64 + 1
 }
 
 /// The session id a line's record gives (`Some(None)`: none, the stem's), or
-/// `None` when the line is not a record. Exactly what [`parse_line`] says:
-/// the quick read of `session` alone is trusted only when it succeeds (a
-/// duplicate key, a bad field or bad JSON take the full parse).
+/// `None` when the line is not a record. What [`parse_line`] says whenever
+/// the line is a record: the quick scan is trusted only on lines it reads
+/// whole (plain keys, `session` once and unescaped), anything else takes the
+/// full parse. On a line that is not a record the scan may name a session:
+/// that only makes the first pass of a large file think the session ends
+/// later than it does.
 fn line_session(raw: &[u8]) -> Option<Option<Cow<'_, str>>> {
-    let line = std::str::from_utf8(raw).ok()?;
-    if starts_object(raw) {
-        if let Ok(s) = serde_json::from_str::<SessionOnly>(line) {
-            return Some(s.session);
-        }
+    if let Some(session) = quick_session(raw) {
+        return Some(session.map(Cow::Borrowed));
     }
     parse_line_borrowed(raw).ok().map(|(session, _, _)| session)
+}
+
+/// The top-level `session` of a JSON object line (`Some(None)` when it has
+/// none or it is null), skipping every other value without reading it;
+/// `None` when the line is not laid out so that this is certain.
+fn quick_session(b: &[u8]) -> Option<Option<&str>> {
+    let ws = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let mut found: Option<Option<&str>> = None;
+    loop {
+        i = ws(i);
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let (end, escaped) = string_end(b, i)?;
+        // An escaped key could spell `session`.
+        if escaped {
+            return None;
+        }
+        let key = &b[i + 1..end];
+        i = ws(end + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(i + 1);
+        if key == b"session" {
+            // Twice: the full parse decides which one counts.
+            if found.is_some() {
+                return None;
+            }
+            match b.get(i)? {
+                b'"' => {
+                    let (e, escaped) = string_end(b, i)?;
+                    if escaped {
+                        return None;
+                    }
+                    found = Some(Some(std::str::from_utf8(&b[i + 1..e]).ok()?));
+                    i = e + 1;
+                }
+                b'n' if b[i..].starts_with(b"null") => {
+                    found = Some(None);
+                    i += 4;
+                }
+                _ => return None,
+            }
+        } else {
+            i = skip_value(b, i)?;
+        }
+        i = ws(i);
+        match b.get(i)? {
+            b',' => i += 1,
+            b'}' if ws(i + 1) == b.len() => return Some(found.flatten()),
+            _ => return None,
+        }
+    }
+}
+
+/// The index of the quote closing the string that opens at `i`, and
+/// whether the string holds an escape.
+fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
+    let mut j = i + 1;
+    let mut escaped = false;
+    loop {
+        j += memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
+        if b[j] == b'"' {
+            return Some((j, escaped));
+        }
+        escaped = true;
+        j += 2;
+    }
+}
+
+/// The index after the JSON value that starts at `i` (strings and nesting
+/// followed, scalars up to the next delimiter; not validated).
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => Some(string_end(b, i)?.0 + 1),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match *b.get(j)? {
+                    b'"' => j = string_end(b, j)?.0,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => Some(
+            i + b[i..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))?,
+        ),
+    }
 }
 
 /// Whether a line opens a JSON object: serde's derived structs also read
@@ -308,7 +413,6 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
     let mut p = Piece::default();
     let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
     let mut last_place: Option<Arc<Place>> = None;
-    let mut line_no = 0u64;
     // The piece checked as UTF-8 at once, lines then sliced from it: a
     // check per line costs about four times as much (short lines, each
     // starting unaligned). When the piece is not UTF-8, each line is checked
@@ -318,25 +422,9 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
     // and a comparison costs less than a hash lookup.
     let mut last_slot = usize::MAX;
     let mut pushed = 0usize;
-    // Lines as `split(b'\n')` gives them (a last, possibly empty, line
-    // after the last newline), found with memchr.
-    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
-    let mut from = 0;
-    for end in ends {
-        let (mut a, mut b) = (from, end);
-        from = end + 1;
-        line_no += 1;
-        // Only the file's first line may start with a byte order mark.
-        if first && line_no == 1 && bytes[a..b].starts_with(&[0xef, 0xbb, 0xbf]) {
-            a += 3;
-        }
-        if bytes[a..b].ends_with(b"\r") {
-            b -= 1;
-        }
+    for (n, a, b) in line_ranges(bytes, first) {
+        let line_no = n + 1;
         let raw = &bytes[a..b];
-        if raw.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
         let parsed = match whole {
             // Line ends, a BOM and a CR are on character boundaries.
             Some(text) => parse_line_str(&text[a..b]),
@@ -393,7 +481,7 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
             }
         }
     }
-    p.lines = line_no;
+    p.lines = line_count(bytes);
     p
 }
 
@@ -995,6 +1083,71 @@ mod tests {
             }
         }
     }
+    /// Whenever a line is a record, the first pass's quick scan names the
+    /// session the full parse gives it (or leaves the line to the parse).
+    #[test]
+    fn quick_session_agrees_with_the_parse() {
+        let keys = [
+            "type",
+            "type",
+            "session",
+            "session",
+            "text",
+            "args",
+            "name",
+            r"sess\u0069on",
+            "x",
+        ];
+        let values = [
+            r#""a""#,
+            r#""b""#,
+            r#""s\"q""#,
+            r#""\u0061""#,
+            r#""é""#,
+            "null",
+            "7",
+            "-1.5e3",
+            "true",
+            "[]",
+            r#"{"session":"inner","k":[1,"}",{"session":"deep"}]}"#,
+            r#"["session","a",{"b":"\"}"}]"#,
+            r#""\\""#,
+            r#""x\\\"y""#,
+            r#"{"a":}"#,
+            "tru",
+        ];
+        let types = ["content", "turn", "user", "tool_call", "mystery"];
+        let mut r = crate::synth::Rng::new(5);
+        let (mut agreed, mut left) = (0, 0);
+        for _ in 0..100_000 {
+            let mut line = String::from(["{", " {", "{ "][r.range(0, 2)]);
+            for k in 0..r.range(0, 5) {
+                if k > 0 {
+                    line.push_str([",", ", ", " ,"][r.range(0, 2)]);
+                }
+                let key = keys[r.range(0, keys.len() - 1)];
+                line.push_str(&format!("\"{key}\"{}", [":", " : "][r.range(0, 1)]));
+                if key == "type" {
+                    line.push_str(&format!("\"{}\"", types[r.range(0, types.len() - 1)]));
+                } else {
+                    line.push_str(values[r.range(0, values.len() - 1)]);
+                }
+            }
+            line.push_str(["}", "}", "} ", "", "}}"][r.range(0, 4)]);
+            let Ok((session, _)) = parse_line(&line) else {
+                continue;
+            };
+            match quick_session(line.as_bytes()) {
+                Some(q) => {
+                    agreed += 1;
+                    assert_eq!(q, session.as_deref(), "{line}");
+                }
+                None => left += 1,
+            }
+        }
+        assert!(agreed > 1000 && left > 100, "{agreed} {left}");
+    }
+
     /// Whatever `flat` reads, serde_json reads into the same `Fast`; and it
     /// reads the lines writers write.
     #[test]
