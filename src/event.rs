@@ -100,6 +100,15 @@ pub enum Record {
 }
 
 impl Record {
+    /// A tool call, its arguments boxed.
+    pub fn tool_call(name: String, args: Map<String, Value>, id: Option<String>) -> Record {
+        Record::ToolCall {
+            name,
+            args: Box::new(args),
+            id,
+        }
+    }
+
     /// The record's `type` string as it appears in JSONL.
     pub fn type_name(&self) -> &str {
         match self {

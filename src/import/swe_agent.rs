@@ -112,15 +112,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
                     }
                     for (name, args, id) in calls {
                         let at = call_line.unwrap_or(line);
-                        out.push(
-                            &sid,
-                            Record::ToolCall {
-                                name,
-                                args: args.into(),
-                                id,
-                            },
-                            at,
-                        );
+                        out.push(&sid, Record::tool_call(name, args, id), at);
                     }
                     out.at(Some(pointer(&["trajectory".to_string(), i.to_string()])));
                 }
@@ -163,15 +155,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
                             }
                         }
                         for (name, args, id) in calls {
-                            out.push(
-                                &sid,
-                                Record::ToolCall {
-                                    name,
-                                    args: args.into(),
-                                    id,
-                                },
-                                line,
-                            );
+                            out.push(&sid, Record::tool_call(name, args, id), line);
                         }
                     }
                     Some("tool") => out.push(

@@ -26,6 +26,10 @@ pub const STREAM_ABOVE: u64 = 16 << 20;
 /// Bytes of whole lines parsed at a time, per thread.
 const BATCH_PER_THREAD: usize = 8 << 20;
 
+/// Most bytes of a batch, whatever the core count: a batch's records take
+/// about four times its bytes.
+const MAX_BATCH: usize = 32 << 20;
+
 /// What [`crate::input::looks_canonical`] reads of a file.
 const SNIFF: usize = 64 * 1024;
 
@@ -77,10 +81,11 @@ pub(super) fn stream<T: Send>(
     };
     // Batches of half the size above which files stream, per thread (tests
     // set it low to read small files in many batches).
-    let want = usize::try_from(opts.stream_above / 2)
+    let want = (usize::try_from(opts.stream_above / 2)
         .unwrap_or(usize::MAX)
         .clamp(1, BATCH_PER_THREAD)
-        * rayon::current_num_threads();
+        * rayon::current_num_threads())
+    .min(MAX_BATCH);
     if matches!(opts.format, crate::import::InputFormat::Auto) {
         let mut head = Source::open(path, &display, opts, false, want)?;
         if !super::looks_canonical(&head.prefix(SNIFF)?) {
