@@ -42,8 +42,9 @@ pub(super) fn streams(path: &Path, opts: &ReadOptions) -> bool {
     let Ok(meta) = std::fs::metadata(path) else {
         return false;
     };
-    // Only regular files can be read twice.
-    if !meta.is_file() {
+    // Only regular files can be read twice; the smallest that may stream is
+    // a gzip file over an eighth of the size (no need to open the rest).
+    if !meta.is_file() || meta.len() <= opts.stream_above / 8 {
         return false;
     }
     let gz = std::fs::File::open(path)
