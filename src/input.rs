@@ -329,6 +329,8 @@ enum Pass1<T> {
 /// returns is kept, so memory holds the files in flight (one per thread) and
 /// the values. The values equal `f` over [`read_corpus`]'s sessions, in the
 /// same order, and the errors are the same.
+/// A large canonical file is not held whole either: `large` reads it in
+/// batches and hands each session out once its last line is read.
 ///
 /// Most ids live in one file. The few that do not (one session across
 /// several files, native ids clashing across files) are found once every
