@@ -69,6 +69,51 @@ pub fn parse_canonical(
     parse_canonical_pieces(display, stem, bytes, lenient, usize::MAX)
 }
 
+/// The message of a record found after the line its session was handed
+/// out at: the first pass and the parse disagree, which their tests rule out.
+const HANDED_OUT: &str =
+    "internal error: a session continues after the line the first pass said was its last";
+
+/// A whole canonical file parsed on this thread, each session given to
+/// `give` as soon as its last record is parsed (sessions are mostly
+/// contiguous, so a session is read by the detectors while it is still in
+/// the cache, and memory holds one session, not the file's). The errors,
+/// skipped lines and counts are [`parse_canonical`]'s; the batch's sessions
+/// are the ids in order of first appearance, their records all given.
+pub(crate) fn parse_giving(
+    display: &str,
+    stem: &str,
+    bytes: &[u8],
+    lenient: bool,
+    give: &mut dyn FnMut(String, Vec<Event>),
+) -> Result<Batch> {
+    let last = last_lines(bytes, 1, stem, usize::MAX).into_iter().collect();
+    let mut hand = Handout { last, give };
+    let p = parse_piece(bytes, true, stem, lenient, Some(&mut hand));
+    if let Some((line, message)) = p.error {
+        return Err(Error::Line {
+            path: display.to_string(),
+            line: line + 1,
+            message,
+        });
+    }
+    let mut ids = Vec::with_capacity(p.sessions.len());
+    // A session whose last line (to the first pass) was a line skipped as
+    // not a record ends here.
+    for (id, events) in p.sessions {
+        if !events.is_empty() {
+            (hand.give)(id.clone(), events);
+        }
+        ids.push((id, Vec::new()));
+    }
+    Ok(Batch {
+        sessions: ids,
+        skipped: p.skipped.into_iter().map(|(l, m)| (l + 1, m)).collect(),
+        unknown: p.unknown,
+        lines: p.lines,
+    })
+}
+
 /// Smallest piece of one file parsed on its own thread.
 pub(crate) const MIN_PIECE: usize = 4 << 20;
 
@@ -123,7 +168,7 @@ pub(crate) fn parse_batch(
     let ranges = piece_ranges(bytes, min_piece);
     let first = first_line == 1;
     let parse =
-        |&(a, b): &(usize, usize)| parse_piece(&bytes[a..b], first && a == 0, stem, lenient);
+        |&(a, b): &(usize, usize)| parse_piece(&bytes[a..b], first && a == 0, stem, lenient, None);
     let pieces: Vec<Piece> = if ranges.len() == 1 {
         ranges.iter().map(parse).collect()
     } else {
@@ -272,10 +317,37 @@ fn line_count(bytes: &[u8]) -> u64 {
 /// that only makes the first pass of a large file think the session ends
 /// later than it does.
 fn line_session(raw: &[u8]) -> Option<Option<Cow<'_, str>>> {
+    if let Some(session) = tail_session(raw) {
+        return Some(Some(Cow::Borrowed(session)));
+    }
     if let Some(session) = quick_session(raw) {
         return Some(session.map(Cow::Borrowed));
     }
     parse_line_borrowed(raw).ok().map(|(session, _, _)| session)
+}
+
+/// The session of a line that ends with it, `,"session":"id"}` as writers
+/// lay records out, read from the end without scanning the rest. On a line
+/// that is a record this is its session: the final brace closes the
+/// top-level object, the quotes around `session` and the id are unescaped
+/// (no backslash in either, a comma or brace before), so the member is the
+/// object's last, and a repeated key's last value is the one that counts.
+fn tail_session(b: &[u8]) -> Option<&str> {
+    let last = b
+        .iter()
+        .rposition(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n'))?;
+    if b[last] != b'}' {
+        return None;
+    }
+    let rest = b[..last].strip_suffix(b"\"")?;
+    let open = memchr::memrchr(b'"', rest)?;
+    let (before, id) = (&rest[..open], &rest[open + 1..]);
+    if id.contains(&b'\\')
+        || !(before.ends_with(b",\"session\":") || before.ends_with(b"{\"session\":"))
+    {
+        return None;
+    }
+    std::str::from_utf8(id).ok()
 }
 
 /// The top-level `session` of a JSON object line (`Some(None)` when it has
@@ -409,8 +481,24 @@ struct Piece {
     lines: u64,
 }
 
-fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
+/// Sessions handed out by [`parse_piece`] as soon as their last record is
+/// parsed, so the detectors read them while they are still in the cache.
+pub(crate) struct Handout<'a> {
+    /// The last line of each session, as [`last_lines`] found it.
+    pub last: rustc_hash::FxHashMap<String, u64>,
+    pub give: &'a mut dyn FnMut(String, Vec<Event>),
+}
+
+fn parse_piece(
+    bytes: &[u8],
+    first: bool,
+    stem: &str,
+    lenient: bool,
+    mut hand: Option<&mut Handout<'_>>,
+) -> Piece {
     let mut p = Piece::default();
+    // With a handout: each slot's last line.
+    let mut ends: Vec<u64> = Vec::new();
     let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
     let mut last_place: Option<Arc<Place>> = None;
     // The piece checked as UTF-8 at once, lines then sliced from it: a
@@ -452,6 +540,9 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
                             let mean = pushed.checked_div(p.sessions.len()).unwrap_or(64);
                             let room = (mean + mean / 8 + 8).min((bytes.len() - a) / 16 + 1);
                             p.sessions.push((sid.to_string(), Vec::with_capacity(room)));
+                            if let Some(h) = &hand {
+                                ends.push(h.last.get(sid).copied().unwrap_or(u64::MAX));
+                            }
                             p.sessions.len() - 1
                         }
                     }
@@ -472,6 +563,16 @@ fn parse_piece(bytes: &[u8], first: bool, stem: &str, lenient: bool) -> Piece {
                         place,
                     },
                 ));
+                if let Some(h) = &mut hand {
+                    if ends[slot] == line_no {
+                        // Its slot stays, empty, so the id keeps its place.
+                        let (id, events) = &mut p.sessions[slot];
+                        (h.give)(id.clone(), std::mem::take(events));
+                    } else if ends[slot] < line_no {
+                        p.error = Some((line_no - 1, HANDED_OUT.into()));
+                        break;
+                    }
+                }
             }
             Err(e) if lenient => p.skipped.push((line_no - 1, e.to_string())),
             Err(e) => {
@@ -1035,6 +1136,87 @@ fn opt_u64(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, FieldEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// What `parse_giving` gives, as `parse_canonical` would say it.
+    fn given(bytes: &[u8], lenient: bool) -> Result<FileSessions> {
+        let mut got: Vec<(String, Vec<Event>)> = Vec::new();
+        let batch = parse_giving("f.jsonl", "f", bytes, lenient, &mut |id, events| {
+            got.push((id, events))
+        })?;
+        // Every session once, whole; put back in order of first appearance.
+        let order: Vec<&String> = batch.sessions.iter().map(|(id, _)| id).collect();
+        assert_eq!(got.len(), order.len());
+        got.sort_by_key(|(id, _)| order.iter().position(|o| *o == id));
+        Ok(FileSessions {
+            format: "canonical".into(),
+            sessions: got,
+            skipped: batch.skipped,
+            unknown: batch.unknown,
+            ..Default::default()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// Sessions given as parsed are the sessions of a whole parse, with
+        /// the same records, lines, skipped lines, counts and first error,
+        /// whether sessions follow one another or interleave.
+        #[test]
+        fn giving_as_parsed_equals_a_whole_parse(
+            lines in proptest::collection::vec((0u8..9, 0u8..4, "[a-z ]{0,40}"), 0..80),
+            lenient in any::<bool>(),
+            final_newline in any::<bool>(),
+            bom in any::<bool>(),
+        ) {
+            let mut text = String::from(if bom { "\u{feff}" } else { "" });
+            for (kind, sid, body) in &lines {
+                match kind {
+                    0 => text.push_str("  \r\n"),
+                    1 => text.push_str("{\"type\":\"content\",\"text\":\n"),
+                    2 => text.push_str(&format!("{{\"type\":\"turn\",\"session\":\"s{sid}\"}}\n")),
+                    3 => text.push_str(&format!("{{\"type\":\"user\",\"text\":\"{body}\"}}\n")),
+                    // Not records, though their tail names a session.
+                    4 => text.push_str(&format!("{{\"type\":\"content\",\"session\":\"s{sid}\"}}\n")),
+                    5 => text.push_str(&format!("[\"turn\",{{\"session\":\"s{sid}\"}}\n")),
+                    6 => text.push_str(&format!(
+                        "{{\"session\":\"s{sid}\",\"type\":\"mystery\",\"session\":\"s{}\"}}\n",
+                        (sid + 1) % 4
+                    )),
+                    _ => text.push_str(&format!(
+                        "{{\"type\":\"content\",\"text\":\"{body}\",\"session\":\"s{sid}\"}}\r\n"
+                    )),
+                }
+            }
+            if !final_newline {
+                text.pop();
+            }
+            let whole = parse_canonical("f.jsonl", "f", text.as_bytes(), lenient);
+            let giving = given(text.as_bytes(), lenient);
+            match (whole, giving) {
+                (Ok(a), Ok(b)) => {
+                    prop_assert_eq!(a.sessions, b.sessions);
+                    prop_assert_eq!(a.skipped, b.skipped);
+                    prop_assert_eq!(a.unknown, b.unknown);
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => prop_assert!(false, "{:?} vs {:?}", a.err(), b.err()),
+            }
+        }
+    }
+
+    /// A session is given as soon as its last line is parsed, before the
+    /// next session's records are.
+    #[test]
+    fn sessions_are_given_as_their_last_line_is_parsed() {
+        let text = "{\"type\":\"turn\",\"session\":\"a\"}\n{\"type\":\"turn\",\"session\":\"b\"}\n{\"type\":\"turn\",\"session\":\"a\"}\n{\"type\":\"turn\",\"session\":\"c\"}\n";
+        let mut order = Vec::new();
+        parse_giving("f.jsonl", "f", text.as_bytes(), false, &mut |id, events| {
+            order.push((id, events.len()))
+        })
+        .unwrap();
+        assert_eq!(order, [("b".into(), 1), ("a".into(), 2), ("c".into(), 1)]);
+    }
 
     /// Pieces parsed apart and merged give what one pass gives: sessions,
     /// records, line numbers, skipped lines and the first error.
@@ -1083,8 +1265,9 @@ mod tests {
             }
         }
     }
-    /// Whenever a line is a record, the first pass's quick scan names the
-    /// session the full parse gives it (or leaves the line to the parse).
+    /// Whenever a line is a record, the first pass's quick scans (from the
+    /// start, and from the end) name the session the full parse gives it, or
+    /// leave the line to the parse.
     #[test]
     fn quick_session_agrees_with_the_parse() {
         let keys = [
@@ -1118,7 +1301,7 @@ mod tests {
         ];
         let types = ["content", "turn", "user", "tool_call", "mystery"];
         let mut r = crate::synth::Rng::new(5);
-        let (mut agreed, mut left) = (0, 0);
+        let (mut agreed, mut left, mut tails) = (0, 0, 0);
         for _ in 0..100_000 {
             let mut line = String::from(["{", " {", "{ "][r.range(0, 2)]);
             for k in 0..r.range(0, 5) {
@@ -1133,6 +1316,16 @@ mod tests {
                     line.push_str(values[r.range(0, values.len() - 1)]);
                 }
             }
+            // As writers lay records out: the session last, no spaces.
+            if r.range(0, 2) == 0 {
+                line.push_str(if line.trim_end().ends_with('{') {
+                    ""
+                } else {
+                    ","
+                });
+                line.push_str("\"session\":");
+                line.push_str(values[r.range(0, 4)]);
+            }
             line.push_str(["}", "}", "} ", "", "}}"][r.range(0, 4)]);
             let Ok((session, _)) = parse_line(&line) else {
                 continue;
@@ -1144,8 +1337,15 @@ mod tests {
                 }
                 None => left += 1,
             }
+            if let Some(t) = tail_session(line.as_bytes()) {
+                tails += 1;
+                assert_eq!(Some(t), session.as_deref(), "{line}");
+            }
         }
-        assert!(agreed > 1000 && left > 100, "{agreed} {left}");
+        assert!(
+            agreed > 1000 && left > 100 && tails > 1000,
+            "{agreed} {left} {tails}"
+        );
     }
 
     /// Whatever `flat` reads, serde_json reads into the same `Fast`; and it

@@ -157,6 +157,18 @@ fn load_file(
     opts: &ReadOptions,
     progress: &dyn crate::progress::Progress,
 ) -> Result<Loaded> {
+    load_file_with(found, opts, progress, &mut |display, stem, bytes| {
+        canonical(display, stem, bytes, opts)
+    })
+}
+
+/// [`load_file`], canonical bytes parsed by `canonical`.
+fn load_file_with(
+    found: &Found,
+    opts: &ReadOptions,
+    progress: &dyn crate::progress::Progress,
+    canonical: ParseCanonical<'_>,
+) -> Result<Loaded> {
     let walked = matches!(found, Found::Path { walked: true, .. });
     let (bytes, display) = match load(found) {
         Ok(loaded) => loaded,
@@ -172,7 +184,7 @@ fn load_file(
         String::new()
     };
     let stored = bytes.len() as u64;
-    let parsed = parse_bytes(&display, found.stem(), bytes, opts);
+    let parsed = parse_bytes_with(&display, found.stem(), bytes, opts, canonical);
     progress.inc(stored);
     match parsed {
         Ok(fs) => Ok(Loaded::File {
@@ -301,6 +313,11 @@ impl<T> Streamed<T> {
     }
 }
 
+/// Files per thread from which a canonical file's sessions are replayed as
+/// it is parsed, one file per thread; with fewer, a file's sessions are
+/// spread over the threads once it is parsed.
+const GIVING_FILES_PER_THREAD: usize = 4;
+
 /// One file of a streamed read after its sessions were handed out.
 struct Streamed1<T> {
     display: String,
@@ -370,7 +387,39 @@ pub fn stream_sessions<T: Send>(
                 }
             }
         }
-        let fs = match load_file(found, opts, progress)? {
+        // With enough files to keep every thread busy, a canonical file's
+        // sessions go to `f` on this thread as each is parsed (standard
+        // input is kept whole for the merge of shared ids below).
+        let giving = (rayon::current_num_threads() == 1
+            || files.len() >= GIVING_FILES_PER_THREAD * rayon::current_num_threads())
+            && !matches!(found, Found::Stdin);
+        let mut given: Option<Vec<(String, T)>> = None;
+        let loaded = if giving {
+            load_file_with(found, opts, progress, &mut |display, stem, bytes| {
+                let done = given.get_or_insert_with(Vec::new);
+                let batch = crate::canonical::parse_giving(
+                    display,
+                    stem,
+                    bytes,
+                    opts.lenient,
+                    &mut |id, mut records| {
+                        records.iter_mut().for_each(|e| e.origin.file = fi as u32);
+                        let s = session_of(id.clone(), records, false, None);
+                        done.push((id, f(Arc::new(s), &names)));
+                    },
+                )?;
+                Ok(FileSessions {
+                    format: "canonical".into(),
+                    sessions: batch.sessions,
+                    skipped: batch.skipped,
+                    unknown: batch.unknown,
+                    ..Default::default()
+                })
+            })?
+        } else {
+            load_file(found, opts, progress)?
+        };
+        let fs = match loaded {
             Loaded::File {
                 display,
                 sha256,
@@ -383,20 +432,25 @@ pub fn stream_sessions<T: Send>(
         let (display, sha256, stored, mut fs) = fs;
         let ids: Vec<String> = fs.sessions.iter().map(|(id, _)| id.clone()).collect();
         let kept = matches!(found, Found::Stdin).then(|| fs.clone());
-        let whole = fs.whole_messages;
-        let mut meta = std::mem::take(&mut fs.session_meta);
-        let alone: Vec<(String, Session)> = std::mem::take(&mut fs.sessions)
-            .into_iter()
-            .map(|(id, mut records)| {
-                records.iter_mut().for_each(|e| e.origin.file = fi as u32);
-                let m = meta.remove(&id);
-                (id.clone(), session_of(id, records, whole, m))
-            })
-            .collect();
-        let done: Vec<(String, T)> = alone
-            .into_par_iter()
-            .map(|(id, s)| (id, f(Arc::new(s), &names)))
-            .collect();
+        let done = match given {
+            Some(done) => done,
+            None => {
+                let whole = fs.whole_messages;
+                let mut meta = std::mem::take(&mut fs.session_meta);
+                let alone: Vec<(String, Session)> = std::mem::take(&mut fs.sessions)
+                    .into_iter()
+                    .map(|(id, mut records)| {
+                        records.iter_mut().for_each(|e| e.origin.file = fi as u32);
+                        let m = meta.remove(&id);
+                        (id.clone(), session_of(id, records, whole, m))
+                    })
+                    .collect();
+                alone
+                    .into_par_iter()
+                    .map(|(id, s)| (id, f(Arc::new(s), &names)))
+                    .collect()
+            }
+        };
         let skipped_lines = fs.skipped.len() as u64;
         fs.skipped.truncate(KEEP_SKIPPED);
         Ok(Pass1::File(Box::new(Streamed1 {
@@ -991,6 +1045,22 @@ pub fn parse_bytes(
     bytes: Vec<u8>,
     opts: &ReadOptions,
 ) -> Result<FileSessions> {
+    parse_bytes_with(display, stem, bytes, opts, &mut |display, stem, bytes| {
+        canonical(display, stem, bytes, opts)
+    })
+}
+
+/// How canonical bytes become a file's sessions: `(display, stem, bytes)`.
+type ParseCanonical<'a> = &'a mut dyn FnMut(&str, &str, &[u8]) -> Result<FileSessions>;
+
+/// [`parse_bytes`], canonical bytes parsed by `canonical`.
+fn parse_bytes_with(
+    display: &str,
+    stem: String,
+    bytes: Vec<u8>,
+    opts: &ReadOptions,
+    canonical: ParseCanonical<'_>,
+) -> Result<FileSessions> {
     let bytes = if is_gzip(&bytes) {
         gunzip(display, &bytes, opts)?
     } else {
@@ -998,13 +1068,13 @@ pub fn parse_bytes(
     };
     use crate::import::InputFormat;
     match opts.format {
-        InputFormat::Canonical => canonical(display, &stem, &bytes, opts),
+        InputFormat::Canonical => canonical(display, &stem, &bytes),
         InputFormat::Native(name) => {
             crate::import::import_as(name, display, &stem, &bytes, opts.lenient)
         }
         InputFormat::Auto => {
             if looks_canonical(&bytes) {
-                canonical(display, &stem, &bytes, opts)
+                canonical(display, &stem, &bytes)
             } else {
                 crate::import::import_auto(display, &stem, &bytes, opts.lenient)
             }

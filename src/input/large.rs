@@ -440,8 +440,8 @@ mod tests {
         }
     }
 
-    /// The same read whole and in batches of a few kilobytes, on one
-    /// thread and on two.
+    /// The same read whole (on all threads and on one) and in batches of a
+    /// few kilobytes, on one thread and on two.
     fn same_both_ways(path: &Path, lenient: bool) -> String {
         let whole = ReadOptions {
             lenient,
@@ -449,6 +449,12 @@ mod tests {
             ..ReadOptions::default()
         };
         let expected = read(path, &whole);
+        // Read whole on one thread, sessions are given as they are parsed.
+        let one = ReadOptions {
+            jobs: 1,
+            ..whole.clone()
+        };
+        assert_eq!(read(path, &one), expected, "whole, one thread");
         for jobs in [1, 2] {
             let batches = ReadOptions {
                 stream_above: 0,
