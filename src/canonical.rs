@@ -71,7 +71,7 @@ pub fn parse_canonical(
 
 /// The message of a record found after the line its session was handed
 /// out at: the first pass and the parse disagree, which their tests rule out.
-const HANDED_OUT: &str =
+pub(crate) const HANDED_OUT: &str =
     "internal error: a session continues after the line the first pass said was its last";
 
 /// A whole canonical file parsed on this thread, each session given to
@@ -87,8 +87,15 @@ pub(crate) fn parse_giving(
     lenient: bool,
     give: &mut dyn FnMut(String, Vec<Event>),
 ) -> Result<Batch> {
-    let last = last_lines(bytes, 1, stem, usize::MAX).into_iter().collect();
-    let mut hand = Handout { last, give };
+    let spans: Spans = session_spans(bytes, 1, stem, usize::MAX)
+        .into_iter()
+        .map(|(id, first, last)| (id, (first, last)))
+        .collect();
+    let mut hand = Handout {
+        spans: &spans,
+        first_line: 1,
+        give,
+    };
     let p = parse_piece(bytes, true, stem, lenient, Some(&mut hand));
     if let Some((line, message)) = p.error {
         return Err(Error::Line {
@@ -129,7 +136,7 @@ pub(crate) fn parse_canonical_pieces(
     lenient: bool,
     min_piece: usize,
 ) -> Result<FileSessions> {
-    let batch = parse_batch(display, stem, bytes, 1, lenient, min_piece)?;
+    let batch = parse_batch(display, stem, bytes, 1, lenient, min_piece, None)?;
     Ok(FileSessions {
         format: "canonical".into(),
         sessions: batch.sessions,
@@ -157,6 +164,9 @@ pub(crate) struct Batch {
 /// joined by newlines: parsing them one after the other gives what parsing
 /// the file at once gives, which is how a large file is read in bounded
 /// memory (`input::large`).
+/// With `give`, a session that lies within one piece is given to it as
+/// soon as its last record is parsed, on the piece's thread, and left in the
+/// batch with no records.
 pub(crate) fn parse_batch(
     display: &str,
     stem: &str,
@@ -164,15 +174,47 @@ pub(crate) fn parse_batch(
     first_line: u64,
     lenient: bool,
     min_piece: usize,
+    give: Option<(&Spans, Give<'_>)>,
 ) -> Result<Batch> {
     let ranges = piece_ranges(bytes, min_piece);
     let first = first_line == 1;
-    let parse =
-        |&(a, b): &(usize, usize)| parse_piece(&bytes[a..b], first && a == 0, stem, lenient, None);
+    // The file line each piece starts at.
+    let mut starts = Vec::with_capacity(ranges.len());
+    let mut at = first_line;
+    for &(a, b) in &ranges {
+        starts.push(at);
+        if give.is_some() && ranges.len() > 1 {
+            at += line_count(&bytes[a..b]);
+        }
+    }
+    let parse = |(&(a, b), &start): (&(usize, usize), &u64)| {
+        let piece = &bytes[a..b];
+        match give {
+            Some((spans, give)) => {
+                // Lines numbered in the file, as the merge below does.
+                let offset = u32::try_from(start - 1).unwrap_or(u32::MAX);
+                let mut each = |id: String, mut events: Vec<Event>| {
+                    if offset > 0 {
+                        events
+                            .iter_mut()
+                            .for_each(|e| e.origin.line = e.origin.line.saturating_add(offset));
+                    }
+                    give(id, events)
+                };
+                let mut hand = Handout {
+                    spans,
+                    first_line: start,
+                    give: &mut each,
+                };
+                parse_piece(piece, first && a == 0, stem, lenient, Some(&mut hand))
+            }
+            None => parse_piece(piece, first && a == 0, stem, lenient, None),
+        }
+    };
     let pieces: Vec<Piece> = if ranges.len() == 1 {
-        ranges.iter().map(parse).collect()
+        ranges.iter().zip(&starts).map(parse).collect()
     } else {
-        ranges.par_iter().map(parse).collect()
+        ranges.par_iter().zip(&starts).map(parse).collect()
     };
     let mut out = Batch::default();
     let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
@@ -229,53 +271,63 @@ fn piece_ranges(bytes: &[u8], min_piece: usize) -> Vec<(usize, usize)> {
 }
 
 /// The session each line of `bytes` (as [`parse_batch`] takes it) gives its
-/// record, as `(session id, its last line in the batch)` in order of first
-/// appearance; lines that are not records are left out. The first pass over
-/// a large file: it tells when each session is complete, so the second pass
-/// can hand sessions out as it goes.
-pub(crate) fn last_lines(
+/// record, as `(session id, its first line, its last line)` in the batch, in
+/// order of first appearance; lines that are not records are left out. The
+/// first pass over a file: it tells when each session is complete, so the
+/// second pass can hand sessions out as it goes. (A line that is not a
+/// record may still be counted: that only makes a session look longer.)
+pub(crate) fn session_spans(
     bytes: &[u8],
     first_line: u64,
     stem: &str,
     min_piece: usize,
-) -> Vec<(String, u64)> {
+) -> Vec<Span> {
     let ranges = piece_ranges(bytes, min_piece);
     let first = first_line == 1;
-    // Per piece: ids in order of first appearance with their last line (0-based in the piece), and the piece's lines.
-    let scan = |&(a, b): &(usize, usize)| -> (Vec<(String, u64)>, u64) {
+    // Per piece: ids in order of first appearance with their first and last
+    // lines (0-based in the piece), and the piece's lines.
+    let scan = |&(a, b): &(usize, usize)| -> (Vec<Span>, u64) {
         let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
-        let mut ids: Vec<(String, u64)> = Vec::new();
+        let mut ids: Vec<Span> = Vec::new();
+        // Consecutive lines mostly share a session: compare before hashing.
+        let mut last_slot = usize::MAX;
         let piece = &bytes[a..b];
         for (n, x, y) in line_ranges(piece, first && a == 0) {
             let Some(sid) = line_session(&piece[x..y]) else {
                 continue;
             };
             let sid = sid.as_deref().unwrap_or(stem);
-            match index.get(sid) {
-                Some(&slot) => ids[slot].1 = n,
-                None => {
-                    index.insert(sid.to_string(), ids.len());
-                    ids.push((sid.to_string(), n));
-                }
-            }
+            let slot = match ids.get(last_slot) {
+                Some(s) if s.0 == sid => last_slot,
+                _ => match index.get(sid) {
+                    Some(&slot) => slot,
+                    None => {
+                        index.insert(sid.to_string(), ids.len());
+                        ids.push((sid.to_string(), n, n));
+                        ids.len() - 1
+                    }
+                },
+            };
+            ids[slot].2 = n;
+            last_slot = slot;
         }
         (ids, line_count(piece))
     };
-    let pieces: Vec<(Vec<(String, u64)>, u64)> = if ranges.len() == 1 {
+    let pieces: Vec<(Vec<Span>, u64)> = if ranges.len() == 1 {
         ranges.iter().map(scan).collect()
     } else {
         ranges.par_iter().map(scan).collect()
     };
     let mut index: rustc_hash::FxHashMap<String, usize> = Default::default();
-    let mut out: Vec<(String, u64)> = Vec::new();
+    let mut out: Vec<Span> = Vec::new();
     let mut at = first_line;
     for (ids, lines) in pieces {
-        for (sid, n) in ids {
+        for (sid, n0, n1) in ids {
             match index.get(&sid) {
-                Some(&slot) => out[slot].1 = at + n,
+                Some(&slot) => out[slot].2 = at + n1,
                 None => {
                     index.insert(sid.clone(), out.len());
-                    out.push((sid, at + n));
+                    out.push((sid, at + n0, at + n1));
                 }
             }
         }
@@ -481,11 +533,24 @@ struct Piece {
     lines: u64,
 }
 
+/// Where each session's records lie in a file: its first and last line, as
+/// [`session_spans`] found them.
+pub(crate) type Spans = rustc_hash::FxHashMap<String, (u64, u64)>;
+
+/// What a session is given to as soon as it is parsed, from any thread.
+pub(crate) type Give<'a> = &'a (dyn Fn(String, Vec<Event>) + Sync);
+
+/// A session's id with its first and last line.
+type Span = (String, u64, u64);
+
 /// Sessions handed out by [`parse_piece`] as soon as their last record is
 /// parsed, so the detectors read them while they are still in the cache.
+/// Only sessions that start in the piece are: one that started before needs
+/// the records read before it.
 pub(crate) struct Handout<'a> {
-    /// The last line of each session, as [`last_lines`] found it.
-    pub last: rustc_hash::FxHashMap<String, u64>,
+    pub spans: &'a Spans,
+    /// The file line of the piece's first line.
+    pub first_line: u64,
     pub give: &'a mut dyn FnMut(String, Vec<Event>),
 }
 
@@ -541,7 +606,13 @@ fn parse_piece(
                             let room = (mean + mean / 8 + 8).min((bytes.len() - a) / 16 + 1);
                             p.sessions.push((sid.to_string(), Vec::with_capacity(room)));
                             if let Some(h) = &hand {
-                                ends.push(h.last.get(sid).copied().unwrap_or(u64::MAX));
+                                // The session's last line, counted in the piece.
+                                ends.push(match h.spans.get(sid) {
+                                    Some(&(first, last)) if first >= h.first_line => {
+                                        last + 1 - h.first_line
+                                    }
+                                    _ => u64::MAX,
+                                });
                             }
                             p.sessions.len() - 1
                         }
@@ -1157,6 +1228,44 @@ mod tests {
         })
     }
 
+    type Read = (Vec<(String, Vec<Event>)>, Vec<(u64, String)>, u64);
+
+    /// `parse_batch` in pieces of `min_piece` bytes, giving the sessions that
+    /// lie within a piece; put back together as one parse gives them.
+    fn given_in_pieces(bytes: &[u8], lenient: bool, min_piece: usize) -> Result<Read> {
+        let spans: Spans = session_spans(bytes, 1, "f", min_piece)
+            .into_iter()
+            .map(|(id, first, last)| (id, (first, last)))
+            .collect();
+        let got = std::sync::Mutex::new(rustc_hash::FxHashMap::default());
+        let give = |id: String, events: Vec<Event>| {
+            assert!(got.lock().unwrap().insert(id, events).is_none());
+        };
+        let batch = parse_batch(
+            "f.jsonl",
+            "f",
+            bytes,
+            1,
+            lenient,
+            min_piece,
+            Some((&spans, &give)),
+        )?;
+        let mut got = got.into_inner().unwrap();
+        let sessions = batch
+            .sessions
+            .into_iter()
+            .map(|(id, events)| match events.is_empty() {
+                true => {
+                    let events = got.remove(&id).expect("given");
+                    (id, events)
+                }
+                false => (id, events),
+            })
+            .collect();
+        assert!(got.is_empty());
+        Ok((sessions, batch.skipped, batch.unknown))
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
         /// Sessions given as parsed are the sessions of a whole parse, with
@@ -1193,14 +1302,15 @@ mod tests {
             }
             let whole = parse_canonical("f.jsonl", "f", text.as_bytes(), lenient);
             let giving = given(text.as_bytes(), lenient);
-            match (whole, giving) {
-                (Ok(a), Ok(b)) => {
-                    prop_assert_eq!(a.sessions, b.sessions);
-                    prop_assert_eq!(a.skipped, b.skipped);
-                    prop_assert_eq!(a.unknown, b.unknown);
+            // In small pieces (in parallel), sessions within a piece given.
+            let pieces = given_in_pieces(text.as_bytes(), lenient, 97);
+            let whole = whole.map(|fs| (fs.sessions, fs.skipped, fs.unknown));
+            for other in [giving.map(|fs| (fs.sessions, fs.skipped, fs.unknown)), pieces] {
+                match (&whole, other) {
+                    (Ok(a), Ok(b)) => prop_assert_eq!(a, &b),
+                    (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+                    (a, b) => prop_assert!(false, "{:?} vs {:?}", a.as_ref().err(), b.err()),
                 }
-                (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
-                (a, b) => prop_assert!(false, "{:?} vs {:?}", a.err(), b.err()),
             }
         }
     }

@@ -97,14 +97,16 @@ pub(super) fn stream<T: Send>(
     // Pass 1: the last line of each session, and the digest.
     let mut src = Source::open(path, &display, opts, opts.digests, want)?;
     let stored = src.stored;
-    let mut last: FxHashMap<String, u64> = FxHashMap::default();
+    // Each session's first and last line.
+    let mut spans: crate::canonical::Spans = FxHashMap::default();
     let mut at = 1u64;
     let mut counted = 0u64;
     while let Some(batch) = src.batch(want)? {
-        for (sid, line) in crate::canonical::last_lines(&batch, at, &stem, min_piece) {
-            last.insert(sid, line);
+        for (sid, first, last) in crate::canonical::session_spans(&batch, at, &stem, min_piece) {
+            spans.entry(sid).or_insert((first, last)).1 = last;
         }
         at += memchr::memchr_iter(b'\n', &batch).count() as u64 + 1;
+        src.recycle(batch);
         // Each pass counts half of the file on the progress bar.
         let half = src.tally().read / 2;
         progress.inc(half.saturating_sub(counted));
@@ -131,15 +133,23 @@ pub(super) fn stream<T: Send>(
     let mut skipped_lines = 0u64;
     let mut unknown = 0u64;
     let mut at = 1u64;
+    let one = |id: String, mut events: Vec<Event>| -> (String, T) {
+        events.iter_mut().for_each(|e| e.origin.file = fi as u32);
+        let s = super::session_of(id.clone(), events, false, None);
+        (id, f(Arc::new(s), names))
+    };
     let hand_out = |complete: Vec<(String, Vec<Event>)>| -> Vec<(String, T)> {
         complete
             .into_par_iter()
-            .map(|(id, mut events)| {
-                events.iter_mut().for_each(|e| e.origin.file = fi as u32);
-                let s = super::session_of(id.clone(), events, false, None);
-                (id, f(Arc::new(s), names))
-            })
+            .map(|(id, events)| one(id, events))
             .collect()
+    };
+    // Sessions that lie within one piece of a batch, replayed by the
+    // piece's thread as soon as they are parsed (while still in the cache).
+    let given: std::sync::Mutex<Vec<(String, T)>> = std::sync::Mutex::new(Vec::new());
+    let give = |id: String, events: Vec<Event>| {
+        let made = one(id, events);
+        given.lock().unwrap_or_else(|e| e.into_inner()).push(made);
     };
     // Sessions complete after one batch are replayed while the next is read
     // and parsed.
@@ -158,21 +168,38 @@ pub(super) fn stream<T: Send>(
                     at,
                     opts.lenient,
                     min_piece,
-                )?;
+                    Some((&spans, &give)),
+                );
+                src.recycle(bytes);
+                let batch = batch.map_err(|e| match e {
+                    // A session given at its last line went on: the file
+                    // is not what the first pass read.
+                    Error::Line { message, .. } if message == crate::canonical::HANDED_OUT => {
+                        changed()
+                    }
+                    e => e,
+                })?;
                 Ok(Some(batch))
             },
             || hand_out(handing),
         );
         done.extend(made);
+        done.append(&mut given.lock().unwrap_or_else(|e| e.into_inner()));
         let Some(batch) = next? else { break };
         skipped_lines += batch.skipped.len() as u64;
         let room = KEEP_SKIPPED.saturating_sub(skipped.len());
         skipped.extend(batch.skipped.into_iter().take(room));
         unknown += batch.unknown;
         for (sid, mut events) in batch.sessions {
-            let Some(&end) = last.get(&sid) else {
+            let Some(&(_, end)) = spans.get(&sid) else {
                 return Err(changed());
             };
+            if events.is_empty() {
+                // Given already: it started in this batch and ended in it.
+                ids.push(sid.clone());
+                spans.remove(&sid);
+                continue;
+            }
             if events
                 .last()
                 .is_some_and(|e| u64::from(e.origin.line) > end)
@@ -191,13 +218,13 @@ pub(super) fn stream<T: Send>(
         let passed = at - 1;
         let complete: Vec<String> = open
             .keys()
-            .filter(|id| last[*id] <= passed)
+            .filter(|id| spans[*id].1 <= passed)
             .cloned()
             .collect();
         for id in complete {
             let events = open.remove(&id).unwrap_or_default();
             // A record of it after this would mean the file changed.
-            last.remove(&id);
+            spans.remove(&id);
             ready.push((id, events));
         }
         let reached = stored / 2 + src.tally().read / 2;
@@ -260,6 +287,8 @@ struct Source {
     newlines: u64,
     /// The start of a line not yet handed out.
     carry: Vec<u8>,
+    /// The memory of a batch done with.
+    spare: Vec<u8>,
     eof: bool,
     finished: bool,
     /// Bytes asked of the reader at a time.
@@ -308,6 +337,7 @@ impl Source {
             out: 0,
             newlines: 0,
             carry: Vec::new(),
+            spare: Vec::new(),
             eof: false,
             finished: false,
             chunk,
@@ -343,8 +373,12 @@ impl Source {
         if self.finished {
             return Ok(None);
         }
-        let mut buf = std::mem::take(&mut self.carry);
-        let mut chunk = vec![0u8; self.chunk];
+        // Read straight into the batch, grown once: copying chunks into a
+        // growing vector was a tenth of reading a large file.
+        let mut buf = std::mem::take(&mut self.spare);
+        buf.clear();
+        buf.reserve(want.max(self.carry.len()) + self.chunk);
+        buf.append(&mut self.carry);
         let mut searched = 0;
         loop {
             if buf.len() >= want {
@@ -360,7 +394,11 @@ impl Source {
                 self.finished = true;
                 return Ok(Some(buf));
             }
-            let n = self.read(&mut chunk)?;
+            let at = buf.len();
+            buf.resize(at + self.chunk, 0);
+            let n = self.read(&mut buf[at..]);
+            buf.truncate(at + *n.as_ref().unwrap_or(&0));
+            let n = n?;
             if n == 0 {
                 self.eof = true;
                 // Hand out whole lines first, then the rest.
@@ -371,7 +409,14 @@ impl Source {
                 }
                 continue;
             }
-            buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// A batch done with, its memory kept for the next one (fresh pages for
+    /// each batch were a twentieth of reading a large file).
+    fn recycle(&mut self, batch: Vec<u8>) {
+        if batch.capacity() > self.spare.capacity() {
+            self.spare = batch;
         }
     }
 
