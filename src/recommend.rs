@@ -12,6 +12,7 @@
 use crate::event::Label;
 use crate::metrics::Objective;
 use crate::stats;
+use rayon::prelude::*;
 
 /// The labelled sessions of a corpus, in corpus order.
 #[derive(Debug, Clone, Default)]
@@ -241,9 +242,9 @@ pub fn forward_union(
     objective: &Objective,
     baseline: usize,
     max_members: usize,
-    keep: &dyn Fn(usize) -> bool,
+    keep: &(dyn Fn(usize) -> bool + Sync),
 ) -> Option<Union> {
-    let tallies: Vec<Tally> = hits.iter().map(|h| tally(labelled, h, keep)).collect();
+    let tallies: Vec<Tally> = hits.par_iter().map(|h| tally(labelled, h, keep)).collect();
     let base = &tallies[baseline];
     let cap = cap(objective, base);
     let first = pick(candidates, &tallies, distance, objective, base)?;
@@ -309,7 +310,7 @@ pub fn fold_count(requested: usize, labelled: &Labelled) -> Option<usize> {
 /// A choosing procedure: given which labelled sessions it may see, the
 /// members it chose and their hits on every labelled session.
 pub type Chooser<'a> =
-    dyn Fn(&dyn Fn(usize) -> bool) -> Option<(Vec<usize>, Vec<Option<u32>>)> + 'a;
+    dyn Fn(&(dyn Fn(usize) -> bool + Sync)) -> Option<(Vec<usize>, Vec<Option<u32>>)> + 'a;
 
 /// Stratified k-fold cross-validation of `choose`: in each fold it chooses on
 /// the other folds (`keep` says which labelled sessions it may see) and the

@@ -638,7 +638,8 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         g.needs_labels(loops + clean)?;
     }
     record.wall_time_ms = started.elapsed().as_millis() as u64;
-    let result = crate::sweep::analyze(record)?;
+    // Scoring and choosing run per configuration on the sweep's threads.
+    let result = crate::pool::pool(opts.jobs)?.install(|| crate::sweep::analyze(record))?;
     let plain: Vec<crate::gates::Gate> = gates.iter().filter(|g| !g.is_diff()).cloned().collect();
     if req.out.is_none() && crate::outdir::is_output_folder(&out_dir) {
         writeln!(

@@ -15,6 +15,7 @@ use crate::recommend::{self, CrossValidation, Hits, Labelled, Tally};
 use crate::replay::ReplayOptions;
 use crate::result::{ConfigRecord, GridRecord, Hit, OptionsRecord, Shard, SweepRecord};
 use crate::stats;
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 
 /// Fewer labelled loops or clean sessions than this earns a warning.
@@ -488,9 +489,10 @@ pub fn analyze(record: SweepRecord) -> Result<SweepResult> {
         .map(|s| (s.turns, s.label()))
         .collect();
     let n = record.sessions.len();
+    // Configurations are scored apart: in parallel (the caller's pool).
     let scores: Vec<Scores> = record
         .outcomes
-        .iter()
+        .par_iter()
         .map(|c| metrics::score_hits(&c.dense(n), |i| sessions[i]))
         .collect();
     let pareto = metrics::pareto(&scores);
@@ -598,8 +600,9 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     let objective = &r.objective;
     let base = r.baseline;
 
-    let choose_single = |keep: &dyn Fn(usize) -> bool| {
+    let choose_single = |keep: &(dyn Fn(usize) -> bool + Sync)| {
         let tallies: Vec<Tally> = (0..n)
+            .into_par_iter()
             .map(|c| recommend::tally(&labelled, &turns(c), keep))
             .collect();
         recommend::pick(&in_family, &tallies, &dist, objective, &tallies[base])
@@ -620,6 +623,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
 
     // Every other family's best under the same rule (the baseline's cap).
     let all_tallies: Vec<Tally> = (0..n)
+        .into_par_iter()
         .map(|c| recommend::tally(&labelled, &turns(c), |_| true))
         .collect();
     let mut seen: Vec<&str> = Vec::new();
@@ -653,7 +657,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
 
     if opts.combine >= 2 {
         let hits: Hits = (0..n).map(turns).collect();
-        let choose_union = |keep: &dyn Fn(usize) -> bool| {
+        let choose_union = |keep: &(dyn Fn(usize) -> bool + Sync)| {
             recommend::forward_union(
                 &labelled,
                 &hits,
