@@ -253,8 +253,9 @@ struct Filling {
     hits: Vec<Vec<Vec<Hit>>>,
 }
 
-/// Hits per block (32 KiB).
+/// Hits per block at most (32 KiB), and in a configuration's first block.
 const BLOCK_HITS: usize = 1024;
+const FIRST_BLOCK_HITS: usize = 64;
 
 impl Filling {
     fn new(configs: usize) -> Filling {
@@ -272,9 +273,12 @@ impl Filling {
             h.session = slot;
             let blocks = &mut self.hits[c as usize];
             match blocks.last_mut() {
-                Some(b) if b.len() < BLOCK_HITS => b.push(h),
+                Some(b) if b.len() < b.capacity() => b.push(h),
                 _ => {
-                    let mut b = Vec::with_capacity(BLOCK_HITS);
+                    // Blocks double up to BLOCK_HITS, so a configuration
+                    // with few hits holds little room it does not use.
+                    let held: usize = blocks.iter().map(Vec::len).sum();
+                    let mut b = Vec::with_capacity(held.clamp(FIRST_BLOCK_HITS, BLOCK_HITS));
                     b.push(h);
                     blocks.push(b);
                 }
