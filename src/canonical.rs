@@ -136,14 +136,7 @@ pub(crate) fn parse_canonical_pieces(
     lenient: bool,
     min_piece: usize,
 ) -> Result<FileSessions> {
-    let batch = parse_batch(display, stem, bytes, 1, lenient, min_piece, None)?;
-    Ok(FileSessions {
-        format: "canonical".into(),
-        sessions: batch.sessions,
-        skipped: batch.skipped,
-        unknown: batch.unknown,
-        ..Default::default()
-    })
+    Ok(parse_batch(display, stem, bytes, 1, lenient, min_piece, None)?.into_file())
 }
 
 /// Whole lines of a canonical file, parsed: sessions in order of first
@@ -156,6 +149,19 @@ pub(crate) struct Batch {
     pub unknown: u64,
     /// Lines the batch holds (a last empty one after a final newline counts).
     pub lines: u64,
+}
+
+impl Batch {
+    /// A whole file's batch as the file's sessions.
+    pub(crate) fn into_file(self) -> FileSessions {
+        FileSessions {
+            format: "canonical".into(),
+            sessions: self.sessions,
+            skipped: self.skipped,
+            unknown: self.unknown,
+            ..Default::default()
+        }
+    }
 }
 
 /// Parse `bytes`, whole lines of a canonical file starting at its line

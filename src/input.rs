@@ -408,13 +408,7 @@ pub fn stream_sessions<T: Send>(
                         done.push((id, f(Arc::new(s), &names)));
                     },
                 )?;
-                Ok(FileSessions {
-                    format: "canonical".into(),
-                    sessions: batch.sessions,
-                    skipped: batch.skipped,
-                    unknown: batch.unknown,
-                    ..Default::default()
-                })
+                Ok(batch.into_file())
             })?
         } else {
             load_file(found, opts, progress)?
