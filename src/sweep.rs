@@ -16,7 +16,7 @@ use crate::replay::ReplayOptions;
 use crate::result::{ConfigRecord, GridRecord, Hit, OptionsRecord, Shard, SweepRecord};
 use crate::stats;
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Fewer labelled loops or clean sessions than this earns a warning.
 pub const FEW_LABELS: usize = 10;
@@ -238,6 +238,9 @@ struct Swept {
     /// session is known (see [`Filling`]).
     slot: u32,
     explain: Option<crate::result::SessionLines>,
+    /// How much the stock profiles disagree on it, and whether it is
+    /// unlabelled (the report's order), when they do.
+    disagreement: Option<(u32, bool)>,
 }
 
 /// Every configuration's hits, filled as sessions stream by. A hit's
@@ -410,6 +413,9 @@ pub fn run_sweep(
         if d > 0 {
             let key = (d, label.is_none(), s.id.clone());
             let mut top = disagreeing.lock().unwrap_or_else(|e| e.into_inner());
+            // A session read again whole (its id spread over files) comes
+            // after its parts: it takes their place.
+            top.retain(|x| x.2 != key.2);
             let rank = |x: &(u32, bool, String, crate::result::SessionMaterial)| {
                 (std::cmp::Reverse(x.0), x.1, x.2.clone())
             };
@@ -432,6 +438,7 @@ pub fn run_sweep(
                 session: crate::result::SessionRecord::of(&s, label),
                 slot,
                 explain,
+                disagreement: (d > 0).then_some((d, label.is_none())),
             }),
         )
     };
@@ -459,6 +466,39 @@ pub fn run_sweep(
         file: all_labels.file.clone(),
         warnings: all_labels.warnings.clone(),
     };
+    let material = disagreement_material(
+        &swept,
+        disagreeing.into_inner().unwrap_or_else(|e| e.into_inner()),
+        |missing| {
+            // A part of a session spread over files held a place in the list
+            // and pushed out a session that belongs there: read the inputs
+            // again for the few sessions whose material is missing.
+            let again = crate::input::stream_sessions(
+                paths,
+                &read,
+                &crate::progress::NoProgress,
+                &|s, names| {
+                    let (d, _) = missing.get(&s.id)?;
+                    let outcomes = plan.session(s.clone());
+                    // The stock profiles' first detections, as `one` takes them.
+                    let stock_events = stock
+                        .iter()
+                        .filter_map(|&c| outcomes[c].first().map(|x| x.event))
+                        .collect::<std::collections::BTreeSet<u32>>();
+                    let place = |o: &crate::event::Origin| {
+                        crate::result::PlaceRecord::of(names.provenance(o))
+                    };
+                    Some(crate::result::material(
+                        &s,
+                        &place,
+                        *d,
+                        stock_events.into_iter().collect(),
+                    ))
+                },
+            )?;
+            Ok(again.sessions.into_iter().filter_map(|(_, m)| m).collect())
+        },
+    )?;
     let filling = filling.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut index = vec![None; filling.arrived as usize];
     let mut sessions = Vec::with_capacity(swept.len());
@@ -477,12 +517,6 @@ pub fn run_sweep(
             hits,
         })
         .collect();
-    let material = disagreeing
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .map(|x| x.3)
-        .collect();
     let record = SweepRecord::assemble(
         record_grid,
         opts.record(),
@@ -495,6 +529,54 @@ pub fn run_sweep(
         explain,
     );
     Ok((record, inputs, all_labels))
+}
+
+/// The material of the sessions where the stock profiles disagree most,
+/// ranked over the sessions as finally read (`swept`). `held` is what the
+/// stream kept of its best candidates; a session missing from it (pushed out
+/// by a part of a session spread over files, replaced later by the whole)
+/// gets its material from `again`, given those sessions' `(disagreement,
+/// unlabelled)` by id.
+fn disagreement_material(
+    swept: &[Swept],
+    mut held: Disagreeing,
+    again: impl FnOnce(&HashMap<String, (u32, bool)>) -> Result<Vec<crate::result::SessionMaterial>>,
+) -> Result<Vec<crate::result::SessionMaterial>> {
+    let mut ranked: Vec<(std::cmp::Reverse<u32>, bool, &str)> = swept
+        .iter()
+        .filter_map(|sw| {
+            sw.disagreement
+                .map(|(d, unlabelled)| (std::cmp::Reverse(d), unlabelled, sw.session.id.as_str()))
+        })
+        .collect();
+    ranked.sort_unstable();
+    ranked.truncate(crate::result::DISAGREEMENTS);
+    let mut found: Vec<Option<crate::result::SessionMaterial>> = Vec::new();
+    let mut missing: HashMap<String, (u32, bool)> = HashMap::new();
+    for &(std::cmp::Reverse(d), unlabelled, id) in &ranked {
+        match held
+            .iter()
+            .position(|x| x.0 == d && x.1 == unlabelled && x.2 == id)
+        {
+            Some(i) => found.push(Some(held.swap_remove(i).3)),
+            None => {
+                missing.insert(id.to_string(), (d, unlabelled));
+                found.push(None);
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let mut got: HashMap<String, crate::result::SessionMaterial> = again(&missing)?
+            .into_iter()
+            .map(|m| (m.session.clone(), m))
+            .collect();
+        for (slot, &(_, _, id)) in found.iter_mut().zip(&ranked) {
+            if slot.is_none() {
+                *slot = got.remove(id);
+            }
+        }
+    }
+    Ok(found.into_iter().flatten().collect())
 }
 
 /// Derive scores, the Pareto front and the recommendation from a result.
@@ -838,6 +920,63 @@ mod tests {
         };
         assert_eq!(seen(0), vec![(1, 20), (2, 30)]);
         assert_eq!(seen(1), vec![(0, 11), (2, 31)]);
+    }
+
+    /// The disagreement list is ranked over the sessions as finally read:
+    /// what the stream held for them is used, what it lost is asked for
+    /// again, and nothing else (a part read before its whole) is kept.
+    #[test]
+    fn disagreement_material_ranks_final_sessions_and_fills_what_was_lost() {
+        let m = |id: &str, d: u32| crate::result::SessionMaterial {
+            session: id.into(),
+            disagreement: d,
+            timeline: vec![[d, 0, 0]],
+            excerpts: Vec::new(),
+        };
+        let swept = |id: &str, d: Option<(u32, bool)>| Swept {
+            session: crate::result::SessionRecord::of(
+                &crate::event::Session::from_events(id.into(), Vec::new()),
+                None,
+            ),
+            slot: 0,
+            explain: None,
+            disagreement: d,
+        };
+        let mut all: Vec<Swept> = (0..9)
+            .map(|i| swept(&format!("s{i}"), Some((1 + i % 3, true))))
+            .collect();
+        all.push(swept("quiet", None));
+        // The stream held s8 and s5 (d = 3), s7 (d = 2) and a stale part.
+        let held: Disagreeing = vec![
+            (3, true, "s8".into(), m("s8", 3)),
+            (3, true, "s5".into(), m("s5", 3)),
+            (3, true, "part".into(), m("part", 3)),
+            (2, true, "s7".into(), m("s7", 2)),
+        ];
+        let mut asked = Vec::new();
+        let got = disagreement_material(&all, held, |missing| {
+            let mut ids: Vec<&String> = missing.keys().collect();
+            ids.sort();
+            asked = ids.iter().map(|s| s.to_string()).collect();
+            Ok(missing.iter().map(|(id, (d, _))| m(id, *d)).collect())
+        })
+        .unwrap();
+        let order: Vec<(&str, u32)> = got
+            .iter()
+            .map(|x| (x.session.as_str(), x.disagreement))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("s2", 3),
+                ("s5", 3),
+                ("s8", 3),
+                ("s1", 2),
+                ("s4", 2),
+                ("s7", 2)
+            ]
+        );
+        assert_eq!(asked, ["s1", "s2", "s4"]);
     }
 
     /// Over several blocks, every hit comes back once, in session order.

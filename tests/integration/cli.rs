@@ -946,3 +946,74 @@ fn detections_csv_names_the_file_and_line_that_holds_each_detection() {
     }
     assert!(checked > 100, "{checked} tool-call detections checked");
 }
+
+/// A session spread over two files is read as one: the sweep's list of the
+/// sessions where the stock profiles disagree most is the same as when each
+/// session is one file (a part read before its whole used to take a place).
+#[test]
+fn sessions_spread_over_files_give_the_same_disagreements() {
+    let d = tempfile::tempdir().unwrap();
+    let split = d.path().join("split");
+    std::fs::create_dir(&split).unwrap();
+    for entry in std::fs::read_dir(root().join("fixtures/sessions")).unwrap() {
+        let path = entry.unwrap().path();
+        let id = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let half = lines.len() / 2;
+        for (part, range) in [("a", &lines[..half]), ("b", &lines[half..])] {
+            let body: String = range
+                .iter()
+                .map(|l| format!("{{\"session\":\"{id}\",{}\n", &l[1..]))
+                .collect();
+            write(&split, &format!("{id}.{part}.jsonl"), &body);
+        }
+    }
+    let disagreements = |input: &Path, out: &Path| -> serde_json::Value {
+        looptune()
+            .current_dir(root())
+            .args([
+                "sweep",
+                "--labels",
+                "fixtures/labels.csv",
+                "--quiet",
+                "--out",
+            ])
+            .arg(out)
+            .arg(input)
+            .assert()
+            .success();
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        // Places name the files, which differ; the rest must not.
+        fn strip(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    m.retain(|k, _| !matches!(k.as_str(), "file" | "line" | "pointer" | "place"));
+                    m.values_mut().for_each(strip);
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        let mut d = summary["disagreements"].clone();
+        strip(&mut d);
+        d
+    };
+    let whole = disagreements(&root().join("fixtures/sessions"), &d.path().join("whole"));
+    let parts = disagreements(&split, &d.path().join("parts"));
+    let ids = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| d["session"].to_string())
+            .collect()
+    };
+    assert!(ids(&whole).len() > 2, "{whole}");
+    assert!(
+        whole == parts,
+        "the disagreements differ: {:?} against {:?}",
+        ids(&whole),
+        ids(&parts)
+    );
+}
