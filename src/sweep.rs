@@ -247,10 +247,10 @@ struct Swept {
 /// `session` is its session's arrival number until [`Filling::finish`]
 /// renumbers it in sorted session order: the hits are most of a large
 /// sweep's memory and are held once, never copied into a second layout.
-/// They fill fixed blocks rather than a growing vector per configuration:
-/// growing copied every hit about twice onto fresh pages, a tenth of a
-/// 1,000-configuration sweep; a configuration's blocks become one vector of
-/// the exact size at the end.
+/// They fill blocks that never move rather than a growing vector per
+/// configuration: growing copied every hit about twice onto fresh pages, a
+/// tenth of a 1,000-configuration sweep; a configuration's blocks become one
+/// vector of the exact size at the end.
 struct Filling {
     arrived: u32,
     hits: Vec<Vec<Vec<Hit>>>,
