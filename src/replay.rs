@@ -211,6 +211,37 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Every configuration's [`Brief`] on one session: what a sweep keeps,
+    /// with nothing copied per configuration.
+    pub fn session_briefs(&self, session: Arc<Session>) -> SessionBriefs {
+        let prepared = Prepared::new(session);
+        let runs = self.runs(&prepared, false);
+        let session = &prepared.session;
+        let briefs = self
+            .configs
+            .iter()
+            .zip(&self.config_checks)
+            .map(|(cfg, ids)| {
+                let dets_of = |c: usize| &runs[ids[c]].0[..];
+                let mut b = merge(
+                    session,
+                    ids.len(),
+                    &dets_of,
+                    |c| runs[ids[c]].1.as_deref(),
+                    cfg.policy(),
+                    self.all,
+                    |_, _, _, _| {},
+                );
+                // Name the first detection by its distinct check.
+                b.first = b.first.map(|(c, i)| (ids[c as usize] as u32, i));
+                b
+            })
+            .collect();
+        SessionBriefs { runs, briefs }
+    }
+}
+
 /// Replay every configuration over the corpus.
 pub fn replay(
     corpus: &Corpus,
@@ -387,6 +418,84 @@ fn outcome_with<'a>(
     policy: Policy,
     all: bool,
 ) -> Outcome {
+    let mut dets: Vec<Detection> = Vec::new();
+    let t = merge(
+        session,
+        n,
+        &dets_of,
+        dues_of,
+        policy,
+        all,
+        |_, _, src, strike| {
+            let mut d = src.clone();
+            d.strike = strike;
+            dets.push(d);
+        },
+    );
+    Outcome {
+        detections: dets,
+        stop: t.stop,
+        warnings: t.warnings,
+        unheeded: t.unheeded,
+        judge_due: t.judge_due,
+        judge_no_verdict: t.judge_no_verdict,
+        turns_after_stop: t.turns_after_stop,
+        tokens_after_stop: t.tokens_after_stop,
+    }
+}
+
+/// An [`Outcome`] without its detections: the first one is named by where it
+/// lies in the session's check runs, so a sweep copies it only once however
+/// many configurations share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Brief {
+    /// The first detection: (distinct check, index in that check's run).
+    pub first: Option<(u32, u32)>,
+    /// As [`Outcome::stop`].
+    pub stop: Option<StopPoint>,
+    /// As [`Outcome::warnings`].
+    pub warnings: u32,
+    /// As [`Outcome::unheeded`].
+    pub unheeded: u32,
+    /// As [`Outcome::judge_due`].
+    pub judge_due: u32,
+    /// As [`Outcome::judge_no_verdict`].
+    pub judge_no_verdict: u32,
+    /// As [`Outcome::turns_after_stop`].
+    pub turns_after_stop: u32,
+    /// As [`Outcome::tokens_after_stop`].
+    pub tokens_after_stop: u64,
+}
+
+/// Every configuration's [`Brief`] on one session, with the check runs its
+/// first detections point into.
+pub struct SessionBriefs {
+    runs: Vec<CheckRun>,
+    /// One per configuration, in configuration order.
+    pub briefs: Vec<Brief>,
+}
+
+impl SessionBriefs {
+    /// The detection a brief's `first` names.
+    pub fn detection(&self, (check, i): (u32, u32)) -> &Detection {
+        &self.runs[check as usize].0[i as usize]
+    }
+}
+
+/// The merge of one configuration's checks: `keep(check, index, detection,
+/// strike)` is told of every detection the policy can see, in order.
+fn merge<'a, F>(
+    session: &Session,
+    n: usize,
+    dets_of: &F,
+    dues_of: impl Fn(usize) -> Option<&'a [(u32, bool)]>,
+    policy: Policy,
+    all: bool,
+    mut keep: impl FnMut(usize, usize, &'a Detection, u32),
+) -> Brief
+where
+    F: Fn(usize) -> &'a [Detection],
+{
     assert!(
         n <= MAX_CHECKS,
         "a configuration has at most {MAX_CHECKS} checks"
@@ -399,7 +508,8 @@ fn outcome_with<'a>(
     let total: usize = per.iter().map(|d| d.len()).sum();
     let stop_strike = policy.stop_strike();
     let mut next = [0usize; MAX_CHECKS];
-    let mut dets: Vec<Detection> = Vec::new();
+    let mut kept = 0usize;
+    let mut first = None;
     let (mut prompt, mut strike) = (u32::MAX, 0u32);
     let mut stop: Option<(usize, StopPoint)> = None;
     loop {
@@ -415,16 +525,18 @@ fn outcome_with<'a>(
         }
         strike += 1;
         let stops_here = stop.is_none() && stop_strike.is_some_and(|s| strike >= s);
-        let keep =
-            all || stops_here || stop.is_none() && (policy != Policy::Ignore || dets.is_empty());
-        if keep {
-            let mut d = src.clone();
-            d.strike = strike;
-            dets.push(d);
+        let keep_it =
+            all || stops_here || stop.is_none() && (policy != Policy::Ignore || kept == 0);
+        if keep_it {
+            if kept == 0 {
+                first = Some((c as u32, next[c] as u32 - 1));
+            }
+            keep(c, next[c] - 1, src, strike);
+            kept += 1;
         }
         if stops_here {
             stop = Some((
-                dets.len() - 1,
+                kept - 1,
                 StopPoint {
                     event: src.event,
                     turn: src.turn,
@@ -434,13 +546,13 @@ fn outcome_with<'a>(
                 break;
             }
         }
-        if !all && policy == Policy::Ignore && !dets.is_empty() {
+        if !all && policy == Policy::Ignore && kept > 0 {
             break;
         }
     }
     let (warnings, unheeded) = match (policy, stop) {
         (Policy::Warn(_), Some((i, _))) => (i as u32, 0),
-        (Policy::Warn(_), None) => (dets.len() as u32, 0),
+        (Policy::Warn(_), None) => (kept as u32, 0),
         (Policy::Ignore, _) => (0, total as u32),
         _ => (0, 0),
     };
@@ -462,8 +574,8 @@ fn outcome_with<'a>(
         Some(s) => after(session, s.event),
         None => (0, 0),
     };
-    Outcome {
-        detections: dets,
+    Brief {
+        first,
         stop,
         warnings,
         unheeded,
@@ -530,6 +642,64 @@ mod tests {
         assert_eq!(o.tokens_after_stop, 0);
         let o = outcome(&s, &[&dets[..]], &[], Policy::Warn(5), false);
         assert_eq!((o.stop, o.warnings), (None, 3));
+    }
+
+    /// A sweep's briefs say what the replay's outcomes say: the same first
+    /// detection, stop, counts and tokens, for every profile of every
+    /// family under every kind of policy, on the fixtures.
+    #[test]
+    fn briefs_agree_with_outcomes() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let corpus = crate::input::read_corpus(&[dir], &ReadOptions::default()).unwrap();
+        let mut configs = Vec::new();
+        for fam in crate::detect::families() {
+            for prof in fam.profiles() {
+                for policy in ["stop", "ask", "warn:1", "warn:3", "ignore"] {
+                    let set = DetectorConfig::parse_sets(
+                        fam.name(),
+                        &[format!("{}={policy}", crate::detect::params::POLICY)],
+                    )
+                    .unwrap();
+                    let cfg =
+                        DetectorConfig::resolve(Some(fam.name()), Some(prof.name), &set).unwrap();
+                    // Some families tie the policy to their own settings.
+                    if cfg.checks().is_ok() {
+                        configs.push(cfg);
+                    }
+                }
+            }
+        }
+        let plan = Plan::new(configs, &ReplayOptions::default()).unwrap();
+        let mut fired = 0;
+        for s in &corpus.sessions {
+            let outcomes = plan.session(s.clone());
+            let briefs = plan.session_briefs(s.clone());
+            for (o, b) in outcomes.iter().zip(&briefs.briefs) {
+                let first = b.first.map(|f| briefs.detection(f));
+                assert_eq!(
+                    o.first().map(|d| (d.kind, d.event, d.turn, &d.detail)),
+                    first.map(|d| (d.kind, d.event, d.turn, &d.detail)),
+                    "{}",
+                    s.id
+                );
+                fired += usize::from(first.is_some());
+                let from_outcome = Brief {
+                    first: b.first,
+                    stop: o.stop,
+                    warnings: o.warnings,
+                    unheeded: o.unheeded,
+                    judge_due: o.judge_due,
+                    judge_no_verdict: o.judge_no_verdict,
+                    turns_after_stop: o.turns_after_stop,
+                    tokens_after_stop: o.tokens_after_stop,
+                };
+                assert_eq!(*b, from_outcome, "{}", s.id);
+            }
+        }
+        assert!(
+            fired > 100,
+            "the fixtures fire often enough to tell ({fired})"
+        );
     }
 
     #[test]

@@ -249,6 +249,25 @@ pub struct FirstDetection {
     pub place: Option<PlaceRecord>,
 }
 
+impl FirstDetection {
+    /// The record of a detection (its place not yet known).
+    pub fn of(d: &crate::detect::Detection) -> FirstDetection {
+        FirstDetection {
+            turn: d.turn,
+            event: d.event,
+            kind: d.kind.to_string(),
+            // The first 300 characters, copied at once.
+            detail: d.detail[..d
+                .detail
+                .char_indices()
+                .nth(300)
+                .map_or(d.detail.len(), |(i, _)| i)]
+                .to_string(),
+            place: None,
+        }
+    }
+}
+
 /// Where a record is in the user's files: the file, and its 1-based line or
 /// (whole-document formats) its JSON pointer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -408,21 +427,7 @@ impl Hit {
         }
         Some(Hit {
             session,
-            first: o.first().map(|d| {
-                Arc::new(FirstDetection {
-                    turn: d.turn,
-                    event: d.event,
-                    kind: d.kind.to_string(),
-                    // The first 300 characters, copied at once.
-                    detail: d.detail[..d
-                        .detail
-                        .char_indices()
-                        .nth(300)
-                        .map_or(d.detail.len(), |(i, _)| i)]
-                        .to_string(),
-                    place: None,
-                })
-            }),
+            first: o.first().map(|d| Arc::new(FirstDetection::of(d))),
             effect: Effect::new(Effect {
                 stop_turn: o.stop.map(|s| s.turn),
                 warnings: o.warnings,

@@ -13,10 +13,13 @@ use crate::metrics::{self, Objective, Scores};
 use crate::progress::Progress;
 use crate::recommend::{self, CrossValidation, Hits, Labelled, Tally};
 use crate::replay::ReplayOptions;
-use crate::result::{ConfigRecord, GridRecord, Hit, OptionsRecord, Shard, SweepRecord};
+use crate::result::{
+    ConfigRecord, Effect, FirstDetection, GridRecord, Hit, OptionsRecord, Shard, SweepRecord,
+};
 use crate::stats;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Fewer labelled loops or clean sessions than this earns a warning.
 pub const FEW_LABELS: usize = 10;
@@ -364,36 +367,66 @@ pub fn run_sweep(
             return (s.inline_label, None);
         }
         let label = labels_file.label(&s.id, s.inline_label);
-        let outcomes = plan.session(s.clone());
-        let mut hits: Vec<(u32, Hit)> = outcomes
-            .iter()
-            .enumerate()
-            .filter_map(|(c, o)| {
-                Hit::from_outcome(0, o)
-                    .map(|h| (c as u32, h.placed(|e| names.event_provenance(&s, e))))
-            })
-            .collect();
+        let sb = plan.session_briefs(s.clone());
         // Configurations that detect the same thing share one detection: a
         // large grid holds a few distinct ones per session, not one per hit.
-        let mut distinct: Vec<std::sync::Arc<crate::result::FirstDetection>> = Vec::new();
-        let mut effects: std::collections::HashSet<std::sync::Arc<crate::result::Effect>> =
-            std::collections::HashSet::new();
-        for (_, h) in &mut hits {
-            if let Some(d) = &mut h.first {
-                match distinct.iter().find(|x| x.event == d.event && **x == *d) {
-                    Some(x) => *d = x.clone(),
-                    None => distinct.push(d.clone()),
-                }
-            }
-            if let Some(e) = &mut h.effect {
-                match effects.get(&**e) {
-                    Some(x) => *e = x.clone(),
-                    None => {
-                        effects.insert(e.clone());
+        // Each is copied once per source (check and index), then shared by
+        // value as well, as two checks may detect alike.
+        let mut by_source: Vec<((u32, u32), Arc<FirstDetection>)> = Vec::new();
+        let mut distinct: Vec<Arc<FirstDetection>> = Vec::new();
+        let mut effects: std::collections::HashMap<Effect, Arc<Effect>> =
+            std::collections::HashMap::new();
+        let hits: Vec<(u32, Hit)> = sb
+            .briefs
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b != crate::replay::Brief::default())
+            .map(|(c, b)| {
+                let first = b.first.map(|src| {
+                    if let Some((_, d)) = by_source.iter().find(|(k, _)| *k == src) {
+                        return d.clone();
                     }
-                }
-            }
-        }
+                    let det = sb.detection(src);
+                    let mut d = FirstDetection::of(det);
+                    d.place = names
+                        .event_provenance(&s, det.event)
+                        .and_then(crate::result::PlaceRecord::of);
+                    let d = match distinct.iter().find(|x| x.event == d.event && ***x == d) {
+                        Some(x) => x.clone(),
+                        None => {
+                            let d = Arc::new(d);
+                            distinct.push(d.clone());
+                            d
+                        }
+                    };
+                    by_source.push((src, d.clone()));
+                    d
+                });
+                let e = Effect {
+                    stop_turn: b.stop.map(|s| s.turn),
+                    warnings: b.warnings,
+                    unheeded: b.unheeded,
+                    turns_after_stop: b.turns_after_stop,
+                    tokens_after_stop: b.tokens_after_stop,
+                };
+                let effect = (e != Effect::default()).then(|| {
+                    effects
+                        .entry(e.clone())
+                        .or_insert_with(|| Arc::new(e))
+                        .clone()
+                });
+                (
+                    c as u32,
+                    Hit {
+                        session: 0,
+                        judge_due: b.judge_due,
+                        judge_no_verdict: b.judge_no_verdict,
+                        first,
+                        effect,
+                    },
+                )
+            })
+            .collect();
         let first_events = |stock_only: bool| -> Vec<u32> {
             let mut events: Vec<u32> = hits
                 .iter()
@@ -407,7 +440,7 @@ pub fn run_sweep(
         let place = |o: &crate::event::Origin| crate::result::PlaceRecord::of(names.provenance(o));
         let fired = stock
             .iter()
-            .filter(|&&c| outcomes[c].first().is_some())
+            .filter(|&&c| sb.briefs[c].first.is_some())
             .count() as u32;
         let d = fired.min(stock.len() as u32 - fired);
         if d > 0 {
