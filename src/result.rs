@@ -989,30 +989,30 @@ pub mod compact {
     use std::collections::HashMap;
     use std::sync::Arc;
 
-    /// One configuration's hits, written as arrays without building them.
-    struct Rows<'a> {
-        hits: &'a [Hit],
-        index: &'a PtrMap<u64>,
+    /// One configuration's hits, formatted in serde_json's compact form
+    /// (`[[3,null,7],[5,0]]`, no spaces) in one buffer, instead of token by
+    /// token through the serializer (a third of the time to write them).
+    /// The test `compact_rows_are_what_serde_json_writes` holds the bytes to
+    /// serde's own.
+    fn rows(hits: &[Hit], index: &PtrMap<u64>) -> String {
+        let mut out = String::with_capacity(hits.len() * 16 + 2);
+        out.push('[');
+        for (i, h) in hits.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let det = h.first.as_ref().map(|d| index[&ptr(d)]);
+            row(&mut out, h, det);
+        }
+        out.push(']');
+        out
     }
 
-    impl Serialize for Rows<'_> {
+    /// Text already in JSON, written as it is.
+    struct Raw<'a>(&'a str);
+
+    impl Serialize for Raw<'_> {
         fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-            // The rows are most of a large `summary.json`: formatted here in
-            // one buffer, in serde_json's compact form (`[3,null,7]`, no
-            // spaces), and handed over whole, instead of token by token
-            // through the serializer (a third of the time to write it). The
-            // test `compact_rows_are_what_serde_json_writes` holds the bytes
-            // to serde's own.
-            let mut out = String::with_capacity(self.hits.len() * 16 + 2);
-            out.push('[');
-            for (i, h) in self.hits.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let det = h.first.as_ref().map(|d| self.index[&Arc::as_ptr(d)]);
-                row(&mut out, h, det);
-            }
-            out.push(']');
             // Handed to serde_json as a raw value, the way its own
             // `RawValue` serializes itself, but without `RawValue::from_string`
             // parsing the text again to check it (that took longer than
@@ -1023,51 +1023,121 @@ pub mod compact {
             use serde::ser::SerializeStruct;
             const RAW: &str = "$serde_json::private::RawValue";
             let mut raw = ser.serialize_struct(RAW, 1)?;
-            raw.serialize_field(RAW, &out)?;
+            raw.serialize_field(RAW, self.0)?;
             raw.end()
+        }
+    }
+
+    /// Every configuration's hits. The rows are most of a large
+    /// `summary.json`: a few configurations at a time are formatted on
+    /// every thread of the pool, then written in order, so memory holds a
+    /// few configurations' text, not the whole.
+    struct AllRows<'a> {
+        outcomes: &'a [ConfigOutcomes],
+        index: &'a PtrMap<u64>,
+    }
+
+    /// Configurations formatted at once.
+    pub(super) const CONFIGS_AT_ONCE: usize = 32;
+
+    impl Serialize for AllRows<'_> {
+        fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+            use rayon::prelude::*;
+            use serde::ser::SerializeSeq;
+            #[derive(Serialize)]
+            struct OutConfig<'a> {
+                config: &'a str,
+                hits: Raw<'a>,
+            }
+            let mut seq = ser.serialize_seq(Some(self.outcomes.len()))?;
+            for chunk in self.outcomes.chunks(CONFIGS_AT_ONCE) {
+                let texts: Vec<String> = chunk
+                    .par_iter()
+                    .map(|c| rows(&c.hits, self.index))
+                    .collect();
+                for (c, text) in chunk.iter().zip(&texts) {
+                    seq.serialize_element(&OutConfig {
+                        config: &c.config,
+                        hits: Raw(text),
+                    })?;
+                }
+            }
+            seq.end()
         }
     }
 
     /// One hit's array. Trailing defaults go: zero counts, then an absent
     /// stop turn, then an absent detection (a detection 0 or a stop at turn
-    /// 0 stays).
+    /// 0 stays). Formatted on the stack and appended at once: a large
+    /// record has millions of rows, and pushing each byte onto the string
+    /// (a capacity check per push) was most of writing them.
     fn row(out: &mut String, h: &Hit, det: Option<u64>) {
+        let (stop, warnings, unheeded, turns_after, tokens_after) = match h.effect.as_deref() {
+            Some(e) => (
+                e.stop_turn,
+                e.warnings,
+                e.unheeded,
+                e.turns_after_stop,
+                e.tokens_after_stop,
+            ),
+            None => (None, 0, 0, 0, 0),
+        };
         let counts = [
-            h.warnings() as u64,
-            h.unheeded() as u64,
+            warnings as u64,
+            unheeded as u64,
             h.judge_due as u64,
             h.judge_no_verdict as u64,
-            h.turns_after_stop() as u64,
-            h.tokens_after_stop(),
+            turns_after as u64,
+            tokens_after,
         ];
         let mut n = 3 + counts.len();
         while n > 3 && counts[n - 4] == 0 {
             n -= 1;
         }
-        let stop = h.stop_turn().map(u64::from);
+        let stop = stop.map(u64::from);
         if n == 3 && stop.is_none() {
             n = if det.is_none() { 1 } else { 2 };
         }
+        // Nine values of at most 20 digits, eight commas, two brackets.
+        let mut buf = [0u8; 9 * 20 + 10];
+        let mut at = 0;
         let mut num = itoa::Buffer::new();
-        let mut opt = |out: &mut String, v: Option<u64>| match v {
-            Some(v) => out.push_str(num.format(v)),
-            None => out.push_str("null"),
+        let mut put = |buf: &mut [u8], at: &mut usize, v: Option<u64>| {
+            let text: &[u8] = match v {
+                // Most values are a digit or two.
+                Some(v) if v < 10 => {
+                    buf[*at] = b'0' + v as u8;
+                    *at += 1;
+                    return;
+                }
+                Some(v) => num.format(v).as_bytes(),
+                None => b"null",
+            };
+            buf[*at..*at + text.len()].copy_from_slice(text);
+            *at += text.len();
         };
-        out.push('[');
-        opt(out, Some(h.session as u64));
+        buf[at] = b'[';
+        at += 1;
+        put(&mut buf, &mut at, Some(h.session as u64));
         if n > 1 {
-            out.push(',');
-            opt(out, det);
+            buf[at] = b',';
+            at += 1;
+            put(&mut buf, &mut at, det);
         }
         if n > 2 {
-            out.push(',');
-            opt(out, stop);
+            buf[at] = b',';
+            at += 1;
+            put(&mut buf, &mut at, stop);
         }
         for &c in &counts[..n.saturating_sub(3)] {
-            out.push(',');
-            opt(out, Some(c));
+            buf[at] = b',';
+            at += 1;
+            put(&mut buf, &mut at, Some(c));
         }
-        out.push(']');
+        buf[at] = b']';
+        at += 1;
+        // ASCII digits, commas, brackets and `null` only.
+        out.push_str(std::str::from_utf8(&buf[..at]).expect("ASCII"));
     }
 
     /// What serde_json writes for one row, for the test that holds [`row`] to it.
@@ -1131,18 +1201,18 @@ pub mod compact {
         }
     }
 
-    type PtrMap<V> = HashMap<*const FirstDetection, V, std::hash::BuildHasherDefault<PtrHasher>>;
+    /// Detections by address (an address, not a pointer, so the map is
+    /// shared by the threads that format rows).
+    type PtrMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<PtrHasher>>;
 
-    #[derive(Serialize)]
-    struct OutConfig<'a> {
-        config: &'a str,
-        hits: Rows<'a>,
+    fn ptr(d: &Arc<FirstDetection>) -> usize {
+        Arc::as_ptr(d) as usize
     }
 
     #[derive(Serialize)]
     struct Out<'a> {
         detections: Vec<&'a FirstDetection>,
-        configs: Vec<OutConfig<'a>>,
+        configs: AllRows<'a>,
     }
 
     /// Write the outcomes compactly.
@@ -1157,7 +1227,7 @@ pub mod compact {
         let mut detections: Vec<&FirstDetection> = Vec::new();
         for h in outcomes.iter().flat_map(|c| &c.hits) {
             if let Some(d) = &h.first {
-                index.entry(Arc::as_ptr(d)).or_insert_with(|| {
+                index.entry(ptr(d)).or_insert_with(|| {
                     *by_value.entry(d).or_insert_with(|| {
                         detections.push(d);
                         detections.len() as u64 - 1
@@ -1167,16 +1237,10 @@ pub mod compact {
         }
         Out {
             detections,
-            configs: outcomes
-                .iter()
-                .map(|c| OutConfig {
-                    config: &c.config,
-                    hits: Rows {
-                        hits: &c.hits,
-                        index: &index,
-                    },
-                })
-                .collect(),
+            configs: AllRows {
+                outcomes,
+                index: &index,
+            },
         }
         .serialize(ser)
     }
@@ -1461,6 +1525,86 @@ mod tests {
                 },
             )
             .unwrap();
+    }
+
+    /// Rows formatted a few configurations at a time on several threads
+    /// come out in order, as serde_json would write them one by one.
+    #[test]
+    fn many_configurations_write_in_order() {
+        let dets: Vec<Arc<FirstDetection>> = (0..3)
+            .map(|i| {
+                Arc::new(FirstDetection {
+                    turn: i,
+                    event: 10 + i,
+                    kind: "content".into(),
+                    detail: format!("d{i}"),
+                    place: None,
+                })
+            })
+            .collect();
+        let n = 3 * compact::CONFIGS_AT_ONCE + 5;
+        let outcomes: Vec<ConfigOutcomes> = (0..n)
+            .map(|c| ConfigOutcomes {
+                config: format!("c{c}"),
+                hits: (0..(c % 7) as u32)
+                    .map(|s| Hit {
+                        session: s,
+                        judge_due: (c as u32 + s) % 3,
+                        judge_no_verdict: 0,
+                        first: (s % 2 == 0).then(|| dets[c % 3].clone()),
+                        effect: Effect::new(Effect {
+                            stop_turn: (s % 3 == 0).then_some(s),
+                            ..Default::default()
+                        }),
+                    })
+                    .collect(),
+            })
+            .collect();
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct W {
+            #[serde(with = "compact")]
+            o: Vec<ConfigOutcomes>,
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let text = pool.install(|| {
+            serde_json::to_string(&W {
+                o: outcomes.clone(),
+            })
+            .unwrap()
+        });
+        // Detections are numbered as first met: c0 has none, c1 meets d1.
+        let order = [1, 2, 0];
+        let configs: Vec<String> = outcomes
+            .iter()
+            .map(|c| {
+                let rows: Vec<String> = c
+                    .hits
+                    .iter()
+                    .map(|h| {
+                        let det = h.first.as_ref().map(|d| {
+                            order
+                                .iter()
+                                .position(|&i| Arc::ptr_eq(d, &dets[i]))
+                                .unwrap() as u64
+                        });
+                        compact::row_by_serde(h, det)
+                    })
+                    .collect();
+                format!(r#"{{"config":"{}","hits":[{}]}}"#, c.config, rows.join(","))
+            })
+            .collect();
+        let listed: Vec<&FirstDetection> = order.iter().map(|&i| &*dets[i]).collect();
+        let expected = format!(
+            r#"{{"o":{{"detections":{},"configs":[{}]}}}}"#,
+            serde_json::to_string(&listed).unwrap(),
+            configs.join(",")
+        );
+        assert_eq!(text, expected);
+        let back: W = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.o, outcomes);
     }
 
     #[test]
