@@ -648,7 +648,13 @@ pub fn score_hits(
         }
         if let Some(d) = &o.first {
             s.detections += 1;
-            *s.kinds.entry(d.kind.clone()).or_default() += 1;
+            // The kind is copied once per kind, not once per detection.
+            match s.kinds.get_mut(&d.kind) {
+                Some(n) => *n += 1,
+                None => {
+                    s.kinds.insert(d.kind.clone(), 1);
+                }
+            }
         }
         s.judge_checks_due += o.judge_due as u64;
         s.judge_checks_no_verdict += o.judge_no_verdict as u64;

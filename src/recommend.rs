@@ -123,9 +123,7 @@ impl Tally {
 
     /// Median turns-to-detection.
     pub fn ttd_median(&self) -> Option<f64> {
-        let mut v = self.ttd.clone();
-        v.sort_unstable();
-        stats::median(&v)
+        stats::median_unsorted(&mut self.ttd.clone())
     }
 }
 
@@ -162,22 +160,38 @@ fn cap(objective: &Objective, baseline: &Tally) -> Option<u64> {
 }
 
 /// Order two tallies by the objective's scores alone: `Less` means `a` is better.
-fn compare_scores(objective: &Objective, ta: &Tally, tb: &Tally) -> std::cmp::Ordering {
-    let ttd = |t: &Tally| t.ttd_median().unwrap_or(f64::INFINITY);
+/// A tally with its median turns-to-detection, worked out once: choosing
+/// compares each candidate with many others.
+struct Scored<'a> {
+    tally: &'a Tally,
+    ttd: f64,
+}
+
+impl<'a> Scored<'a> {
+    fn of(tally: &'a Tally) -> Scored<'a> {
+        Scored {
+            tally,
+            ttd: tally.ttd_median().unwrap_or(f64::INFINITY),
+        }
+    }
+}
+
+fn compare_scores(objective: &Objective, a: &Scored, b: &Scored) -> std::cmp::Ordering {
+    let (ta, tb) = (a.tally, b.tally);
     let primary = match objective {
         Objective::F1 => tb.f1().total_cmp(&ta.f1()).then(ta.fp.cmp(&tb.fp)),
         _ => tb.recall().total_cmp(&ta.recall()),
     };
-    primary.then(ttd(ta).total_cmp(&ttd(tb)))
+    primary.then(a.ttd.total_cmp(&b.ttd))
 }
 
 /// Order two candidates: scores, then fewer changed values, then grid order.
 fn compare(
     objective: &Objective,
-    (a, ta, da): (usize, &Tally, usize),
-    (b, tb, db): (usize, &Tally, usize),
+    (a, sa, da): (usize, &Scored, usize),
+    (b, sb, db): (usize, &Scored, usize),
 ) -> std::cmp::Ordering {
-    compare_scores(objective, ta, tb)
+    compare_scores(objective, sa, sb)
         .then(da.cmp(&db))
         .then(a.cmp(&b))
 }
@@ -194,17 +208,17 @@ pub fn pick(
     baseline: &Tally,
 ) -> Option<usize> {
     let cap = cap(objective, baseline);
-    candidates
+    let scored: Vec<(usize, Scored)> = candidates
         .iter()
-        .copied()
-        .filter(|&c| cap.is_none_or(|m| tallies[c].fp <= m))
-        .min_by(|&a, &b| {
-            compare(
-                objective,
-                (a, &tallies[a], distance[a]),
-                (b, &tallies[b], distance[b]),
-            )
+        .filter(|&&c| cap.is_none_or(|m| tallies[c].fp <= m))
+        .map(|&c| (c, Scored::of(&tallies[c])))
+        .collect();
+    scored
+        .iter()
+        .min_by(|(a, sa), (b, sb)| {
+            compare(objective, (*a, sa, distance[*a]), (*b, sb, distance[*b]))
         })
+        .map(|(c, _)| *c)
 }
 
 /// A union of configurations: a session is flagged when any member fires, at
@@ -254,7 +268,8 @@ pub fn forward_union(
     };
     let mut current = tallies[first].clone();
     while u.members.len() < max_members {
-        let mut best: Option<(usize, Vec<Option<u32>>, Tally)> = None;
+        let mut best: Option<(usize, Vec<Option<u32>>, Tally, f64)> = None;
+        let now = Scored::of(&current);
         for &c in candidates {
             if u.members.iter().any(|&m| family[m] == family[c]) {
                 continue;
@@ -265,20 +280,31 @@ pub fn forward_union(
                 continue;
             }
             // Only a strict improvement of the scores earns a member.
-            if !compare_scores(objective, &t, &current).is_lt() {
+            let ttd = Scored::of(&t).ttd;
+            let scored = Scored { tally: &t, ttd };
+            if !compare_scores(objective, &scored, &now).is_lt() {
                 continue;
             }
             let better = match &best {
                 None => true,
-                Some((b, _, bt)) => {
-                    compare(objective, (c, &t, distance[c]), (*b, bt, distance[*b])).is_lt()
+                Some((b, _, bt, bttd)) => {
+                    let held = Scored {
+                        tally: bt,
+                        ttd: *bttd,
+                    };
+                    compare(
+                        objective,
+                        (c, &scored, distance[c]),
+                        (*b, &held, distance[*b]),
+                    )
+                    .is_lt()
                 }
             };
             if better {
-                best = Some((c, h, t));
+                best = Some((c, h, t, ttd));
             }
         }
-        let Some((c, h, t)) = best else { break };
+        let Some((c, h, t, _)) = best else { break };
         u.members.push(c);
         u.hits = h;
         current = t;
