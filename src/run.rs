@@ -182,7 +182,8 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let names: Vec<ConfigName> = configs.iter().map(config_name).collect();
     let io = |e| Error::io("<stdout>", e);
     if req.json {
-        crate::report::text::replay_json(&sessions, &names, req.all, out).map_err(io)?;
+        let pool = crate::pool::pool(req.jobs)?;
+        crate::report::text::replay_json(&sessions, &names, req.all, &pool, out).map_err(io)?;
     } else {
         crate::report::text::replay_table(&sessions, &names, req.all, out).map_err(io)?;
     }

@@ -63,63 +63,88 @@ pub fn replay_json(
     sessions: &[SessionOutcomes],
     configs: &[ConfigName],
     all: bool,
+    pool: &rayon::ThreadPool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    for s in sessions {
-        let mut dets = Vec::new();
-        let mut stops = Vec::new();
-        for (cfg, o) in configs.iter().zip(&s.outcomes) {
-            let shown = if all {
-                &o.detections[..]
-            } else {
-                &o.detections[..o.detections.len().min(1)]
-            };
-            for d in shown {
-                let mut m = Map::new();
-                m.insert("detector".into(), json!(cfg.family));
-                m.insert("kind".into(), json!(d.kind));
-                m.insert("turn".into(), json!(d.turn));
-                m.insert("event".into(), json!(d.event));
-                if let Some(p) = s.place(d.event) {
-                    m.insert("file".into(), json!(p.file));
-                    if let Some(l) = p.line {
-                        m.insert("line".into(), json!(l));
-                    }
-                    if let Some(ptr) = p.pointer {
-                        m.insert("pointer".into(), json!(ptr));
-                    }
-                }
-                m.insert("strike".into(), json!(d.strike));
-                m.insert("detail".into(), json!(d.detail));
-                m.insert("profile".into(), json!(cfg.profile));
-                dets.push(Value::Object(m));
-            }
-            if let Some(stop) = o.stop {
-                stops.push(json!({
-                    "detector": cfg.family,
-                    "profile": cfg.profile,
-                    "policy": cfg.policy,
-                    "turn": stop.turn,
-                    "event": stop.event,
-                    "turns_after": o.turns_after_stop,
-                    "tokens_after": o.tokens_after_stop,
-                }));
-            }
+    // Lines are built a block of sessions at a time on `pool` and written
+    // in order: the output was the one part of a replay on one thread.
+    use rayon::prelude::*;
+    for block in sessions.chunks(JSON_BLOCK) {
+        let lines: Vec<Vec<u8>> = pool.install(|| {
+            block
+                .par_iter()
+                .map(|s| replay_json_line(s, configs, all))
+                .collect::<serde_json::Result<_>>()
+        })?;
+        for line in lines {
+            out.write_all(&line)?;
         }
-        let mut line = Map::new();
-        line.insert("session".into(), json!(s.id));
-        line.insert("turns".into(), json!(s.turns));
-        line.insert("events".into(), json!(s.events));
-        line.insert("detections".into(), Value::Array(dets));
-        line.insert("stops".into(), Value::Array(stops));
-        if s.whole_messages {
-            // Chunk boundaries matter to Gemini CLI's content check; say when they were not recorded.
-            line.insert("content_check_on_whole_messages".into(), json!(true));
-        }
-        serde_json::to_writer(&mut *out, &Value::Object(line))?;
-        out.write_all(b"\n")?;
     }
     Ok(())
+}
+
+/// Sessions whose lines are built at once.
+const JSON_BLOCK: usize = 1024;
+
+/// One session's line of [`replay_json`], newline included.
+fn replay_json_line(
+    s: &SessionOutcomes,
+    configs: &[ConfigName],
+    all: bool,
+) -> serde_json::Result<Vec<u8>> {
+    let mut dets = Vec::new();
+    let mut stops = Vec::new();
+    for (cfg, o) in configs.iter().zip(&s.outcomes) {
+        let shown = if all {
+            &o.detections[..]
+        } else {
+            &o.detections[..o.detections.len().min(1)]
+        };
+        for d in shown {
+            let mut m = Map::new();
+            m.insert("detector".into(), json!(cfg.family));
+            m.insert("kind".into(), json!(d.kind));
+            m.insert("turn".into(), json!(d.turn));
+            m.insert("event".into(), json!(d.event));
+            if let Some(p) = s.place(d.event) {
+                m.insert("file".into(), json!(p.file));
+                if let Some(l) = p.line {
+                    m.insert("line".into(), json!(l));
+                }
+                if let Some(ptr) = p.pointer {
+                    m.insert("pointer".into(), json!(ptr));
+                }
+            }
+            m.insert("strike".into(), json!(d.strike));
+            m.insert("detail".into(), json!(d.detail));
+            m.insert("profile".into(), json!(cfg.profile));
+            dets.push(Value::Object(m));
+        }
+        if let Some(stop) = o.stop {
+            stops.push(json!({
+                "detector": cfg.family,
+                "profile": cfg.profile,
+                "policy": cfg.policy,
+                "turn": stop.turn,
+                "event": stop.event,
+                "turns_after": o.turns_after_stop,
+                "tokens_after": o.tokens_after_stop,
+            }));
+        }
+    }
+    let mut line = Map::new();
+    line.insert("session".into(), json!(s.id));
+    line.insert("turns".into(), json!(s.turns));
+    line.insert("events".into(), json!(s.events));
+    line.insert("detections".into(), Value::Array(dets));
+    line.insert("stops".into(), Value::Array(stops));
+    if s.whole_messages {
+        // Chunk boundaries matter to Gemini CLI's content check; say when they were not recorded.
+        line.insert("content_check_on_whole_messages".into(), json!(true));
+    }
+    let mut text = serde_json::to_vec(&Value::Object(line))?;
+    text.push(b'\n');
+    Ok(text)
 }
 
 /// `1 session`, `2 sessions`: a count with the right form of its noun.
