@@ -160,6 +160,39 @@ fn replay_output_is_identical_for_every_jobs() {
     assert_eq!(one.stdout, four.stdout);
 }
 
+/// JSON lines are built in blocks on several threads: past a block's size
+/// they still come one per session, in session order, alike for any --jobs.
+#[test]
+fn replay_json_of_many_sessions_is_in_order_for_every_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    looptune()
+        .args(["synth", "--sessions", "2500", "--bytes", "600", "--out"])
+        .arg(&corpus)
+        .assert()
+        .success();
+    let run = |jobs: &str| {
+        looptune()
+            .args(["replay", "--format", "json", "--quiet", "--jobs", jobs])
+            .arg(&corpus)
+            .output()
+            .unwrap()
+    };
+    let one = run("1");
+    assert!(one.status.success());
+    let ids: Vec<String> = String::from_utf8(one.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["session"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(ids.len(), 2500);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "sessions in order");
+    assert_eq!(one.stdout, run("3").stdout);
+}
+
 /// Files are parsed in parallel, but the error reported is the first in
 /// reading order, whatever the thread count.
 #[test]
