@@ -794,7 +794,7 @@ fn finish_sweep(
     crate::report::text::sweep_summary(result, out).map_err(io)?;
     writeln!(
         out,
-        "\n{} configurations x {} sessions in {:.2}s (writing the outputs {:.2}s){}",
+        "\n{} configurations x {} sessions in {:.2}s (writing the outputs {:.3}s){}",
         rec.grid.configs.len(),
         rec.sessions.len(),
         started.elapsed().as_secs_f64(),
