@@ -410,6 +410,78 @@ fn is_zero_u64(x: &u64) -> bool {
     *x == 0
 }
 
+/// One session's hits built from its configurations' briefs, sharing what
+/// configurations agree on: a large grid holds a few distinct detections and
+/// effects per session, not one per hit. Each first detection is copied once
+/// per source (check and index) and then shared by value too, as two checks
+/// may detect alike; effects are shared by value. `summary.json` writes each
+/// shared detection once, so this sharing is part of its bytes.
+#[derive(Default)]
+pub struct SessionHits {
+    by_source: Vec<((u32, u32), Arc<FirstDetection>)>,
+    distinct: Vec<Arc<FirstDetection>>,
+    effects: Vec<Arc<Effect>>,
+}
+
+impl SessionHits {
+    /// The hit of `brief`, or `None` when nothing happened at all;
+    /// `detection(source)` makes the record of a first detection not yet
+    /// met (place included).
+    pub fn hit(
+        &mut self,
+        brief: &crate::replay::Brief,
+        detection: impl FnOnce((u32, u32)) -> FirstDetection,
+    ) -> Option<Hit> {
+        if *brief == crate::replay::Brief::default() {
+            return None;
+        }
+        let first = brief.first.map(|source| {
+            if let Some((_, d)) = self.by_source.iter().find(|(k, _)| *k == source) {
+                return d.clone();
+            }
+            let d = detection(source);
+            let d = match self
+                .distinct
+                .iter()
+                .find(|x| x.event == d.event && ***x == d)
+            {
+                Some(x) => x.clone(),
+                None => {
+                    let d = Arc::new(d);
+                    self.distinct.push(d.clone());
+                    d
+                }
+            };
+            self.by_source.push((source, d.clone()));
+            d
+        });
+        let e = Effect {
+            stop_turn: brief.stop.map(|s| s.turn),
+            warnings: brief.warnings,
+            unheeded: brief.unheeded,
+            turns_after_stop: brief.turns_after_stop,
+            tokens_after_stop: brief.tokens_after_stop,
+        };
+        // A session has a few distinct effects: found by comparing, not hashing.
+        let effect =
+            (e != Effect::default()).then(|| match self.effects.iter().find(|x| ***x == e) {
+                Some(x) => x.clone(),
+                None => {
+                    let x = Arc::new(e);
+                    self.effects.push(x.clone());
+                    x
+                }
+            });
+        Some(Hit {
+            session: 0,
+            judge_due: brief.judge_due,
+            judge_no_verdict: brief.judge_no_verdict,
+            first,
+            effect,
+        })
+    }
+}
+
 impl Hit {
     /// The record of an outcome, or `None` when nothing happened at all.
     pub fn from_outcome(session: u32, o: &Outcome) -> Option<Hit> {
@@ -1525,6 +1597,53 @@ mod tests {
                 },
             )
             .unwrap();
+    }
+
+    /// Briefs that agree share one detection and one effect; a detection
+    /// is made once per source; a brief where nothing happened is no hit.
+    #[test]
+    fn session_hits_share_what_configurations_agree_on() {
+        use crate::replay::{Brief, StopPoint};
+        let stop = Some(StopPoint { event: 9, turn: 4 });
+        let brief = |first, stop| Brief {
+            first,
+            stop,
+            judge_due: 1,
+            ..Default::default()
+        };
+        let det = |turn: u32| FirstDetection {
+            turn,
+            event: 9,
+            kind: "tool_call".into(),
+            detail: String::new(),
+            place: None,
+        };
+        let mut made = 0;
+        let mut sharing = SessionHits::default();
+        let mut hit = |b: &Brief| {
+            sharing.hit(b, |(check, _)| {
+                made += 1;
+                // Checks 0 and 1 detect alike; check 2 differs.
+                det(if check == 2 { 5 } else { 4 })
+            })
+        };
+        assert!(hit(&Brief::default()).is_none());
+        let a = hit(&brief(Some((0, 3)), stop)).unwrap();
+        let b = hit(&brief(Some((0, 3)), stop)).unwrap();
+        let c = hit(&brief(Some((1, 0)), None)).unwrap();
+        let d = hit(&brief(Some((2, 0)), stop)).unwrap();
+        let quiet = hit(&brief(None, None)).unwrap();
+        assert_eq!(made, 3, "one record per source");
+        let (fa, fc, fd) = (a.first.unwrap(), c.first.unwrap(), d.first.unwrap());
+        assert!(Arc::ptr_eq(&fa, b.first.as_ref().unwrap()));
+        assert!(Arc::ptr_eq(&fa, &fc), "equal by value, shared");
+        assert!(!Arc::ptr_eq(&fa, &fd));
+        assert!(Arc::ptr_eq(
+            a.effect.as_ref().unwrap(),
+            d.effect.as_ref().unwrap()
+        ));
+        assert_eq!((c.effect, quiet.first, quiet.effect), (None, None, None));
+        assert_eq!(quiet.judge_due, 1);
     }
 
     /// Rows formatted a few configurations at a time on several threads

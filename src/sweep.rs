@@ -14,12 +14,11 @@ use crate::progress::Progress;
 use crate::recommend::{self, CrossValidation, Hits, Labelled, Tally};
 use crate::replay::ReplayOptions;
 use crate::result::{
-    ConfigRecord, Effect, FirstDetection, GridRecord, Hit, OptionsRecord, Shard, SweepRecord,
+    ConfigRecord, FirstDetection, GridRecord, Hit, OptionsRecord, Shard, SweepRecord,
 };
 use crate::stats;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 /// Fewer labelled loops or clean sessions than this earns a warning.
 pub const FEW_LABELS: usize = 10;
@@ -368,63 +367,21 @@ pub fn run_sweep(
         }
         let label = labels_file.label(&s.id, s.inline_label);
         let sb = plan.session_briefs(s.clone());
-        // Configurations that detect the same thing share one detection: a
-        // large grid holds a few distinct ones per session, not one per hit.
-        // Each is copied once per source (check and index), then shared by
-        // value as well, as two checks may detect alike.
-        let mut by_source: Vec<((u32, u32), Arc<FirstDetection>)> = Vec::new();
-        let mut distinct: Vec<Arc<FirstDetection>> = Vec::new();
-        let mut effects: std::collections::HashMap<Effect, Arc<Effect>> =
-            std::collections::HashMap::new();
+        let mut sharing = crate::result::SessionHits::default();
         let hits: Vec<(u32, Hit)> = sb
             .briefs
             .iter()
             .enumerate()
-            .filter(|(_, b)| **b != crate::replay::Brief::default())
-            .map(|(c, b)| {
-                let first = b.first.map(|src| {
-                    if let Some((_, d)) = by_source.iter().find(|(k, _)| *k == src) {
-                        return d.clone();
-                    }
-                    let det = sb.detection(src);
+            .filter_map(|(c, b)| {
+                let hit = sharing.hit(b, |source| {
+                    let det = sb.detection(source);
                     let mut d = FirstDetection::of(det);
                     d.place = names
                         .event_provenance(&s, det.event)
                         .and_then(crate::result::PlaceRecord::of);
-                    let d = match distinct.iter().find(|x| x.event == d.event && ***x == d) {
-                        Some(x) => x.clone(),
-                        None => {
-                            let d = Arc::new(d);
-                            distinct.push(d.clone());
-                            d
-                        }
-                    };
-                    by_source.push((src, d.clone()));
                     d
                 });
-                let e = Effect {
-                    stop_turn: b.stop.map(|s| s.turn),
-                    warnings: b.warnings,
-                    unheeded: b.unheeded,
-                    turns_after_stop: b.turns_after_stop,
-                    tokens_after_stop: b.tokens_after_stop,
-                };
-                let effect = (e != Effect::default()).then(|| {
-                    effects
-                        .entry(e.clone())
-                        .or_insert_with(|| Arc::new(e))
-                        .clone()
-                });
-                (
-                    c as u32,
-                    Hit {
-                        session: 0,
-                        judge_due: b.judge_due,
-                        judge_no_verdict: b.judge_no_verdict,
-                        first,
-                        effect,
-                    },
-                )
+                hit.map(|h| (c as u32, h))
             })
             .collect();
         let first_events = |stock_only: bool| -> Vec<u32> {
