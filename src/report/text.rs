@@ -95,12 +95,7 @@ fn replay_json_line(
     let mut dets = Vec::new();
     let mut stops = Vec::new();
     for (cfg, o) in configs.iter().zip(&s.outcomes) {
-        let shown = if all {
-            &o.detections[..]
-        } else {
-            &o.detections[..o.detections.len().min(1)]
-        };
-        for d in shown {
+        for d in shown(o, all) {
             let mut m = Map::new();
             m.insert("detector".into(), json!(cfg.family));
             m.insert("kind".into(), json!(d.kind));
@@ -147,6 +142,16 @@ fn replay_json_line(
     Ok(text)
 }
 
+/// The detections a replay shows of an outcome: every one with `--all`,
+/// else the first.
+fn shown(o: &crate::replay::Outcome, all: bool) -> &[crate::detect::Detection] {
+    if all {
+        &o.detections[..]
+    } else {
+        &o.detections[..o.detections.len().min(1)]
+    }
+}
+
 /// `1 session`, `2 sessions`: a count with the right form of its noun.
 pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -166,12 +171,7 @@ pub fn replay_table(
     for s in sessions {
         let mut any = false;
         for (cfg, o) in configs.iter().zip(&s.outcomes) {
-            let shown = if all {
-                &o.detections[..]
-            } else {
-                &o.detections[..o.detections.len().min(1)]
-            };
-            for d in shown {
+            for d in shown(o, all) {
                 any = true;
                 *per_kind.entry(d.kind).or_default() += 1;
                 let mut detail: String = d.detail.chars().take(70).collect();
