@@ -120,8 +120,16 @@ target "replay peak memory, 1 core / all cores (#13)" "$((one_kb / 1024))/$((two
 target "replay peak memory, the corpus as one file (#13)" "$((big_kb / 1024)) MB" "<= 256 MB"
 target "sweep 1000 x $n peak memory, all cores (#13)" "$((gridall_kb / 1024)) MB" "<= 512 MB"
 target "outputs / replay of a 1000-config sweep (#13)" "$(calc "$gridall_w / ($gridall - $gridall_w)")" "< 0.2"
-target "outputs of 10000 / of 1000 configs, best of 3 (#13)" "$(calc "$s10k_w / $s1k_w")" "<= 10"
-[ -n "$shm" ] && target "  the same with --out on tmpfs" "$(calc "$m10k_w / $m1k_w")" "(no disk)"
+# The program's own output cost is judged with --out on tmpfs: 10,000
+# configurations write 580 MB, and this VM's disk takes 0.27-1.03 s for
+# 580 MB (dd conv=fsync) but keeps 58 MB in its cache, so on disk the ratio
+# also measures the disk's minute. Both are printed.
+if [ -n "$shm" ]; then
+  target "outputs of 10000 / of 1000 configs, tmpfs, best of 3 (#13)" "$(calc "$m10k_w / $m1k_w")" "<= 10"
+  target "  the same with --out on this disk (and its fsyncs)" "$(calc "$s10k_w / $s1k_w")" "(disk)"
+else
+  target "outputs of 10000 / of 1000 configs, best of 3 (#13)" "$(calc "$s10k_w / $s1k_w")" "<= 10"
+fi
 target "sha256sum / replay, all cores (#14)" "$(calc "$sha / $two")" ">= 1"
 target "sha256sum / replay, 1 core (#14)" "$(calc "$sha / $one")" ">= 0.5"
 target "jobs 1 / all cores (#14)" "$(calc "$one / $two")" ">= 1.8"
