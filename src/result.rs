@@ -420,7 +420,7 @@ fn is_zero_u64(x: &u64) -> bool {
 pub struct SessionHits {
     by_source: Vec<((u32, u32), Arc<FirstDetection>)>,
     distinct: Vec<Arc<FirstDetection>>,
-    effects: Vec<Arc<Effect>>,
+    effects: std::collections::HashSet<Arc<Effect>>,
 }
 
 impl SessionHits {
@@ -462,16 +462,15 @@ impl SessionHits {
             turns_after_stop: brief.turns_after_stop,
             tokens_after_stop: brief.tokens_after_stop,
         };
-        // A session has a few distinct effects: found by comparing, not hashing.
-        let effect =
-            (e != Effect::default()).then(|| match self.effects.iter().find(|x| ***x == e) {
-                Some(x) => x.clone(),
-                None => {
-                    let x = Arc::new(e);
-                    self.effects.push(x.clone());
-                    x
-                }
-            });
+        // Hashed: a grid of many policies may give a session many effects.
+        let effect = (e != Effect::default()).then(|| match self.effects.get(&e) {
+            Some(x) => x.clone(),
+            None => {
+                let x = Arc::new(e);
+                self.effects.insert(x.clone());
+                x
+            }
+        });
         Some(Hit {
             session: 0,
             judge_due: brief.judge_due,
