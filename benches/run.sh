@@ -121,7 +121,7 @@ target "replay peak memory, the corpus as one file (#13)" "$((big_kb / 1024)) MB
 target "sweep 1000 x $n peak memory, all cores (#13)" "$((gridall_kb / 1024)) MB" "<= 512 MB"
 target "outputs / replay of a 1000-config sweep (#13)" "$(calc "$gridall_w / ($gridall - $gridall_w)")" "< 0.2"
 # The program's own output cost is judged with --out on tmpfs: 10,000
-# configurations write 580 MB, and this VM's disk takes 0.27-1.03 s for
+# configurations write 580 MB, and this VM's disk takes 0.27-1.47 s for
 # 580 MB (dd conv=fsync) but keeps 58 MB in its cache, so on disk the ratio
 # also measures the disk's minute. Both are printed.
 if [ -n "$shm" ]; then
