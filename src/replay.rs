@@ -419,7 +419,7 @@ fn outcome_with<'a>(
     all: bool,
 ) -> Outcome {
     let mut dets: Vec<Detection> = Vec::new();
-    let t = merge(
+    let brief = merge(
         session,
         n,
         &dets_of,
@@ -434,37 +434,19 @@ fn outcome_with<'a>(
     );
     Outcome {
         detections: dets,
-        stop: t.stop,
-        warnings: t.warnings,
-        unheeded: t.unheeded,
-        judge_due: t.judge_due,
-        judge_no_verdict: t.judge_no_verdict,
-        turns_after_stop: t.turns_after_stop,
-        tokens_after_stop: t.tokens_after_stop,
+        ..brief.outcome
     }
 }
 
-/// An [`Outcome`] without its detections: the first one is named by where it
-/// lies in the session's check runs, so a sweep copies it only once however
-/// many configurations share it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// An [`Outcome`] whose detections are not copied: the first one is named by
+/// where it lies in the session's check runs, so a sweep copies it only once
+/// however many configurations share it.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Brief {
     /// The first detection: (distinct check, index in that check's run).
     pub first: Option<(u32, u32)>,
-    /// As [`Outcome::stop`].
-    pub stop: Option<StopPoint>,
-    /// As [`Outcome::warnings`].
-    pub warnings: u32,
-    /// As [`Outcome::unheeded`].
-    pub unheeded: u32,
-    /// As [`Outcome::judge_due`].
-    pub judge_due: u32,
-    /// As [`Outcome::judge_no_verdict`].
-    pub judge_no_verdict: u32,
-    /// As [`Outcome::turns_after_stop`].
-    pub turns_after_stop: u32,
-    /// As [`Outcome::tokens_after_stop`].
-    pub tokens_after_stop: u64,
+    /// The outcome, its `detections` left empty.
+    pub outcome: Outcome,
 }
 
 /// Every configuration's [`Brief`] on one session, with the check runs its
@@ -576,13 +558,16 @@ where
     };
     Brief {
         first,
-        stop,
-        warnings,
-        unheeded,
-        judge_due,
-        judge_no_verdict,
-        turns_after_stop,
-        tokens_after_stop,
+        outcome: Outcome {
+            detections: Vec::new(),
+            stop,
+            warnings,
+            unheeded,
+            judge_due,
+            judge_no_verdict,
+            turns_after_stop,
+            tokens_after_stop,
+        },
     }
 }
 
@@ -683,17 +668,11 @@ mod tests {
                     s.id
                 );
                 fired += usize::from(first.is_some());
-                let from_outcome = Brief {
-                    first: b.first,
-                    stop: o.stop,
-                    warnings: o.warnings,
-                    unheeded: o.unheeded,
-                    judge_due: o.judge_due,
-                    judge_no_verdict: o.judge_no_verdict,
-                    turns_after_stop: o.turns_after_stop,
-                    tokens_after_stop: o.tokens_after_stop,
+                let without_detections = Outcome {
+                    detections: Vec::new(),
+                    ..o.clone()
                 };
-                assert_eq!(*b, from_outcome, "{}", s.id);
+                assert_eq!(b.outcome, without_detections, "{}", s.id);
             }
         }
         assert!(

@@ -432,7 +432,8 @@ impl SessionHits {
         brief: &crate::replay::Brief,
         detection: impl FnOnce((u32, u32)) -> FirstDetection,
     ) -> Option<Hit> {
-        if *brief == crate::replay::Brief::default() {
+        let o = &brief.outcome;
+        if brief.first.is_none() && *o == crate::replay::Outcome::default() {
             return None;
         }
         let first = brief.first.map(|source| {
@@ -456,11 +457,11 @@ impl SessionHits {
             d
         });
         let e = Effect {
-            stop_turn: brief.stop.map(|s| s.turn),
-            warnings: brief.warnings,
-            unheeded: brief.unheeded,
-            turns_after_stop: brief.turns_after_stop,
-            tokens_after_stop: brief.tokens_after_stop,
+            stop_turn: o.stop.map(|s| s.turn),
+            warnings: o.warnings,
+            unheeded: o.unheeded,
+            turns_after_stop: o.turns_after_stop,
+            tokens_after_stop: o.tokens_after_stop,
         };
         // Hashed: a grid of many policies may give a session many effects.
         let effect = (e != Effect::default()).then(|| match self.effects.get(&e) {
@@ -473,8 +474,8 @@ impl SessionHits {
         });
         Some(Hit {
             session: 0,
-            judge_due: brief.judge_due,
-            judge_no_verdict: brief.judge_no_verdict,
+            judge_due: o.judge_due,
+            judge_no_verdict: o.judge_no_verdict,
             first,
             effect,
         })
@@ -1602,13 +1603,15 @@ mod tests {
     /// is made once per source; a brief where nothing happened is no hit.
     #[test]
     fn session_hits_share_what_configurations_agree_on() {
-        use crate::replay::{Brief, StopPoint};
+        use crate::replay::{Brief, Outcome, StopPoint};
         let stop = Some(StopPoint { event: 9, turn: 4 });
         let brief = |first, stop| Brief {
             first,
-            stop,
-            judge_due: 1,
-            ..Default::default()
+            outcome: Outcome {
+                stop,
+                judge_due: 1,
+                ..Default::default()
+            },
         };
         let det = |turn: u32| FirstDetection {
             turn,
