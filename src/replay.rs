@@ -209,9 +209,7 @@ impl Plan {
             })
             .collect()
     }
-}
 
-impl Plan {
     /// Every configuration's [`Brief`] on one session: what a sweep keeps,
     /// with nothing copied per configuration.
     pub fn session_briefs(&self, session: Arc<Session>) -> SessionBriefs {
@@ -231,7 +229,7 @@ impl Plan {
                     |c| runs[ids[c]].1.as_deref(),
                     cfg.policy(),
                     self.all,
-                    |_, _, _, _| {},
+                    |_, _| {},
                 );
                 // Name the first detection by its distinct check.
                 b.first = b.first.map(|(c, i)| (ids[c as usize] as u32, i));
@@ -419,19 +417,11 @@ fn outcome_with<'a>(
     all: bool,
 ) -> Outcome {
     let mut dets: Vec<Detection> = Vec::new();
-    let brief = merge(
-        session,
-        n,
-        &dets_of,
-        dues_of,
-        policy,
-        all,
-        |_, _, src, strike| {
-            let mut d = src.clone();
-            d.strike = strike;
-            dets.push(d);
-        },
-    );
+    let brief = merge(session, n, &dets_of, dues_of, policy, all, |src, strike| {
+        let mut d = src.clone();
+        d.strike = strike;
+        dets.push(d);
+    });
     Outcome {
         detections: dets,
         ..brief.outcome
@@ -464,8 +454,8 @@ impl SessionBriefs {
     }
 }
 
-/// The merge of one configuration's checks: `keep(check, index, detection,
-/// strike)` is told of every detection the policy can see, in order.
+/// The merge of one configuration's checks: `keep(detection, strike)` is
+/// told of every detection the policy can see, in order.
 fn merge<'a, F>(
     session: &Session,
     n: usize,
@@ -473,7 +463,7 @@ fn merge<'a, F>(
     dues_of: impl Fn(usize) -> Option<&'a [(u32, bool)]>,
     policy: Policy,
     all: bool,
-    mut keep: impl FnMut(usize, usize, &'a Detection, u32),
+    mut keep: impl FnMut(&'a Detection, u32),
 ) -> Brief
 where
     F: Fn(usize) -> &'a [Detection],
@@ -513,7 +503,7 @@ where
             if kept == 0 {
                 first = Some((c as u32, next[c] as u32 - 1));
             }
-            keep(c, next[c] - 1, src, strike);
+            keep(src, strike);
             kept += 1;
         }
         if stops_here {
