@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Version of the `summary.json` layout; bumped when a field changes meaning.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// How many sessions with the most disagreement the report explains.
 pub const DISAGREEMENTS: usize = 6;
@@ -873,9 +873,9 @@ impl SweepRecord {
                 message: format!("not valid JSON ({e})"),
             })?
             .schema_version;
-        // Version 2 differs only in how the outcomes are written, which the
-        // reader tells by their shape: last night's baseline still loads.
-        if !matches!(version, Some(v) if v == 2 || v == SCHEMA_VERSION as u64) {
+        // Versions 2 and 3 differ only in how the outcomes are written, which
+        // the reader tells by their shape: last night's baseline still loads.
+        if !matches!(version, Some(v) if (2..=SCHEMA_VERSION as u64).contains(&v)) {
             return Err(Error::File {
                 path: name,
                 message: format!(
@@ -885,9 +885,33 @@ impl SweepRecord {
             });
         }
         let mut record: SweepRecord = serde_json::from_slice(&text).map_err(|e| Error::File {
-            path: name,
+            path: name.clone(),
             message: format!("not a looptune result ({e})"),
         })?;
+        // Every reader indexes sessions by a hit's session and expects them
+        // in order: a hand-edited file is refused here, not in a panic later.
+        let n = record.sessions.len() as u64;
+        for c in &record.outcomes {
+            let mut next = 0u64;
+            for h in &c.hits {
+                let s = h.session as u64;
+                if s < next || s >= n {
+                    return Err(Error::File {
+                        path: name,
+                        message: format!(
+                            "outcomes: configuration {} has a hit on session {s}, {}",
+                            c.config,
+                            if s >= n {
+                                format!("but the result lists {n} sessions")
+                            } else {
+                                "out of session order".to_string()
+                            }
+                        ),
+                    });
+                }
+                next = s + 1;
+            }
+        }
         record.schema_version = SCHEMA_VERSION;
         Ok(record)
     }
@@ -1048,37 +1072,21 @@ pub fn record_text(r: &Record) -> String {
 }
 
 /// The outcomes as `summary.json` holds them. A large sweep has millions of
-/// hits, most of which differ only in a few counts, and many configurations
-/// share a first detection: so each distinct detection is written once, in
-/// `detections`, and each hit as an array
-/// `[session, detection, stop_turn, warnings, unheeded, judge_due,
-/// judge_no_verdict, turns_after_stop, tokens_after_stop]` (`detection` an
-/// index into `detections`, `null` for none; trailing zeros and nulls left
-/// out). A tenth of the bytes of one object per hit.
+/// hits, and on one session most configurations do one of a few things: so
+/// each distinct detection is written once (`detections`), each session's
+/// distinct hits once (`rows[session]`, each an array `[detection,
+/// stop_turn, warnings, unheeded, judge_due, judge_no_verdict,
+/// turns_after_stop, tokens_after_stop]`, `detection` an index into
+/// `detections` or `null`, trailing zeros and nulls left out), and each
+/// configuration's hits as small numbers read with a cursor that starts at
+/// session 0: `k >= 0` is row `k` of the cursor's session, which then moves
+/// on by one; `-n` moves it on by `n` sessions without a hit. About two bytes
+/// per hit (schema 3 wrote each hit's values, about 28).
 pub mod compact {
     use super::{ConfigOutcomes, Effect, FirstDetection, Hit};
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use std::collections::HashMap;
     use std::sync::Arc;
-
-    /// One configuration's hits, formatted in serde_json's compact form
-    /// (`[[3,null,7],[5,0]]`, no spaces) in one buffer, instead of token by
-    /// token through the serializer (a third of the time to write them).
-    /// The test `compact_rows_are_what_serde_json_writes` holds the bytes to
-    /// serde's own.
-    fn rows(hits: &[Hit], index: &PtrMap<u64>) -> String {
-        let mut out = String::with_capacity(hits.len() * 16 + 2);
-        out.push('[');
-        for (i, h) in hits.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let det = h.first.as_ref().map(|d| index[&ptr(d)]);
-            row(&mut out, h, det);
-        }
-        out.push(']');
-        out
-    }
 
     /// Text already in JSON, written as it is.
     struct Raw<'a>(&'a str);
@@ -1100,19 +1108,184 @@ pub mod compact {
         }
     }
 
-    /// Every configuration's hits. The rows are most of a large
-    /// `summary.json`: a few configurations at a time are formatted on
-    /// every thread of the pool, then written in order, so memory holds a
-    /// few configurations' text, not the whole.
-    struct AllRows<'a> {
+    /// Sessions whose distinct rows are found together, on one thread.
+    pub(super) const SESSIONS_AT_ONCE: u32 = 256;
+
+    /// What a hit's row is made of, by address: hits that share their
+    /// detection and effect (as a sweep's and a loaded record's do) compare
+    /// without reading them.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    struct Same {
+        judge_due: u32,
+        judge_no_verdict: u32,
+        first: usize,
+        effect: usize,
+    }
+
+    impl Same {
+        fn of(h: &Hit) -> Same {
+            Same {
+                judge_due: h.judge_due,
+                judge_no_verdict: h.judge_no_verdict,
+                first: h.first.as_ref().map_or(0, |d| Arc::as_ptr(d) as usize),
+                effect: h.effect.as_ref().map_or(0, |e| Arc::as_ptr(e) as usize),
+            }
+        }
+    }
+
+    /// One block of sessions: each session's distinct hits and detections,
+    /// and which row each hit in the block is.
+    struct Block<'a> {
+        /// Each session's distinct hits (its rows), in the order
+        /// configurations meet them, with the block's number of the row's
+        /// detection.
+        rows: Vec<Vec<(&'a Hit, Option<u32>)>>,
+        /// The block's distinct detections, session by session, as the rows meet them.
+        detections: Vec<&'a FirstDetection>,
+        /// The row of each hit in the block, configuration after configuration.
+        picks: Vec<u32>,
+        /// Where each configuration's picks start (one more than configurations).
+        starts: Vec<usize>,
+    }
+
+    /// The distinct hits of the sessions from `first` on, given each
+    /// configuration's hits on them. Rows and detections are numbered as
+    /// configurations meet them session by session, so the bytes depend
+    /// neither on how sessions are blocked nor on the threads.
+    fn block<'a>(hits: &[&'a [Hit]], first: u32, sessions: usize) -> Block<'a> {
+        let mut distinct: Vec<Vec<(Same, &Hit)>> = vec![Vec::new(); sessions];
+        // The row the configuration before met: neighbours in a grid often agree.
+        let mut last = vec![0usize; sessions];
+        let mut picks = Vec::with_capacity(hits.iter().map(|h| h.len()).sum());
+        let mut starts = Vec::with_capacity(hits.len() + 1);
+        for c in hits {
+            starts.push(picks.len());
+            for h in c.iter() {
+                let at = (h.session - first) as usize;
+                let known = &mut distinct[at];
+                let same = Same::of(h);
+                let k = match known.get(last[at]) {
+                    Some((k, _)) if *k == same => last[at],
+                    _ => match known.iter().position(|(k, _)| *k == same) {
+                        Some(k) => k,
+                        // Shared apart in memory but equal: one row (rare).
+                        None => match known.iter().position(|(_, k)| same_row(k, h)) {
+                            Some(k) => k,
+                            None => {
+                                known.push((same, h));
+                                known.len() - 1
+                            }
+                        },
+                    },
+                };
+                last[at] = k;
+                picks.push(k as u32);
+            }
+        }
+        starts.push(picks.len());
+        let mut detections: Vec<&FirstDetection> = Vec::new();
+        let mut rows = Vec::with_capacity(sessions);
+        for known in distinct {
+            // A session's detections by value among its own (in a merged or
+            // loaded record equal ones may sit apart in memory).
+            let from = detections.len();
+            let mut mine = Vec::with_capacity(known.len());
+            for (_, h) in known {
+                let d = h.first.as_deref().map(|d| {
+                    let at = detections[from..]
+                        .iter()
+                        .position(|m| std::ptr::eq(*m, d) || **m == *d);
+                    at.map_or_else(
+                        || {
+                            detections.push(d);
+                            detections.len() - 1
+                        },
+                        |i| from + i,
+                    ) as u32
+                });
+                mine.push((h, d));
+            }
+            rows.push(mine);
+        }
+        Block {
+            rows,
+            detections,
+            picks,
+            starts,
+        }
+    }
+
+    /// Two hits of one session that write the same row, by value.
+    fn same_row(a: &Hit, b: &Hit) -> bool {
+        a.judge_due == b.judge_due
+            && a.judge_no_verdict == b.judge_no_verdict
+            && a.first == b.first
+            && a.effect == b.effect
+    }
+
+    /// A block's sessions' rows as JSON (`[row,...]` each, joined by
+    /// commas), its detections numbered from `offset`.
+    fn rows_text(b: &Block, offset: u64) -> String {
+        let mut out = String::new();
+        for (i, rows) in b.rows.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            for (j, (h, d)) in rows.iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                row(&mut out, h, d.map(|d| offset + d as u64));
+            }
+            out.push(']');
+        }
+        out
+    }
+
+    /// Configuration `c`'s hits as picks and skips (see the module's note).
+    fn picks(c: usize, hits: &[Hit], blocks: &[Block]) -> String {
+        let mut out = String::with_capacity(hits.len() * 3 + 2);
+        out.push('[');
+        let mut cursor = 0u32;
+        let mut hits = hits.iter();
+        let mut num = itoa::Buffer::new();
+        for b in blocks {
+            for &k in &b.picks[b.starts[c]..b.starts[c + 1]] {
+                let h = hits.next().expect("a pick per hit");
+                if h.session > cursor {
+                    if out.len() > 1 {
+                        out.push(',');
+                    }
+                    out.push('-');
+                    out.push_str(num.format(h.session - cursor));
+                }
+                if out.len() > 1 {
+                    out.push(',');
+                }
+                // Most picks are a digit.
+                match k {
+                    0..=9 => out.push((b'0' + k as u8) as char),
+                    _ => out.push_str(num.format(k)),
+                }
+                cursor = h.session + 1;
+            }
+        }
+        out.push(']');
+        out
+    }
+
+    /// Every configuration's picks. A few configurations at a time are
+    /// formatted on every thread of the pool, then written in order.
+    struct AllConfigs<'a> {
         outcomes: &'a [ConfigOutcomes],
-        index: &'a PtrMap<u64>,
+        blocks: &'a [Block<'a>],
     }
 
     /// Configurations formatted at once.
     pub(super) const CONFIGS_AT_ONCE: usize = 32;
 
-    impl Serialize for AllRows<'_> {
+    impl Serialize for AllConfigs<'_> {
         fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
             use rayon::prelude::*;
             use serde::ser::SerializeSeq;
@@ -1122,10 +1295,12 @@ pub mod compact {
                 hits: Raw<'a>,
             }
             let mut seq = ser.serialize_seq(Some(self.outcomes.len()))?;
-            for chunk in self.outcomes.chunks(CONFIGS_AT_ONCE) {
+            for (chunk_at, chunk) in self.outcomes.chunks(CONFIGS_AT_ONCE).enumerate() {
+                let first = chunk_at * CONFIGS_AT_ONCE;
                 let texts: Vec<String> = chunk
                     .par_iter()
-                    .map(|c| rows(&c.hits, self.index))
+                    .enumerate()
+                    .map(|(i, c)| picks(first + i, &c.hits, self.blocks))
                     .collect();
                 for (c, text) in chunk.iter().zip(&texts) {
                     seq.serialize_element(&OutConfig {
@@ -1138,11 +1313,10 @@ pub mod compact {
         }
     }
 
-    /// One hit's array. Trailing defaults go: zero counts, then an absent
-    /// stop turn, then an absent detection (a detection 0 or a stop at turn
-    /// 0 stays). Formatted on the stack and appended at once: a large
-    /// record has millions of rows, and pushing each byte onto the string
-    /// (a capacity check per push) was most of writing them.
+    /// One distinct hit's row (its session is where it is listed). Trailing
+    /// defaults go: zero counts, then an absent stop turn, then an absent
+    /// detection (a detection 0 or a stop at turn 0 stays). Formatted on the
+    /// stack and appended at once.
     fn row(out: &mut String, h: &Hit, det: Option<u64>) {
         let (stop, warnings, unheeded, turns_after, tokens_after) = match h.effect.as_deref() {
             Some(e) => (
@@ -1162,26 +1336,20 @@ pub mod compact {
             turns_after as u64,
             tokens_after,
         ];
-        let mut n = 3 + counts.len();
-        while n > 3 && counts[n - 4] == 0 {
+        let mut n = 2 + counts.len();
+        while n > 2 && counts[n - 3] == 0 {
             n -= 1;
         }
         let stop = stop.map(u64::from);
-        if n == 3 && stop.is_none() {
-            n = if det.is_none() { 1 } else { 2 };
+        if n == 2 && stop.is_none() {
+            n = if det.is_none() { 0 } else { 1 };
         }
-        // Nine values of at most 20 digits, eight commas, two brackets.
-        let mut buf = [0u8; 9 * 20 + 10];
+        // Eight values of at most 20 digits, seven commas, two brackets.
+        let mut buf = [0u8; 8 * 20 + 9];
         let mut at = 0;
         let mut num = itoa::Buffer::new();
         let mut put = |buf: &mut [u8], at: &mut usize, v: Option<u64>| {
             let text: &[u8] = match v {
-                // Most values are a digit or two.
-                Some(v) if v < 10 => {
-                    buf[*at] = b'0' + v as u8;
-                    *at += 1;
-                    return;
-                }
                 Some(v) => num.format(v).as_bytes(),
                 None => b"null",
             };
@@ -1190,21 +1358,13 @@ pub mod compact {
         };
         buf[at] = b'[';
         at += 1;
-        put(&mut buf, &mut at, Some(h.session as u64));
-        if n > 1 {
-            buf[at] = b',';
-            at += 1;
-            put(&mut buf, &mut at, det);
-        }
-        if n > 2 {
-            buf[at] = b',';
-            at += 1;
-            put(&mut buf, &mut at, stop);
-        }
-        for &c in &counts[..n.saturating_sub(3)] {
-            buf[at] = b',';
-            at += 1;
-            put(&mut buf, &mut at, Some(c));
+        let values = [det, stop].into_iter().chain(counts.map(Some));
+        for (i, v) in values.take(n).enumerate() {
+            if i > 0 {
+                buf[at] = b',';
+                at += 1;
+            }
+            put(&mut buf, &mut at, v);
         }
         buf[at] = b']';
         at += 1;
@@ -1215,8 +1375,7 @@ pub mod compact {
     /// What serde_json writes for one row, for the test that holds [`row`] to it.
     #[cfg(test)]
     pub(super) fn row_by_serde(h: &Hit, det: Option<u64>) -> String {
-        let mut v: Vec<Option<u64>> =
-            vec![Some(h.session as u64), det, h.stop_turn().map(u64::from)];
+        let mut v: Vec<Option<u64>> = vec![det, h.stop_turn().map(u64::from)];
         v.extend(
             [
                 h.warnings() as u64,
@@ -1228,12 +1387,12 @@ pub mod compact {
             ]
             .map(Some),
         );
-        while v.len() > 3 && v.last() == Some(&Some(0)) {
+        while v.len() > 2 && v.last() == Some(&Some(0)) {
             v.pop();
         }
-        if v.len() == 3 && v[2].is_none() {
+        if v.len() == 2 && v[1].is_none() {
             v.pop();
-            if v[1].is_none() {
+            if v[0].is_none() {
                 v.pop();
             }
         }
@@ -1248,43 +1407,40 @@ pub mod compact {
         s
     }
 
-    /// A hasher for pointers (the index is looked up once per hit; SipHash
-    /// was a visible share of writing a large result).
-    #[derive(Default)]
-    struct PtrHasher(u64);
-
-    impl std::hash::Hasher for PtrHasher {
-        fn finish(&self) -> u64 {
-            self.0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            for &b in bytes {
-                self.write_u64(self.0 ^ b as u64);
-            }
-        }
-        fn write_u64(&mut self, n: u64) {
-            // Multiply, then fold the high bits down: aligned pointers have
-            // zero low bits, and the table indexes by the low bits.
-            let x = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            self.0 = x ^ (x >> 29);
-        }
-        fn write_usize(&mut self, n: usize) {
-            self.write_u64(n as u64);
-        }
-    }
-
-    /// Detections by address (an address, not a pointer, so the map is
-    /// shared by the threads that format rows).
-    type PtrMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<PtrHasher>>;
-
-    fn ptr(d: &Arc<FirstDetection>) -> usize {
-        Arc::as_ptr(d) as usize
-    }
-
     #[derive(Serialize)]
     struct Out<'a> {
-        detections: Vec<&'a FirstDetection>,
-        configs: AllRows<'a>,
+        detections: AllDetections<'a>,
+        rows: Raw<'a>,
+        configs: AllConfigs<'a>,
+    }
+
+    /// Every block's detections, in block order.
+    struct AllDetections<'a>(&'a [Block<'a>]);
+
+    impl Serialize for AllDetections<'_> {
+        fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+            ser.collect_seq(self.0.iter().flat_map(|b| &b.detections))
+        }
+    }
+
+    /// Where a configuration's hits of each block of sessions start (the
+    /// hits must be in session order).
+    fn block_starts(c: &ConfigOutcomes) -> Result<Vec<usize>, String> {
+        let mut starts = Vec::new();
+        let mut next = 0u32;
+        for (i, h) in c.hits.iter().enumerate() {
+            if h.session < next {
+                return Err(format!(
+                    "configuration {}: hits out of session order",
+                    c.config
+                ));
+            }
+            next = h.session + 1;
+            while starts.len() as u64 * SESSIONS_AT_ONCE as u64 <= h.session as u64 {
+                starts.push(i);
+            }
+        }
+        Ok(starts)
     }
 
     /// Write the outcomes compactly.
@@ -1292,26 +1448,63 @@ pub mod compact {
         outcomes: &[ConfigOutcomes],
         ser: S,
     ) -> Result<S::Ok, S::Error> {
-        // Shared detections by pointer, then by value (a merged or loaded
-        // record may hold equal detections apart).
-        let mut index: PtrMap<u64> = PtrMap::default();
-        let mut by_value: HashMap<&FirstDetection, u64> = HashMap::new();
-        let mut detections: Vec<&FirstDetection> = Vec::new();
-        for h in outcomes.iter().flat_map(|c| &c.hits) {
-            if let Some(d) = &h.first {
-                index.entry(ptr(d)).or_insert_with(|| {
-                    *by_value.entry(d).or_insert_with(|| {
-                        detections.push(d);
-                        detections.len() as u64 - 1
-                    })
-                });
-            }
+        use rayon::prelude::*;
+        let mut bounds: Vec<Vec<usize>> = outcomes
+            .par_iter()
+            .map(block_starts)
+            .collect::<Result<_, String>>()
+            .map_err(serde::ser::Error::custom)?;
+        let blocks_n = bounds.iter().map(Vec::len).max().unwrap_or(0);
+        let sessions = outcomes
+            .iter()
+            .filter_map(|c| c.hits.last())
+            .map(|h| h.session + 1)
+            .max()
+            .unwrap_or(0);
+        for (b, c) in bounds.iter_mut().zip(outcomes) {
+            b.resize(blocks_n + 1, c.hits.len());
         }
+        let blocks: Vec<Block> = (0..blocks_n)
+            .into_par_iter()
+            .map(|b| {
+                let first = b as u32 * SESSIONS_AT_ONCE;
+                let hits: Vec<&[Hit]> = outcomes
+                    .iter()
+                    .zip(&bounds)
+                    .map(|(c, at)| &c.hits[at[b]..at[b + 1]])
+                    .collect();
+                let n = (sessions - first).min(SESSIONS_AT_ONCE);
+                block(&hits, first, n as usize)
+            })
+            .collect();
+        let offsets: Vec<u64> = blocks
+            .iter()
+            .scan(0u64, |at, b| {
+                let o = *at;
+                *at += b.detections.len() as u64;
+                Some(o)
+            })
+            .collect();
+        let texts: Vec<String> = blocks
+            .par_iter()
+            .zip(&offsets)
+            .map(|(b, &o)| rows_text(b, o))
+            .collect();
+        let mut rows = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum::<usize>() + 2);
+        rows.push('[');
+        for (i, t) in texts.iter().enumerate() {
+            if i > 0 {
+                rows.push(',');
+            }
+            rows.push_str(t);
+        }
+        rows.push(']');
         Out {
-            detections,
-            configs: AllRows {
+            detections: AllDetections(&blocks),
+            rows: Raw(&rows),
+            configs: AllConfigs {
                 outcomes,
-                index: &index,
+                blocks: &blocks,
             },
         }
         .serialize(ser)
@@ -1352,6 +1545,15 @@ pub mod compact {
                         let d: Vec<FirstDetection> = map.next_value()?;
                         shared.detections = Some(d.into_iter().map(Arc::new).collect());
                     }
+                    "rows" => {
+                        if shared.detections.is_none() {
+                            return Err(A::Error::custom(
+                                "outcomes: `detections` must come before `rows`",
+                            ));
+                        }
+                        let rows = map.next_value_seed(Rows(&mut shared))?;
+                        shared.rows = Some(rows);
+                    }
                     "configs" => {
                         if shared.detections.is_none() {
                             return Err(A::Error::custom(
@@ -1369,11 +1571,13 @@ pub mod compact {
         }
     }
 
-    /// What hits share: the detections, and equal effects.
+    /// What hits share: the detections, equal effects, and (schema 4) each
+    /// session's distinct hits.
     #[derive(Default)]
     struct Shared {
         detections: Option<Vec<Arc<FirstDetection>>>,
         effects: HashMap<Effect, Arc<Effect>>,
+        rows: Option<Vec<Vec<Hit>>>,
     }
 
     /// The `configs` list, each configuration's hits converted as read.
@@ -1427,7 +1631,12 @@ pub mod compact {
             while let Some(key) = map.next_key::<String>()? {
                 match key.as_str() {
                     "config" => config = Some(map.next_value::<String>()?),
-                    "hits" => hits = Some(map.next_value_seed(Hits(&mut *self.0))?),
+                    "hits" => {
+                        hits = Some(match &self.0.rows {
+                            Some(rows) => map.next_value_seed(Picks(rows))?,
+                            None => map.next_value_seed(Hits(&mut *self.0))?,
+                        })
+                    }
                     _ => {
                         map.next_value::<serde::de::IgnoredAny>()?;
                     }
@@ -1437,6 +1646,84 @@ pub mod compact {
                 config: config.ok_or_else(|| A::Error::missing_field("config"))?,
                 hits: hits.ok_or_else(|| A::Error::missing_field("hits"))?,
             })
+        }
+    }
+
+    /// Each session's distinct hits (schema 4), made hits as read.
+    struct Rows<'s>(&'s mut Shared);
+
+    impl<'de> serde::de::DeserializeSeed<'de> for Rows<'_> {
+        type Value = Vec<Vec<Hit>>;
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+            de.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> serde::de::Visitor<'de> for Rows<'_> {
+        type Value = Vec<Vec<Hit>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of each session's rows")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(rows) = seq.next_element::<Vec<Row>>()? {
+                let session = out.len() as u64;
+                let hits = rows
+                    .into_iter()
+                    .map(|r| {
+                        // A row is a schema-3 hit row without its session.
+                        let mut values = [Some(session); 9];
+                        values[1..].copy_from_slice(&r.0[..8]);
+                        hit_of(&values, self.0)
+                    })
+                    .collect::<Result<Vec<Hit>, A::Error>>()?;
+                out.push(hits);
+            }
+            Ok(out)
+        }
+    }
+
+    /// A configuration's picks and skips (schema 4), made hits as read.
+    struct Picks<'s>(&'s [Vec<Hit>]);
+
+    impl<'de> serde::de::DeserializeSeed<'de> for Picks<'_> {
+        type Value = Vec<Hit>;
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+            de.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> serde::de::Visitor<'de> for Picks<'_> {
+        type Value = Vec<Hit>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of row numbers and (negative) skips")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            use serde::de::Error;
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            let mut cursor: u64 = 0;
+            while let Some(v) = seq.next_element::<i64>()? {
+                if v < 0 {
+                    cursor = cursor.saturating_add(v.unsigned_abs());
+                    continue;
+                }
+                let rows = self.0.get(cursor as usize).map_or(&[][..], |r| &r[..]);
+                let hit = rows.get(v as usize).ok_or_else(|| {
+                    A::Error::custom(format!(
+                        "a hit names row {v} of session {cursor}, which has {} rows",
+                        rows.len()
+                    ))
+                })?;
+                out.push(hit.clone());
+                cursor += 1;
+            }
+            Ok(out)
         }
     }
 
@@ -1648,8 +1935,10 @@ mod tests {
         assert_eq!(quiet.judge_due, 1);
     }
 
-    /// Rows formatted a few configurations at a time on several threads
-    /// come out in order, as serde_json would write them one by one.
+    /// Outcomes found in blocks of sessions and formatted a few
+    /// configurations at a time on several threads come out as a plain,
+    /// one-thread reading of the format gives them (rows numbered as
+    /// configurations meet them, cursors and skips), and read back alike.
     #[test]
     fn many_configurations_write_in_order() {
         let dets: Vec<Arc<FirstDetection>> = (0..3)
@@ -1664,17 +1953,26 @@ mod tests {
             })
             .collect();
         let n = 3 * compact::CONFIGS_AT_ONCE + 5;
+        // Sessions across three blocks, with gaps that differ by configuration.
+        let sessions = 2 * compact::SESSIONS_AT_ONCE + 40;
         let outcomes: Vec<ConfigOutcomes> = (0..n)
             .map(|c| ConfigOutcomes {
                 config: format!("c{c}"),
-                hits: (0..(c % 7) as u32)
+                hits: (0..sessions)
+                    .filter(|s| (s + c as u32) % (2 + c as u32 % 5) != 0)
                     .map(|s| Hit {
                         session: s,
                         judge_due: (c as u32 + s) % 3,
                         judge_no_verdict: 0,
-                        first: (s % 2 == 0).then(|| dets[c % 3].clone()),
+                        // Some configurations hold equal detections apart
+                        // in memory (as a merged record may).
+                        first: (s % 2 == 0).then(|| match c % 11 {
+                            0 => Arc::new((*dets[c % 3]).clone()),
+                            _ => dets[c % 3].clone(),
+                        }),
                         effect: Effect::new(Effect {
                             stop_turn: (s % 3 == 0).then_some(s),
+                            tokens_after_stop: (c % 4) as u64 * 1000,
                             ..Default::default()
                         }),
                     })
@@ -1696,36 +1994,73 @@ mod tests {
             })
             .unwrap()
         });
-        // Detections are numbered as first met: c0 has none, c1 meets d1.
-        let order = [1, 2, 0];
-        let configs: Vec<String> = outcomes
+        // Each session's distinct hits as configurations meet them; then
+        // detections numbered session by session, by value within one.
+        let mut rows: Vec<Vec<&Hit>> = vec![Vec::new(); sessions as usize];
+        let mut configs = Vec::new();
+        for c in &outcomes {
+            let mut picks: Vec<String> = Vec::new();
+            let mut cursor = 0;
+            for h in &c.hits {
+                let known = &mut rows[h.session as usize];
+                let k = known.iter().position(|r| *r == h).unwrap_or_else(|| {
+                    known.push(h);
+                    known.len() - 1
+                });
+                if h.session > cursor {
+                    picks.push(format!("-{}", h.session - cursor));
+                }
+                picks.push(k.to_string());
+                cursor = h.session + 1;
+            }
+            configs.push(format!(
+                r#"{{"config":"{}","hits":[{}]}}"#,
+                c.config,
+                picks.join(",")
+            ));
+        }
+        let mut listed: Vec<&FirstDetection> = Vec::new();
+        let rows: Vec<Vec<String>> = rows
             .iter()
-            .map(|c| {
-                let rows: Vec<String> = c
-                    .hits
+            .map(|known| {
+                let from = listed.len();
+                known
                     .iter()
                     .map(|h| {
                         let det = h.first.as_ref().map(|d| {
-                            order
-                                .iter()
-                                .position(|&i| Arc::ptr_eq(d, &dets[i]))
-                                .unwrap() as u64
+                            match listed[from..].iter().position(|l| **l == **d) {
+                                Some(i) => (from + i) as u64,
+                                None => {
+                                    listed.push(d);
+                                    listed.len() as u64 - 1
+                                }
+                            }
                         });
                         compact::row_by_serde(h, det)
                     })
-                    .collect();
-                format!(r#"{{"config":"{}","hits":[{}]}}"#, c.config, rows.join(","))
+                    .collect()
             })
             .collect();
-        let listed: Vec<&FirstDetection> = order.iter().map(|&i| &*dets[i]).collect();
+        let rows: Vec<String> = rows.iter().map(|r| format!("[{}]", r.join(","))).collect();
         let expected = format!(
-            r#"{{"o":{{"detections":{},"configs":[{}]}}}}"#,
+            r#"{{"o":{{"detections":{},"rows":[{}],"configs":[{}]}}}}"#,
             serde_json::to_string(&listed).unwrap(),
+            rows.join(","),
             configs.join(",")
         );
         assert_eq!(text, expected);
         let back: W = serde_json::from_str(&text).unwrap();
         assert_eq!(back.o, outcomes);
+        // Hits out of session order cannot be written as picks.
+        let mut bad = outcomes.clone();
+        bad[1].hits.swap(0, 1);
+        let e = serde_json::to_string(&W { o: bad })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("configuration c1: hits out of session order"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1764,16 +2099,19 @@ mod tests {
             ConfigOutcomes {
                 config: "b".into(),
                 hits: vec![
+                    // Equal by value on one session, apart in memory:
+                    // written once.
                     Hit {
                         effect: Effect::new(Effect {
                             stop_turn: Some(3),
                             tokens_after_stop: 7,
                             ..Default::default()
                         }),
-                        ..hit(0, Some(shared.clone()))
+                        ..hit(0, Some(d(9, "x")))
                     },
-                    // Equal by value, apart in memory: written once.
-                    hit(2, Some(d(9, "x"))),
+                    // The same detection on another session is listed
+                    // with that session's.
+                    hit(2, Some(shared.clone())),
                     hit(3, Some(d(12, "y"))),
                     Hit {
                         effect: Effect::new(Effect {
@@ -1801,12 +2139,20 @@ mod tests {
             o: outcomes.clone(),
         })
         .unwrap();
-        assert!(text.contains(r#"[[0,0],[1,null,null,0,0,4,4]]"#), "{text}");
+        // Each session's distinct hits once; each configuration's hits as
+        // picks, with a skip over the sessions it has none on.
         assert!(
-            text.contains(r#"[[0,0,3,0,0,0,0,0,7],[2,0],[3,1],[4,null,0],[5,null,0]]"#),
+            text.contains(
+                r#""rows":[[[0],[0,3,0,0,0,0,0,7]],[[null,null,0,0,4,4]],[[1]],[[2]],[[null,0]],[[null,0]]]"#
+            ),
             "{text}"
         );
-        assert_eq!(text.matches("tool_call").count(), 2, "{text}");
+        assert!(text.contains(r#"{"config":"a","hits":[0,0]}"#), "{text}");
+        assert!(
+            text.contains(r#"{"config":"b","hits":[1,-1,0,0,0,0]}"#),
+            "{text}"
+        );
+        assert_eq!(text.matches("tool_call").count(), 3, "{text}");
         let back: W = serde_json::from_str(&text).unwrap();
         assert_eq!(back.o, outcomes);
         // Equal effects are shared again on loading.
@@ -1827,12 +2173,25 @@ mod tests {
         assert_eq!(quiet.effect, None);
         // Millions are held at once in a large sweep.
         assert!(std::mem::size_of::<Hit>() <= 32);
-        let bad = text.replace("[3,1]", "[3,5]");
+        let bad = text.replace("[[1]]", "[[5]]");
         let e = serde_json::from_str::<W>(&bad).unwrap_err().to_string();
         assert!(e.contains("detection 5"), "{e}");
+        let bad = text.replace("[1,-1,0,0,0,0]", "[1,-1,0,0,0,1]");
+        let e = serde_json::from_str::<W>(&bad).unwrap_err().to_string();
+        assert!(e.contains("row 1 of session 5, which has 1 rows"), "{e}");
+        let bad = text.replace("[1,-1,0,0,0,0]", "[1,-1,0,0,0,-3,0]");
+        let e = serde_json::from_str::<W>(&bad).unwrap_err().to_string();
+        assert!(e.contains("row 0 of session 8, which has 0 rows"), "{e}");
+        // Schema 3 wrote each hit's values with its session: it still reads.
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let schema3 = format!(
+            r#"{{"o":{{"detections":[{},{}],"configs":[{{"config":"a","hits":[[0,0],[1,null,null,0,0,4,4]]}},{{"config":"b","hits":[[0,0,3,0,0,0,0,0,7],[2,0],[3,1],[4,null,0],[5,null,0]]}}]}}}}"#,
+            v["o"]["detections"][0], v["o"]["detections"][2]
+        );
+        assert_eq!(serde_json::from_str::<W>(&schema3).unwrap().o, outcomes);
         // Rows are read as they come: extra values are ignored, unknown keys
         // skipped, and the detections must come first (as written).
-        let extra = text.replace("[3,1]", "[3,1,null,0,0,0,0,0,0,5,6]");
+        let extra = text.replace("[[1]]", "[[1,null,0,0,0,0,0,0,5,6]]");
         assert_eq!(serde_json::from_str::<W>(&extra).unwrap().o, outcomes);
         let keyed = text.replace(r#""configs":["#, r#""later":{"x":[1]},"configs":["#);
         assert_eq!(serde_json::from_str::<W>(&keyed).unwrap().o, outcomes);

@@ -858,6 +858,30 @@ fn four_shards_and_a_merge_give_the_bytes_of_one_run() {
     );
 }
 
+/// A result whose hits name a session it does not list is refused with
+/// the file named, not a panic in a later reader.
+#[test]
+fn a_result_whose_hits_name_a_missing_session_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("run");
+    assert_ok(&sweep_with(&out, &[]));
+    let file = out.join("summary.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(v["schema_version"], 4);
+    let sessions = v["sessions"].as_array_mut().unwrap();
+    let n = sessions.len();
+    sessions.pop();
+    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    let r = looptune().arg("report").arg(&out).output().unwrap();
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("summary.json"), "{err}");
+    assert!(
+        err.contains(&format!("but the result lists {} sessions", n - 1)),
+        "{err}"
+    );
+}
+
 #[test]
 fn diff_lists_exactly_the_changed_verdicts_and_its_gates_trip() {
     let d = tempfile::tempdir().unwrap();
