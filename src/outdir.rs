@@ -175,7 +175,42 @@ fn test_delay() {
 /// `summary.json`): a folder walk skips it, so `--out` inside an input
 /// folder works again on the next run (outputs are not inputs).
 pub fn is_output_folder(dir: &Path) -> bool {
-    dir.join("sweep.csv").is_file() && dir.join("summary.json").is_file()
+    let files = OutputFiles::of(dir);
+    files.sweep_csv.is_file() && files.summary_json.is_file()
+}
+
+/// The files of a sweep's output folder, named here and nowhere else.
+pub struct OutputFiles {
+    /// `sweep.csv`.
+    pub sweep_csv: PathBuf,
+    /// `detections.csv`.
+    pub detections_csv: PathBuf,
+    /// `summary.json`: the result as data.
+    pub summary_json: PathBuf,
+    /// `report.html`.
+    pub report_html: PathBuf,
+}
+
+impl OutputFiles {
+    /// The files of folder `dir`.
+    pub fn of(dir: &Path) -> OutputFiles {
+        OutputFiles {
+            sweep_csv: dir.join("sweep.csv"),
+            detections_csv: dir.join("detections.csv"),
+            summary_json: dir.join("summary.json"),
+            report_html: dir.join("report.html"),
+        }
+    }
+
+    /// Every file, in writing order.
+    pub fn all(&self) -> [&PathBuf; 4] {
+        [
+            &self.sweep_csv,
+            &self.detections_csv,
+            &self.summary_json,
+            &self.report_html,
+        ]
+    }
 }
 
 /// True when standard input is the file at `path` (same device and inode):

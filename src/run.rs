@@ -523,40 +523,6 @@ fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// The files of a sweep's output folder, named in one place.
-pub struct OutputFiles {
-    /// `sweep.csv`.
-    pub sweep_csv: PathBuf,
-    /// `detections.csv`.
-    pub detections_csv: PathBuf,
-    /// `summary.json`: the result as data.
-    pub summary_json: PathBuf,
-    /// `report.html`.
-    pub report_html: PathBuf,
-}
-
-impl OutputFiles {
-    /// The files of folder `dir`.
-    pub fn of(dir: &std::path::Path) -> OutputFiles {
-        OutputFiles {
-            sweep_csv: dir.join("sweep.csv"),
-            detections_csv: dir.join("detections.csv"),
-            summary_json: dir.join("summary.json"),
-            report_html: dir.join("report.html"),
-        }
-    }
-
-    /// Every file, in writing order.
-    pub fn all(&self) -> [&PathBuf; 4] {
-        [
-            &self.sweep_csv,
-            &self.detections_csv,
-            &self.summary_json,
-            &self.report_html,
-        ]
-    }
-}
-
 /// Refuse an `--out` that is a file.
 fn check_out_dir(out_dir: &std::path::Path) -> Result<()> {
     if out_dir.is_file() {
@@ -584,7 +550,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         PathBuf::from("reports").join(format!("sweep-{}", sanitize(&grid.name)))
     });
     check_out_dir(&out_dir)?;
-    let files = OutputFiles::of(&out_dir);
+    let files = crate::outdir::OutputFiles::of(&out_dir);
     let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
     outputs.extend(req.ci.markdown.clone());
     outputs.extend(req.ci.junit.clone());
@@ -698,7 +664,7 @@ fn finish_sweep(
     err: &mut dyn Write,
 ) -> Result<i32> {
     let began = std::time::Instant::now();
-    let files = OutputFiles::of(out_dir);
+    let files = crate::outdir::OutputFiles::of(out_dir);
     // Every file is staged beside its target and moved into place at the end
     // (src/outdir.rs): an error or a signal before then leaves the previous
     // outputs as they were.
@@ -902,9 +868,13 @@ pub fn merge_command(
         .iter()
         .map(|p| crate::result::SweepRecord::load(p))
         .collect::<Result<_>>()?;
-    let files = OutputFiles::of(out_dir);
+    let files = crate::outdir::OutputFiles::of(out_dir);
     let mut inputs: Vec<PathBuf> = parts.to_vec();
-    inputs.extend(parts.iter().map(|p| OutputFiles::of(p).summary_json));
+    inputs.extend(
+        parts
+            .iter()
+            .map(|p| crate::outdir::OutputFiles::of(p).summary_json),
+    );
     guard_outputs(
         &files.all().into_iter().cloned().collect::<Vec<_>>(),
         &inputs,

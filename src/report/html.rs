@@ -23,7 +23,7 @@ const FONT_MONO: &[u8] = include_bytes!("assets/dejavu-sans-mono-subset.woff2");
 /// Rebuild `DIR/report.html` from the result saved in `DIR/summary.json`.
 pub fn write_report_dir(dir: &Path) -> Result<PathBuf> {
     let data = ReportData::load(dir)?;
-    write_report(&data, &dir.join("report.html"))
+    write_report(&data, &crate::outdir::OutputFiles::of(dir).report_html)
 }
 
 /// Render the report of a result to `out`.

@@ -452,7 +452,7 @@ impl ReportData {
 
     /// Load a sweep's result (`DIR/summary.json`) and derive the report's view.
     pub fn load(dir: &Path) -> Result<ReportData> {
-        let sp = dir.join("summary.json");
+        let sp = crate::outdir::OutputFiles::of(dir).summary_json;
         if !sp.is_file() {
             return Err(Error::Usage(format!(
                 "{}: no summary.json here; run `looptune sweep` first",

@@ -854,7 +854,7 @@ impl SweepRecord {
     /// Load the record a sweep wrote (`DIR/summary.json`, or the file itself).
     pub fn load(path: &Path) -> Result<SweepRecord> {
         let file = if path.is_dir() {
-            path.join("summary.json")
+            crate::outdir::OutputFiles::of(path).summary_json
         } else {
             path.to_path_buf()
         };
