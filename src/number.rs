@@ -4,12 +4,24 @@
 
 /// A float at fixed precision (quiet diffs), trailing zeros trimmed.
 pub fn fixed(x: f64) -> String {
-    let s = format!("{x:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".into()
-    } else {
-        s.into()
+    let mut s = String::new();
+    push_fixed(&mut s, x);
+    s
+}
+
+/// [`fixed`] appended to `out` (tables of many cells reuse one buffer).
+pub fn push_fixed(out: &mut String, x: f64) {
+    use std::fmt::Write;
+    let start = out.len();
+    let _ = write!(out, "{x:.6}");
+    let kept = out[start..]
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .len();
+    out.truncate(start + kept);
+    if &out[start..] == "-0" {
+        out.truncate(start);
+        out.push('0');
     }
 }
 

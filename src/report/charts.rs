@@ -2491,7 +2491,7 @@ policy = ["stop", "warn:1", "ask"]
                 _ => &[],
             };
             for n in names {
-                r.scores.insert(n.to_string(), 0.5);
+                r.scores.insert(n, 0.5);
             }
         }
         let rows: Vec<IntervalRow> = ["c20", "c11", "ck"]

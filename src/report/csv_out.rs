@@ -3,13 +3,9 @@
 //! and charts refer to; floats have fixed precision; text cells are made safe
 //! for spreadsheets.
 
-use super::{fixed, safe_cell};
+use super::safe_cell;
 use crate::metrics::{verdict_at, SCORES, SCORE_NAMES};
 use crate::sweep::SweepResult;
-
-fn opt(x: Option<f64>) -> String {
-    x.map(fixed).unwrap_or_default()
-}
 
 /// The columns of `sweep.csv` after the parameters.
 pub fn score_header() -> Vec<&'static str> {
@@ -19,23 +15,34 @@ pub fn score_header() -> Vec<&'static str> {
 }
 
 /// The score cells of one row, in [`SCORES`] order (whole numbers without
-/// decimals, the rest at fixed precision), then the detection kinds.
-fn score_cells(s: &crate::metrics::Scores) -> Vec<String> {
-    let mut row: Vec<String> = SCORES
-        .iter()
-        .map(|info| match s.get(info.name) {
-            Some(x) if info.whole => format!("{}", x as i64),
-            x => opt(x),
-        })
-        .collect();
-    row.push(
-        s.kinds
-            .iter()
-            .map(|(k, n)| format!("{k}:{n}"))
-            .collect::<Vec<_>>()
-            .join(";"),
-    );
-    row
+/// decimals, the rest at fixed precision), then the detection kinds. Each
+/// cell is formatted into `buf` and handed to the writer: a large grid's
+/// rows are 10,000 x 60 cells.
+fn write_score_cells<W: std::io::Write>(
+    w: &mut csv::Writer<W>,
+    s: &crate::metrics::Scores,
+    buf: &mut String,
+) -> csv::Result<()> {
+    use std::fmt::Write;
+    for info in SCORES {
+        buf.clear();
+        match s.get(info.name) {
+            Some(x) if info.whole => {
+                let _ = write!(buf, "{}", x as i64);
+            }
+            Some(x) => crate::number::push_fixed(buf, x),
+            None => {}
+        }
+        w.write_field(buf.as_str())?;
+    }
+    buf.clear();
+    for (i, (k, n)) in s.kinds.iter().enumerate() {
+        if i > 0 {
+            buf.push(';');
+        }
+        let _ = write!(buf, "{k}:{n}");
+    }
+    w.write_field(buf.as_str())
 }
 
 /// `sweep.csv`: one row per configuration, then the union (`--combine`) as
@@ -47,39 +54,39 @@ pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
     header.extend(params.iter().map(String::as_str));
     header.extend(score_header());
     w.write_record(&header).expect("in-memory write");
-    for (i, v) in r.record.grid.configs.iter().enumerate() {
-        let mut row: Vec<String> = vec![
-            v.id.clone(),
-            safe_cell(&v.label).into_owned(),
-            v.family.clone(),
-            v.profile.clone(),
-        ];
-        for p in params {
-            row.push(
-                v.params
-                    .get(p)
-                    .map(|x| safe_cell(x).into_owned())
-                    .unwrap_or_default(),
-            );
+    let mut buf = String::new();
+    let mut row = |w: &mut csv::Writer<Vec<u8>>| -> csv::Result<()> {
+        for (i, v) in r.record.grid.configs.iter().enumerate() {
+            w.write_field(&v.id)?;
+            w.write_field(safe_cell(&v.label).as_ref())?;
+            w.write_field(&v.family)?;
+            w.write_field(&v.profile)?;
+            for p in params {
+                w.write_field(v.params.get(p).map_or("".into(), |x| safe_cell(x)).as_ref())?;
+            }
+            write_score_cells(w, &r.scores[i], &mut buf)?;
+            w.write_field(v.stock.to_string())?;
+            w.write_field(r.pareto.contains(&i).to_string())?;
+            w.write_field((r.recommended == Some(i)).to_string())?;
+            w.write_record(None::<&[u8]>)?;
         }
-        row.extend(score_cells(&r.scores[i]));
-        row.push(v.stock.to_string());
-        row.push(r.pareto.contains(&i).to_string());
-        row.push((r.recommended == Some(i)).to_string());
-        w.write_record(&row).expect("in-memory write");
-    }
-    if let Some(u) = &r.advice.union {
-        let mut row: Vec<String> = vec![
-            u.id.clone(),
-            safe_cell(&u.label).into_owned(),
-            "any".into(),
-            String::new(),
-        ];
-        row.extend(params.iter().map(|_| String::new()));
-        row.extend(score_cells(&u.scores));
-        row.extend(["false".into(), "false".into(), "false".into()]);
-        w.write_record(&row).expect("in-memory write");
-    }
+        if let Some(u) = &r.advice.union {
+            w.write_field(&u.id)?;
+            w.write_field(safe_cell(&u.label).as_ref())?;
+            w.write_field("any")?;
+            w.write_field("")?;
+            for _ in params {
+                w.write_field("")?;
+            }
+            write_score_cells(w, &u.scores, &mut buf)?;
+            for _ in 0..3 {
+                w.write_field("false")?;
+            }
+            w.write_record(None::<&[u8]>)?;
+        }
+        Ok(())
+    };
+    row(&mut w).expect("in-memory write");
     w.into_inner().expect("in-memory flush")
 }
 

@@ -10,6 +10,7 @@
 use super::charts::{self, HeatMetric};
 use super::model::{CrossValidation, ReportData, Row};
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -116,13 +117,13 @@ fn num_td(x: Option<f64>, text: String) -> String {
 
 /// A chart that failed to draw: the report is not written.
 #[derive(Debug, thiserror::Error)]
-#[error("drawing the {kind} chart: {source}")]
+#[error("drawing the {kind} chart: {message}")]
 pub struct ChartError {
     /// Which chart (`ttd`, `heatmap`, ...).
     kind: &'static str,
-    /// What the drawing backend said.
-    #[source]
-    source: Box<dyn std::error::Error>,
+    /// What the drawing backend said (as text: sections are drawn on
+    /// several threads, and the backend's errors cannot cross them).
+    message: String,
 }
 
 /// Wrap a chart's SVG in a figure; a chart that fails to draw is a report error.
@@ -131,7 +132,10 @@ fn figure(
     kind: &'static str,
     caption: &str,
 ) -> std::result::Result<String, ChartError> {
-    let svg = svg.map_err(|source| ChartError { kind, source })?;
+    let svg = svg.map_err(|e| ChartError {
+        kind,
+        message: e.to_string(),
+    })?;
     Ok(format!(
         "<figure class=\"chart\" data-chart=\"{kind}\">{svg}<figcaption>{caption}</figcaption></figure>\n"
     ))
@@ -194,13 +198,44 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
         esc(note)
     );
 
-    recommendation(&mut h, d)?;
-    explained(&mut h, d);
-    families(&mut h, d);
-    chart_sections(&mut h, d)?;
-    sessions(&mut h, d)?;
-    config_table(&mut h, d);
-    inputs(&mut h, d);
+    // The sections are independent: each is rendered on its own thread of
+    // the pool (charts and the table of every configuration are most of a
+    // large report), then joined in order.
+    type Section = fn(&mut String, &ReportData) -> std::result::Result<(), ChartError>;
+    let sections: [Section; 10] = [
+        recommendation,
+        |h, d| {
+            explained(h, d);
+            Ok(())
+        },
+        |h, d| {
+            families(h, d);
+            Ok(())
+        },
+        ttd_section,
+        fp_recall_section,
+        constants_section,
+        heatmaps_section,
+        sessions,
+        |h, d| {
+            config_table(h, d);
+            Ok(())
+        },
+        |h, d| {
+            inputs(h, d);
+            Ok(())
+        },
+    ];
+    let parts: Vec<std::result::Result<String, ChartError>> = sections
+        .par_iter()
+        .map(|section| {
+            let mut text = String::new();
+            section(&mut text, d).map(|()| text)
+        })
+        .collect();
+    for part in parts {
+        h.push_str(&part?);
+    }
     let _ = writeln!(
         h,
         "<h2 id=\"grid\">Grid</h2>\n<p>The grid file as given (base profile <code>{}</code>, {} axes). \
@@ -526,8 +561,8 @@ fn list(names: &[String]) -> String {
     names.iter().map(|n| esc(n)).collect::<Vec<_>>().join(", ")
 }
 
-fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartError> {
-    // Turns to detection.
+/// Turns to detection.
+fn ttd_section(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartError> {
     let ttd = charts::ttd_data(d);
     h.push_str("<h2 id=\"ttd\">Turns to detection</h2>\n<p>How many turns after the labeled onset each configuration \
                 fired on the loops it caught (1 = on the onset turn). Stock profiles and the recommended configuration (★); \
@@ -547,8 +582,11 @@ fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
         cap.push_str("Detections before the labeled onset are counted at ≤0. ");
     }
     h.push_str(&figure(charts::ttd_chart(&ttd), "ttd", &cap)?);
+    Ok(())
+}
 
-    // False positives vs recall.
+/// False positives vs recall.
+fn fp_recall_section(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartError> {
     let fr = charts::fp_recall_data(d);
     h.push_str("<h2 id=\"fp-recall\">False positives vs recall</h2>\n<p>Every configuration. Up and to the left is better. \
                 Blue points are on the Pareto front (no configuration has fewer false positives, fewer missed loops and \
@@ -573,8 +611,11 @@ fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
         );
     }
     h.push_str(&figure(charts::fp_recall_chart(&fr), "fp-recall", &cap)?);
+    Ok(())
+}
 
-    // One curve per swept constant.
+/// One curve per swept constant.
+fn constants_section(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartError> {
     h.push_str("<h2 id=\"constants\">Each constant on its own</h2>\n<p>Every swept constant moved alone, all others at the \
                 profile's stock values; the ringed point is the stock value.</p>\n");
     let curves = charts::axis_curves(d);
@@ -592,8 +633,11 @@ fn chart_sections(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
         let cap = format!("{} values: {}.", values.len(), list(&values));
         h.push_str(&figure(charts::axis_chart(c), "axis", &cap)?);
     }
+    Ok(())
+}
 
-    // Heatmaps.
+/// Heatmaps.
+fn heatmaps_section(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartError> {
     h.push_str("<h2 id=\"heatmaps\">Pairs of constants</h2>\n<p>For every sub-grid with two or more axes: F1 over each \
                 pair, any third axis held at its stock value; the outlined cell is the stock profile. False positives \
                 beside each map; recall under it. Each metric has one colour scale for every map (F1 and recall 0 to 1, false \

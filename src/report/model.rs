@@ -40,8 +40,9 @@ pub struct Row {
     pub profile: String,
     /// Every resolved parameter, as text.
     pub params: BTreeMap<String, String>,
-    /// Every defined score, by `sweep.csv` column name (undefined ones are left out).
-    pub scores: BTreeMap<String, f64>,
+    /// Every defined score, by `sweep.csv` column name (undefined ones are
+    /// left out; the names are `metrics::SCORE_NAMES`, not copied per row).
+    pub scores: BTreeMap<&'static str, f64>,
     /// A stock profile, unchanged.
     pub stock: bool,
     /// On the Pareto front.
@@ -499,10 +500,10 @@ impl ReportData {
 }
 
 /// Every defined score of a configuration, by `sweep.csv` column name.
-fn score_map(s: &crate::metrics::Scores) -> BTreeMap<String, f64> {
+fn score_map(s: &crate::metrics::Scores) -> BTreeMap<&'static str, f64> {
     crate::metrics::SCORE_NAMES
         .iter()
-        .filter_map(|n| Some((n.to_string(), s.get(n)?)))
+        .filter_map(|n| Some((*n, s.get(n)?)))
         .collect()
 }
 
@@ -637,6 +638,14 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
         .map(|&c| (c, r.dense(c)))
         .collect();
     let hits_of = |c: usize| &dense.iter().find(|(x, _)| *x == c).expect("listed").1;
+    // Looked up once per session with a false positive or a missed loop:
+    // a search of the list each time grew with the square of the sessions.
+    let explained: std::collections::HashMap<&str, &crate::result::SessionLines> = rec
+        .explain
+        .iter()
+        .rev()
+        .map(|e| (e.session.as_str(), e))
+        .collect();
     let mut out = Vec::new();
     for &c in &configs {
         for (si, s) in rec.sessions.iter().enumerate() {
@@ -645,7 +654,7 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
             if !matches!(v, Verdict::FalsePositive | Verdict::Missed) {
                 continue;
             }
-            let Some(lines) = rec.explain.iter().find(|e| e.session == s.id) else {
+            let Some(lines) = explained.get(s.id.as_str()) else {
                 continue;
             };
             let first = hit.and_then(|h| h.first.as_ref());
@@ -790,7 +799,11 @@ pub fn parse_sweep_csv(text: &str) -> Vec<Row> {
                 let x: f64 = v.parse().unwrap_or_else(|_| {
                     panic!("row {}: column `{name}`: `{v}` is not a number", n + 2)
                 });
-                row.scores.insert(name.clone(), x);
+                let name = crate::metrics::SCORE_NAMES
+                    .iter()
+                    .find(|n| **n == name.as_str())
+                    .unwrap_or_else(|| panic!("column `{name}` is not a score"));
+                row.scores.insert(name, x);
             }
         }
         rows.push(row);
