@@ -882,6 +882,59 @@ fn a_result_whose_hits_name_a_missing_session_is_refused() {
     );
 }
 
+/// A result written with schema 3 (last night's baseline, before the
+/// upgrade) still renders, diffs against tonight's schema-4 run with no
+/// change, and reads back to the same outcomes.
+#[test]
+fn last_nights_schema_3_result_still_loads_diffs_and_merges() {
+    let d = tempfile::tempdir().unwrap();
+    let base = d.path().join("base");
+    std::fs::create_dir(&base).unwrap();
+    let old = root().join("tests/fixtures/schema3/summary.json");
+    std::fs::copy(&old, base.join("summary.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&old).unwrap()).unwrap();
+    assert_eq!(v["schema_version"], 3);
+    let r = looptune().arg("report").arg(&base).output().unwrap();
+    assert_ok(&r);
+    assert!(base.join("report.html").is_file());
+    let new = d.path().join("new");
+    let r = looptune()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/sessions",
+            "--quiet",
+            "--labels",
+            "fixtures/labels.csv",
+            "--grid",
+            "tests/fixtures/schema3/grid.toml",
+            "--out",
+        ])
+        .arg(&new)
+        .output()
+        .unwrap();
+    assert_ok(&r);
+    let r = looptune()
+        .args(["diff", "--format", "json"])
+        .arg(&base)
+        .arg(&new)
+        .args(["--require", "changed_verdicts==0"])
+        .output()
+        .unwrap();
+    assert_ok(&r);
+    assert!(
+        !String::from_utf8_lossy(&r.stdout).contains("\"session\""),
+        "{}",
+        String::from_utf8_lossy(&r.stdout)
+    );
+    // Read back and written as schema 4: the same outcomes as tonight's.
+    let merged = d.path().join("merged");
+    merge_into(&[base], &merged);
+    let (m, n) = (summary_without_time(&merged), summary_without_time(&new));
+    assert_eq!(m["schema_version"], 4);
+    assert_eq!(m["outcomes"], n["outcomes"]);
+}
+
 #[test]
 fn diff_lists_exactly_the_changed_verdicts_and_its_gates_trip() {
     let d = tempfile::tempdir().unwrap();
