@@ -54,40 +54,43 @@ pub fn sweep_csv(r: &SweepResult) -> Vec<u8> {
     header.extend(params.iter().map(String::as_str));
     header.extend(score_header());
     w.write_record(&header).expect("in-memory write");
-    let mut buf = String::new();
-    let mut row = |w: &mut csv::Writer<Vec<u8>>| -> csv::Result<()> {
-        for (i, v) in r.record.grid.configs.iter().enumerate() {
-            w.write_field(&v.id)?;
-            w.write_field(safe_cell(&v.label).as_ref())?;
-            w.write_field(&v.family)?;
-            w.write_field(&v.profile)?;
-            for p in params {
-                w.write_field(v.params.get(p).map_or("".into(), |x| safe_cell(x)).as_ref())?;
-            }
-            write_score_cells(w, &r.scores[i], &mut buf)?;
-            w.write_field(v.stock.to_string())?;
-            w.write_field(r.pareto.contains(&i).to_string())?;
-            w.write_field((r.recommended == Some(i)).to_string())?;
-            w.write_record(None::<&[u8]>)?;
-        }
-        if let Some(u) = &r.advice.union {
-            w.write_field(&u.id)?;
-            w.write_field(safe_cell(&u.label).as_ref())?;
-            w.write_field("any")?;
-            w.write_field("")?;
-            for _ in params {
-                w.write_field("")?;
-            }
-            write_score_cells(w, &u.scores, &mut buf)?;
-            for _ in 0..3 {
-                w.write_field("false")?;
-            }
-            w.write_record(None::<&[u8]>)?;
-        }
-        Ok(())
-    };
-    row(&mut w).expect("in-memory write");
+    write_rows(&mut w, r).expect("in-memory write");
     w.into_inner().expect("in-memory flush")
+}
+
+/// `sweep.csv`'s rows after its header: each configuration, then the union.
+fn write_rows(w: &mut csv::Writer<Vec<u8>>, r: &SweepResult) -> csv::Result<()> {
+    let params = &r.record.grid.param_columns;
+    let mut buf = String::new();
+    for (i, v) in r.record.grid.configs.iter().enumerate() {
+        w.write_field(&v.id)?;
+        w.write_field(safe_cell(&v.label).as_ref())?;
+        w.write_field(&v.family)?;
+        w.write_field(&v.profile)?;
+        for p in params {
+            w.write_field(v.params.get(p).map_or("".into(), |x| safe_cell(x)).as_ref())?;
+        }
+        write_score_cells(w, &r.scores[i], &mut buf)?;
+        w.write_field(v.stock.to_string())?;
+        w.write_field(r.pareto.contains(&i).to_string())?;
+        w.write_field((r.recommended == Some(i)).to_string())?;
+        w.write_record(None::<&[u8]>)?;
+    }
+    if let Some(u) = &r.advice.union {
+        w.write_field(&u.id)?;
+        w.write_field(safe_cell(&u.label).as_ref())?;
+        w.write_field("any")?;
+        w.write_field("")?;
+        for _ in params {
+            w.write_field("")?;
+        }
+        write_score_cells(w, &u.scores, &mut buf)?;
+        for _ in 0..3 {
+            w.write_field("false")?;
+        }
+        w.write_record(None::<&[u8]>)?;
+    }
+    Ok(())
 }
 
 /// `detections.csv`: the scored (first) detection of each configuration on each session.
