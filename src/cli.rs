@@ -341,9 +341,11 @@ struct ReplayArgs {
 
 #[derive(Debug, Args)]
 struct CiOpts {
-    /// Labels file (CSV or JSONL: session,label,onset_turn); wins over inline labels.
+    /// Labels file (CSV or JSONL: session,label,onset_turn, and any other
+    /// columns as group keys); wins over inline labels. Repeatable: a session
+    /// labelled differently in two files is an error.
     #[arg(long, value_name = "FILE")]
-    labels: Option<PathBuf>,
+    labels: Vec<PathBuf>,
     /// Write a short Markdown summary (for a CI job summary page).
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
@@ -399,6 +401,22 @@ struct SweepArgs {
     /// Let a configuration of any family be recommended (default: only the baseline's family).
     #[arg(long)]
     across_families: bool,
+    /// Group sessions by KEY for per-group scores (groups.csv), the per-group
+    /// guard and leave-one-group-out validation: `agent` (the agent that
+    /// recorded it, else its log format), `model`, `source` (the first folder
+    /// under the input path), or any column of the labels file (`repo`, `split`...).
+    #[arg(long, value_name = "KEY", default_value = "agent")]
+    group_by: String,
+    /// `per-group`: a candidate may not catch fewer of any group's loops, nor
+    /// give any group more false positives, than the baseline (the union
+    /// search too); `pooled`: only the pooled counts matter.
+    #[arg(long, value_name = "RULE", default_value = "per-group", value_parser = ["per-group", "pooled"])]
+    guard: String,
+    /// Test sessions: recommendation, family bests and unions are chosen on
+    /// PATHS only, then scored once on these (also: a `split` column in the
+    /// labels file, `train` or `test`).
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    test: Vec<PathBuf>,
     /// Cross-validation folds for the out-of-sample estimate (stratified; fewer
     /// when there are fewer labelled loops).
     #[arg(long, value_name = "K", default_value_t = 5)]
@@ -613,7 +631,10 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                     combine: a.combine,
                     chosen: a.ci.config.clone(),
                     jobs: a.jobs,
+                    group_by: a.group_by.clone(),
+                    guard: crate::recommend::Guard::parse(&a.guard).expect("clap checked it"),
                 },
+                test: a.test.clone(),
                 shard: a.shard,
                 baseline_run: a
                     .baseline

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 pub struct Labels {
     /// `labels[i]` is the label of `corpus.sessions[i]`, if any.
     pub by_session: Vec<Option<Label>>,
-    /// The labels file, when one was given: path and SHA-256.
-    pub file: Option<(String, String)>,
+    /// The labels files given: path and SHA-256 of each, in the order given.
+    pub files: Vec<(String, String)>,
     /// Warnings (with `--lenient`): unknown sessions, duplicates.
     pub warnings: Vec<String>,
 }
@@ -45,6 +45,19 @@ pub fn read_labels_file(
     lenient: bool,
     warnings: &mut Vec<String>,
 ) -> Result<(BTreeMap<String, Label>, String)> {
+    let (rows, digest) = read_label_rows(path, lenient, warnings)?;
+    Ok((
+        rows.into_iter().map(|(id, r)| (id, r.label)).collect(),
+        digest,
+    ))
+}
+
+/// [`read_labels_file`] with every row's line and other columns.
+pub fn read_label_rows(
+    path: &Path,
+    lenient: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(BTreeMap<String, LabelRow>, String)> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let digest = crate::number::hex(&Sha256::digest(&bytes));
     let display = path.display().to_string();
@@ -56,7 +69,7 @@ pub fn read_labels_file(
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    let out = parse_labels(
+    let out = parse_label_rows(
         &display,
         &text,
         ext == "jsonl" || ext == "json",
@@ -76,14 +89,47 @@ pub fn parse_labels(
     lenient: bool,
     warnings: &mut Vec<String>,
 ) -> Result<BTreeMap<String, Label>> {
+    Ok(parse_label_rows(display, text, jsonl, lenient, warnings)?
+        .into_iter()
+        .map(|(id, row)| (id, row.label))
+        .collect())
+}
+
+/// One session's row of a labels file: its label, the line it is on, and
+/// the file's other columns (`repo`, `split`, `note`...), which group sessions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelRow {
+    /// The label.
+    pub label: Label,
+    /// 1-based line in its file.
+    pub line: u64,
+    /// Every other non-empty column, by header name.
+    pub extra: BTreeMap<String, String>,
+}
+
+/// The rows of a labels file by session id, every column kept.
+pub fn parse_label_rows(
+    display: &str,
+    text: &str,
+    jsonl: bool,
+    lenient: bool,
+    warnings: &mut Vec<String>,
+) -> Result<BTreeMap<String, LabelRow>> {
     let display = display.to_string();
-    let rows: Vec<(u64, String, String, String)> = if jsonl {
+    let rows: Vec<RawRow> = if jsonl {
         jsonl_rows(&display, text)?
     } else {
         csv_rows(&display, text)?
     };
     let mut out = BTreeMap::new();
-    for (line, session, label, onset) in rows {
+    for RawRow {
+        line,
+        session,
+        label,
+        onset,
+        extra,
+    } in rows
+    {
         let bad = |m: String| Error::Line {
             path: display.clone(),
             line,
@@ -114,6 +160,13 @@ pub fn parse_labels(
                 "field `onset_turn` is required for a `loop` label".into()
             ));
         }
+        if let Some(split) = extra.get(SPLIT) {
+            if !matches!(split.as_str(), TRAIN | TEST) {
+                return Err(bad(format!(
+                    "field `split` must be `{TRAIN}` or `{TEST}` (or empty), not `{split}`"
+                )));
+            }
+        }
         if out.contains_key(&session) {
             let msg = format!("{display}:{line}: duplicate label for session `{session}`");
             if lenient {
@@ -124,16 +177,39 @@ pub fn parse_labels(
         }
         out.insert(
             session,
-            Label {
-                is_loop,
-                onset_turn,
+            LabelRow {
+                label: Label {
+                    is_loop,
+                    onset_turn,
+                },
+                line,
+                extra,
             },
         );
     }
     Ok(out)
 }
 
-fn csv_rows(display: &str, text: &str) -> Result<Vec<(u64, String, String, String)>> {
+/// The column (and group key) that says which sessions choose and which test.
+pub const SPLIT: &str = "split";
+/// A session the choice is made on.
+pub const TRAIN: &str = "train";
+/// A session only scored once the choice is made.
+pub const TEST: &str = "test";
+
+/// A row as read, before its fields are checked.
+struct RawRow {
+    line: u64,
+    session: String,
+    label: String,
+    onset: String,
+    extra: BTreeMap<String, String>,
+}
+
+/// Columns every labels file has; the others are kept as group keys.
+const CORE_COLUMNS: [&str; 3] = ["session", "label", "onset_turn"];
+
+fn csv_rows(display: &str, text: &str) -> Result<Vec<RawRow>> {
     let mut rdr = csv::ReaderBuilder::new()
         .flexible(true)
         .from_reader(text.as_bytes());
@@ -163,12 +239,25 @@ fn csv_rows(display: &str, text: &str) -> Result<Vec<(u64, String, String, Strin
         })?;
         let line = rec.position().map_or(0, |p| p.line());
         let get = |i: Option<usize>| i.and_then(|i| rec.get(i)).unwrap_or("").trim().to_string();
-        rows.push((line, get(Some(s)), get(Some(l)), get(o)));
+        let extra = headers
+            .iter()
+            .zip(rec.iter())
+            .map(|(h, v)| (h.trim(), v.trim()))
+            .filter(|(h, v)| !h.is_empty() && !v.is_empty() && !CORE_COLUMNS.contains(h))
+            .map(|(h, v)| (h.to_string(), v.to_string()))
+            .collect();
+        rows.push(RawRow {
+            line,
+            session: get(Some(s)),
+            label: get(Some(l)),
+            onset: get(o),
+            extra,
+        });
     }
     Ok(rows)
 }
 
-fn jsonl_rows(display: &str, text: &str) -> Result<Vec<(u64, String, String, String)>> {
+fn jsonl_rows(display: &str, text: &str) -> Result<Vec<RawRow>> {
     let mut rows = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let n = i as u64 + 1;
@@ -190,7 +279,27 @@ fn jsonl_rows(display: &str, text: &str) -> Result<Vec<(u64, String, String, Str
                 Some(_) => Err(bad(format!("field `{k}` has the wrong type"))),
             }
         };
-        rows.push((n, field("session")?, field("label")?, field("onset_turn")?));
+        let extra = v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !CORE_COLUMNS.contains(&k.as_str()))
+            .filter_map(|(k, x)| match x {
+                serde_json::Value::String(s) if !s.trim().is_empty() => {
+                    Some((k.clone(), s.trim().to_string()))
+                }
+                serde_json::Value::Number(n) => Some((k.clone(), n.to_string())),
+                serde_json::Value::Bool(b) => Some((k.clone(), b.to_string())),
+                _ => None,
+            })
+            .collect();
+        rows.push(RawRow {
+            line: n,
+            session: field("session")?,
+            label: field("label")?,
+            onset: field("onset_turn")?,
+            extra,
+        });
     }
     Ok(rows)
 }
@@ -215,54 +324,105 @@ pub fn resolve_sessions(
     LabelsFile::read(file, lenient)?.resolve(sessions, lenient)
 }
 
-/// A labels file read before the sessions are: what it says of each id.
+/// The labels files read before the sessions are: what they say of each id.
 #[derive(Debug, Clone, Default)]
 pub struct LabelsFile {
-    from_file: BTreeMap<String, Label>,
-    file: Option<PathBuf>,
-    digest: Option<(String, String)>,
+    /// Each id's row and the index of the file it came from.
+    from_file: BTreeMap<String, (LabelRow, usize)>,
+    files: Vec<PathBuf>,
+    digests: Vec<(String, String)>,
     warnings: Vec<String>,
 }
 
 impl LabelsFile {
     /// Read the labels file, if one is given.
     pub fn read(file: Option<&Path>, lenient: bool) -> Result<LabelsFile> {
+        let files: Vec<PathBuf> = file.map(Path::to_path_buf).into_iter().collect();
+        LabelsFile::read_all(&files, lenient)
+    }
+
+    /// Read several labels files (`--labels` repeated) as one: a session
+    /// labelled in two of them must have the same label and onset in both,
+    /// else it is an error naming both places; its other columns are merged
+    /// (the first file's value wins).
+    pub fn read_all(files: &[PathBuf], lenient: bool) -> Result<LabelsFile> {
         let mut warnings = Vec::new();
-        let (from_file, digest) = match file {
-            Some(p) => {
-                let (m, d) = read_labels_file(p, lenient, &mut warnings)?;
-                (m, Some((p.display().to_string(), d)))
+        let mut from_file: BTreeMap<String, (LabelRow, usize)> = BTreeMap::new();
+        let mut digests = Vec::new();
+        for (fi, p) in files.iter().enumerate() {
+            let (rows, d) = read_label_rows(p, lenient, &mut warnings)?;
+            digests.push((p.display().to_string(), d));
+            for (id, row) in rows {
+                match from_file.get_mut(&id) {
+                    None => {
+                        from_file.insert(id, (row, fi));
+                    }
+                    Some((held, hf)) if held.label == row.label => {
+                        for (k, v) in row.extra {
+                            held.extra.entry(k).or_insert(v);
+                        }
+                        let _ = hf;
+                    }
+                    Some((held, hf)) => {
+                        let say = |l: &Label| match (l.is_loop, l.onset_turn) {
+                            (true, Some(o)) => format!("loop at turn {o}"),
+                            (true, None) => "loop".to_string(),
+                            (false, _) => "clean".to_string(),
+                        };
+                        return Err(Error::Config(format!(
+                            "session `{id}` is labelled twice, differently: {} at {}:{}, {} at {}:{}",
+                            say(&held.label),
+                            files[*hf].display(),
+                            held.line,
+                            say(&row.label),
+                            p.display(),
+                            row.line
+                        )));
+                    }
+                }
             }
-            None => (BTreeMap::new(), None),
-        };
+        }
         Ok(LabelsFile {
             from_file,
-            file: file.map(Path::to_path_buf),
-            digest,
+            files: files.to_vec(),
+            digests,
             warnings,
         })
     }
 
     /// The label of a session: the file's, else its inline label.
     pub fn label(&self, id: &str, inline: Option<Label>) -> Option<Label> {
-        self.from_file.get(id).copied().or(inline)
+        self.from_file.get(id).map(|(r, _)| r.label).or(inline)
+    }
+
+    /// The labels files' other columns for a session (empty when none names it).
+    pub fn extra(&self, id: &str) -> BTreeMap<String, String> {
+        self.from_file
+            .get(id)
+            .map(|(r, _)| r.extra.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every other column any row has a value in.
+    pub fn columns(&self) -> std::collections::BTreeSet<String> {
+        self.from_file
+            .values()
+            .flat_map(|(r, _)| r.extra.keys().cloned())
+            .collect()
     }
 
     /// The labels of `(session id, inline label)` in corpus order; an id of
     /// the file that is not among them is an error (a warning if `lenient`).
     pub fn resolve(&self, sessions: &[(&str, Option<Label>)], lenient: bool) -> Result<Labels> {
-        let file = self.file.as_deref();
         let from_file = &self.from_file;
         let mut warnings = self.warnings.clone();
-        let digest = self.digest.clone();
         let index: HashMap<&str, usize> =
             sessions.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
-        for id in from_file.keys() {
+        for (id, (_, fi)) in from_file {
             if !index.contains_key(id.as_str()) {
                 let msg = format!(
-                    "labels file names session `{id}`, which is not in the input{}",
-                    file.map(|p| format!(" ({})", p.display()))
-                        .unwrap_or_default()
+                    "labels file names session `{id}`, which is not in the input ({})",
+                    self.files[*fi].display()
                 );
                 if lenient {
                     warnings.push(msg);
@@ -273,11 +433,11 @@ impl LabelsFile {
         }
         let by_session = sessions
             .iter()
-            .map(|(id, inline)| from_file.get(*id).copied().or(*inline))
+            .map(|(id, inline)| self.label(id, *inline))
             .collect();
         Ok(Labels {
             by_session,
-            file: digest,
+            files: self.digests.clone(),
             warnings,
         })
     }

@@ -189,6 +189,8 @@ pub struct OutputFiles {
     pub summary_json: PathBuf,
     /// `report.html`.
     pub report_html: PathBuf,
+    /// `groups.csv`: scores per (configuration, group).
+    pub groups_csv: PathBuf,
 }
 
 impl OutputFiles {
@@ -199,16 +201,18 @@ impl OutputFiles {
             detections_csv: dir.join("detections.csv"),
             summary_json: dir.join("summary.json"),
             report_html: dir.join("report.html"),
+            groups_csv: dir.join("groups.csv"),
         }
     }
 
     /// Every file, in writing order.
-    pub fn all(&self) -> [&PathBuf; 4] {
+    pub fn all(&self) -> [&PathBuf; 5] {
         [
             &self.sweep_csv,
             &self.detections_csv,
             &self.summary_json,
             &self.report_html,
+            &self.groups_csv,
         ]
     }
 }

@@ -150,6 +150,17 @@ pub fn tally(labelled: &Labelled, hits: &[Option<u32>], keep: impl Fn(usize) -> 
     t
 }
 
+/// Whether `a` scores strictly better than `b` under the objective (the
+/// false-positive cap aside).
+pub fn beats(objective: &Objective, a: &Tally, b: &Tally) -> bool {
+    compare_scores(objective, &Scored::of(a), &Scored::of(b)).is_lt()
+}
+
+/// The rule's false-positive cap, given the baseline's tally (`None`: no cap).
+pub fn cap_of(objective: &Objective, baseline: &Tally) -> Option<u64> {
+    cap(objective, baseline)
+}
+
 /// The rule's false-positive cap, given the baseline's tally.
 fn cap(objective: &Objective, baseline: &Tally) -> Option<u64> {
     match objective {
@@ -245,9 +256,11 @@ fn union_hits(a: &[Option<u32>], b: &[Option<u32>]) -> Vec<Option<u32>> {
 /// most one per family (`family[c]`), on the labelled sessions `keep`
 /// selects. Starts from the best single configuration of `candidates`; adds
 /// the member that most improves the union under the objective while it
-/// stays within the cap; stops when nothing improves it.
+/// stays within the cap (and, with a `guard`, no worse than the baseline in
+/// any group); stops when nothing improves it.
 #[allow(clippy::too_many_arguments)]
 pub fn forward_union(
+    guard: Option<&GroupGuard>,
     labelled: &Labelled,
     hits: &Hits,
     candidates: &[usize],
@@ -261,7 +274,13 @@ pub fn forward_union(
     let tallies: Vec<Tally> = hits.par_iter().map(|h| tally(labelled, h, keep)).collect();
     let base = &tallies[baseline];
     let cap = cap(objective, base);
-    let first = pick(candidates, &tallies, distance, objective, base)?;
+    let admitted = |h: &[Option<u32>]| guard.is_none_or(|g| g.admits(labelled, h, keep));
+    let firsts: Vec<usize> = candidates
+        .par_iter()
+        .copied()
+        .filter(|&c| admitted(&hits[c]))
+        .collect();
+    let first = pick(&firsts, &tallies, distance, objective, base)?;
     let mut u = Union {
         members: vec![first],
         hits: hits[first].clone(),
@@ -276,7 +295,7 @@ pub fn forward_union(
             }
             let h = union_hits(&u.hits, &hits[c]);
             let t = tally(labelled, &h, keep);
-            if cap.is_some_and(|m| t.fp > m) {
+            if cap.is_some_and(|m| t.fp > m) || !admitted(&h) {
                 continue;
             }
             // Only a strict improvement of the scores earns a member.
@@ -373,6 +392,193 @@ pub fn cross_validate(
         pooled,
         chosen,
     }
+}
+
+/// Whether a choice may help one group of sessions by hurting another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Guard {
+    /// No group may lose a caught loop or gain a false positive against the
+    /// baseline (the default).
+    #[default]
+    PerGroup,
+    /// Only the pooled counts matter (the rule before groups existed).
+    Pooled,
+}
+
+impl Guard {
+    /// `per-group` or `pooled`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Guard::PerGroup => "per-group",
+            Guard::Pooled => "pooled",
+        }
+    }
+
+    /// Parse a name as [`Guard::name`] writes it.
+    pub fn parse(s: &str) -> Option<Guard> {
+        match s {
+            "per-group" => Some(Guard::PerGroup),
+            "pooled" => Some(Guard::Pooled),
+            _ => None,
+        }
+    }
+}
+
+/// What one configuration caught in one group of labelled sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCount {
+    /// Labelled loops.
+    pub loops: u64,
+    /// Labelled clean sessions.
+    pub clean: u64,
+    /// Loops with a detection.
+    pub tp: u64,
+    /// Clean sessions with a detection.
+    pub fp: u64,
+}
+
+impl GroupCount {
+    /// Whether `self` catches fewer loops or has more false positives than `base`.
+    pub fn worse_than(&self, base: &GroupCount) -> bool {
+        self.tp < base.tp || self.fp > base.fp
+    }
+}
+
+/// Per group, what `hits` caught among the labelled sessions `keep` selects;
+/// `group[i]` is labelled session i's group, `groups` how many there are.
+pub fn group_counts(
+    labelled: &Labelled,
+    group: &[u32],
+    groups: usize,
+    hits: &[Option<u32>],
+    keep: impl Fn(usize) -> bool,
+) -> Vec<GroupCount> {
+    let mut out = vec![GroupCount::default(); groups];
+    for (i, (label, hit)) in labelled.label.iter().zip(hits).enumerate() {
+        if !keep(i) {
+            continue;
+        }
+        let g = &mut out[group[i] as usize];
+        if label.is_loop {
+            g.loops += 1;
+            g.tp += hit.is_some() as u64;
+        } else {
+            g.clean += 1;
+            g.fp += hit.is_some() as u64;
+        }
+    }
+    out
+}
+
+/// The per-group guard over some labelled sessions: the baseline's count in
+/// every group, which a candidate may not fall below.
+pub struct GroupGuard<'a> {
+    group: &'a [u32],
+    base: Vec<GroupCount>,
+}
+
+impl<'a> GroupGuard<'a> {
+    /// The guard set by `baseline_hits` on the labelled sessions `keep` selects.
+    pub fn new(
+        labelled: &Labelled,
+        group: &'a [u32],
+        groups: usize,
+        baseline_hits: &[Option<u32>],
+        keep: &dyn Fn(usize) -> bool,
+    ) -> GroupGuard<'a> {
+        GroupGuard {
+            group,
+            base: group_counts(labelled, group, groups, baseline_hits, keep),
+        }
+    }
+
+    /// The groups (indices) where `hits` does worse than the baseline.
+    pub fn hurt(
+        &self,
+        labelled: &Labelled,
+        hits: &[Option<u32>],
+        keep: &dyn Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        group_counts(labelled, self.group, self.base.len(), hits, keep)
+            .iter()
+            .zip(&self.base)
+            .enumerate()
+            .filter(|(_, (c, b))| c.worse_than(b))
+            .map(|(g, _)| g)
+            .collect()
+    }
+
+    /// Whether `hits` does at least as well as the baseline in every group.
+    pub fn admits(
+        &self,
+        labelled: &Labelled,
+        hits: &[Option<u32>],
+        keep: &dyn Fn(usize) -> bool,
+    ) -> bool {
+        self.hurt(labelled, hits, keep).is_empty()
+    }
+}
+
+/// Leave-one-group-out validation of a choosing procedure: for each group
+/// with a labelled session, choose on the other groups, score the choice on
+/// that group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupValidation {
+    /// The key sessions are grouped by.
+    pub by: String,
+    /// Every held-out group's tally, added up.
+    pub pooled: Tally,
+    /// Per group (name order): its held-out tally and what was chosen without it.
+    pub groups: Vec<GroupFold>,
+}
+
+/// One group held out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupFold {
+    /// The group's name.
+    pub name: String,
+    /// The choice's tally on this group.
+    pub tally: Tally,
+    /// What was chosen on the other groups (configuration indices; empty:
+    /// nothing met the rule, which detects nothing).
+    pub chosen: Vec<usize>,
+}
+
+/// [`GroupValidation`] of `choose`; `None` with fewer than two groups that
+/// have labelled sessions (nothing to leave out).
+pub fn leave_one_group_out(
+    labelled: &Labelled,
+    by: &str,
+    group: &[u32],
+    names: &[String],
+    choose: &Chooser,
+) -> Option<GroupValidation> {
+    let present: Vec<usize> = (0..names.len())
+        .filter(|&g| group.iter().any(|&x| x as usize == g))
+        .collect();
+    if present.len() < 2 {
+        return None;
+    }
+    let mut pooled = Tally::default();
+    let mut groups = Vec::new();
+    for g in present {
+        let train = |i: usize| group[i] as usize != g;
+        let test = |i: usize| group[i] as usize == g;
+        let (chosen, hits) =
+            choose(&train).unwrap_or_else(|| (Vec::new(), vec![None; labelled.len()]));
+        let t = tally(labelled, &hits, test);
+        pooled.merge(&t);
+        groups.push(GroupFold {
+            name: names[g].clone(),
+            tally: t,
+            chosen,
+        });
+    }
+    Some(GroupValidation {
+        by: by.to_string(),
+        pooled,
+        groups,
+    })
 }
 
 #[cfg(test)]
@@ -474,6 +680,7 @@ mod tests {
         let fam = ["a", "b", "b", "c"];
         let dist = [0, 0, 0, 0];
         let u = forward_union(
+            None,
             &l,
             &hits,
             &[0, 1, 2, 3],
@@ -523,5 +730,95 @@ mod tests {
         assert_eq!(*seen.borrow(), vec![6, 6, 6, 6]);
         assert_eq!(fold_count(5, &l), Some(4));
         assert_eq!(fold_count(1, &l), None);
+    }
+
+    /// Sessions 0-3 are group 0 (loops 0, 1; clean 2, 3), 4-7 group 1
+    /// (loops 4, 5; clean 6, 7).
+    fn two_groups() -> (Labelled, Vec<u32>) {
+        let mut l = Labelled::default();
+        for i in 0..8 {
+            l.session.push(i);
+            l.label.push(if i % 4 < 2 {
+                lab(true, Some(1))
+            } else {
+                lab(false, None)
+            });
+        }
+        (l, vec![0, 0, 0, 0, 1, 1, 1, 1])
+    }
+
+    #[test]
+    fn the_guard_refuses_helping_one_group_by_hurting_another() {
+        let (l, group) = two_groups();
+        let hits: Hits = vec![
+            // 0: the baseline: one loop of each group.
+            vec![Some(3), None, None, None, Some(3), None, None, None],
+            // 1: all of group 0's loops, but loses group 1's: pooled recall
+            //    is the same, so make it better pooled with an early catch.
+            vec![Some(1), Some(1), None, None, None, None, None, None],
+            // 2: group 0's loops and group 1's one: better everywhere.
+            vec![Some(2), Some(2), None, None, Some(3), None, None, None],
+        ];
+        let all = |_: usize| true;
+        let g = GroupGuard::new(&l, &group, 2, &hits[0], &all);
+        assert!(g.admits(&l, &hits[0], &all));
+        assert_eq!(g.hurt(&l, &hits[1], &all), vec![1]);
+        assert!(g.admits(&l, &hits[2], &all));
+        let t: Vec<Tally> = hits.iter().map(|h| tally(&l, h, all)).collect();
+        // Pooled, 1 wins (2 loops, earlier than 2's); guarded, 1 is refused.
+        assert_eq!(
+            pick(&[0, 1], &t, &[0, 1, 1], &Objective::Default, &t[0]),
+            Some(1)
+        );
+        let admitted: Vec<usize> = [0, 1, 2]
+            .into_iter()
+            .filter(|&c| g.admits(&l, &hits[c], &all))
+            .collect();
+        assert_eq!(admitted, vec![0, 2]);
+        // A false positive in one group is refused too, even if the pooled
+        // count stays (the baseline's false positive was in the other).
+        let base = vec![Some(3), None, Some(1), None, Some(3), None, None, None];
+        let moved = vec![Some(3), None, None, None, Some(3), None, Some(1), None];
+        let g = GroupGuard::new(&l, &group, 2, &base, &all);
+        assert_eq!(g.hurt(&l, &moved, &all), vec![1]);
+        // The union search obeys it: member 1 alone would be refused first.
+        let u = forward_union(
+            Some(&g),
+            &l,
+            &vec![base.clone(), moved.clone()],
+            &[0, 1],
+            &["a", "b"],
+            &[0, 0],
+            &Objective::Default,
+            0,
+            2,
+            &all,
+        )
+        .unwrap();
+        assert_eq!(u.members, vec![0]);
+    }
+
+    #[test]
+    fn leave_one_group_out_chooses_without_the_group_it_scores() {
+        let (l, group) = two_groups();
+        let names = vec!["a".to_string(), "b".to_string()];
+        let seen = std::cell::RefCell::new(Vec::new());
+        // A chooser that fires on every session it was not shown.
+        let gv = leave_one_group_out(&l, "agent", &group, &names, &|keep| {
+            let shown: Vec<usize> = (0..8).filter(|&i| keep(i)).collect();
+            seen.borrow_mut().push(shown.clone());
+            let hits = (0..8).map(|i| (!keep(i)).then_some(2)).collect();
+            Some((vec![shown.len()], hits))
+        })
+        .unwrap();
+        assert_eq!(*seen.borrow(), vec![vec![4, 5, 6, 7], vec![0, 1, 2, 3]]);
+        // Every held-out session was scored once, with what the others chose.
+        assert_eq!((gv.pooled.loops, gv.pooled.clean), (4, 4));
+        assert_eq!((gv.pooled.tp, gv.pooled.fp), (4, 4));
+        assert_eq!(gv.groups.len(), 2);
+        assert_eq!(gv.groups[0].name, "a");
+        assert_eq!((gv.groups[0].tally.tp, gv.groups[0].tally.fp), (2, 2));
+        // One group: nothing to leave out.
+        assert!(leave_one_group_out(&l, "agent", &[0; 8], &names, &|_| None).is_none());
     }
 }

@@ -109,7 +109,7 @@ pub struct ReplayRequest {
     /// No progress bar.
     pub quiet: bool,
     /// Labels file (for scores, JUnit and gates).
-    pub labels: Option<PathBuf>,
+    pub labels: Vec<PathBuf>,
     /// Configuration gates and JUnit evaluate (profile name; default the first).
     pub config: Option<String>,
     /// CI outputs.
@@ -196,7 +196,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     } else {
         EXIT_OK
     };
-    let wants_scores = req.labels.is_some()
+    let wants_scores = !req.labels.is_empty()
         || req.ci.markdown.is_some()
         || req.ci.junit.is_some()
         || !req.ci.requires.is_empty();
@@ -206,8 +206,8 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             .iter()
             .map(|s| (s.id.as_str(), s.inline_label))
             .collect();
-        let labels =
-            crate::labels::resolve_sessions(&ids, req.labels.as_deref(), req.read.lenient)?;
+        let labels = crate::labels::LabelsFile::read_all(&req.labels, req.read.lenient)?
+            .resolve(&ids, req.read.lenient)?;
         let (loops, clean) = labels.counts();
         for g in gates {
             g.needs_labels(loops + clean)?;
@@ -450,11 +450,13 @@ pub struct SweepRequest {
     /// Grid file (default: the embedded grid).
     pub grid: Option<PathBuf>,
     /// Labels file.
-    pub labels: Option<PathBuf>,
+    pub labels: Vec<PathBuf>,
     /// Output folder (default `reports/sweep-<grid name>/`).
     pub out: Option<PathBuf>,
     /// How to choose (objective, baseline, folds, seed, unions, gate configuration, jobs).
     pub options: crate::sweep::SweepOptions,
+    /// Test sessions (`--test`): scored once with what was chosen on the others.
+    pub test: Vec<PathBuf>,
     /// Replay only this shard's sessions (`--shard I/N`).
     pub shard: Option<crate::result::Shard>,
     /// An earlier run to compare with (`--baseline DIR`).
@@ -555,6 +557,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     outputs.extend(req.ci.markdown.clone());
     outputs.extend(req.ci.junit.clone());
     let mut protected = req.paths.clone();
+    protected.extend(req.test.clone());
     protected.extend(req.labels.clone());
     protected.extend(req.grid.clone());
     guard_outputs(&outputs, &protected)?;
@@ -576,12 +579,14 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 
     let mut read = req.read.clone();
     read.digests = true;
-    let labels_file = crate::labels::LabelsFile::read(req.labels.as_deref(), req.read.lenient)?;
+    let labels_file = crate::labels::LabelsFile::read_all(&req.labels, req.read.lenient)?;
+    crate::sweep::check_group_key(&opts.group_by, &labels_file, !req.test.is_empty())?;
     // One bar over the bytes: every session is replayed under the whole grid
     // as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "sweeping");
     let (mut record, inputs, labels) = crate::sweep::run_sweep(
         &req.paths,
+        &req.test,
         &read,
         grid,
         &labels_file,
@@ -673,7 +678,8 @@ fn finish_sweep(
     let detections_csv = set.stage(&files.detections_csv)?;
     let summary_json = set.stage(&files.summary_json)?;
     let staged = set.stage(&files.report_html)?;
-    progress.set_length(4);
+    let groups_csv = set.stage(&files.groups_csv)?;
+    progress.set_length(5);
     // The outputs are independent and each is mostly formatting and the
     // disk's flush: they are written at once, on up to `jobs` threads.
     let written_one = |r: std::io::Result<()>| {
@@ -682,8 +688,8 @@ fn finish_sweep(
     };
     // Longest first (summary.json, then detections.csv): the short ones go to
     // whichever thread is free first.
-    let (summary_done, (detections_done, (report_done, sweep_done))) = crate::pool::pool(jobs)?
-        .install(|| {
+    let (summary_done, (detections_done, (report_done, (sweep_done, groups_done)))) =
+        crate::pool::pool(jobs)?.install(|| {
             rayon::join(
                 || {
                     written_one(crate::report::write_atomic_with(&summary_json, |w| {
@@ -707,10 +713,16 @@ fn finish_sweep(
                                     done
                                 },
                                 || {
-                                    written_one(crate::report::write_atomic(
-                                        &sweep_csv,
-                                        &crate::report::csv_out::sweep_csv(result),
-                                    ))
+                                    (
+                                        written_one(crate::report::write_atomic(
+                                            &sweep_csv,
+                                            &crate::report::csv_out::sweep_csv(result),
+                                        )),
+                                        written_one(crate::report::write_atomic(
+                                            &groups_csv,
+                                            &crate::report::csv_out::groups_csv(result),
+                                        )),
+                                    )
                                 },
                             )
                         },
@@ -720,6 +732,7 @@ fn finish_sweep(
         });
     // Errors in the order the files were written one after another before.
     sweep_done.map_err(|e| Error::io(&files.sweep_csv, e))?;
+    groups_done.map_err(|e| Error::io(&files.groups_csv, e))?;
     detections_done.map_err(|e| Error::io(&files.detections_csv, e))?;
     summary_done.map_err(|e| Error::io(&files.summary_json, e))?;
     let mut report_failed = false;

@@ -42,6 +42,11 @@ pub struct SweepOptions {
     pub chosen: Option<String>,
     /// Worker threads.
     pub jobs: usize,
+    /// The key sessions are grouped by (`agent`, `model`, `source`, or a
+    /// labels file's column).
+    pub group_by: String,
+    /// Whether a choice may hurt one group to help another.
+    pub guard: recommend::Guard,
 }
 
 impl Default for SweepOptions {
@@ -55,9 +60,18 @@ impl Default for SweepOptions {
             combine: 0,
             chosen: None,
             jobs: 0,
+            group_by: AGENT.into(),
+            guard: recommend::Guard::PerGroup,
         }
     }
 }
+
+/// The group keys every session has (the labels files add their columns).
+pub const AGENT: &str = "agent";
+/// The model that recorded a session (`unknown` when not recorded).
+pub const MODEL: &str = "model";
+/// The first folder under the input path given on the command line.
+pub const SOURCE: &str = "source";
 
 impl SweepOptions {
     /// The options as a result records them.
@@ -70,6 +84,8 @@ impl SweepOptions {
             seed: self.seed,
             combine: self.combine,
             chosen: self.chosen.clone(),
+            group_by: self.group_by.clone(),
+            guard: self.guard.name().to_string(),
         }
     }
 
@@ -87,6 +103,13 @@ impl SweepOptions {
             combine: r.combine,
             chosen: r.chosen.clone(),
             jobs: 0,
+            group_by: r.group_by.clone(),
+            guard: recommend::Guard::parse(&r.guard).ok_or_else(|| {
+                Error::Usage(format!(
+                    "options.guard `{}`: expected `per-group` or `pooled`",
+                    r.guard
+                ))
+            })?,
         })
     }
 }
@@ -106,6 +129,8 @@ pub struct UnionRow {
     pub scores: Scores,
     /// The union search, cross-validated.
     pub cross_validation: Option<CrossValidation>,
+    /// The union search, validated leaving one group out.
+    pub group_validation: Option<recommend::GroupValidation>,
 }
 
 /// The recommendation and everything that qualifies it.
@@ -133,6 +158,49 @@ pub struct Advice {
     pub union_ttd_ci: Option<(f64, f64)>,
     /// Seed used.
     pub seed: u64,
+    /// The guard the rule ran with.
+    pub guard: recommend::Guard,
+    /// What the per-group guard changed: why the pooled rule's choice was
+    /// refused (`no change: ...` when the baseline stays).
+    pub guard_note: Option<String>,
+    /// The choosing procedure, validated leaving one group out.
+    pub group_validation: Option<recommend::GroupValidation>,
+    /// Why there is no leave-one-group-out validation.
+    pub group_validation_reason: Option<String>,
+    /// Shown configurations whose catches beyond the baseline come two
+    /// thirds or more from one group.
+    pub concentrated: Vec<Concentration>,
+    /// The test sessions (`--test`, or `split` = `test`), scored once with
+    /// what was chosen on the others.
+    pub test: Option<TestScores>,
+}
+
+/// A configuration whose gain over the baseline comes mostly from one group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Concentration {
+    /// Which row: a grid index, or `None` for the union.
+    pub config: Option<usize>,
+    /// The group.
+    pub group: String,
+    /// Loops it catches beyond the baseline in that group.
+    pub from_group: u64,
+    /// Loops it catches beyond the baseline in all.
+    pub total: u64,
+}
+
+/// What was chosen, scored on the test sessions.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TestScores {
+    /// Test sessions.
+    pub sessions: usize,
+    /// Of those, labelled loops and labelled clean sessions.
+    pub loops: u64,
+    /// Labelled clean test sessions.
+    pub clean: u64,
+    /// Per shown configuration (the role it has, as the summary names it:
+    /// `baseline`, `recommended`, `best FAMILY`, `union`), its grid index
+    /// (`None` for the union) and its tally on the test sessions.
+    pub rows: Vec<(String, Option<usize>, Tally)>,
 }
 
 /// A result and everything derived from it; what the writers render.
@@ -154,6 +222,50 @@ pub struct SweepResult {
     pub objective: Objective,
     /// What qualifies the recommendation.
     pub advice: Advice,
+    /// Every session's group under `--group-by`.
+    pub groups: GroupIndex,
+}
+
+/// A row of the summary: its role, its grid index (`None`: the union), and
+/// its hits per session.
+pub type ShownRow<'a> = (String, Option<usize>, Vec<Option<&'a Hit>>);
+
+/// Sessions grouped by one key: the group names (sorted) and each session's.
+#[derive(Debug, Clone, Default)]
+pub struct GroupIndex {
+    /// The key (`agent`, `model`, `source`, a labels column).
+    pub by: String,
+    /// Group names, sorted.
+    pub names: Vec<String>,
+    /// Per session (record order), the index of its group in `names`.
+    pub of: Vec<u32>,
+}
+
+impl GroupIndex {
+    /// Group a record's sessions by `key`.
+    pub fn of_record(record: &SweepRecord, key: &str) -> GroupIndex {
+        let names: Vec<String> = record
+            .sessions
+            .iter()
+            .map(|s| s.group(key).to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let of = record
+            .sessions
+            .iter()
+            .map(|s| {
+                names
+                    .binary_search_by(|n| n.as_str().cmp(s.group(key)))
+                    .unwrap_or(0) as u32
+            })
+            .collect();
+        GroupIndex {
+            by: key.to_string(),
+            names,
+            of,
+        }
+    }
 }
 
 impl SweepResult {
@@ -170,6 +282,52 @@ impl SweepResult {
     /// Configuration i's hits, one entry per session.
     pub fn dense(&self, i: usize) -> Vec<Option<&Hit>> {
         self.record.outcomes[i].dense(self.record.sessions.len())
+    }
+
+    /// Scores of `hits` (one per session) in every group, as the in-sample
+    /// scores count them (test sessions' labels hidden); they add up to the
+    /// pooled counts.
+    pub fn group_scores(&self, hits: &[Option<&Hit>]) -> Vec<Scores> {
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); self.groups.names.len()];
+        for (s, &g) in self.groups.of.iter().enumerate() {
+            members[g as usize].push(s);
+        }
+        members
+            .iter()
+            .map(|m| {
+                let view: Vec<Option<&Hit>> = m.iter().map(|&s| hits[s]).collect();
+                metrics::score_hits(&view, |i| {
+                    let s = &self.record.sessions[m[i]];
+                    (s.turns, s.label().filter(|_| !s.is_test()))
+                })
+            })
+            .collect()
+    }
+
+    /// The rows the summary shows, in its order: role, grid index (`None`
+    /// for the union), and hits per session.
+    pub fn shown(&self) -> Vec<ShownRow<'_>> {
+        let mut rows = vec![(
+            "baseline".to_string(),
+            Some(self.baseline),
+            self.dense(self.baseline),
+        )];
+        if let Some(c) = self.recommended {
+            rows.push(("recommended".into(), Some(c), self.dense(c)));
+        }
+        for (f, best) in &self.advice.family_best {
+            if let Some(c) = best {
+                rows.push((format!("best {f}"), Some(*c), self.dense(*c)));
+            }
+        }
+        if let Some(u) = &self.advice.union {
+            rows.push((
+                "union".into(),
+                None,
+                u.hits.iter().map(Option::as_ref).collect(),
+            ));
+        }
+        rows
     }
 }
 
@@ -243,6 +401,12 @@ struct Swept {
     /// How much the stock profiles disagree on it, and whether it is
     /// unlabelled (the report's order), when they do.
     disagreement: Option<(u32, bool)>,
+    /// The file its first record came from, and the agent and model it
+    /// names, for its groups (the file's format and place are known once
+    /// every file is read).
+    first_file: Option<u32>,
+    agent: Option<String>,
+    model: Option<String>,
 }
 
 /// Every configuration's hits, filled as sessions stream by. A hit's
@@ -326,10 +490,13 @@ type Disagreeing = Vec<(u32, bool, String, crate::result::SessionMaterial)>;
 /// hits, the lines that explain it when labelled, its material when the stock
 /// profiles disagree on it) and dropped, so memory holds the record, never the
 /// corpus.
+/// Sessions read from `test_paths` are test sessions (`split` = `test`):
+/// scored once the choice is made, never chosen on.
 /// Returns the record, the inputs (files and skips) and the labels.
 #[allow(clippy::too_many_arguments)]
 pub fn run_sweep(
     paths: &[std::path::PathBuf],
+    test_paths: &[std::path::PathBuf],
     read: &crate::input::ReadOptions,
     grid: Grid,
     labels_file: &crate::labels::LabelsFile,
@@ -429,9 +596,15 @@ pub fn run_sweep(
                 slot,
                 explain,
                 disagreement: (d > 0).then_some((d, label.is_none())),
+                first_file: s.events.first().map(|e| e.origin.file),
+                agent: s.meta.agent.clone(),
+                model: s.meta.model.clone(),
             }),
         )
     };
+    let mut all_paths = paths.to_vec();
+    all_paths.extend_from_slice(test_paths);
+    let paths = &all_paths[..];
     let streamed = crate::input::stream_sessions(paths, &read, progress, &one)?;
     let inputs = streamed.inputs();
     // Labels are resolved against every session read, as without shards (a
@@ -445,15 +618,17 @@ pub fn run_sweep(
     drop(ids);
     let mut by_session = Vec::new();
     let mut swept: Vec<Swept> = Vec::new();
+    let files = &inputs.files;
     for ((_, (_, sw)), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
-        if let Some(sw) = sw {
+        if let Some(mut sw) = sw {
+            sw.session.groups = session_groups(&sw, files, paths, test_paths.len(), labels_file);
             swept.push(sw);
             by_session.push(*l);
         }
     }
     let labels = Labels {
         by_session,
-        file: all_labels.file.clone(),
+        files: all_labels.files.clone(),
         warnings: all_labels.warnings.clone(),
     };
     let material = disagreement_material(
@@ -521,6 +696,131 @@ pub fn run_sweep(
     Ok((record, inputs, all_labels))
 }
 
+/// Refuse a `--group-by` key that sessions cannot have, naming the keys
+/// there are (and the nearest one), before any work: a typo would otherwise
+/// put every session in one group, `unknown`, and validate nothing. The keys
+/// are `agent`, `model`, `source`, `split` with `--test`, and the labels
+/// files' columns.
+pub fn check_group_key(
+    key: &str,
+    labels_file: &crate::labels::LabelsFile,
+    has_test: bool,
+) -> Result<()> {
+    let mut keys: std::collections::BTreeSet<String> = [AGENT, MODEL, SOURCE]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    if has_test {
+        keys.insert(crate::labels::SPLIT.into());
+    }
+    keys.extend(labels_file.columns());
+    if keys.contains(key) {
+        return Ok(());
+    }
+    let near = keys
+        .iter()
+        .map(|k| (edit_distance(k, key), k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min();
+    Err(Error::Usage(format!(
+        "--group-by `{key}`: no session can have this key{}; the keys are {}",
+        near.map(|(_, k)| format!(" (did you mean `{k}`?)"))
+            .unwrap_or_default(),
+        keys.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+/// Levenshtein distance in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (prev + (ca != cb) as usize)
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// A session's groups: its agent (the log's own name, else its format), its
+/// model, its source (the first folder under the input path it was found
+/// in), every column the labels files give it, and with `--test` paths its
+/// split (sessions under the last `tests` of `args` are `test`).
+fn session_groups(
+    sw: &Swept,
+    files: &[crate::event::SourceFile],
+    args: &[std::path::PathBuf],
+    tests: usize,
+    labels_file: &crate::labels::LabelsFile,
+) -> BTreeMap<String, String> {
+    let mut g = labels_file.extra(&sw.session.id);
+    let file = sw.first_file.and_then(|f| files.get(f as usize));
+    let agent = sw
+        .agent
+        .clone()
+        .filter(|a| !a.trim().is_empty())
+        .or_else(|| file.map(|f| f.format.clone()));
+    let unknown = || crate::result::UNKNOWN_GROUP.to_string();
+    g.insert(AGENT.into(), agent.unwrap_or_else(unknown));
+    g.insert(
+        MODEL.into(),
+        sw.model
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(unknown),
+    );
+    let (arg, source) = match file {
+        Some(f) => source_of(&f.path, args),
+        None => (None, unknown()),
+    };
+    g.insert(SOURCE.into(), source);
+    if tests > 0 {
+        let test = arg.is_some_and(|a| a >= args.len() - tests);
+        let split = if test {
+            crate::labels::TEST
+        } else {
+            crate::labels::TRAIN
+        };
+        g.insert(crate::labels::SPLIT.into(), split.into());
+    }
+    g
+}
+
+/// Which input argument a file was found under (the first that holds it),
+/// and its source: the first folder under that argument, else the
+/// argument's own name (a file given directly, or one at a folder's top).
+fn source_of(file: &str, args: &[std::path::PathBuf]) -> (Option<usize>, String) {
+    let path = std::path::Path::new(file);
+    for (i, a) in args.iter().enumerate() {
+        if file == "-" && a.as_os_str() == "-" {
+            return (Some(i), "-".into());
+        }
+        if let Ok(rest) = path.strip_prefix(a) {
+            let mut parts = rest.components();
+            let first = parts.next();
+            let source = match (first, parts.next()) {
+                (Some(dir), Some(_)) => dir.as_os_str().to_string_lossy().into_owned(),
+                // The file itself, or a file at the folder's top level.
+                _ => a.file_name().map_or_else(
+                    || a.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                ),
+            };
+            return (Some(i), source);
+        }
+    }
+    (None, crate::result::UNKNOWN_GROUP.into())
+}
+
 /// The material of the sessions where the stock profiles disagree most,
 /// ranked over the sessions as finally read (`swept`). `held` is what the
 /// stream kept of its best candidates; a session missing from it (pushed out
@@ -577,12 +877,15 @@ pub fn analyze(record: SweepRecord) -> Result<SweepResult> {
         None => baseline,
         Some(c) => find_config(&record.grid, c)?,
     };
+    // Test sessions' labels are hidden from every in-sample score: a test
+    // label must never change a choice.
     let sessions: Vec<(u32, Option<crate::event::Label>)> = record
         .sessions
         .iter()
-        .map(|s| (s.turns, s.label()))
+        .map(|s| (s.turns, s.label().filter(|_| !s.is_test())))
         .collect();
     let n = record.sessions.len();
+    let groups = GroupIndex::of_record(&record, &opts.group_by);
     // Configurations are scored apart: in parallel (the caller's pool).
     let scores: Vec<Scores> = record
         .outcomes
@@ -599,12 +902,17 @@ pub fn analyze(record: SweepRecord) -> Result<SweepResult> {
         baseline,
         objective: opts.objective.clone(),
         advice: Advice::default(),
+        groups,
     };
     let (recommended, advice) = advise(&result, &opts);
     result.recommended = recommended;
     result.advice = advice;
     Ok(result)
 }
+
+/// The distance of any configuration of another family from the baseline,
+/// before its own parameters count.
+const OTHER_FAMILY: usize = 1 << 20;
 
 /// How many parameter values `cfg` changes from `reference`.
 fn distance(cfg: &BTreeMap<String, String>, reference: &BTreeMap<String, String>) -> usize {
@@ -613,15 +921,41 @@ fn distance(cfg: &BTreeMap<String, String>, reference: &BTreeMap<String, String>
         .count()
 }
 
+/// First detection turns of configuration `c` on the sessions `at` indexes
+/// (`at[session]` = its place in a [`Labelled`] of `len` sessions).
+fn turns_on(r: &SweepResult, at: &[Option<u32>], len: usize, c: usize) -> Vec<Option<u32>> {
+    let mut v = vec![None; len];
+    for h in &r.record.outcomes[c].hits {
+        if let Some(j) = at[h.session as usize] {
+            v[j as usize] = h.turn();
+        }
+    }
+    v
+}
+
+/// Where each session sits in `labelled` (`None`: not in it).
+fn places(labelled: &Labelled, sessions: usize) -> Vec<Option<u32>> {
+    let mut at = vec![None; sessions];
+    for (j, &s) in labelled.session.iter().enumerate() {
+        at[s] = Some(j as u32);
+    }
+    at
+}
+
 /// The recommendation, its qualifications, and the union.
 fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     let mut advice = Advice {
         across_families: opts.across_families,
         seed: opts.seed,
+        guard: opts.guard,
         ..Default::default()
     };
-    let by_session: Vec<Option<crate::event::Label>> =
-        r.record.sessions.iter().map(|s| s.label()).collect();
+    let sessions = &r.record.sessions;
+    // Only the sessions chosen on: test sessions are scored apart, at the end.
+    let by_session: Vec<Option<crate::event::Label>> = sessions
+        .iter()
+        .map(|s| s.label().filter(|_| !s.is_test()))
+        .collect();
     let labelled = Labelled::from_labels(&by_session);
     let (loops, clean) = labelled.counts();
     if labelled.is_empty() {
@@ -664,42 +998,74 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
             defaults.insert(&c.family, c.params.clone());
         }
     }
+    // Another family is the largest change of all: on equal scores the
+    // baseline's family wins (distances only break ties, and within one
+    // family the offset changes no order).
     let dist: Vec<usize> = configs
         .iter()
         .map(|v| match defaults.get(v.family.as_str()) {
-            Some(d) => distance(&v.params, d),
+            Some(d) => OTHER_FAMILY + distance(&v.params, d),
+            None if v.family != baseline_cfg.family => {
+                OTHER_FAMILY + distance(&v.params, &baseline_cfg.params)
+            }
             None => distance(&v.params, &baseline_cfg.params),
         })
         .collect();
     // First detection turns on the labelled sessions, one configuration at a
     // time: a table of every configuration (80 MB for 1,000 x 10,000) is
     // built only for the union search, which needs it.
-    let mut labelled_at: Vec<Option<u32>> = vec![None; r.record.sessions.len()];
-    for (j, &s) in labelled.session.iter().enumerate() {
-        labelled_at[s] = Some(j as u32);
-    }
-    let turns = |c: usize| -> Vec<Option<u32>> {
-        let mut v = vec![None; labelled.len()];
-        for h in &r.record.outcomes[c].hits {
-            if let Some(j) = labelled_at[h.session as usize] {
-                v[j as usize] = h.turn();
-            }
-        }
-        v
-    };
+    let labelled_at = places(&labelled, sessions.len());
+    let turns = |c: usize| turns_on(r, &labelled_at, labelled.len(), c);
     let in_family: Vec<usize> = (0..n)
         .filter(|&c| opts.across_families || family[c] == baseline_cfg.family)
         .collect();
     let every: Vec<usize> = (0..n).collect();
     let objective = &r.objective;
     let base = r.baseline;
+    let base_turns = turns(base);
+    // Each labelled session's group, for the guard and the group folds.
+    let group: Vec<u32> = labelled.session.iter().map(|&s| r.groups.of[s]).collect();
+    let n_groups = r.groups.names.len();
+    let guard_on = |keep: &dyn Fn(usize) -> bool| {
+        (opts.guard == recommend::Guard::PerGroup)
+            .then(|| recommend::GroupGuard::new(&labelled, &group, n_groups, &base_turns, keep))
+    };
+    // The candidates of `among` the guard lets through on `keep`.
+    let admitted = |among: &[usize], keep: &(dyn Fn(usize) -> bool + Sync)| -> Vec<usize> {
+        match guard_on(keep) {
+            None => among.to_vec(),
+            Some(g) => among
+                .par_iter()
+                .copied()
+                .filter(|&c| g.admits(&labelled, &turns(c), keep))
+                .collect(),
+        }
+    };
 
+    let own_family: Vec<usize> = (0..n)
+        .filter(|&c| family[c] == baseline_cfg.family)
+        .collect();
     let choose_single = |keep: &(dyn Fn(usize) -> bool + Sync)| {
         let tallies: Vec<Tally> = (0..n)
             .into_par_iter()
             .map(|c| recommend::tally(&labelled, &turns(c), keep))
             .collect();
-        recommend::pick(&in_family, &tallies, &dist, objective, &tallies[base])
+        let mut candidates = admitted(&in_family, keep);
+        // Across families, the guard's reference for another family is also
+        // the best of the baseline's own family: switching detectors must not
+        // cost any group what tuning the one you ship would give it (a rule
+        // that sees one kind of loop can look best on logs that hold few of
+        // the others).
+        if opts.across_families && opts.guard == recommend::Guard::PerGroup {
+            let own = admitted(&own_family, keep);
+            if let Some(o) = recommend::pick(&own, &tallies, &dist, objective, &tallies[base]) {
+                let g = recommend::GroupGuard::new(&labelled, &group, n_groups, &turns(o), keep);
+                candidates.retain(|&c| {
+                    family[c] == baseline_cfg.family || g.admits(&labelled, &turns(c), keep)
+                });
+            }
+        }
+        recommend::pick(&candidates, &tallies, &dist, objective, &tallies[base])
             .map(|c| (vec![c], turns(c)))
     };
     let recommended = choose_single(&|_| true).map(|(m, _)| m[0]);
@@ -727,8 +1093,21 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
         }
         seen.push(f);
         let members: Vec<usize> = (0..n).filter(|&c| family[c] == f).collect();
+        let members = admitted(&members, &|_| true);
         let best = recommend::pick(&members, &all_tallies, &dist, objective, &all_tallies[base]);
         advice.family_best.push((f.to_string(), best));
+    }
+    if let Some(g) = guard_on(&|_| true) {
+        advice.guard_note = guard_note(
+            r,
+            &g,
+            &labelled,
+            &in_family,
+            &all_tallies,
+            &dist,
+            recommended,
+            &turns,
+        );
     }
 
     match recommend::fold_count(opts.folds, &labelled) {
@@ -748,11 +1127,31 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
             ));
         }
     }
+    advice.group_validation = recommend::leave_one_group_out(
+        &labelled,
+        &r.groups.by,
+        &group,
+        &r.groups.names,
+        &choose_single,
+    );
+    if advice.group_validation.is_none() {
+        advice.group_validation_reason = Some(format!(
+            "every labelled session has the same {} ({}): no group to leave out",
+            r.groups.by,
+            group
+                .first()
+                .map_or(crate::result::UNKNOWN_GROUP, |&g| r.groups.names
+                    [g as usize]
+                    .as_str())
+        ));
+    }
 
     if opts.combine >= 2 {
         let hits: Hits = (0..n).map(turns).collect();
         let choose_union = |keep: &(dyn Fn(usize) -> bool + Sync)| {
+            let guard = guard_on(keep);
             recommend::forward_union(
+                guard.as_ref(),
                 &labelled,
                 &hits,
                 &every,
@@ -769,7 +1168,14 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
             if members.len() >= 2 {
                 let cv = recommend::fold_count(opts.folds, &labelled)
                     .map(|k| recommend::cross_validate(&labelled, k, opts.seed, &choose_union));
-                advice.union = Some(union_row(r, members, cv));
+                let gv = recommend::leave_one_group_out(
+                    &labelled,
+                    &r.groups.by,
+                    &group,
+                    &r.groups.names,
+                    &choose_union,
+                );
+                advice.union = Some(union_row(r, members, cv, gv));
             }
         }
     }
@@ -778,7 +1184,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     let mut shown = vec![base];
     shown.extend(recommended);
     shown.extend(advice.family_best.iter().filter_map(|(_, b)| *b));
-    for c in shown {
+    for &c in &shown {
         if let Some(ci) = stats::bootstrap_median(&r.scores[c].ttd, opts.seed) {
             advice.ttd_ci.insert(c, ci);
         }
@@ -786,7 +1192,187 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     if let Some(u) = &advice.union {
         advice.union_ttd_ci = stats::bootstrap_median(&u.scores.ttd, opts.seed);
     }
+
+    // Where each shown configuration's gain over the baseline comes from.
+    let groups_with_loops = (0..n_groups)
+        .filter(|&g| {
+            group
+                .iter()
+                .zip(&labelled.label)
+                .any(|(&x, l)| x as usize == g && l.is_loop)
+        })
+        .count();
+    if groups_with_loops >= 2 {
+        let mut rows: Vec<(Option<usize>, Vec<Option<u32>>)> = Vec::new();
+        for &c in shown.iter().skip(1) {
+            if !rows.iter().any(|(x, _)| *x == Some(c)) {
+                rows.push((Some(c), turns(c)));
+            }
+        }
+        if let Some(u) = &advice.union {
+            let mut h = vec![None; labelled.len()];
+            for (j, &s) in labelled.session.iter().enumerate() {
+                h[j] = u.hits[s].as_ref().and_then(Hit::turn);
+            }
+            rows.push((None, h));
+        }
+        for (config, hits) in rows {
+            let mut per = vec![0u64; n_groups];
+            for (j, l) in labelled.label.iter().enumerate() {
+                if l.is_loop && hits[j].is_some() && base_turns[j].is_none() {
+                    per[group[j] as usize] += 1;
+                }
+            }
+            let total: u64 = per.iter().sum();
+            if let Some((g, &k)) = per
+                .iter()
+                .enumerate()
+                .max_by_key(|(g, k)| (**k, std::cmp::Reverse(*g)))
+            {
+                if total > 0 && 3 * k >= 2 * total {
+                    advice.concentrated.push(Concentration {
+                        config,
+                        group: r.groups.names[g].clone(),
+                        from_group: k,
+                        total,
+                    });
+                }
+            }
+        }
+    }
+
+    advice.test = test_scores(r, recommended, &advice);
     (recommended, advice)
+}
+
+/// Why the per-group guard refused what the pooled rule would choose, or
+/// `None` when both rules choose alike.
+#[allow(clippy::too_many_arguments)]
+fn guard_note(
+    r: &SweepResult,
+    guard: &recommend::GroupGuard,
+    labelled: &Labelled,
+    candidates: &[usize],
+    tallies: &[Tally],
+    dist: &[usize],
+    recommended: Option<usize>,
+    turns: &(dyn Fn(usize) -> Vec<Option<u32>> + Sync),
+) -> Option<String> {
+    let base = r.baseline;
+    let pooled = recommend::pick(candidates, tallies, dist, &r.objective, &tallies[base])?;
+    if Some(pooled) == recommended {
+        return None;
+    }
+    let names = |gs: &[usize]| {
+        gs.iter()
+            .map(|&g| r.groups.names[g].as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let keep_all: &dyn Fn(usize) -> bool = &|_| true;
+    if recommended != Some(base) {
+        let hurt = guard.hurt(labelled, &turns(pooled), keep_all);
+        return Some(format!(
+            "the pooled rule would choose {}, which is worse than the baseline for {} sessions ({}); the per-group guard keeps this choice (--guard pooled to allow it)",
+            r.label(pooled),
+            names(&hurt),
+            r.groups.by
+        ));
+    }
+    // The baseline stays: every candidate that beats it overall hurts some group.
+    let better: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|&c| c != base && recommend::beats(&r.objective, &tallies[c], &tallies[base]))
+        .filter(|&c| {
+            recommend::cap_of(&r.objective, &tallies[base]).is_none_or(|m| tallies[c].fp <= m)
+        })
+        .collect();
+    let mut count = vec![0usize; r.groups.names.len()];
+    for &c in &better {
+        for g in guard.hurt(labelled, &turns(c), keep_all) {
+            count[g] += 1;
+        }
+    }
+    let every: Vec<usize> = (0..count.len())
+        .filter(|&g| count[g] == better.len() && !better.is_empty())
+        .collect();
+    Some(if !every.is_empty() {
+        format!(
+            "no change: every candidate that beats the baseline overall is worse than the baseline for {} sessions ({}; --guard pooled to allow it)",
+            names(&every),
+            r.groups.by
+        )
+    } else {
+        let (g, k) = count
+            .iter()
+            .enumerate()
+            .max_by_key(|(g, k)| (**k, std::cmp::Reverse(*g)))
+            .map(|(g, k)| (g, *k))
+            .unwrap_or((0, 0));
+        format!(
+            "no change: every candidate that beats the baseline overall is worse than the baseline for some {}'s sessions ({} of {} for {}; --guard pooled to allow it)",
+            r.groups.by,
+            k,
+            better.len(),
+            r.groups.names.get(g).map_or("", String::as_str)
+        )
+    })
+}
+
+/// The shown configurations scored on the test sessions (`None` without any).
+fn test_scores(r: &SweepResult, recommended: Option<usize>, a: &Advice) -> Option<TestScores> {
+    let sessions = &r.record.sessions;
+    if !sessions.iter().any(|s| s.is_test()) {
+        return None;
+    }
+    let test_labels: Vec<Option<crate::event::Label>> = sessions
+        .iter()
+        .map(|s| s.label().filter(|_| s.is_test()))
+        .collect();
+    let labelled = Labelled::from_labels(&test_labels);
+    let (loops, clean) = labelled.counts();
+    let at = places(&labelled, sessions.len());
+    let all = |_: usize| true;
+    let mut rows = vec![(
+        "baseline".to_string(),
+        Some(r.baseline),
+        recommend::tally(
+            &labelled,
+            &turns_on(r, &at, labelled.len(), r.baseline),
+            all,
+        ),
+    )];
+    if let Some(c) = recommended {
+        rows.push((
+            "recommended".into(),
+            Some(c),
+            recommend::tally(&labelled, &turns_on(r, &at, labelled.len(), c), all),
+        ));
+    }
+    for (f, best) in &a.family_best {
+        if let Some(c) = best {
+            rows.push((
+                format!("best {f}"),
+                Some(*c),
+                recommend::tally(&labelled, &turns_on(r, &at, labelled.len(), *c), all),
+            ));
+        }
+    }
+    if let Some(u) = &a.union {
+        let h: Vec<Option<u32>> = labelled
+            .session
+            .iter()
+            .map(|&s| u.hits[s].as_ref().and_then(Hit::turn))
+            .collect();
+        rows.push(("union".into(), None, recommend::tally(&labelled, &h, all)));
+    }
+    Some(TestScores {
+        sessions: sessions.iter().filter(|s| s.is_test()).count(),
+        loops: loops as u64,
+        clean: clean as u64,
+        rows,
+    })
 }
 
 /// Build a union's row: per session, what the member that fired first did
@@ -795,6 +1381,7 @@ fn union_row(
     r: &SweepResult,
     members: Vec<usize>,
     cross_validation: Option<CrossValidation>,
+    group_validation: Option<recommend::GroupValidation>,
 ) -> UnionRow {
     let dense: Vec<Vec<Option<&Hit>>> = members.iter().map(|&m| r.dense(m)).collect();
     let hits: Vec<Option<Hit>> = (0..r.record.sessions.len())
@@ -813,7 +1400,7 @@ fn union_row(
     let view: Vec<Option<&Hit>> = hits.iter().map(Option::as_ref).collect();
     let scores = metrics::score_hits(&view, |i| {
         let s = &r.record.sessions[i];
-        (s.turns, s.label())
+        (s.turns, s.label().filter(|_| !s.is_test()))
     });
     let ids: Vec<&str> = members.iter().map(|&m| r.config(m).id.as_str()).collect();
     use sha2::{Digest, Sha256};
@@ -829,6 +1416,7 @@ fn union_row(
         hits,
         scores,
         cross_validation,
+        group_validation,
     }
 }
 
@@ -931,6 +1519,9 @@ mod tests {
             slot: 0,
             explain: None,
             disagreement: d,
+            first_file: None,
+            agent: None,
+            model: None,
         };
         let mut all: Vec<Swept> = (0..9)
             .map(|i| swept(&format!("s{i}"), Some((1 + i % 3, true))))

@@ -55,6 +55,9 @@ const CONTENT: RGBColor = RGBColor(0x00, 0x9E, 0x73);
 
 type Draw<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+mod groups;
+pub use groups::groups_chart;
+
 // ---------------------------------------------------------------- helpers
 
 /// Numeric value of a parameter's text, if it is a number.

@@ -93,6 +93,48 @@ fn write_rows(w: &mut csv::Writer<Vec<u8>>, r: &SweepResult) -> csv::Result<()> 
     Ok(())
 }
 
+/// `groups.csv`: one row per (configuration, group), then the union's: the
+/// configuration's id, the key sessions are grouped by, the group, and
+/// `sweep.csv`'s score columns and intervals under the same names, scored on
+/// that group's sessions alone (so the counts add up to `sweep.csv`'s).
+pub fn groups_csv(r: &SweepResult) -> Vec<u8> {
+    use rayon::prelude::*;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<&str> = vec!["config", "group_by", "group"];
+    header.extend(SCORE_NAMES);
+    header.push("detection_kinds");
+    w.write_record(&header).expect("in-memory write");
+    // Configurations are scored apart, a group at a time, on every thread.
+    let mut rows: Vec<(&str, Vec<crate::metrics::Scores>)> = r
+        .record
+        .grid
+        .configs
+        .par_iter()
+        .enumerate()
+        .map(|(i, v)| (v.id.as_str(), r.group_scores(&r.dense(i))))
+        .collect();
+    if let Some(u) = &r.advice.union {
+        let view: Vec<Option<&crate::result::Hit>> = u.hits.iter().map(Option::as_ref).collect();
+        rows.push((u.id.as_str(), r.group_scores(&view)));
+    }
+    let by = safe_cell(&r.groups.by);
+    let names: Vec<_> = r.groups.names.iter().map(|n| safe_cell(n)).collect();
+    let mut buf = String::new();
+    for (id, per_group) in &rows {
+        for (g, s) in per_group.iter().enumerate() {
+            let write = |w: &mut csv::Writer<Vec<u8>>, buf: &mut String| -> csv::Result<()> {
+                w.write_field(id)?;
+                w.write_field(by.as_ref())?;
+                w.write_field(names[g].as_ref())?;
+                write_score_cells(w, s, buf)?;
+                w.write_record(None::<&[u8]>)
+            };
+            write(&mut w, &mut buf).expect("in-memory write");
+        }
+    }
+    w.into_inner().expect("in-memory flush")
+}
+
 /// `detections.csv`: the scored (first) detection of each configuration on each session.
 /// Streamed to `out` (millions of rows in a large sweep).
 pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {

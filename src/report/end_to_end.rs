@@ -110,7 +110,7 @@ fn sweep(root: &Path) -> std::path::PathBuf {
             digests: true,
             ..Default::default()
         },
-        labels: Some(input.join("labels.csv")),
+        labels: vec![input.join("labels.csv")],
         out: Some(out.clone()),
         quiet: true,
         ..Default::default()

@@ -181,7 +181,7 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
         s.wall_time_ms as f64 / 1000.0
     );
     h.push_str(
-        "<nav><a href=\"#recommendation\">Recommendation</a><a href=\"#explained\">Explained</a><a href=\"#families\">Families</a>\
+        "<nav><a href=\"#recommendation\">Recommendation</a><a href=\"#groups\">By group</a><a href=\"#explained\">Explained</a><a href=\"#families\">Families</a>\
          <a href=\"#ttd\">Turns to detection</a><a href=\"#fp-recall\">False positives vs recall</a>\
          <a href=\"#constants\">Each constant</a><a href=\"#heatmaps\">Heatmaps</a>\
          <a href=\"#sessions\">Sessions</a><a href=\"#configs\">All configurations</a>\
@@ -202,8 +202,9 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
     // the pool (charts and the table of every configuration are most of a
     // large report), then joined in order.
     type Section = fn(&mut String, &ReportData) -> std::result::Result<(), ChartError>;
-    let sections: [Section; 10] = [
+    let sections: [Section; 11] = [
         recommendation,
+        groups_section,
         |h, d| {
             explained(h, d);
             Ok(())
@@ -559,6 +560,166 @@ fn families(h: &mut String, d: &ReportData) {
 
 fn list(names: &[String]) -> String {
     names.iter().map(|n| esc(n)).collect::<Vec<_>>().join(", ")
+}
+
+/// `2/6 · 0/20`: loops caught of loops and false positives of clean sessions.
+fn group_cell(c: &crate::recommend::GroupCount) -> String {
+    if c.loops + c.clean == 0 {
+        "–".into()
+    } else {
+        format!("{}/{} · {}/{}", c.tp, c.loops, c.fp, c.clean)
+    }
+}
+
+/// Recall, precision, false positives and F1 of a held-out tally, with intervals.
+fn tally_cells(p: &crate::recommend::Tally) -> String {
+    let ci = |c: Option<(f64, f64)>| {
+        c.map_or(String::new(), |(a, b)| {
+            format!(" [{}, {}]", pct(Some(a)), pct(Some(b)))
+        })
+    };
+    format!(
+        "<td>{}{}</td><td>{}{}</td><td>{}/{}{}</td><td>{}</td>",
+        pct(Some(p.recall())),
+        ci(crate::stats::wilson(p.tp, p.loops)),
+        if p.tp + p.fp > 0 {
+            pct(Some(p.precision()))
+        } else {
+            "–".into()
+        },
+        ci(crate::stats::wilson(p.tp, p.tp + p.fp)),
+        p.fp,
+        p.clean,
+        ci(crate::stats::wilson(p.fp, p.clean)),
+        dec(Some(p.f1()))
+    )
+}
+
+/// Scores per group: small multiples, a table, what the guard did, where
+/// each gain comes from, leave-one-group-out, and the test sessions.
+fn groups_section(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartError> {
+    let v = &d.summary.groups;
+    if v.names.is_empty() {
+        return Ok(());
+    }
+    let by = esc(&v.by);
+    let _ = writeln!(
+        h,
+        "<h2 id=\"groups\">By {by}</h2>\n<p>The summary's configurations on each {by}'s sessions alone \
+         (loops caught of labelled loops · false positives of labelled clean sessions). A choice that helps \
+         one {by} by hurting another does not carry over: the red counts are worse than the baseline's in that \
+         {by}. Guard: <b>{}</b>{}</p>",
+        esc(&v.guard),
+        if v.guard == "per-group" {
+            format!(" (no {by} may lose a caught loop or gain a false positive against the baseline).")
+        } else {
+            " (only the pooled counts matter).".to_string()
+        }
+    );
+    if let Some(n) = &v.guard_note {
+        let _ = writeln!(h, "<p class=\"note\"><b>Guard.</b> {}.</p>", esc(n));
+    }
+    for c in &v.concentrated {
+        let _ = writeln!(h, "<p class=\"note\"><b>From one {by}.</b> {}</p>", esc(c));
+    }
+    if v.names.len() >= 2 && !v.rows.is_empty() {
+        h.push_str(&figure(
+            charts::groups_chart(v),
+            "groups",
+            &format!("One panel per {by}: the bar is the share of its labelled loops caught, the text its catches and false positives."),
+        )?);
+    }
+    h.push_str("<div class=\"scroll\"><table class=\"groups\"><thead><tr><th>");
+    h.push_str(&by);
+    h.push_str("</th><th>sessions</th>");
+    for r in &v.rows {
+        let _ = write!(h, "<th title=\"{}\">{}</th>", esc(&r.label), esc(&r.role));
+    }
+    h.push_str("</tr></thead><tbody>\n");
+    for (gi, name) in v.names.iter().enumerate() {
+        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", esc(name), v.sessions[gi]);
+        let base = v.rows.first().map(|r| r.counts[gi]);
+        for r in &v.rows {
+            let c = r.counts[gi];
+            let worse = base.is_some_and(|b| c.worse_than(&b));
+            let _ = write!(
+                h,
+                "<td{}>{}</td>",
+                if worse { " class=\"worse\"" } else { "" },
+                group_cell(&c)
+            );
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</tbody></table></div>\n");
+    for gv in &v.validation {
+        let _ = writeln!(
+            h,
+            "<h3>Leave one {by} out: the {} procedure</h3>\n<p>For each {by}, chosen on the other {by}s' sessions \
+             and scored on this one: how the choice does on a {by} it never saw.</p>",
+            esc(&gv.what)
+        );
+        h.push_str("<table><thead><tr><th></th><th>recall</th><th>precision</th><th>false positives</th><th>F1</th></tr></thead><tbody>\n");
+        let _ = writeln!(
+            h,
+            "<tr><td>out of {by}, pooled</td>{}</tr>",
+            tally_cells(&gv.pooled)
+        );
+        h.push_str("</tbody></table>\n<table><thead><tr><th>held out</th><th>caught</th><th>false positives</th><th>chosen on the others</th></tr></thead><tbody>\n");
+        for (name, t, chosen) in &gv.groups {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}/{}</td><td>{}/{}</td><td class=\"mono\">{}</td></tr>",
+                esc(name),
+                t.tp,
+                t.loops,
+                t.fp,
+                t.clean,
+                esc(chosen)
+            );
+        }
+        h.push_str("</tbody></table>\n");
+        if let Some((recall, fp_rate)) = gv.in_sample {
+            let p = &gv.pooled;
+            let outside = |x: f64, ci: Option<(f64, f64)>| {
+                ci.is_some_and(|(lo, hi)| x < lo - 1e-12 || x > hi + 1e-12)
+            };
+            let off = outside(recall, crate::stats::wilson(p.tp, p.loops))
+                || fp_rate.is_some_and(|f| outside(f, crate::stats::wilson(p.fp, p.clean)));
+            let _ = writeln!(
+                h,
+                "<p{}>{}</p>",
+                if off { " class=\"note\"" } else { "" },
+                if off {
+                    format!("<b>This choice does not carry across {by}s:</b> the in-sample figure lies outside the out-of-{by} interval; expect the out-of-{by} figures on a {by} it was not chosen on.")
+                } else {
+                    format!("In sample and out of {by} agree within the intervals.")
+                }
+            );
+        }
+    }
+    if let Some(why) = &v.validation_reason {
+        let _ = writeln!(h, "<p>No leave-one-{by}-out estimate: {}.</p>", esc(why));
+    }
+    if let Some(t) = &v.test {
+        let _ = writeln!(
+            h,
+            "<h3 id=\"test\">Test sessions</h3>\n<p>{} sessions never chosen on, scored once with what was chosen on the others.</p>",
+            t.sessions
+        );
+        h.push_str("<table><thead><tr><th></th><th>configuration</th><th>recall</th><th>precision</th><th>false positives</th><th>F1</th></tr></thead><tbody>\n");
+        for (role, label, tally) in &t.rows {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"mono\">{}</td>{}</tr>",
+                esc(role),
+                esc(label),
+                tally_cells(tally)
+            );
+        }
+        h.push_str("</tbody></table>\n");
+    }
+    Ok(())
 }
 
 /// Turns to detection.

@@ -103,6 +103,208 @@ pub struct Summary {
     pub note: String,
     /// Wall time of the sweep.
     pub wall_time_ms: u64,
+    /// Scores per group, the guard, leave-one-group-out and the test split.
+    #[serde(skip)]
+    pub groups: GroupsView,
+}
+
+/// The report's "By KEY" section: the summary's rows counted per group, the
+/// guard's verdict, leave-one-group-out validation and the test sessions.
+#[derive(Debug, Clone, Default)]
+pub struct GroupsView {
+    /// The key (`agent`, `model`, `source`, a labels column).
+    pub by: String,
+    /// Group names, sorted.
+    pub names: Vec<String>,
+    /// Sessions per group.
+    pub sessions: Vec<u64>,
+    /// The summary's rows (baseline, recommended, family bests, union).
+    pub rows: Vec<GroupRow>,
+    /// Sentences naming rows whose gain comes mostly from one group.
+    pub concentrated: Vec<String>,
+    /// `per-group` or `pooled`.
+    pub guard: String,
+    /// What the guard refused, if anything.
+    pub guard_note: Option<String>,
+    /// Leave-one-group-out of the recommendation, then of the union.
+    pub validation: Vec<GroupValidationView>,
+    /// Why there is no leave-one-group-out validation.
+    pub validation_reason: Option<String>,
+    /// The test sessions, if any.
+    pub test: Option<TestView>,
+}
+
+/// One row of the summary, counted per group.
+#[derive(Debug, Clone, Default)]
+pub struct GroupRow {
+    /// `baseline`, `recommended`, `best FAMILY`, `union`.
+    pub role: String,
+    /// Its label.
+    pub label: String,
+    /// Per group (as `names`).
+    pub counts: Vec<crate::recommend::GroupCount>,
+}
+
+/// Leave-one-group-out of one choosing procedure.
+#[derive(Debug, Clone, Default)]
+pub struct GroupValidationView {
+    /// `recommendation` or `union`.
+    pub what: String,
+    /// Held-out groups' tallies added up.
+    pub pooled: crate::recommend::Tally,
+    /// In-sample recall and false-positive rate of the choice, for the verdict.
+    pub in_sample: Option<(f64, Option<f64>)>,
+    /// Per group: name, its held-out tally, and the label of what was chosen without it.
+    pub groups: Vec<(String, crate::recommend::Tally, String)>,
+}
+
+/// What was chosen, scored on the test sessions.
+#[derive(Debug, Clone, Default)]
+pub struct TestView {
+    /// Test sessions.
+    pub sessions: usize,
+    /// Rows: role, label, tally on the test sessions.
+    pub rows: Vec<(String, String, crate::recommend::Tally)>,
+}
+
+/// The rows whose gain over the baseline comes mostly from one group, one
+/// sentence for the rows alike (same group, same counts), as the terminal
+/// and the report say it.
+pub fn concentration_sentences(r: &SweepResult) -> Vec<String> {
+    let mut said: Vec<(&str, u64, u64, Vec<String>)> = Vec::new();
+    for c in &r.advice.concentrated {
+        let name = match c.config {
+            Some(i) => r.label(i).to_string(),
+            None => format!(
+                "the union {}",
+                r.advice.union.as_ref().map_or("", |u| u.label.as_str())
+            ),
+        };
+        match said
+            .iter_mut()
+            .find(|x| x.0 == c.group && x.1 == c.from_group && x.2 == c.total)
+        {
+            Some(x) => x.3.push(name),
+            None => said.push((&c.group, c.from_group, c.total, vec![name])),
+        }
+    }
+    said.into_iter()
+        .map(|(group, from, total, names)| {
+            format!(
+                "{}: {from} of {} {total} catch{} beyond the baseline come{} from {group} sessions; it may not carry over to other {}s.",
+                names.join(", "),
+                if names.len() == 1 { "its" } else { "their" },
+                if total == 1 { "" } else { "es" },
+                if from == 1 { "s" } else { "" },
+                r.groups.by
+            )
+        })
+        .collect()
+}
+
+impl GroupsView {
+    /// The view of a result.
+    pub fn of(r: &SweepResult) -> GroupsView {
+        let g = &r.groups;
+        let mut sessions = vec![0u64; g.names.len()];
+        for &x in &g.of {
+            sessions[x as usize] += 1;
+        }
+        let union_label = || {
+            r.advice
+                .union
+                .as_ref()
+                .map_or(String::new(), |u| u.label.clone())
+        };
+        let rows = r
+            .shown()
+            .iter()
+            .map(|(role, c, hits)| GroupRow {
+                role: role.clone(),
+                label: match c {
+                    Some(i) => r.label(*i).to_string(),
+                    None => union_label(),
+                },
+                counts: r
+                    .group_scores(hits)
+                    .iter()
+                    .map(|s| crate::recommend::GroupCount {
+                        loops: s.labeled_loops as u64,
+                        clean: s.labeled_clean as u64,
+                        tp: s.true_positives as u64,
+                        fp: s.false_positives as u64,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let concentrated = concentration_sentences(r);
+        let view = |what: &str,
+                    gv: &crate::recommend::GroupValidation,
+                    s: Option<&crate::metrics::Scores>| {
+            GroupValidationView {
+                what: what.to_string(),
+                pooled: gv.pooled.clone(),
+                in_sample: s.map(|s| (s.recall, s.fp_rate)),
+                groups: gv
+                    .groups
+                    .iter()
+                    .map(|f| {
+                        let chosen = if f.chosen.is_empty() {
+                            "(nothing met the rule)".to_string()
+                        } else {
+                            f.chosen
+                                .iter()
+                                .map(|&m| r.label(m))
+                                .collect::<Vec<_>>()
+                                .join(" | ")
+                        };
+                        (f.name.clone(), f.tally.clone(), chosen)
+                    })
+                    .collect(),
+            }
+        };
+        let mut validation = Vec::new();
+        if let Some(gv) = &r.advice.group_validation {
+            validation.push(view(
+                "recommendation",
+                gv,
+                r.recommended.map(|c| &r.scores[c]),
+            ));
+        }
+        if let Some(u) = &r.advice.union {
+            if let Some(gv) = &u.group_validation {
+                validation.push(view("union", gv, Some(&u.scores)));
+            }
+        }
+        GroupsView {
+            by: g.by.clone(),
+            names: g.names.clone(),
+            sessions,
+            rows,
+            concentrated,
+            guard: r.advice.guard.name().to_string(),
+            guard_note: r.advice.guard_note.clone(),
+            validation,
+            validation_reason: r.advice.group_validation_reason.clone(),
+            test: r.advice.test.as_ref().map(|t| TestView {
+                sessions: t.sessions,
+                rows: t
+                    .rows
+                    .iter()
+                    .map(|(role, c, tally)| {
+                        (
+                            role.clone(),
+                            match c {
+                                Some(i) => r.label(*i).to_string(),
+                                None => union_label(),
+                            },
+                            tally.clone(),
+                        )
+                    })
+                    .collect(),
+            }),
+        }
+    }
 }
 
 /// Totals of a result.
@@ -421,6 +623,7 @@ impl ReportData {
             disagreements: disagreements(r),
             note: NOTE.to_string(),
             wall_time_ms: rec.wall_time_ms,
+            groups: GroupsView::of(r),
         };
         let mut rows: Vec<Row> = rec
             .grid

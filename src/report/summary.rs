@@ -131,7 +131,12 @@ fn derived(r: &SweepResult) -> Map<String, Value> {
             "members": u.members.iter().map(|&m| r.config(m).id.clone()).collect::<Vec<_>>(),
             "ttd_median_ci": r.advice.union_ttd_ci.map(|(a, b)| [a, b]),
             "cross_validation": u.cross_validation.as_ref().map(|cv| cross_validation(r, cv)),
+            "group_validation": u.group_validation.as_ref().map(|gv| group_validation(r, gv)),
         })),
+        "guard": r.advice.guard.name(),
+        "guard_note": r.advice.guard_note,
+        "groups": groups(r),
+        "test": r.advice.test.as_ref().map(|t| test(r, t)),
         "disagreements": super::model::disagreements(r),
         "explanations": super::model::explanations(r),
         "note": super::model::NOTE,
@@ -158,6 +163,111 @@ fn recommendation(r: &SweepResult) -> Value {
         "ttd_median_ci": ci(c),
         "cross_validation": r.advice.cross_validation.as_ref().map(|cv| cross_validation(r, cv)),
         "cross_validation_reason": r.advice.cv_reason,
+        "group_validation": r.advice.group_validation.as_ref().map(|gv| group_validation(r, gv)),
+        "group_validation_reason": r.advice.group_validation_reason,
+    })
+}
+
+/// A tally's recall, precision, false positives and F1 with intervals.
+fn tally_scores(p: &crate::recommend::Tally) -> Map<String, Value> {
+    let (lo, hi) =
+        crate::stats::wilson(p.tp, p.loops).map_or((None, None), |(a, b)| (Some(a), Some(b)));
+    let pair = |c: Option<(f64, f64)>| c.map(|(a, b)| json!([num(Some(a)), num(Some(b))]));
+    let v = json!({
+        "loops": p.loops, "clean": p.clean, "true_positives": p.tp,
+        "recall": num(Some(p.recall())), "recall_lo": num(lo), "recall_hi": num(hi),
+        "precision": num(Some(p.precision())), "precision_ci": pair(crate::stats::wilson(p.tp, p.tp + p.fp)),
+        "false_positives": p.fp, "fp_rate": num(p.fp_rate()), "fp_rate_ci": pair(crate::stats::wilson(p.fp, p.clean)),
+        "f1": num(Some(p.f1())),
+    });
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("json! of an object"),
+    }
+}
+
+/// Leave-one-group-out: pooled held-out scores, and per group what was
+/// chosen without it and what that caught there.
+fn group_validation(r: &SweepResult, gv: &crate::recommend::GroupValidation) -> Value {
+    let mut m = tally_scores(&gv.pooled);
+    m.insert("by".into(), json!(gv.by));
+    let groups: Map<String, Value> = gv
+        .groups
+        .iter()
+        .map(|f| {
+            (
+                f.name.clone(),
+                json!({
+                    "loops": f.tally.loops, "clean": f.tally.clean,
+                    "true_positives": f.tally.tp, "false_positives": f.tally.fp,
+                    "chosen": super::model::fold_choice(r, &f.chosen),
+                }),
+            )
+        })
+        .collect();
+    m.insert("groups".into(), Value::Object(groups));
+    Value::Object(m)
+}
+
+/// The groups: the key, each group's sessions, the summary's rows counted
+/// per group, and the rows whose gain comes mostly from one group.
+fn groups(r: &SweepResult) -> Value {
+    let g = &r.groups;
+    let mut sessions = vec![0u64; g.names.len()];
+    for &x in &g.of {
+        sessions[x as usize] += 1;
+    }
+    let rows: Vec<Value> = r
+        .shown()
+        .iter()
+        .map(|(role, c, hits)| {
+            let per: Map<String, Value> = r
+                .group_scores(hits)
+                .iter()
+                .zip(&g.names)
+                .map(|(s, name)| {
+                    (
+                        name.clone(),
+                        json!({"loops": s.labeled_loops, "clean": s.labeled_clean,
+                               "true_positives": s.true_positives, "false_positives": s.false_positives}),
+                    )
+                })
+                .collect();
+            let id = match c {
+                Some(i) => r.config(*i).id.clone(),
+                None => r.advice.union.as_ref().map_or(String::new(), |u| u.id.clone()),
+            };
+            json!({"role": role, "config": id, "groups": per})
+        })
+        .collect();
+    json!({
+        "by": g.by,
+        "names": g.names,
+        "sessions": sessions,
+        "rows": rows,
+        "concentrated": r.advice.concentrated.iter().map(|c| json!({
+            "config": match c.config {
+                Some(i) => r.config(i).id.clone(),
+                None => r.advice.union.as_ref().map_or(String::new(), |u| u.id.clone()),
+            },
+            "group": c.group, "from_group": c.from_group, "total": c.total,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The test sessions and what was chosen, scored on them.
+fn test(r: &SweepResult, t: &crate::sweep::TestScores) -> Value {
+    json!({
+        "sessions": t.sessions, "loops": t.loops, "clean": t.clean,
+        "rows": t.rows.iter().map(|(role, c, p)| {
+            let mut m = tally_scores(p);
+            m.insert("role".into(), json!(role));
+            m.insert("config".into(), json!(match c {
+                Some(i) => r.config(*i).id.clone(),
+                None => r.advice.union.as_ref().map_or(String::new(), |u| u.id.clone()),
+            }));
+            Value::Object(m)
+        }).collect::<Vec<_>>(),
     })
 }
 

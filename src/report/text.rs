@@ -477,7 +477,11 @@ pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::
     if let Some(u) = &a.union {
         summary_row(out, "union", &u.scores, a.union_ttd_ci, &u.label, &u.id)?;
     }
+    group_block(out, r)?;
     writeln!(out)?;
+    if let Some(note) = &a.guard_note {
+        writeln!(out, "Guard: {note}.")?;
+    }
     if let Some(c) = r.recommended {
         let base = &r.scores[r.baseline];
         let rec = &r.scores[c];
@@ -510,22 +514,49 @@ pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::
     } else if let Some(why) = &a.cv_reason {
         writeln!(out, "No out-of-sample estimate: {why}.")?;
     }
+    match &a.group_validation {
+        Some(gv) => group_validation_text(
+            out,
+            r,
+            gv,
+            "recommendation",
+            r.recommended.map(|c| &r.scores[c]),
+        )?,
+        None => {
+            if let Some(why) = &a.group_validation_reason {
+                writeln!(out, "\nNo leave-one-{}-out estimate: {why}.", r.groups.by)?;
+            }
+        }
+    }
     if let Some(u) = &a.union {
         if let Some(cv) = &u.cross_validation {
             cross_validation_text(out, r, cv, "union", Some(&u.scores))?;
+        }
+        if let Some(gv) = &u.group_validation {
+            group_validation_text(out, r, gv, "union", Some(&u.scores))?;
         }
         writeln!(
             out,
             "A union flags a session when any member fires, at the earliest member's turn. No agent ships one: you would have to build it."
         )?;
     }
+    if let Some(t) = &a.test {
+        test_text(out, r, t)?;
+    }
     if let Some(why) = &a.reason {
         writeln!(out, "no recommendation: {why}")?;
     }
     writeln!(
         out,
-        "rule: {}{}",
+        "rule: {}{}{}",
         r.objective.describe(),
+        match a.guard {
+            crate::recommend::Guard::PerGroup => format!(
+                ", and no {} worse off than with the baseline (fewer of its loops caught or more false positives; --guard pooled drops this)",
+                r.groups.by
+            ),
+            crate::recommend::Guard::Pooled => String::new(),
+        },
         if a.across_families {
             " (any family)"
         } else {
@@ -535,20 +566,194 @@ pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::
     Ok(())
 }
 
-/// The in-sample figures of a choice beside the cross-validated ones.
-fn cross_validation_text(
+/// Columns of the per-group block at most, before it wraps into another.
+const GROUP_COLUMNS: usize = 6;
+
+/// Caught of labelled loops and false positives of labelled clean sessions,
+/// compact: `2/6 0/20` (`-` without labelled sessions).
+fn group_cell(s: &crate::metrics::Scores) -> String {
+    if s.labeled_loops + s.labeled_clean == 0 {
+        "-".into()
+    } else {
+        format!(
+            "{}/{} {}/{}",
+            s.true_positives, s.labeled_loops, s.false_positives, s.labeled_clean
+        )
+    }
+}
+
+/// The summary's rows per group: one line per group, a column per row of the
+/// table above (loops caught of loops, false positives of clean), then the
+/// rows whose gain over the baseline comes mostly from one group, by name.
+fn group_block(out: &mut dyn Write, r: &crate::sweep::SweepResult) -> io::Result<()> {
+    let g = &r.groups;
+    if g.names.len() < 2 {
+        return Ok(());
+    }
+    let shown = r.shown();
+    let scores: Vec<Vec<crate::metrics::Scores>> =
+        shown.iter().map(|(_, _, h)| r.group_scores(h)).collect();
+    let width = g
+        .names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(12, 28);
+    writeln!(
+        out,
+        "\nBy {} (loops caught of labelled loops, false positives of labelled clean sessions):",
+        g.by
+    )?;
+    let column = |role: &str| role.strip_prefix("best ").unwrap_or(role).to_string();
+    for block in (0..shown.len()).collect::<Vec<_>>().chunks(GROUP_COLUMNS) {
+        write!(out, "{:<width$} {:>8} ", "", "sessions")?;
+        for &k in block {
+            write!(out, " {:<13}", column(&shown[k].0))?;
+        }
+        writeln!(out)?;
+        for (gi, name) in g.names.iter().enumerate() {
+            let n = g.of.iter().filter(|&&x| x as usize == gi).count();
+            write!(out, "{:<width$} {n:>8} ", crate::escape::terminal(name))?;
+            for &k in block {
+                write!(out, " {:<13}", group_cell(&scores[k][gi]))?;
+            }
+            writeln!(out)?;
+        }
+    }
+    for line in super::model::concentration_sentences(r) {
+        writeln!(out, "{}", crate::escape::terminal(&line))?;
+    }
+    Ok(())
+}
+
+/// The leave-one-group-out estimate beside the in-sample figures, one line
+/// per group held out, and plainly whether the choice carries across groups.
+fn group_validation_text(
     out: &mut dyn Write,
     r: &crate::sweep::SweepResult,
-    cv: &crate::recommend::CrossValidation,
+    gv: &crate::recommend::GroupValidation,
     what: &str,
     in_sample: Option<&crate::metrics::Scores>,
 ) -> io::Result<()> {
-    let p = &cv.pooled;
     writeln!(
         out,
-        "\nHow the {what} procedure does on sessions it never saw ({}-fold cross-validation, seed {}):",
-        cv.folds, cv.seed
+        "\nHow the {what} procedure does on {}s it never saw (leave one {} out: chosen on the others, scored on it):",
+        gv.by, gv.by
     )?;
+    let off = held_out_rows(out, "out of group", in_sample, &gv.pooled)?;
+    let width = gv
+        .groups
+        .iter()
+        .map(|f| f.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(12, 28);
+    for f in &gv.groups {
+        let chosen = if f.chosen.is_empty() {
+            "(nothing met the rule)".to_string()
+        } else {
+            f.chosen
+                .iter()
+                .map(|&m| r.label(m))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        // Chosen on groups without a labelled loop: nothing could be learned.
+        let blind = gv.pooled.loops == f.tally.loops;
+        writeln!(
+            out,
+            "  {:<width$} caught {}/{} loops, {}/{} false positives with {chosen}{}",
+            crate::escape::terminal(&f.name),
+            f.tally.tp,
+            f.tally.loops,
+            f.tally.fp,
+            f.tally.clean,
+            if blind {
+                " (the others have no labelled loop to choose on)"
+            } else {
+                ""
+            }
+        )?;
+    }
+    if in_sample.is_some() {
+        match off {
+            Some(score) => writeln!(
+                out,
+                "This choice does not carry across {}s: the in-sample {score} lies outside the out-of-group interval; expect the out-of-group figures on an {} it was not chosen on.",
+                gv.by, gv.by
+            )?,
+            None => writeln!(
+                out,
+                "In sample and out of group agree within the intervals."
+            )?,
+        }
+    }
+    Ok(())
+}
+
+/// What was chosen, scored once on the test sessions.
+fn test_text(
+    out: &mut dyn Write,
+    r: &crate::sweep::SweepResult,
+    t: &crate::sweep::TestScores,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nTest sessions ({} session{}: {} loop{}, {} clean), never chosen on, scored once with what was chosen on the others:",
+        t.sessions,
+        if t.sessions == 1 { "" } else { "s" },
+        t.loops,
+        if t.loops == 1 { "" } else { "s" },
+        t.clean
+    )?;
+    writeln!(
+        out,
+        "{:<18} {:<18} {:<18} {:<18} configuration",
+        "",
+        format!("{} [95% CI]", short("recall")),
+        short("precision"),
+        short("false_positives"),
+    )?;
+    for (role, c, p) in &t.rows {
+        let name = match c {
+            Some(i) => r.label(*i).to_string(),
+            None => r
+                .advice
+                .union
+                .as_ref()
+                .map_or(String::new(), |u| u.label.clone()),
+        };
+        writeln!(
+            out,
+            "{role:<18} {:<18} {:<18} {:<18} {name}",
+            share(
+                (p.loops > 0).then(|| p.recall()),
+                crate::stats::wilson(p.tp, p.loops)
+            ),
+            share(
+                (p.tp + p.fp > 0).then(|| p.precision()),
+                crate::stats::wilson(p.tp, p.tp + p.fp)
+            ),
+            false_positives(
+                p.fp as usize,
+                p.clean as usize,
+                crate::stats::wilson(p.fp, p.clean)
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// The in-sample row and a held-out row (`label`) of recall, precision,
+/// false positives and F1; returns which score of the in-sample row lies
+/// outside the held-out interval, if one does.
+fn held_out_rows(
+    out: &mut dyn Write,
+    label: &str,
+    in_sample: Option<&crate::metrics::Scores>,
+    p: &crate::recommend::Tally,
+) -> io::Result<Option<&'static str>> {
     writeln!(
         out,
         "{:<18} {:<18} {:<18} {:<18} {}",
@@ -578,12 +783,40 @@ fn cross_validation_text(
     writeln!(
         out,
         "{:<18} {:<18} {:<18} {:<18} {:.2}",
-        "out of sample",
+        label,
         share(Some(p.recall()), recall_ci),
         share((p.tp + p.fp > 0).then_some(p.precision()), precision_ci),
         false_positives(p.fp as usize, p.clean as usize, fp_ci),
         p.f1()
     )?;
+    Ok(in_sample.and_then(|s| {
+        let outside = |x: f64, ci: Option<(f64, f64)>| {
+            ci.is_some_and(|(lo, hi)| x < lo - 1e-12 || x > hi + 1e-12)
+        };
+        if outside(s.recall, recall_ci) {
+            Some("recall")
+        } else if s.fp_rate.is_some_and(|f| outside(f, fp_ci)) {
+            Some("false-positive rate")
+        } else {
+            None
+        }
+    }))
+}
+
+/// The in-sample figures of a choice beside the cross-validated ones.
+fn cross_validation_text(
+    out: &mut dyn Write,
+    r: &crate::sweep::SweepResult,
+    cv: &crate::recommend::CrossValidation,
+    what: &str,
+    in_sample: Option<&crate::metrics::Scores>,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nHow the {what} procedure does on sessions it never saw ({}-fold cross-validation, seed {}):",
+        cv.folds, cv.seed
+    )?;
+    let off = held_out_rows(out, "out of sample", in_sample, &cv.pooled)?;
     // How often each choice was made, most frequent first.
     let mut counts: Vec<(String, usize)> = Vec::new();
     for members in &cv.chosen {
@@ -611,23 +844,16 @@ fn cross_validation_text(
             "The folds disagree on what to choose: the choice is unstable on these labels."
         )?;
     }
-    if let Some(s) = in_sample {
-        let outside = |x: f64, ci: Option<(f64, f64)>| {
-            ci.is_some_and(|(lo, hi)| x < lo - 1e-12 || x > hi + 1e-12)
-        };
-        let recall_off = outside(s.recall, recall_ci);
-        let fp_off = s.fp_rate.is_some_and(|f| outside(f, fp_ci));
-        if recall_off || fp_off {
-            writeln!(
+    if in_sample.is_some() {
+        match off {
+            Some(score) => writeln!(
                 out,
-                "In sample and out of sample DISAGREE: the in-sample {} lies outside the out-of-sample interval, so the choice is fitted to these sessions; expect the out-of-sample figures.",
-                if recall_off { "recall" } else { "false-positive rate" }
-            )?;
-        } else {
-            writeln!(
+                "In sample and out of sample DISAGREE: the in-sample {score} lies outside the out-of-sample interval, so the choice is fitted to these sessions; expect the out-of-sample figures."
+            )?,
+            None => writeln!(
                 out,
                 "In sample and out of sample agree within the intervals."
-            )?;
+            )?,
         }
     }
     Ok(())

@@ -77,6 +77,21 @@ pub struct OptionsRecord {
     pub combine: usize,
     /// `--config`.
     pub chosen: Option<String>,
+    /// `--group-by`: the key sessions are grouped by (absent: `agent`).
+    #[serde(default = "default_group_by")]
+    pub group_by: String,
+    /// `--guard`: `per-group` or `pooled`. Results written before the guard
+    /// existed were chosen with the pooled rule, and are read so.
+    #[serde(default = "pooled_guard")]
+    pub guard: String,
+}
+
+fn default_group_by() -> String {
+    "agent".into()
+}
+
+fn pooled_guard() -> String {
+    "pooled".into()
 }
 
 /// Which part of a sharded run a record holds.
@@ -183,6 +198,9 @@ pub struct LabelsRecord {
     pub sha256: Option<String>,
     /// Warnings (unknown sessions with `--lenient`...).
     pub warnings: Vec<String>,
+    /// Further labels files (`--labels` repeated): path and SHA-256.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_files: Vec<(String, String)>,
 }
 
 /// One replayed session.
@@ -200,6 +218,11 @@ pub struct SessionRecord {
     pub label: Option<String>,
     /// Labelled onset turn of a loop.
     pub onset_turn: Option<u32>,
+    /// What groups it: `agent`, `model`, `source` and the labels files'
+    /// other columns (`split`, `repo`...). Empty in results written before
+    /// groups existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, String>,
 }
 
 impl SessionRecord {
@@ -221,7 +244,18 @@ impl SessionRecord {
             whole_messages,
             label: l.map(|l| if l.is_loop { "loop" } else { "clean" }.to_string()),
             onset_turn: l.and_then(|l| l.onset_turn),
+            groups: BTreeMap::new(),
         }
+    }
+
+    /// Its group under `key` ([`UNKNOWN_GROUP`] when it has none).
+    pub fn group(&self, key: &str) -> &str {
+        self.groups.get(key).map_or(UNKNOWN_GROUP, String::as_str)
+    }
+
+    /// A session chosen on (not held out as a test session).
+    pub fn is_test(&self) -> bool {
+        self.groups.get(crate::labels::SPLIT).map(String::as_str) == Some(crate::labels::TEST)
     }
 
     /// The label as the scorer reads it.
@@ -232,6 +266,9 @@ impl SessionRecord {
         })
     }
 }
+
+/// The group of a session that has no value for the key.
+pub const UNKNOWN_GROUP: &str = "unknown";
 
 /// The first detection of a configuration on a session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -690,9 +727,10 @@ impl SweepRecord {
                 skipped: inputs.skipped.clone(),
             },
             labels_file: LabelsRecord {
-                file: labels.file.as_ref().map(|f| f.0.clone()),
-                sha256: labels.file.as_ref().map(|f| f.1.clone()),
+                file: labels.files.first().map(|f| f.0.clone()),
+                sha256: labels.files.first().map(|f| f.1.clone()),
                 warnings: labels.warnings.clone(),
+                more_files: labels.files.iter().skip(1).cloned().collect(),
             },
             sessions,
             outcomes,

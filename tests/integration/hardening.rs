@@ -247,7 +247,7 @@ fn an_interrupted_sweep_leaves_the_previous_outputs_whole() {
         v.sort();
         v
     };
-    assert_eq!(before.len(), 4);
+    assert_eq!(before.len(), 5);
     // Different labels: every new output would differ from the old one.
     let labels = write(
         d.path(),

@@ -9,6 +9,7 @@ mod cli;
 mod corpus_detection;
 mod gemini_cases;
 mod gemini_conformance;
+mod groups;
 mod hardening;
 mod import_corpus;
 mod import_edge;
