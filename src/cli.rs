@@ -267,10 +267,10 @@ struct InputArgs {
 /// Caps on what one input file may cost.
 #[derive(Debug, Args)]
 struct LimitArgs {
-    /// Most bytes one gzip file may expand to.
+    /// Most bytes one gzip or zstd file may expand to.
     #[arg(long, value_name = "BYTES", default_value_t = crate::input::MAX_GZIP_BYTES)]
     max_gzip_bytes: u64,
-    /// Most times a gzip file may expand (checked past 16 MiB decompressed).
+    /// Most times a gzip or zstd file may expand (checked past 16 MiB decompressed).
     #[arg(long, value_name = "N", default_value_t = crate::input::MAX_GZIP_RATIO)]
     max_gzip_ratio: u64,
     /// Canonical files larger than this are read in two passes of batches

@@ -792,13 +792,13 @@ impl Found {
     }
 }
 
-/// The stem of `runs/a1.jsonl` or `runs/a1.jsonl.gz` is `a1`.
+/// The stem of `runs/a1.jsonl`, `runs/a1.jsonl.gz` or `runs/a1.jsonl.zst` is `a1`.
 pub fn file_stem(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    let name = strip_codec(&name);
     match name.rfind('.') {
         Some(i) if i > 0 => name[..i].to_string(),
         _ => name.to_string(),
@@ -930,13 +930,20 @@ impl Walk<'_> {
     }
 }
 
+/// A file name without its `.gz` or `.zst` ending.
+fn strip_codec(name: &str) -> &str {
+    name.strip_suffix(".gz")
+        .or_else(|| name.strip_suffix(".zst"))
+        .unwrap_or(name)
+}
+
 /// Files a folder walk picks up: canonical JSONL and the native formats' extensions.
 fn is_candidate(path: &Path) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    let name = strip_codec(&name);
     name.ends_with(".jsonl") || crate::import::walk_extension(name)
 }
 
@@ -957,11 +964,13 @@ fn load(found: &Found) -> Result<(Vec<u8>, String)> {
     }
 }
 
-/// Decompress gzip input within the caps of `opts`; a truncated stream is an
-/// error at the line it broke.
-fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
+/// Decompress gzip or zstd input within the caps of `opts`; a truncated
+/// stream is an error at the line it broke.
+fn gunzip(display: &str, codec: Codec, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
     let mut out: Vec<u8> = Vec::new();
-    let mut dec = flate2::read::MultiGzDecoder::new(bytes);
+    let mut dec = codec
+        .decoder(bytes)
+        .map_err(|e| Error::io(Path::new(display), e))?;
     let stored = bytes.len().max(1) as u64;
     let mut chunk = vec![0u8; 1 << 20];
     loop {
@@ -974,13 +983,14 @@ fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
                 return Err(Error::Line {
                     path: display.to_string(),
                     line,
-                    message: format!("gzip stream is damaged or truncated ({e})"),
+                    message: format!("{codec} stream is damaged or truncated ({e})"),
                 });
             }
         };
         let total = out.len() as u64 + n as u64;
         check_gzip_caps(
             display,
+            codec,
             total,
             stored,
             opts.max_gzip_bytes,
@@ -1001,9 +1011,10 @@ fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
     }
 }
 
-/// The caps on a gzip stream of `stored` bytes that has expanded to `total`.
+/// The caps on a gzip (or zstd) stream of `stored` bytes that has expanded to `total`.
 fn check_gzip_caps(
     display: &str,
+    codec: Codec,
     total: u64,
     stored: u64,
     max_bytes: u64,
@@ -1013,7 +1024,7 @@ fn check_gzip_caps(
         return Err(Error::File {
             path: display.to_string(),
             message: format!(
-                "gzip stream expands to more than {max_bytes} bytes (--max-gzip-bytes raises the cap)"
+                "{codec} stream expands to more than {max_bytes} bytes (--max-gzip-bytes raises the cap)"
             ),
         });
     }
@@ -1021,7 +1032,7 @@ fn check_gzip_caps(
         return Err(Error::File {
             path: display.to_string(),
             message: format!(
-                "gzip stream expands more than {max_ratio} times its {stored} bytes (--max-gzip-ratio raises the cap)"
+                "{codec} stream expands more than {max_ratio} times its {stored} bytes (--max-gzip-ratio raises the cap)"
             ),
         });
     }
@@ -1030,6 +1041,50 @@ fn check_gzip_caps(
 
 fn is_gzip(bytes: &[u8]) -> bool {
     bytes.len() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b
+}
+
+/// A compressed input, told by its first bytes: gzip, or zstd (Codex's
+/// archived rollouts, `*.jsonl.zst`). Both go through the same caps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Codec {
+    Gzip,
+    Zstd,
+}
+
+/// The zstd frame magic number, little-endian.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+impl Codec {
+    /// The codec of a stream starting with `head`, if it is compressed.
+    pub(crate) fn of(head: &[u8]) -> Option<Codec> {
+        if is_gzip(head) {
+            Some(Codec::Gzip)
+        } else if head.starts_with(&ZSTD_MAGIC) {
+            Some(Codec::Zstd)
+        } else {
+            None
+        }
+    }
+
+    /// A decoder of every member (gzip) or frame (zstd) of `r`.
+    pub(crate) fn decoder<'r, R: std::io::BufRead + 'r>(
+        self,
+        r: R,
+    ) -> std::io::Result<Box<dyn Read + 'r>> {
+        Ok(match self {
+            Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
+            Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(r)?),
+        })
+    }
+}
+
+impl std::fmt::Display for Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Codec::Gzip => "gzip",
+            Codec::Zstd => "zstd",
+        })
+    }
 }
 
 /// Parse one file's bytes (canonical or native) into sessions.
@@ -1055,10 +1110,9 @@ fn parse_bytes_with(
     opts: &ReadOptions,
     canonical: ParseCanonical<'_>,
 ) -> Result<FileSessions> {
-    let bytes = if is_gzip(&bytes) {
-        gunzip(display, &bytes, opts)?
-    } else {
-        bytes
+    let bytes = match Codec::of(&bytes) {
+        Some(codec) => gunzip(display, codec, &bytes, opts)?,
+        None => bytes,
     };
     use crate::import::InputFormat;
     match opts.format {

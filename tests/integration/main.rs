@@ -19,3 +19,4 @@ mod properties;
 mod provenance;
 mod qwen_conformance;
 mod walk;
+mod zstd;
