@@ -210,6 +210,8 @@ fn unreadable_note(path: &Path, source: &std::io::Error) -> String {
 /// of one id merged in reading order (resume copies dropped), metadata
 /// attached; in first-seen order.
 fn merge_files(mut read: Vec<ReadFile>) -> Vec<Arc<Session>> {
+    // Continuations after the files they continue (stable: reading order otherwise).
+    read.sort_by_key(|r| r.fs.part);
     separate_native_ids(&mut read);
     // Session id -> records, in reading order; sessions with the same id in
     // several files form one session.
@@ -841,6 +843,7 @@ pub fn collect_files_with(paths: &[PathBuf], lenient: bool) -> Result<(Vec<Found
                     .as_encoded_bytes()
                     .cmp(b.as_os_str().as_encoded_bytes())
             });
+            drop_compressed_twins(&mut found);
             out.extend(
                 found
                     .into_iter()
@@ -854,6 +857,27 @@ pub fn collect_files_with(paths: &[PathBuf], lenient: bool) -> Result<(Vec<Found
         }
     }
     Ok((out, notes))
+}
+
+/// Drop `X.zst` from a walk that also found `X`: Codex writes the plain
+/// rollout and its compressed archive side by side while it archives, and
+/// the plain file wins (as Codex reads them).
+fn drop_compressed_twins(found: &mut Vec<PathBuf>) {
+    let plain: HashSet<&[u8]> = found
+        .iter()
+        .map(|p| p.as_os_str().as_encoded_bytes())
+        .collect();
+    let twins: HashSet<PathBuf> = found
+        .iter()
+        .filter(|p| {
+            p.as_os_str()
+                .as_encoded_bytes()
+                .strip_suffix(b".zst")
+                .is_some_and(|stem| plain.contains(stem))
+        })
+        .cloned()
+        .collect();
+    found.retain(|p| !twins.contains(p));
 }
 
 /// A folder walk: what it found, and what it skipped under `--lenient`.
@@ -1115,7 +1139,11 @@ fn parse_bytes_with(
         None => bytes,
     };
     use crate::import::InputFormat;
-    match opts.format {
+    let caps = crate::format::Caps {
+        max_bytes: opts.max_gzip_bytes,
+        max_ratio: opts.max_gzip_ratio,
+    };
+    crate::format::with_caps(caps, || match opts.format {
         InputFormat::Canonical => canonical(display, &stem, &bytes),
         InputFormat::Native(name) => {
             crate::import::import_as(name, display, &stem, &bytes, opts.lenient)
@@ -1127,7 +1155,7 @@ fn parse_bytes_with(
                 crate::import::import_auto(display, &stem, &bytes, opts.lenient)
             }
         }
-    }
+    })
 }
 
 /// A canonical file, in parallel pieces unless `--jobs 1`.
@@ -1203,10 +1231,40 @@ mod tests {
         assert!(looks_canonical(br#"{"type":"user","text":"hi"}"#));
     }
 
+    /// Container members (Inspect AI's ZIP) have the caps of a gzip file.
+    #[test]
+    fn member_caps_default_to_the_gzip_caps() {
+        let c = crate::format::Caps::default();
+        assert_eq!((c.max_bytes, c.max_ratio), (MAX_GZIP_BYTES, MAX_GZIP_RATIO));
+        assert_eq!(crate::format::RATIO_FLOOR, RATIO_FLOOR);
+    }
+
+    #[test]
+    fn a_plain_file_wins_over_its_compressed_twin() {
+        let mut found: Vec<PathBuf> = [
+            "a/r.jsonl",
+            "a/r.jsonl.zst",
+            "a/s.jsonl.zst",
+            "b/r.jsonl.zst",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        drop_compressed_twins(&mut found);
+        assert_eq!(
+            found,
+            ["a/r.jsonl", "a/s.jsonl.zst", "b/r.jsonl.zst"]
+                .iter()
+                .map(PathBuf::from)
+                .collect::<Vec<_>>()
+        );
+    }
+
     #[test]
     fn stems() {
         assert_eq!(file_stem(Path::new("runs/a1.jsonl")), "a1");
         assert_eq!(file_stem(Path::new("runs/a1.jsonl.gz")), "a1");
+        assert_eq!(file_stem(Path::new("runs/a1.jsonl.zst")), "a1");
         assert_eq!(file_stem(Path::new("x/m.traj.json")), "m.traj");
     }
 }

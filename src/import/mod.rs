@@ -120,6 +120,9 @@ pub fn detect(bytes: &[u8]) -> Option<&'static str> {
 }
 
 fn detect_format(bytes: &[u8]) -> Option<&'static dyn Format> {
+    if let Some(f) = REGISTRY.iter().find(|f| f.sniff_bytes(bytes)) {
+        return Some(*f);
+    }
     if let Ok(doc) = common::parse_doc(bytes) {
         if let Some(f) = REGISTRY.iter().find(|f| f.sniff_doc(&doc)) {
             return Some(*f);
@@ -132,6 +135,9 @@ fn detect_format(bytes: &[u8]) -> Option<&'static dyn Format> {
 /// Whether the content fits format `fmt` (a whole document or any of the
 /// leading lines), for `--input-format`.
 fn fits(fmt: &dyn Format, bytes: &[u8]) -> bool {
+    if fmt.sniff_bytes(bytes) {
+        return true;
+    }
     if let Ok(doc) = common::parse_doc(bytes) {
         if fmt.sniff_doc(&doc) {
             return true;
