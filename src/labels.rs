@@ -9,6 +9,8 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+pub mod scout;
+
 /// Labels resolved for a corpus, by session index.
 #[derive(Debug, Clone, Default)]
 pub struct Labels {
@@ -56,6 +58,10 @@ pub fn read_labels_file(
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
+    if scout::is_scout(&text, &ext) {
+        let (labels, _splits) = scout::parse(&display, &text, &ext, lenient, warnings)?;
+        return Ok((labels, digest));
+    }
     let out = parse_labels(
         &display,
         &text,

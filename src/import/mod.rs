@@ -1,14 +1,17 @@
 //! Importers: native agent logs (Claude Code, Codex CLI, Gemini CLI, OpenHands,
-//! SWE-agent, chat-completions lists, OpenCode, Goose) mapped onto canonical
+//! SWE-agent, chat-completions lists, OpenCode, Goose, Harbor ATIF, Inspect
+//! AI) mapped onto canonical
 //! records; format detection by content; the canonical JSONL writer.
 //!
 //! Mappings follow `shared/research/formats.md`; one file per format.
 
+mod atif;
 mod claude_code;
 mod codex;
 mod common;
 mod gemini_cli;
 mod goose;
+mod inspect_ai;
 mod openai_chat;
 mod opencode;
 mod openhands;
@@ -37,6 +40,9 @@ const REGISTRY: &[&dyn Format] = &[
     &openhands::OpenHands,
     &swe_agent::SweAgent,
     &openai_chat::OpenAiChat,
+    &atif::Atif,
+    // Recognised by bytes (a ZIP, a `NaN`-tolerant EvalLog), before any JSON sniff.
+    &inspect_ai::InspectAi,
 ];
 
 /// Input format names accepted by `--input-format` (besides `canonical` and
