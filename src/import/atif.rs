@@ -101,12 +101,14 @@ fn trajectory(
         let mut toks = base.to_vec();
         toks.extend(["steps".to_string(), j.to_string()]);
         out.at(Some(pointer(&toks)));
-        // Lines are known for the top trajectory's steps only.
-        let line = if base.is_empty() {
-            lines.get(&vec![j]).copied().unwrap_or(0)
-        } else {
-            0
+        // Lines are known for the steps of the top trajectory and of its
+        // subagents (keyed `[step]` and `[subagent, step]`).
+        let key: Option<Vec<usize>> = match base {
+            [] => Some(vec![j]),
+            [_, i] => i.parse().ok().map(|i| vec![i, j]),
+            _ => None,
         };
+        let line = key.and_then(|k| lines.get(&k)).copied().unwrap_or(0);
         match s(step, "source") {
             Some("system") => {
                 let ctxm = step
@@ -246,7 +248,17 @@ fn read(ctx: &Ctx) -> Result<FileSessions> {
         .unwrap_or(ctx.stem)
         .to_string();
     let part = part_of(ctx.stem);
-    let lines: HashMap<Vec<usize>, u32> = value_lines(ctx.bytes, &[Seg::Key("steps"), Seg::Index]);
+    let mut lines: HashMap<Vec<usize>, u32> =
+        value_lines(ctx.bytes, &[Seg::Key("steps"), Seg::Index]);
+    lines.extend(value_lines(
+        ctx.bytes,
+        &[
+            Seg::Key("subagent_trajectories"),
+            Seg::Index,
+            Seg::Key("steps"),
+            Seg::Index,
+        ],
+    ));
     if let Err(why) = trajectory(&mut out, t, &sid, &[], None, &lines, part) {
         out.bad(ctx, 1, why)?;
     }

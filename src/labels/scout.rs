@@ -393,6 +393,18 @@ mod tests {
         assert!(e.starts_with("v.jsonl:1: a case needs `target`"), "{e}");
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Hostile validation sets: no panic, and an error names the file.
+        #[test]
+        fn hostile_sets_never_panic(text in "[-\\[\\]{}:,\"a-z0-9 \n]{0,200}", ext in 0usize..4) {
+            let ext = ["csv", "json", "jsonl", "yaml"][ext];
+            if let Err(e) = parse("v.set", &text, ext, false, &mut vec![]) {
+                proptest::prop_assert!(e.to_string().starts_with("v.set"), "{}", e);
+            }
+        }
+    }
+
     #[test]
     fn export_reads_back() {
         let (labels, splits) = parse(

@@ -1,7 +1,7 @@
 //! The logs people have in 2026 (issue #26): Inspect AI `.eval` and `.json`
 //! logs, Harbor ATIF trajectories, Codex's archived rollouts and Inspect
 //! Scout validation sets as labels, on the fixtures of
-//! `fixtures/make_formats_2026.py` (`tests/fixtures/import/2026/`).
+//! `fixtures/make_formats_2026.py` (`tests/fixtures/formats-2026/`).
 
 use crate::util::{looptune, run};
 use looptune::event::{Corpus, Record, Session};
@@ -10,7 +10,7 @@ use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 
 fn fx(p: &str) -> PathBuf {
-    PathBuf::from("tests/fixtures/import/2026").join(p)
+    PathBuf::from("tests/fixtures/formats-2026").join(p)
 }
 
 fn read(paths: &[PathBuf]) -> Corpus {
@@ -137,7 +137,7 @@ fn inspect_provenance_names_the_member_line_and_pointer() {
     let p = c.provenance(si, ei as u32 + 1).unwrap();
     assert_eq!(
         p.file,
-        "tests/fixtures/import/2026/inspect/zstd.eval!samples/1_epoch_1.json"
+        "tests/fixtures/formats-2026/inspect/zstd.eval!samples/1_epoch_1.json"
     );
     let pointer = p.pointer.unwrap();
     // The member, decompressed independently: the line opens the message the pointer names.
@@ -145,7 +145,7 @@ fn inspect_provenance_names_the_member_line_and_pointer() {
         .args([
             "-c",
             "import sys,zipfile; sys.stdout.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]).decode())",
-            "tests/fixtures/import/2026/inspect/deflate.eval",
+            "tests/fixtures/formats-2026/inspect/deflate.eval",
             "samples/1_epoch_1.json",
         ])
         .output();
