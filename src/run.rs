@@ -385,7 +385,17 @@ pub fn detectors_command(only: Option<&str>, json: bool, out: &mut dyn Write) ->
         None => detect::families(),
     };
     let listing: Vec<FamilyListing> = fams.iter().map(|f| family_listing(*f)).collect();
-    crate::report::text::detectors(&listing, json, out).map_err(|e| Error::io("<stdout>", e))
+    crate::report::text::detectors(&listing, json, out).map_err(|e| Error::io("<stdout>", e))?;
+    if !json && only.is_none() {
+        // What the detectors can be fed: every reader, by its `--input-format` name.
+        writeln!(
+            out,
+            "input formats (--input-format; detected per file by content by default): canonical, {}",
+            crate::import::format_names().join(", ")
+        )
+        .map_err(|e| Error::io("<stdout>", e))?;
+    }
+    Ok(())
 }
 
 /// What replay output says of a configuration.

@@ -478,9 +478,20 @@ fn labels_export_as_a_scout_validation_set_and_read_back() {
         .code(2);
 }
 
-/// `--input-format` and the errors name the new formats.
+/// `detectors`, `--input-format` and the errors name the new formats.
 #[test]
 fn the_new_formats_are_listed() {
+    let o = run(&["detectors"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("input formats (--input-format")
+            && last.contains("codex")
+            && last.contains("atif, harbor")
+            && last.contains("inspect-ai, inspect"),
+        "{last}"
+    );
     let o = run(&["replay", "--help"]);
     let help = String::from_utf8_lossy(&o.stdout).into_owned();
     for name in ["inspect-ai", "atif"] {
