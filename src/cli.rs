@@ -181,7 +181,8 @@ s skips, u undoes, ? shows help, q quits. Every label is written to FILE at once
 
 Examples:
   looptune label runs/ --labels labels.csv        # created if missing
-  looptune label --suggest runs/ > queue.csv      # the ranked queue, no terminal";
+  looptune label --suggest runs/ > queue.csv      # the ranked queue, no terminal
+  looptune label --labels labels.csv --export scout validation.csv   # for Inspect Scout";
 
 #[derive(Debug, Args)]
 struct LabelArgs {
@@ -193,6 +194,10 @@ struct LabelArgs {
     /// Print the ranked queue as CSV (session,file,reason, first detection turn per family) instead of opening the terminal.
     #[arg(long)]
     suggest: bool,
+    /// Write the --labels file in another tool's form and stop: `scout` (an Inspect Scout
+    /// validation set, `id,target[,split]`; JSON, JSONL or YAML by FILE's extension).
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], conflicts_with = "suggest", requires = "labels")]
+    export: Vec<String>,
     /// Worker threads for reading files and replaying (default: all cores).
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
@@ -267,10 +272,10 @@ struct InputArgs {
 /// Caps on what one input file may cost.
 #[derive(Debug, Args)]
 struct LimitArgs {
-    /// Most bytes one gzip file may expand to.
+    /// Most bytes one gzip or zstd file may expand to.
     #[arg(long, value_name = "BYTES", default_value_t = crate::input::MAX_GZIP_BYTES)]
     max_gzip_bytes: u64,
-    /// Most times a gzip file may expand (checked past 16 MiB decompressed).
+    /// Most times a gzip or zstd file may expand (checked past 16 MiB decompressed).
     #[arg(long, value_name = "N", default_value_t = crate::input::MAX_GZIP_RATIO)]
     max_gzip_ratio: u64,
     /// Canonical files larger than this are read in two passes of batches
@@ -566,11 +571,13 @@ fn is_run_dir(v: &str) -> bool {
 /// Run the parsed command; returns the exit code.
 pub fn dispatch(mut cli: Cli) -> Result<i32> {
     // No PATHS: the agents' default log folders (said on stderr).
+    // `label --export` reads only its labels file.
+    let exporting = matches!(&cli.command, Command::Label(a) if !a.export.is_empty());
     match &mut cli.command {
         Command::Replay(ReplayArgs { input, .. })
         | Command::Import(ImportArgs { input, .. })
         | Command::Label(LabelArgs { input, .. })
-            if input.paths.is_empty() =>
+            if input.paths.is_empty() && !exporting =>
         {
             input.paths = crate::logdirs::default_paths(&mut std::io::stderr())?;
         }
@@ -712,6 +719,12 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
             out.write_all(&buf).map_err(|e| Error::io("<stdout>", e))?;
             Ok(0)
         }
+        Command::Label(a) if !a.export.is_empty() => run::export_labels_command(
+            a.labels.as_deref().expect("clap requires --labels"),
+            &a.export[0],
+            std::path::Path::new(&a.export[1]),
+            &a.input.paths,
+        ),
         Command::Label(a) => run::label_command(
             &run::LabelRequest {
                 paths: a.input.paths.clone(),

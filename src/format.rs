@@ -34,6 +34,52 @@ pub struct FileSessions {
     /// and records whose key an earlier file already gave are dropped. Empty
     /// for formats without such keys.
     pub record_keys: HashMap<String, Vec<Option<String>>>,
+    /// Which part of a session split over several files this file is (0 for
+    /// a whole file; N for Harbor's `trajectory.cont-N.json`): files are
+    /// merged in order of part, then of reading, so a continuation follows
+    /// its parent whatever the paths' order.
+    pub part: u32,
+}
+
+/// The caps on decompressing a container's members (an Inspect AI `.eval`
+/// ZIP), the same as on a gzip or zstd file: most bytes, and most times its
+/// stored size past [`RATIO_FLOOR`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// Most bytes a member (and all members together) may expand to.
+    pub max_bytes: u64,
+    /// Most times a member may expand past [`RATIO_FLOOR`].
+    pub max_ratio: u64,
+}
+
+/// Decompressed size below which the ratio is not checked.
+pub const RATIO_FLOOR: u64 = 16 << 20;
+
+impl Default for Caps {
+    /// 1 GiB and 100 times (`input::MAX_GZIP_BYTES`, `input::MAX_GZIP_RATIO`).
+    fn default() -> Caps {
+        Caps {
+            max_bytes: 1 << 30,
+            max_ratio: 100,
+        }
+    }
+}
+
+thread_local! {
+    static CAPS: std::cell::Cell<Caps> = std::cell::Cell::new(Caps::default());
+}
+
+/// Run `f` with `caps` as the caps readers see ([`caps`]) on this thread.
+pub(crate) fn with_caps<T>(caps: Caps, f: impl FnOnce() -> T) -> T {
+    let before = CAPS.with(|c| c.replace(caps));
+    let out = f();
+    CAPS.with(|c| c.set(before));
+    out
+}
+
+/// The caps in force on this thread (the defaults outside [`with_caps`]).
+pub(crate) fn caps() -> Caps {
+    CAPS.with(std::cell::Cell::get)
 }
 
 /// What a reader is reading.
@@ -75,6 +121,12 @@ pub trait Format: Sync {
     /// after any `.gz`).
     fn extensions(&self) -> &'static [&'static str] {
         &[".jsonl", ".json"]
+    }
+    /// Whether a file's raw bytes are in this format, before any JSON is
+    /// parsed: binary containers (a ZIP) and documents that are not strict
+    /// JSON (bare `NaN`). Detection asks this first.
+    fn sniff_bytes(&self, _bytes: &[u8]) -> bool {
+        false
     }
     /// Whether a whole-file JSON document is in this format.
     fn sniff_doc(&self, _doc: &Value) -> bool {

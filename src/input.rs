@@ -210,6 +210,8 @@ fn unreadable_note(path: &Path, source: &std::io::Error) -> String {
 /// of one id merged in reading order (resume copies dropped), metadata
 /// attached; in first-seen order.
 fn merge_files(mut read: Vec<ReadFile>) -> Vec<Arc<Session>> {
+    // Continuations after the files they continue (stable: reading order otherwise).
+    read.sort_by_key(|r| r.fs.part);
     separate_native_ids(&mut read);
     // Session id -> records, in reading order; sessions with the same id in
     // several files form one session.
@@ -792,13 +794,13 @@ impl Found {
     }
 }
 
-/// The stem of `runs/a1.jsonl` or `runs/a1.jsonl.gz` is `a1`.
+/// The stem of `runs/a1.jsonl`, `runs/a1.jsonl.gz` or `runs/a1.jsonl.zst` is `a1`.
 pub fn file_stem(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    let name = strip_codec(&name);
     match name.rfind('.') {
         Some(i) if i > 0 => name[..i].to_string(),
         _ => name.to_string(),
@@ -841,6 +843,7 @@ pub fn collect_files_with(paths: &[PathBuf], lenient: bool) -> Result<(Vec<Found
                     .as_encoded_bytes()
                     .cmp(b.as_os_str().as_encoded_bytes())
             });
+            drop_compressed_twins(&mut found);
             out.extend(
                 found
                     .into_iter()
@@ -854,6 +857,27 @@ pub fn collect_files_with(paths: &[PathBuf], lenient: bool) -> Result<(Vec<Found
         }
     }
     Ok((out, notes))
+}
+
+/// Drop `X.zst` from a walk that also found `X`: Codex writes the plain
+/// rollout and its compressed archive side by side while it archives, and
+/// the plain file wins (as Codex reads them).
+fn drop_compressed_twins(found: &mut Vec<PathBuf>) {
+    let plain: HashSet<&[u8]> = found
+        .iter()
+        .map(|p| p.as_os_str().as_encoded_bytes())
+        .collect();
+    let twins: HashSet<PathBuf> = found
+        .iter()
+        .filter(|p| {
+            p.as_os_str()
+                .as_encoded_bytes()
+                .strip_suffix(b".zst")
+                .is_some_and(|stem| plain.contains(stem))
+        })
+        .cloned()
+        .collect();
+    found.retain(|p| !twins.contains(p));
 }
 
 /// A folder walk: what it found, and what it skipped under `--lenient`.
@@ -930,13 +954,20 @@ impl Walk<'_> {
     }
 }
 
+/// A file name without its `.gz` or `.zst` ending.
+fn strip_codec(name: &str) -> &str {
+    name.strip_suffix(".gz")
+        .or_else(|| name.strip_suffix(".zst"))
+        .unwrap_or(name)
+}
+
 /// Files a folder walk picks up: canonical JSONL and the native formats' extensions.
 fn is_candidate(path: &Path) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    let name = strip_codec(&name);
     name.ends_with(".jsonl") || crate::import::walk_extension(name)
 }
 
@@ -957,11 +988,13 @@ fn load(found: &Found) -> Result<(Vec<u8>, String)> {
     }
 }
 
-/// Decompress gzip input within the caps of `opts`; a truncated stream is an
-/// error at the line it broke.
-fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
+/// Decompress gzip or zstd input within the caps of `opts`; a truncated
+/// stream is an error at the line it broke.
+fn gunzip(display: &str, codec: Codec, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
     let mut out: Vec<u8> = Vec::new();
-    let mut dec = flate2::read::MultiGzDecoder::new(bytes);
+    let mut dec = codec
+        .decoder(bytes)
+        .map_err(|e| Error::io(Path::new(display), e))?;
     let stored = bytes.len().max(1) as u64;
     let mut chunk = vec![0u8; 1 << 20];
     loop {
@@ -974,13 +1007,14 @@ fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
                 return Err(Error::Line {
                     path: display.to_string(),
                     line,
-                    message: format!("gzip stream is damaged or truncated ({e})"),
+                    message: format!("{codec} stream is damaged or truncated ({e})"),
                 });
             }
         };
         let total = out.len() as u64 + n as u64;
         check_gzip_caps(
             display,
+            codec,
             total,
             stored,
             opts.max_gzip_bytes,
@@ -1001,9 +1035,10 @@ fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
     }
 }
 
-/// The caps on a gzip stream of `stored` bytes that has expanded to `total`.
+/// The caps on a gzip (or zstd) stream of `stored` bytes that has expanded to `total`.
 fn check_gzip_caps(
     display: &str,
+    codec: Codec,
     total: u64,
     stored: u64,
     max_bytes: u64,
@@ -1013,7 +1048,7 @@ fn check_gzip_caps(
         return Err(Error::File {
             path: display.to_string(),
             message: format!(
-                "gzip stream expands to more than {max_bytes} bytes (--max-gzip-bytes raises the cap)"
+                "{codec} stream expands to more than {max_bytes} bytes (--max-gzip-bytes raises the cap)"
             ),
         });
     }
@@ -1021,7 +1056,7 @@ fn check_gzip_caps(
         return Err(Error::File {
             path: display.to_string(),
             message: format!(
-                "gzip stream expands more than {max_ratio} times its {stored} bytes (--max-gzip-ratio raises the cap)"
+                "{codec} stream expands more than {max_ratio} times its {stored} bytes (--max-gzip-ratio raises the cap)"
             ),
         });
     }
@@ -1030,6 +1065,50 @@ fn check_gzip_caps(
 
 fn is_gzip(bytes: &[u8]) -> bool {
     bytes.len() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b
+}
+
+/// A compressed input, told by its first bytes: gzip, or zstd (Codex's
+/// archived rollouts, `*.jsonl.zst`). Both go through the same caps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Codec {
+    Gzip,
+    Zstd,
+}
+
+/// The zstd frame magic number, little-endian.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+impl Codec {
+    /// The codec of a stream starting with `head`, if it is compressed.
+    pub(crate) fn of(head: &[u8]) -> Option<Codec> {
+        if is_gzip(head) {
+            Some(Codec::Gzip)
+        } else if head.starts_with(&ZSTD_MAGIC) {
+            Some(Codec::Zstd)
+        } else {
+            None
+        }
+    }
+
+    /// A decoder of every member (gzip) or frame (zstd) of `r`.
+    pub(crate) fn decoder<'r, R: std::io::BufRead + 'r>(
+        self,
+        r: R,
+    ) -> std::io::Result<Box<dyn Read + 'r>> {
+        Ok(match self {
+            Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
+            Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(r)?),
+        })
+    }
+}
+
+impl std::fmt::Display for Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Codec::Gzip => "gzip",
+            Codec::Zstd => "zstd",
+        })
+    }
 }
 
 /// Parse one file's bytes (canonical or native) into sessions.
@@ -1055,13 +1134,16 @@ fn parse_bytes_with(
     opts: &ReadOptions,
     canonical: ParseCanonical<'_>,
 ) -> Result<FileSessions> {
-    let bytes = if is_gzip(&bytes) {
-        gunzip(display, &bytes, opts)?
-    } else {
-        bytes
+    let bytes = match Codec::of(&bytes) {
+        Some(codec) => gunzip(display, codec, &bytes, opts)?,
+        None => bytes,
     };
     use crate::import::InputFormat;
-    match opts.format {
+    let caps = crate::format::Caps {
+        max_bytes: opts.max_gzip_bytes,
+        max_ratio: opts.max_gzip_ratio,
+    };
+    crate::format::with_caps(caps, || match opts.format {
         InputFormat::Canonical => canonical(display, &stem, &bytes),
         InputFormat::Native(name) => {
             crate::import::import_as(name, display, &stem, &bytes, opts.lenient)
@@ -1073,7 +1155,7 @@ fn parse_bytes_with(
                 crate::import::import_auto(display, &stem, &bytes, opts.lenient)
             }
         }
-    }
+    })
 }
 
 /// A canonical file, in parallel pieces unless `--jobs 1`.
@@ -1149,10 +1231,40 @@ mod tests {
         assert!(looks_canonical(br#"{"type":"user","text":"hi"}"#));
     }
 
+    /// Container members (Inspect AI's ZIP) have the caps of a gzip file.
+    #[test]
+    fn member_caps_default_to_the_gzip_caps() {
+        let c = crate::format::Caps::default();
+        assert_eq!((c.max_bytes, c.max_ratio), (MAX_GZIP_BYTES, MAX_GZIP_RATIO));
+        assert_eq!(crate::format::RATIO_FLOOR, RATIO_FLOOR);
+    }
+
+    #[test]
+    fn a_plain_file_wins_over_its_compressed_twin() {
+        let mut found: Vec<PathBuf> = [
+            "a/r.jsonl",
+            "a/r.jsonl.zst",
+            "a/s.jsonl.zst",
+            "b/r.jsonl.zst",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        drop_compressed_twins(&mut found);
+        assert_eq!(
+            found,
+            ["a/r.jsonl", "a/s.jsonl.zst", "b/r.jsonl.zst"]
+                .iter()
+                .map(PathBuf::from)
+                .collect::<Vec<_>>()
+        );
+    }
+
     #[test]
     fn stems() {
         assert_eq!(file_stem(Path::new("runs/a1.jsonl")), "a1");
         assert_eq!(file_stem(Path::new("runs/a1.jsonl.gz")), "a1");
+        assert_eq!(file_stem(Path::new("runs/a1.jsonl.zst")), "a1");
         assert_eq!(file_stem(Path::new("x/m.traj.json")), "m.traj");
     }
 }

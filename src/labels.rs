@@ -9,6 +9,8 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+pub mod scout;
+
 /// Labels resolved for a corpus, by session index.
 #[derive(Debug, Clone, Default)]
 pub struct Labels {
@@ -69,6 +71,28 @@ pub fn read_label_rows(
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
+    if scout::is_scout(&text, &ext) {
+        // A validation set has no line per case to name; its split (when
+        // given) is a group key like any labels column.
+        let (labels, splits) = scout::parse(&display, &text, &ext, lenient, warnings)?;
+        let rows = labels
+            .into_iter()
+            .map(|(id, label)| {
+                let extra = splits
+                    .get(&id)
+                    .map(|s| (SPLIT.to_string(), s.clone()))
+                    .into_iter()
+                    .collect();
+                let row = LabelRow {
+                    label,
+                    line: 0,
+                    extra,
+                };
+                (id, row)
+            })
+            .collect();
+        return Ok((rows, digest));
+    }
     let out = parse_label_rows(
         &display,
         &text,

@@ -1,5 +1,6 @@
 //! The agents' default log folders: where `replay`, `sweep`, `import` (and
-//! `label`) look when no PATHS are given. Locations per
+//! `label`) look when no PATHS are given (Inspect AI's `./logs` and Harbor's
+//! `jobs/` relative to the current folder, as those tools write them). Locations per
 //! `shared/research/formats.md`; environment overrides the agents honour
 //! (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `GEMINI_DIR`...) are honoured too.
 
@@ -40,6 +41,23 @@ pub fn candidates(home: &Path, env: &dyn Fn(&str) -> Option<String>) -> Vec<LogF
         LogFolder {
             agent: "gemini-cli",
             path: home.join(".gemini/tmp"),
+        },
+        // Codex moves rollouts older than seven days here, zstd-compressed.
+        LogFolder {
+            agent: "codex",
+            path: under("CODEX_HOME", ".codex", "archived_sessions"),
+        },
+        // Inspect AI writes `./logs` of the folder it runs in, or `$INSPECT_LOG_DIR`.
+        LogFolder {
+            agent: "inspect-ai",
+            path: env("INSPECT_LOG_DIR")
+                .filter(|v| !v.is_empty())
+                .map_or_else(|| PathBuf::from("logs"), PathBuf::from),
+        },
+        // Harbor writes `jobs/<job>/<trial>/agent/trajectory.json` where it runs.
+        LogFolder {
+            agent: "atif",
+            path: PathBuf::from("jobs"),
         },
         LogFolder {
             agent: "openhands",
@@ -106,5 +124,35 @@ mod tests {
         assert_eq!(c[2].path, Path::new("/h/.gemini/tmp"));
         let env = |k: &str| (k == "CODEX_HOME").then(|| "/c".to_string());
         assert_eq!(candidates(home, &env)[1].path, Path::new("/c/sessions"));
+    }
+
+    /// Codex's archive, Inspect AI's `./logs` and Harbor's `jobs/` (issue #26).
+    #[test]
+    fn the_places_of_2026() {
+        let home = Path::new("/h");
+        let at = |c: &[LogFolder], agent: &str| -> Vec<PathBuf> {
+            c.iter()
+                .filter(|f| f.agent == agent)
+                .map(|f| f.path.clone())
+                .collect()
+        };
+        let c = candidates(home, &|_| None);
+        assert_eq!(
+            at(&c, "codex"),
+            vec![
+                PathBuf::from("/h/.codex/sessions"),
+                PathBuf::from("/h/.codex/archived_sessions")
+            ]
+        );
+        assert_eq!(at(&c, "inspect-ai"), vec![PathBuf::from("logs")]);
+        assert_eq!(at(&c, "atif"), vec![PathBuf::from("jobs")]);
+        let env = |k: &str| match k {
+            "CODEX_HOME" => Some("/c".to_string()),
+            "INSPECT_LOG_DIR" => Some("/runs/inspect".to_string()),
+            _ => None,
+        };
+        let c = candidates(home, &env);
+        assert_eq!(at(&c, "codex")[1], Path::new("/c/archived_sessions"));
+        assert_eq!(at(&c, "inspect-ai"), vec![PathBuf::from("/runs/inspect")]);
     }
 }

@@ -385,7 +385,17 @@ pub fn detectors_command(only: Option<&str>, json: bool, out: &mut dyn Write) ->
         None => detect::families(),
     };
     let listing: Vec<FamilyListing> = fams.iter().map(|f| family_listing(*f)).collect();
-    crate::report::text::detectors(&listing, json, out).map_err(|e| Error::io("<stdout>", e))
+    crate::report::text::detectors(&listing, json, out).map_err(|e| Error::io("<stdout>", e))?;
+    if !json && only.is_none() {
+        // What the detectors can be fed: every reader, by its `--input-format` name.
+        writeln!(
+            out,
+            "input formats (--input-format; detected per file by content by default): canonical, {}",
+            crate::import::format_names().join(", ")
+        )
+        .map_err(|e| Error::io("<stdout>", e))?;
+    }
+    Ok(())
 }
 
 /// What replay output says of a configuration.
@@ -993,6 +1003,58 @@ pub struct LabelRequest {
     pub suggest: bool,
     /// Worker threads for the replay.
     pub jobs: usize,
+}
+
+/// `looptune label --labels FILE --export FORMAT OUT`: the labels file
+/// written in another tool's form (`scout`: an Inspect Scout validation set;
+/// loops lose their onset, which Scout has no place for). `OUT` is written
+/// atomically and may be neither the labels file nor an input.
+pub fn export_labels_command(
+    labels: &std::path::Path,
+    format: &str,
+    file: &std::path::Path,
+    inputs: &[PathBuf],
+) -> Result<i32> {
+    if format != "scout" {
+        return Err(Error::Usage(format!(
+            "--export: unknown format `{format}` (known: scout)"
+        )));
+    }
+    let mut sources = inputs.to_vec();
+    sources.push(labels.to_path_buf());
+    guard_outputs(&[file.to_path_buf()], &sources)?;
+    if std::fs::canonicalize(file).ok() == std::fs::canonicalize(labels).ok() && file.exists() {
+        return Err(Error::Usage(format!(
+            "--export would write over the labels file {}",
+            labels.display()
+        )));
+    }
+    let (set, splits) = crate::labels::scout::read_for_export(labels)?;
+    let ext = file
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let text = crate::labels::scout::export(&set, &splits, &ext);
+    crate::outdir::write_atomic(file, text.as_bytes()).map_err(|e| Error::io(file, e))?;
+    let without = set
+        .values()
+        .filter(|l| l.is_loop && l.onset_turn.is_some())
+        .count();
+    eprintln!(
+        "wrote {} label{} to {}{}",
+        set.len(),
+        if set.len() == 1 { "" } else { "s" },
+        file.display(),
+        if without > 0 {
+            format!(
+                " ({without} onset{} dropped: a validation set has none)",
+                if without == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(EXIT_OK)
 }
 
 /// Run `looptune label`; `--suggest` writes to `out`. Returns the exit code.

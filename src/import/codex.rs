@@ -1,6 +1,19 @@
-//! OpenAI Codex CLI rollout JSONL (`~/.codex/sessions/.../rollout-*.jsonl`)
+//! OpenAI Codex CLI rollout JSONL (`~/.codex/sessions/.../rollout-*.jsonl`,
+//! and `~/.codex/archived_sessions/rollout-*.jsonl.zst` once archived)
 //! mapped onto canonical records. One file is one session; turns are implicit
 //! (no per-request marker exists in every version).
+//!
+//! 2026 rollouts (`codex-rs/protocol/src/models.rs`) add response items:
+//! `tool_search_call` is a call (`tool_search`, its `arguments`) and
+//! `tool_search_output` its result (the tools found, as JSON);
+//! `function_call.namespace` prefixes the call's name (`namespace.name`), so
+//! same-named tools of two namespaces stay apart; `image_generation_call` is
+//! a call (`image_generation`, its revised prompt); `agent_message` (one
+//! agent's message to another) is model text, as an assistant `message`
+//! (whatever its `phase`); `compaction`, `compaction_summary`,
+//! `compaction_trigger` and `context_compaction` are no turn and no record
+//! (counted in the session's `compactions`), and `additional_tools` only
+//! lists tools.
 
 use super::common::{
     args_from_str, args_from_value, opt_arr, parse_object, req_obj, req_str, s, session_rec,
@@ -46,6 +59,7 @@ struct State {
     last_total: Option<Value>,
     model: Option<String>,
     task_turn_id: Option<String>,
+    compactions: u64,
 }
 
 fn item(
@@ -171,8 +185,57 @@ fn response_item(
                 Some(Value::String(a)) => args_from_str(a),
                 other => args_from_value(other),
             };
-            call(out, st, sid, line, name, args, s(p, "call_id"));
+            match s(p, "namespace").filter(|n| !n.is_empty()) {
+                Some(ns) => {
+                    let name = format!("{ns}.{name}");
+                    call(out, st, sid, line, &name, args, s(p, "call_id"));
+                }
+                None => call(out, st, sid, line, name, args, s(p, "call_id")),
+            }
         }
+        Some("tool_search_call") => {
+            let args = match p.get("arguments") {
+                Some(Value::String(a)) => args_from_str(a),
+                other => args_from_value(other),
+            };
+            call(out, st, sid, line, "tool_search", args, s(p, "call_id"));
+        }
+        Some("image_generation_call") => {
+            let mut args = Map::new();
+            if let Some(prompt) = p.get("revised_prompt").filter(|v| !v.is_null()) {
+                args.insert("prompt".into(), prompt.clone());
+            }
+            call(out, st, sid, line, "image_generation", args, s(p, "id"));
+        }
+        Some("agent_message") => {
+            let text = text_of(p.get("content"));
+            if !text.is_empty() {
+                out.push(sid, Record::Content { text }, line);
+            }
+        }
+        Some("tool_search_output") => {
+            let id = s(p, "call_id");
+            let output = match p.get("tools") {
+                Some(Value::Null) | None => String::new(),
+                Some(tools) => tools.to_string(),
+            };
+            let error = s(p, "status").map(|st| st == "failed" || st == "incomplete");
+            out.push(
+                sid,
+                Record::ToolResult {
+                    id: id.map(str::to_string),
+                    name: id.and_then(|i| st.tool_names.get(i)).cloned(),
+                    output: Some(output),
+                    error,
+                },
+                line,
+            );
+        }
+        Some("compaction" | "compaction_summary" | "compaction_trigger" | "context_compaction") => {
+            st.compactions += 1;
+            out.meta(sid, "compactions", Value::from(st.compactions));
+        }
+        Some("additional_tools") => {}
         Some("custom_tool_call") => {
             let name = req_str(p, "name", "payload.name")?;
             let mut args = Map::new();
@@ -301,6 +364,66 @@ mod tests {
         );
         assert_eq!(output_and_error("Exit code: 1\n").1, Some(true));
         assert_eq!(output_and_error("Plan updated").1, None);
+    }
+
+    /// 2026 item types: a tool search is a call and its output a result, a
+    /// namespace prefixes the name, an agent message is text, compactions
+    /// are counted but make no record (so no turn), and none is unknown.
+    #[test]
+    fn items_of_2026() {
+        let text = r#"{"type":"session_meta","payload":{"id":"X"}}
+{"type":"response_item","payload":{"type":"tool_search_call","call_id":"s1","status":"completed","execution":"client","arguments":{"query":"calendar"}}}
+{"type":"response_item","payload":{"type":"tool_search_output","call_id":"s1","status":"completed","execution":"client","tools":[{"name":"create_event"}]}}
+{"type":"response_item","payload":{"type":"function_call","namespace":"calendar","name":"create_event","arguments":"{\"day\":1}","call_id":"c1"}}
+{"type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"ok"}}
+{"type":"response_item","payload":{"type":"compaction","encrypted_content":"xyz"}}
+{"type":"response_item","payload":{"type":"context_compaction","summary":"s"}}
+{"type":"response_item","payload":{"type":"additional_tools","tools":[]}}
+{"type":"response_item","payload":{"type":"message","role":"assistant","phase":"commentary","content":[{"type":"output_text","text":"checking"}]}}
+{"type":"response_item","payload":{"type":"agent_message","author":"worker","recipient":"root","content":[{"type":"output_text","text":"done"}]}}
+{"type":"response_item","payload":{"type":"image_generation_call","id":"ig1","status":"completed","revised_prompt":"a cat","result":"AAAA"}}"#;
+        let ctx = Ctx {
+            display: "r.jsonl",
+            stem: "r",
+            bytes: text.as_bytes(),
+            lenient: false,
+        };
+        let fs = import(&ctx).unwrap();
+        assert_eq!(fs.unknown, 0);
+        let recs = &fs.sessions[0].1;
+        let got: Vec<String> = recs
+            .iter()
+            .map(|e| match &e.record {
+                Record::ToolCall { name, args, id } => {
+                    format!(
+                        "call {name} {} {id:?}",
+                        serde_json::to_string(args).unwrap()
+                    )
+                }
+                Record::ToolResult {
+                    name,
+                    output,
+                    error,
+                    ..
+                } => format!("result {name:?} {output:?} {error:?}"),
+                Record::Content { text } => format!("content {text}"),
+                other => other.type_name().to_string(),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                "session",
+                r#"call tool_search {"query":"calendar"} Some("s1")"#,
+                r#"result Some("tool_search") Some("[{\"name\":\"create_event\"}]") Some(false)"#,
+                r#"call calendar.create_event {"day":1} Some("c1")"#,
+                r#"result Some("calendar.create_event") Some("ok") None"#,
+                "content checking",
+                "content done",
+                r#"call image_generation {"prompt":"a cat"} Some("ig1")"#,
+            ]
+        );
+        assert_eq!(fs.session_meta["r"]["compactions"], 2);
     }
 
     #[test]

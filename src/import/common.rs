@@ -84,6 +84,12 @@ impl Out {
         });
     }
 
+    /// Records pushed from now on come from `place` (a member of a container
+    /// file, its line and the JSON pointer inside it).
+    pub fn at_place(&mut self, place: Place) {
+        self.place = Some(Arc::new(place));
+    }
+
     /// Add a metadata entry for a session (merged into its resolved metadata).
     pub fn meta(&mut self, sid: &str, key: &str, value: Value) {
         self.fs
@@ -322,6 +328,105 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
     out
 }
 
+/// One step of a path inside a JSON document, for [`value_lines`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Seg<'a> {
+    /// The value under this key of an object.
+    Key(&'a str),
+    /// Any element of an array.
+    Index,
+}
+
+/// The 1-based lines where the values at `pattern` start inside one JSON
+/// document, keyed by the array indices along the way (`[Key("samples"),
+/// Index, Key("messages"), Index]` gives `[sample, message] -> line`). A
+/// tiny tokenizer like [`element_lines`]: strings, escapes, nesting; keys
+/// are compared as written.
+pub(crate) fn value_lines(bytes: &[u8], pattern: &[Seg]) -> HashMap<Vec<usize>, u32> {
+    enum Frame {
+        Obj(Option<(usize, usize)>),
+        Arr(usize),
+    }
+    let mut out = HashMap::new();
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut line = 1u32;
+    let mut in_str = false;
+    let mut esc = false;
+    let mut is_key = false;
+    let mut str_start = 0usize;
+    // A value may start here (after `[`, `,` in an array, `:`, or at the top).
+    let mut expect_value = true;
+    let matches = |frames: &[Frame]| -> Option<Vec<usize>> {
+        if frames.len() != pattern.len() {
+            return None;
+        }
+        let mut idx = Vec::new();
+        for (f, seg) in frames.iter().zip(pattern) {
+            match (f, seg) {
+                (Frame::Obj(Some((a, z))), Seg::Key(k)) if &bytes[*a..*z] == k.as_bytes() => {}
+                (Frame::Arr(i), Seg::Index) => idx.push(*i),
+                _ => return None,
+            }
+        }
+        Some(idx)
+    };
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' {
+            line += 1;
+        }
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+                if is_key {
+                    if let Some(Frame::Obj(k)) = frames.last_mut() {
+                        *k = Some((str_start, i));
+                    }
+                }
+            }
+            continue;
+        }
+        if b.is_ascii_whitespace() {
+            continue;
+        }
+        if expect_value && b != b']' && b != b'}' {
+            expect_value = false;
+            if let Some(idx) = matches(&frames) {
+                out.insert(idx, line);
+            }
+        }
+        match b {
+            b'"' => {
+                in_str = true;
+                str_start = i + 1;
+                is_key = matches!(frames.last(), Some(Frame::Obj(None)));
+            }
+            b'{' => frames.push(Frame::Obj(None)),
+            b'[' => {
+                frames.push(Frame::Arr(0));
+                expect_value = true;
+            }
+            b'}' | b']' => {
+                frames.pop();
+            }
+            b':' => expect_value = true,
+            b',' => match frames.last_mut() {
+                Some(Frame::Arr(n)) => {
+                    *n += 1;
+                    expect_value = true;
+                }
+                Some(Frame::Obj(k)) => *k = None,
+                None => {}
+            },
+            _ => {}
+        }
+    }
+    out
+}
+
 /// A JSON pointer (RFC 6901) from its reference tokens: `~` and `/` escaped.
 pub(crate) fn pointer<T: std::fmt::Display>(tokens: &[T]) -> String {
     let mut p = String::new();
@@ -357,6 +462,25 @@ mod tests {
             vec![2, 3]
         );
         assert!(element_lines(b"{\"x\":{\"messages\":[1]}}", Some("messages")).is_empty());
+    }
+
+    #[test]
+    fn value_lines_of_nested_arrays() {
+        let doc = b"{\n \"a\": \"[x\",\n \"samples\": [\n  {\"id\": 1, \"messages\": [\n   {\"k\": \"]\"},\n   {}\n  ]},\n  {\"messages\": [], \"x\": {\"messages\": [7]}}, {\"messages\": [\n 3]}\n ]\n}";
+        let got = value_lines(
+            doc,
+            &[
+                Seg::Key("samples"),
+                Seg::Index,
+                Seg::Key("messages"),
+                Seg::Index,
+            ],
+        );
+        let mut got: Vec<(Vec<usize>, u32)> = got.into_iter().collect();
+        got.sort();
+        assert_eq!(got, vec![(vec![0, 0], 5), (vec![0, 1], 6), (vec![2, 0], 9)]);
+        let top = value_lines(doc, &[Seg::Key("samples"), Seg::Index]);
+        assert_eq!(top[&vec![1]], 8);
     }
 
     #[test]

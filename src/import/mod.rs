@@ -1,14 +1,17 @@
 //! Importers: native agent logs (Claude Code, Codex CLI, Gemini CLI, OpenHands,
-//! SWE-agent, chat-completions lists, OpenCode, Goose) mapped onto canonical
+//! SWE-agent, chat-completions lists, OpenCode, Goose, Harbor ATIF, Inspect
+//! AI) mapped onto canonical
 //! records; format detection by content; the canonical JSONL writer.
 //!
 //! Mappings follow `shared/research/formats.md`; one file per format.
 
+mod atif;
 mod claude_code;
 mod codex;
 mod common;
 mod gemini_cli;
 mod goose;
+mod inspect_ai;
 mod openai_chat;
 mod opencode;
 mod openhands;
@@ -37,6 +40,9 @@ const REGISTRY: &[&dyn Format] = &[
     &openhands::OpenHands,
     &swe_agent::SweAgent,
     &openai_chat::OpenAiChat,
+    &atif::Atif,
+    // Recognised by bytes (a ZIP, a `NaN`-tolerant EvalLog), before any JSON sniff.
+    &inspect_ai::InspectAi,
 ];
 
 /// Input format names accepted by `--input-format` (besides `canonical` and
@@ -120,6 +126,9 @@ pub fn detect(bytes: &[u8]) -> Option<&'static str> {
 }
 
 fn detect_format(bytes: &[u8]) -> Option<&'static dyn Format> {
+    if let Some(f) = REGISTRY.iter().find(|f| f.sniff_bytes(bytes)) {
+        return Some(*f);
+    }
     if let Ok(doc) = common::parse_doc(bytes) {
         if let Some(f) = REGISTRY.iter().find(|f| f.sniff_doc(&doc)) {
             return Some(*f);
@@ -132,6 +141,9 @@ fn detect_format(bytes: &[u8]) -> Option<&'static dyn Format> {
 /// Whether the content fits format `fmt` (a whole document or any of the
 /// leading lines), for `--input-format`.
 fn fits(fmt: &dyn Format, bytes: &[u8]) -> bool {
+    if fmt.sniff_bytes(bytes) {
+        return true;
+    }
     if let Ok(doc) = common::parse_doc(bytes) {
         if fmt.sniff_doc(&doc) {
             return true;

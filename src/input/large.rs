@@ -49,8 +49,9 @@ pub(super) fn streams(path: &Path, opts: &ReadOptions) -> bool {
     }
     let gz = std::fs::File::open(path)
         .and_then(|mut f| {
-            let mut magic = [0u8; 2];
-            f.read_exact(&mut magic).map(|()| magic == [0x1f, 0x8b])
+            let mut magic = [0u8; 4];
+            f.read_exact(&mut magic)
+                .map(|()| super::Codec::of(&magic).is_some())
         })
         .unwrap_or(false);
     let above = if gz {
@@ -271,6 +272,7 @@ impl Read for Tally {
 enum Reader {
     Plain(Tally),
     Gz(flate2::read::MultiGzDecoder<Tally>),
+    Zst(zstd::stream::read::Decoder<'static, std::io::BufReader<Tally>>),
 }
 
 /// A file's decompressed bytes, whole lines at a time, within the gzip caps
@@ -307,7 +309,7 @@ impl Source {
         let io = |e| Error::io(path, e);
         let mut file = std::fs::File::open(path).map_err(io)?;
         let stored = file.metadata().map_err(io)?.len();
-        let mut magic = [0u8; 2];
+        let mut magic = [0u8; 4];
         let got = file.read(&mut magic).map_err(io)?;
         file.rewind().map_err(io)?;
         let tally = Tally {
@@ -315,11 +317,14 @@ impl Source {
             read: 0,
             sha: digest.then(Sha256::new),
         };
-        let gz = got == 2 && magic == [0x1f, 0x8b];
-        let reader = if gz {
-            Reader::Gz(flate2::read::MultiGzDecoder::new(tally))
-        } else {
-            Reader::Plain(tally)
+        let codec = super::Codec::of(&magic[..got]);
+        let gz = codec.is_some();
+        let reader = match codec {
+            Some(super::Codec::Gzip) => Reader::Gz(flate2::read::MultiGzDecoder::new(tally)),
+            Some(super::Codec::Zstd) => {
+                Reader::Zst(zstd::stream::read::Decoder::new(tally).map_err(io)?)
+            }
+            None => Reader::Plain(tally),
         };
         // Gzip is read 1 MiB at a time as a whole read does, so a damaged
         // stream breaks at the same line.
@@ -362,6 +367,7 @@ impl Source {
         match &mut self.reader {
             Reader::Plain(t) => t,
             Reader::Gz(d) => d.get_mut(),
+            Reader::Zst(d) => d.get_mut().get_mut(),
         }
     }
 
@@ -423,7 +429,7 @@ impl Source {
     /// One read of decompressed bytes, as `input::gunzip` reads them (1 MiB
     /// at a time, the same caps, the same error at the same line).
     fn read(&mut self, chunk: &mut [u8]) -> Result<usize> {
-        let dec = match &mut self.reader {
+        let (dec, codec): (&mut dyn Read, _) = match &mut self.reader {
             Reader::Plain(t) => loop {
                 match t.read(chunk) {
                     Ok(n) => return Ok(n),
@@ -431,7 +437,8 @@ impl Source {
                     Err(e) => return Err(Error::io(Path::new(&self.display), e)),
                 }
             },
-            Reader::Gz(d) => d,
+            Reader::Gz(d) => (d, super::Codec::Gzip),
+            Reader::Zst(d) => (d, super::Codec::Zstd),
         };
         let n = loop {
             match dec.read(chunk) {
@@ -441,7 +448,7 @@ impl Source {
                     return Err(Error::Line {
                         path: self.display.clone(),
                         line: self.newlines + 1,
-                        message: format!("gzip stream is damaged or truncated ({e})"),
+                        message: format!("{codec} stream is damaged or truncated ({e})"),
                     })
                 }
             }
@@ -449,6 +456,7 @@ impl Source {
         let total = self.out + n as u64;
         super::check_gzip_caps(
             &self.display,
+            codec,
             total,
             self.stored.max(1),
             self.max_bytes,
@@ -621,6 +629,31 @@ mod tests {
         std::fs::write(&path, gz).unwrap();
         let got = same_both_ways(&path, false);
         assert!(got.contains("gzip stream is damaged or truncated"), "{got}");
+    }
+
+    /// zstd files (Codex's archived rollouts) stream in batches as gzip
+    /// files do, and a damaged one breaks at the same line either way.
+    #[test]
+    fn zstd_files_read_in_batches_as_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("big.jsonl.zst");
+        std::fs::write(&path, zstd::encode_all(awkward().as_bytes(), 3).unwrap()).unwrap();
+        let got = same_both_ways(&path, true);
+        assert!(got.contains("skipped") && got.contains("\"big\""), "{got}");
+        let text: String = (0..60_000)
+            .map(|i| {
+                format!(
+                    "{{\"type\":\"content\",\"text\":\"{i} {}\"}}\n",
+                    i * 7919 % 10007
+                )
+            })
+            .collect();
+        let mut z = zstd::encode_all(text.as_bytes(), 3).unwrap();
+        z.truncate(z.len() * 2 / 3);
+        let cut = d.path().join("cut.jsonl.zst");
+        std::fs::write(&cut, z).unwrap();
+        let got = same_both_ways(&cut, false);
+        assert!(got.contains("zstd stream is damaged or truncated"), "{got}");
     }
 
     #[test]

@@ -419,9 +419,20 @@ pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::
         .filter(|s| s.label.as_deref() == Some("clean"))
         .count();
     let n = sessions.len();
+    // Loops labelled without an onset (Inspect Scout's validation sets):
+    // scored for recall and precision, their turns-to-detection unknown.
+    let no_onset = sessions
+        .iter()
+        .filter(|s| s.label.as_deref() == Some("loop") && s.onset_turn.is_none())
+        .count();
+    let unknown = if no_onset > 0 {
+        format!(" ({no_onset} without an onset: turns-to-detection unknown)")
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "labels: {loops} loop{}, {clean} clean, {} unlabelled ({n} session{})",
+        "labels: {loops} loop{}{unknown}, {clean} clean, {} unlabelled ({n} session{})",
         if loops == 1 { "" } else { "s" },
         n - loops - clean,
         if n == 1 { "" } else { "s" }

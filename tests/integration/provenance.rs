@@ -20,8 +20,16 @@ fn read(paths: &[PathBuf]) -> Corpus {
     read_corpus(paths, &opts).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A file's text, gunzipped when it is gzip.
+/// A file's text, gunzipped when it is gzip; `LOG.eval!MEMBER` is a member
+/// of a ZIP.
 fn text_of(path: &str) -> String {
+    if let Some((zip, member)) = path.split_once('!') {
+        let f = std::fs::File::open(zip).unwrap_or_else(|e| panic!("{zip}: {e}"));
+        let mut z = zip::ZipArchive::new(f).unwrap();
+        let mut s = String::new();
+        z.by_name(member).unwrap().read_to_string(&mut s).unwrap();
+        return s;
+    }
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut s = String::new();
@@ -131,6 +139,20 @@ fn bundled_fixtures_name_the_line_of_every_call() {
     ] {
         assert!(got.get(f).is_some_and(|n| *n > 0), "{f}: {got:?}");
     }
+}
+
+/// The 2026 formats: Inspect AI (ZIP members and the `.json`, `NaN` and all)
+/// and Harbor ATIF (continuations and embedded subagents).
+#[test]
+fn the_formats_of_2026_name_the_place_of_every_call() {
+    let dir = PathBuf::from("tests/fixtures/formats-2026");
+    let got = check_calls(&read(&[
+        dir.join("inspect/deflate.eval"),
+        dir.join("inspect/zstd.eval"),
+        dir.join("atif"),
+    ]));
+    assert!(got.get("inspect-ai").is_some_and(|n| *n >= 14), "{got:?}");
+    assert!(got.get("atif").is_some_and(|n| *n >= 7), "{got:?}");
 }
 
 /// Whole documents of the formats the bundled fixtures lack, pretty-printed
