@@ -351,7 +351,7 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
             .skipped
             .iter()
             .find(|m| m.starts_with(&format!("{}:", f.path)))
-            .map(|m| format!(" (first: {})", &m[f.path.len() + 1..]))
+            .map(|m| format!(" (first: {})", m[f.path.len() + 1..].trim_start()))
             .unwrap_or_default();
         writeln!(
             err,

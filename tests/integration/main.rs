@@ -18,4 +18,5 @@ mod peers_examples;
 mod properties;
 mod provenance;
 mod qwen_conformance;
+mod stores;
 mod walk;
