@@ -226,6 +226,40 @@ fn v1_folder_named_directly_and_base_state_errors() {
     );
 }
 
+#[test]
+fn v1_profiles_check_once_per_step_as_the_sdk_run_loop() {
+    let dir = "tests/fixtures/import/openhands-v1";
+    let one = |extra: &[&str]| {
+        let mut args = vec![
+            "replay",
+            "--format",
+            "json",
+            "--profile",
+            "openhands-v1",
+            dir,
+        ];
+        args.extend_from_slice(extra);
+        let (code, out, err) = stdout(&args);
+        assert_eq!(code, 0, "{err}");
+        let line = out
+            .lines()
+            .find(|l| l.contains("5f1c0e7a9b2d4c6e8f0a1b2c3d4e5f60"))
+            .unwrap()
+            .to_string();
+        detections(&line)
+    };
+    // Per step (the default): after the fifth step's observation (event 18),
+    // when the loop would have checked before the next agent.step().
+    let step = one(&[]);
+    assert_eq!(step.len(), 1);
+    assert_eq!((step[0].2, step[0].3), (5, 18));
+    assert!(step[0].4.contains("event-00011-"), "{step:?}");
+    // Per event (the old behaviour, kept as a parameter): at the fifth
+    // action already, before the SDK would have looked.
+    let event = one(&["--set", "check_at=event"]);
+    assert_eq!((event[0].2, event[0].3), (5, 17));
+}
+
 // ---------------------------------------------------------------------------
 // SQLite stores
 // ---------------------------------------------------------------------------
