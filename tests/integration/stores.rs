@@ -707,3 +707,71 @@ fn telemetry_bad_record_is_named_by_its_line_or_skipped() {
     assert_eq!(c.files[0].skipped_lines, 1);
     assert_eq!(session(&c, "s-telemetry-1").tool_calls(), 4);
 }
+
+#[test]
+fn replay_shows_live_detections_beside_the_port() {
+    let f = "tests/fixtures/import/gemini-telemetry.json";
+    let (code, out, err) = stdout(&["replay", "--format", "json", f]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The live agent stopped session 1 at turn 5, where the port fires too.
+    assert_eq!(lines[0]["detections"][0]["turn"], 5);
+    assert_eq!(
+        lines[0]["live"],
+        json!([{"kind": "consecutive_identical_tool_calls", "turn": 5, "event": 28,
+                "file": f, "line": 637, "same_turn": ["gemini-latest"]}])
+    );
+    // The LLM check's detection in session 2 is not reproduced.
+    assert_eq!(lines[1]["live"][0]["kind"], "llm_detected_loop");
+    assert_eq!(lines[1]["live"][0]["same_turn"], json!([]));
+    let (_, table, _) = stdout(&["replay", f]);
+    assert!(
+        table.contains("consecutive_identical_tool_calls  5     tests/fixtures/import/gemini-telemetry.json:637  tool_call turn 5 (same turn)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("reproduced at the same turn: gemini-latest 1 of 2"),
+        "{table}"
+    );
+    // Sessions without live detections print nothing more.
+    let (_, plain, _) = stdout(&["replay", "fixtures/sessions"]);
+    assert!(!plain.contains("live detections"), "{plain}");
+}
+
+#[test]
+fn sweep_counts_live_detections_the_stock_profile_reproduces() {
+    let d = tempfile::tempdir().unwrap();
+    let out_dir = d.path().join("out");
+    let (code, out, err) = stdout(&[
+        "sweep",
+        "tests/fixtures/import/gemini-telemetry.json",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("live detections: the agent's own detector fired in 2 sessions (first `loop_detected` record); the baseline gemini-latest reproduces 1 of them at the same turn"),
+        "{out}"
+    );
+    // The live turn is kept in summary.json, so a merge or diff still has it.
+    let summary = std::fs::read_to_string(out_dir.join("summary.json")).unwrap();
+    assert!(summary.contains("\"live_turn\":5"), "no live turn");
+    // A run with --baseline another stock profile counts for that one.
+    let (_, out, _) = stdout(&[
+        "sweep",
+        "tests/fixtures/import/gemini-telemetry.json",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--quiet",
+        "--baseline",
+        "gemini-2025-07",
+    ]);
+    assert!(
+        out.contains("the baseline gemini-2025-07 reproduces"),
+        "{out}"
+    );
+}
