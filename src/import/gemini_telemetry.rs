@@ -33,6 +33,8 @@ pub(crate) struct GeminiTelemetry;
 
 /// How many leading records detection looks at.
 const SNIFF_RECORDS: usize = 16;
+/// How many leading bytes detection looks at.
+const SNIFF_BYTES: usize = 1 << 20;
 
 impl Format for GeminiTelemetry {
     fn name(&self) -> &'static str {
@@ -45,12 +47,14 @@ impl Format for GeminiTelemetry {
         doc.as_object().is_some_and(is_gemini_log)
     }
     fn sniff_bytes(&self, bytes: &[u8]) -> bool {
-        records(bytes).take(SNIFF_RECORDS).any(|(_, text)| {
-            match crate::json::parse_json_slice(text) {
+        // The leading records are enough; a file no format knows is not
+        // scanned whole.
+        records(&bytes[..bytes.len().min(SNIFF_BYTES)])
+            .take(SNIFF_RECORDS)
+            .any(|(_, text)| match crate::json::parse_json_slice(text) {
                 Ok(Value::Object(m)) => is_gemini_log(&m),
                 _ => false,
-            }
-        })
+            })
     }
     fn read(&self, ctx: &Ctx) -> Result<FileSessions> {
         read(ctx)
@@ -108,8 +112,11 @@ fn read(ctx: &Ctx) -> Result<FileSessions> {
                 continue;
             }
             Err(e) => {
-                // serde counts lines from the record's start.
-                let at = line as u64 + e.line().saturating_sub(1) as u64;
+                // serde counts lines from the record's start; an error at
+                // its end is on its last line.
+                let newlines = text.iter().filter(|b| **b == b'\n').count() as u64;
+                let last = line as u64 + newlines - u64::from(text.ends_with(b"\n"));
+                let at = (line as u64 + e.line().saturating_sub(1) as u64).min(last);
                 out.bad(ctx, at, format!("not JSON: {e}"))?;
                 continue;
             }
