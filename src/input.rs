@@ -170,13 +170,14 @@ fn load_file_with(
     canonical: ParseCanonical<'_>,
 ) -> Result<Loaded> {
     let walked = matches!(found, Found::Path { walked: true, .. });
-    if let Found::Path { path, .. } = found {
-        if path.is_dir() {
-            return load_path(found, path, &[], opts, progress);
-        }
-    }
     let (bytes, display) = match load(found) {
         Ok(loaded) => loaded,
+        // A folder in the list is one a format claimed (an OpenHands
+        // conversation): read through its path. Asking the error, not the
+        // file system beforehand, costs every other file nothing.
+        Err(Error::Io { path, source }) if source.kind() == std::io::ErrorKind::IsADirectory => {
+            return load_path(found, &path, &[], opts, progress);
+        }
         // An unreadable file of a walked folder does not stop a lenient run.
         Err(Error::Io { path, source }) if walked && opts.lenient => {
             return Ok(Loaded::Unreadable(unreadable_note(&path, &source)));
