@@ -4,7 +4,9 @@
 //! a JSON `data` column holding what `opencode export` writes as `info` and
 //! `parts`. One session per `session` row, its messages in order of
 //! `time_created` then `id`, each message's parts in order of `id`; the
-//! records are those of the export reader (`opencode.rs`). Opened
+//! records are those of the export reader (`opencode.rs`). History that
+//! only newer builds' `session_message` table holds is not mapped (its rows
+//! are counted as unknown records). Opened
 //! read-only (`sqlite.rs`). Provenance: the database and `/part/<id>` (or
 //! `/message/<id>`, `/session/<id>`).
 
@@ -172,6 +174,24 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
                 Ok(m) => messages.entry(session).or_default().push((id, m)),
                 Err(why) => bad_row(&mut out, ctx, "message", &id, why)?,
             }
+        }
+    }
+    // Newer builds also project a session's history into `session_message`
+    // (`packages/core/src/session/sql.ts`), a form this reader does not map:
+    // rows of sessions without `message` rows are counted as unknown records.
+    let projected: bool = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_message'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if projected {
+        let n: i64 = conn.query_row(
+            "SELECT count(*) FROM session_message WHERE session_id NOT IN (SELECT session_id FROM message)",
+            [],
+            |r| r.get(0),
+        )?;
+        for _ in 0..n {
+            out.unknown();
         }
     }
     conn.execute_batch("COMMIT")?;

@@ -284,6 +284,8 @@ CREATE INDEX message_session_time_created_id_idx ON message (session_id, time_cr
 CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL REFERENCES message(id) ON DELETE cascade,
   session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
 CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+CREATE TABLE session_message (id text PRIMARY KEY, session_id text NOT NULL REFERENCES session(id) ON DELETE cascade,
+  type text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
 CREATE TABLE todo (session_id text NOT NULL, content text NOT NULL, status text NOT NULL,
   priority text NOT NULL, position integer NOT NULL, time_created integer NOT NULL,
   time_updated integer NOT NULL, PRIMARY KEY(session_id, position));
@@ -485,6 +487,7 @@ fn opencode_database_sessions_parts_and_provenance() {
     assert_eq!(s.meta.meta["title"], "fix the port");
     let child = session(&c, "ses_child");
     assert_eq!(child.meta.meta["parent_session"], "ses_loop");
+    assert_eq!(c.files[0].unknown_records, 0);
     // Provenance: the database, the table and the row's id.
     let at = c.sessions.iter().position(|s| s.id == "ses_loop").unwrap();
     let p = c.provenance(at, 5).unwrap();
@@ -507,6 +510,32 @@ fn opencode_database_sessions_parts_and_provenance() {
     assert_eq!(dets.len(), 1, "{line}");
     assert_eq!((dets[0].2, dets[0].3), (3, 13));
     assert!(line.contains("\"pointer\":\"/part/prt_19\""), "{line}");
+}
+
+/// A session whose history only the newer `session_message` table holds is
+/// not mapped, and says so by its count of unknown records.
+#[test]
+fn opencode_projected_history_is_counted_not_lost_silently() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("opencode.db");
+    let conn = opencode_db(&db, false);
+    conn.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated)
+         VALUES ('ses_new', 'prj', 's', '/w', 'new form', '2.0.0', 30, 30)",
+        [],
+    )
+    .unwrap();
+    for i in 0..2 {
+        conn.execute(
+            "INSERT INTO session_message VALUES (?1, 'ses_new', 'user', 1, 1, '{}')",
+            [format!("sm_{i}")],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let c = read(&[db], false).unwrap();
+    assert_eq!(c.files[0].unknown_records, 2);
+    assert_eq!(session(&c, "ses_new").events.len(), 1);
 }
 
 #[test]
