@@ -262,6 +262,18 @@ pub struct SessionMeta {
     pub meta: Map<String, Value>,
 }
 
+/// Where the live agent's own detector fired: a `loop_detected` record, so
+/// a replay can show it beside the port's detections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveDetection {
+    /// Turn of the record.
+    pub turn: u32,
+    /// 1-based record index.
+    pub event: u32,
+    /// Loop kind as the agent named it.
+    pub kind: Option<String>,
+}
+
 /// An inline or file label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Label {
@@ -403,6 +415,23 @@ impl Session {
     pub fn tokens_after(&self, event: u32) -> u64 {
         let i = self.usage_suffix.partition_point(|(e, _)| *e <= event);
         self.usage_suffix.get(i).map_or(0, |(_, t)| *t)
+    }
+
+    /// What the live agent's own detector did (its `loop_detected`
+    /// records), in order.
+    pub fn live_detections(&self) -> Vec<LiveDetection> {
+        self.events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match &e.record {
+                Record::LoopDetected { kind, .. } => Some(LiveDetection {
+                    turn: e.turn,
+                    event: i as u32 + 1,
+                    kind: kind.clone(),
+                }),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Number of tool calls.

@@ -1,7 +1,8 @@
 //! What every input format shares: what one file contributes
 //! ([`FileSessions`]), what a reader is given ([`Ctx`]), and the [`Format`]
 //! trait each native format implements (registered once in
-//! [`crate::import`]). No I/O here.
+//! [`crate::import`]). No I/O here: a format that reads a path itself (a
+//! folder of event files, a database) does its own in its module.
 
 use crate::error::{Error, Result};
 use crate::event::Event;
@@ -136,6 +137,12 @@ pub trait Format: Sync {
     fn sniff_line(&self, _line: &Value) -> bool {
         false
     }
+    /// Whether a file that is neither one JSON document nor JSON lines (the
+    /// first records of a stream of pretty-printed documents) is in this
+    /// format. Asked last, once every other sniff has said no.
+    fn sniff_stream(&self, _bytes: &[u8]) -> bool {
+        false
+    }
     /// Whether a line that names a canonical record type (`"type":"user"`) is
     /// in fact this format's record, so the file is not read as canonical.
     fn claims_line(&self, _line: &Map<String, Value>) -> bool {
@@ -143,4 +150,19 @@ pub trait Format: Sync {
     }
     /// Read a file (its bytes decompressed) into sessions.
     fn read(&self, ctx: &Ctx) -> Result<FileSessions>;
+    /// Whether this format reads `path` itself rather than a file's bytes:
+    /// a folder that holds one session in many files (`is_dir`), or a
+    /// database (`head`: the file's first bytes; empty for a folder). A
+    /// folder walk does not descend into a claimed folder.
+    fn claims_path(&self, _path: &std::path::Path, _is_dir: bool, _head: &[u8]) -> bool {
+        false
+    }
+    /// Read a path this format claims ([`Format::claims_path`]); `ctx.bytes`
+    /// is empty. Errors name the path and the place inside it.
+    fn read_path(&self, _path: &std::path::Path, ctx: &Ctx) -> Result<FileSessions> {
+        Err(ctx.file_err(format!(
+            "format `{}` reads file contents, not a path",
+            self.name()
+        )))
+    }
 }

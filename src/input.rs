@@ -172,6 +172,12 @@ fn load_file_with(
     let walked = matches!(found, Found::Path { walked: true, .. });
     let (bytes, display) = match load(found) {
         Ok(loaded) => loaded,
+        // A folder in the list is one a format claimed (an OpenHands
+        // conversation): read through its path. Asking the error, not the
+        // file system beforehand, costs every other file nothing.
+        Err(Error::Io { path, source }) if source.kind() == std::io::ErrorKind::IsADirectory => {
+            return load_path(found, &path, &[], opts, progress);
+        }
         // An unreadable file of a walked folder does not stop a lenient run.
         Err(Error::Io { path, source }) if walked && opts.lenient => {
             return Ok(Loaded::Unreadable(unreadable_note(&path, &source)));
@@ -184,6 +190,12 @@ fn load_file_with(
         String::new()
     };
     let stored = bytes.len() as u64;
+    if let Found::Path { path, .. } = found {
+        // A database is read through its path, by the format that claims it.
+        if bytes.starts_with(SQLITE_MAGIC) {
+            return load_path(found, path, &bytes[..bytes.len().min(100)], opts, progress);
+        }
+    }
     let parsed = parse_bytes_with(&display, found.stem(), bytes, opts, canonical);
     progress.inc(stored);
     match parsed {
@@ -199,6 +211,101 @@ fn load_file_with(
         ))),
         Err(e) => Err(e),
     }
+}
+
+/// The first bytes of every SQLite database file.
+const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
+
+/// Read a folder or a database through the format that claims it
+/// ([`crate::import::path_format`]); one that no format claims is
+/// unrecognised (skipped with a note when walked). `head`: a file's first
+/// bytes (empty for a folder). The digest of a folder covers the names and
+/// bytes of its files, in byte order of their paths.
+fn load_path(
+    found: &Found,
+    path: &Path,
+    head: &[u8],
+    opts: &ReadOptions,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Loaded> {
+    let walked = matches!(found, Found::Path { walked: true, .. });
+    let display = path.display().to_string();
+    let is_dir = head.is_empty();
+    let Some(fmt) = crate::import::path_format(path, is_dir, head, opts.format) else {
+        let what = if is_dir {
+            "a folder"
+        } else {
+            "a SQLite database"
+        };
+        let detail = format!(" ({what} no format reads: expected an OpenHands conversation folder, an OpenCode `opencode.db` or a Goose `sessions.db`)");
+        if walked {
+            return Ok(Loaded::Skipped(format!(
+                "{display}: skipped file ({}{detail})",
+                crate::format::UNRECOGNISED
+            )));
+        }
+        return Err(Error::Unrecognised {
+            path: display,
+            detail,
+        });
+    };
+    let (sha256, stored) = path_digest(path, opts.digests)?;
+    let fs = match crate::import::import_path(fmt, path, &display, &found.stem(), opts.lenient) {
+        Ok(fs) => fs,
+        Err(Error::Io { path, source }) if walked && opts.lenient => {
+            return Ok(Loaded::Unreadable(unreadable_note(&path, &source)));
+        }
+        Err(e) => return Err(e),
+    };
+    progress.inc(stored);
+    Ok(Loaded::File {
+        display,
+        sha256,
+        stored,
+        fs: Box::new(fs),
+    })
+}
+
+/// The SHA-256 (when `digests`) and stored size of a file, or of a
+/// folder's regular files (names and bytes, in byte order of their paths).
+fn path_digest(path: &Path, digests: bool) -> Result<(String, u64)> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let meta = std::fs::metadata(&p).map_err(|e| Error::io(&p, e))?;
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&p).map_err(|e| Error::io(&p, e))? {
+                stack.push(entry.map_err(|e| Error::io(&p, e))?.path());
+            }
+        } else if meta.is_file() {
+            files.push(p);
+        }
+    }
+    files.sort_by(|a, b| {
+        a.as_os_str()
+            .as_encoded_bytes()
+            .cmp(b.as_os_str().as_encoded_bytes())
+    });
+    let mut hasher = Sha256::new();
+    let mut stored = 0u64;
+    for f in &files {
+        if digests {
+            let bytes = std::fs::read(f).map_err(|e| Error::io(f, e))?;
+            let rel = f.strip_prefix(path).unwrap_or(f);
+            hasher.update(rel.as_os_str().as_encoded_bytes());
+            hasher.update([0u8]);
+            hasher.update(&bytes);
+            stored += bytes.len() as u64;
+        } else {
+            stored += std::fs::metadata(f).map_err(|e| Error::io(f, e))?.len();
+        }
+    }
+    let sha = if digests {
+        crate::number::hex(&hasher.finalize())
+    } else {
+        String::new()
+    };
+    Ok((sha, stored))
 }
 
 /// The note on a walked file that cannot be read (`--lenient`).
@@ -591,7 +698,12 @@ pub fn stream_sessions<T: Send>(
 fn note_skipped_lines(notes: &mut Vec<String>, display: &str, skipped: &[(u64, String)]) {
     for (i, (line, msg)) in skipped.iter().enumerate() {
         if i == 0 || notes.len() < KEEP_SKIPPED {
-            notes.push(format!("{display}:{line}: {msg}"));
+            // Line 0: the message names the place (an event file, a row).
+            if *line == 0 {
+                notes.push(format!("{display}: {msg}"));
+            } else {
+                notes.push(format!("{display}:{line}: {msg}"));
+            }
         }
     }
 }
@@ -829,7 +941,12 @@ pub fn collect_files_with(paths: &[PathBuf], lenient: bool) -> Result<(Vec<Found
             continue;
         }
         let meta = std::fs::metadata(p).map_err(|e| Error::io(p, e))?;
-        if meta.is_dir() {
+        if meta.is_dir() && claimed_folder(p) {
+            out.push(Found::Path {
+                path: p.clone(),
+                walked: false,
+            });
+        } else if meta.is_dir() {
             let mut found = Vec::new();
             let mut w = Walk {
                 lenient,
@@ -924,8 +1041,12 @@ impl Walk<'_> {
                 }
             };
             if ft.is_dir() {
+                // A folder that holds one session (an OpenHands conversation)
+                // is read whole, not walked.
+                if claimed_folder(&path) {
+                    self.found.push(path);
                 // A previous sweep's output folder is not input (`--out` inside the input folder).
-                if !crate::outdir::is_output_folder(&path) {
+                } else if !crate::outdir::is_output_folder(&path) {
                     self.dir(&path)?;
                 }
                 continue;
@@ -959,6 +1080,11 @@ fn strip_codec(name: &str) -> &str {
     name.strip_suffix(".gz")
         .or_else(|| name.strip_suffix(".zst"))
         .unwrap_or(name)
+}
+
+/// Whether some format reads this folder whole ([`crate::import::path_format`]).
+fn claimed_folder(path: &Path) -> bool {
+    crate::import::path_format(path, true, &[], crate::import::InputFormat::Auto).is_some()
 }
 
 /// Files a folder walk picks up: canonical JSONL and the native formats' extensions.

@@ -71,7 +71,34 @@ pub fn candidates(home: &Path, env: &dyn Fn(&str) -> Option<String>) -> Vec<LogF
             agent: "goose",
             path: data.join("goose/sessions"),
         },
+        LogFolder {
+            agent: "openhands-v1",
+            path: home.join(".openhands/conversations"),
+        },
+        LogFolder {
+            agent: "opencode-db",
+            path: data.join("opencode/opencode.db"),
+        },
+        LogFolder {
+            agent: "goose-db",
+            path: data.join("goose/sessions/sessions.db"),
+        },
     ]
+}
+
+/// The candidates that exist (a folder, or a database file), less those
+/// inside a folder found before them (a walk of that folder reads them).
+fn existing(candidates: Vec<LogFolder>) -> Vec<LogFolder> {
+    let mut out: Vec<LogFolder> = Vec::new();
+    for f in candidates {
+        let covered = out
+            .iter()
+            .any(|o| o.path.is_dir() && f.path.starts_with(&o.path));
+        if (f.path.is_dir() || f.path.is_file()) && !covered {
+            out.push(f);
+        }
+    }
+    out
 }
 
 /// The default log folders that exist on this machine (`$HOME` based).
@@ -79,10 +106,7 @@ pub fn found() -> Vec<LogFolder> {
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
         return Vec::new();
     };
-    candidates(&home, &|k| std::env::var(k).ok())
-        .into_iter()
-        .filter(|f| f.path.is_dir())
-        .collect()
+    existing(candidates(&home, &|k| std::env::var(k).ok()))
 }
 
 /// PATHS for a command given none: the default log folders found, with a line
@@ -124,6 +148,35 @@ mod tests {
         assert_eq!(c[2].path, Path::new("/h/.gemini/tmp"));
         let env = |k: &str| (k == "CODEX_HOME").then(|| "/c".to_string());
         assert_eq!(candidates(home, &env)[1].path, Path::new("/c/sessions"));
+        let at = |agent: &str| c.iter().find(|f| f.agent == agent).unwrap().path.clone();
+        assert_eq!(at("openhands-v1"), Path::new("/h/.openhands/conversations"));
+        assert_eq!(
+            at("opencode-db"),
+            Path::new("/h/.local/share/opencode/opencode.db")
+        );
+        assert_eq!(
+            at("goose-db"),
+            Path::new("/h/.local/share/goose/sessions/sessions.db")
+        );
+    }
+
+    /// The 2026 stores are found: a conversations folder and OpenCode's
+    /// database file; Goose's database is read by the walk of its folder,
+    /// not a second time.
+    #[test]
+    fn databases_and_conversation_folders_are_found_once() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        std::fs::create_dir_all(home.join(".openhands/conversations")).unwrap();
+        std::fs::create_dir_all(home.join(".local/share/opencode")).unwrap();
+        std::fs::write(home.join(".local/share/opencode/opencode.db"), b"").unwrap();
+        std::fs::create_dir_all(home.join(".local/share/goose/sessions")).unwrap();
+        std::fs::write(home.join(".local/share/goose/sessions/sessions.db"), b"").unwrap();
+        let found: Vec<&str> = existing(candidates(home, &|_| None))
+            .iter()
+            .map(|f| f.agent)
+            .collect();
+        assert_eq!(found, vec!["goose", "openhands-v1", "opencode-db"]);
     }
 
     /// Codex's archive, Inspect AI's `./logs` and Harbor's `jobs/` (issue #26).

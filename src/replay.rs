@@ -324,17 +324,22 @@ pub struct SessionOutcomes {
     pub inline_label: Option<Label>,
     /// Every configuration's outcome, in configuration order.
     pub outcomes: Vec<Outcome>,
-    /// Where the record of every kept detection is, by event, sorted.
+    /// Where the record of every kept detection (and live detection) is,
+    /// by event, sorted.
     pub places: Vec<(u32, Located)>,
+    /// What the live agent's own detector did (`loop_detected` records).
+    pub live: Vec<crate::event::LiveDetection>,
 }
 
 impl SessionOutcomes {
     /// Replay one session under `plan`, noting where its detections are.
     pub fn of(plan: &Plan, session: Arc<Session>, files: &FileNames) -> SessionOutcomes {
         let outcomes = plan.session(session.clone());
+        let live = session.live_detections();
         let mut events: Vec<u32> = outcomes
             .iter()
             .flat_map(|o| o.detections.iter().map(|d| d.event))
+            .chain(live.iter().map(|l| l.event))
             .collect();
         events.sort_unstable();
         events.dedup();
@@ -350,6 +355,7 @@ impl SessionOutcomes {
             inline_label: session.inline_label,
             outcomes,
             places,
+            live,
         }
     }
 

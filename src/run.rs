@@ -186,6 +186,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         crate::report::text::replay_json(&sessions, &names, req.all, &pool, out).map_err(io)?;
     } else {
         crate::report::text::replay_table(&sessions, &names, req.all, out).map_err(io)?;
+        crate::report::text::live_table(&sessions, &names, req.all, out).map_err(io)?;
     }
     let fired = sessions
         .iter()
@@ -351,7 +352,7 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
             .skipped
             .iter()
             .find(|m| m.starts_with(&format!("{}:", f.path)))
-            .map(|m| format!(" (first: {})", &m[f.path.len() + 1..]))
+            .map(|m| format!(" (first: {})", m[f.path.len() + 1..].trim_start()))
             .unwrap_or_default();
         writeln!(
             err,
@@ -781,6 +782,7 @@ fn finish_sweep(
 
     let io = |e| Error::io("<stdout>", e);
     crate::report::text::sweep_summary(result, out).map_err(io)?;
+    crate::report::text::live_summary(result, out).map_err(io)?;
     writeln!(
         out,
         "\n{} configurations x {} sessions in {:.2}s (writing the outputs {:.3}s){}",

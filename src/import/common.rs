@@ -90,6 +90,25 @@ impl Out {
         self.place = Some(Arc::new(place));
     }
 
+    /// Records pushed from now on come from file `file`, a JSON document
+    /// that is one native record starting at line 1 (a store that keeps a
+    /// session in many files: each record names its own file).
+    pub fn at_file(&mut self, file: Option<String>) {
+        self.place = file.map(|f| {
+            Arc::new(Place {
+                file: Some(f),
+                line: Some(1),
+                pointer: None,
+            })
+        });
+    }
+
+    /// Note a skipped record (`--lenient`) at `line` (0: the message names
+    /// the place).
+    pub fn skip(&mut self, line: u64, message: String) {
+        self.fs.skipped.push((line, message));
+    }
+
     /// Add a metadata entry for a session (merged into its resolved metadata).
     pub fn meta(&mut self, sid: &str, key: &str, value: Value) {
         self.fs

@@ -105,7 +105,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
     Ok(out.finish())
 }
 
-fn meta_of(m: &Map<String, Value>) -> Map<String, Value> {
+pub(crate) fn meta_of(m: &Map<String, Value>) -> Map<String, Value> {
     let mut meta = Map::new();
     for f in ["working_dir", "description", "name", "id"] {
         if let Some(v) = m.get(f).filter(|v| !v.is_null()) {
@@ -115,7 +115,7 @@ fn meta_of(m: &Map<String, Value>) -> Map<String, Value> {
     meta
 }
 
-fn message(
+pub(crate) fn message(
     out: &mut Out,
     sid: &str,
     line: u32,

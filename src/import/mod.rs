@@ -10,12 +10,17 @@ mod claude_code;
 mod codex;
 mod common;
 mod gemini_cli;
+mod gemini_telemetry;
 mod goose;
+mod goose_db;
 mod inspect_ai;
 mod openai_chat;
 mod opencode;
+mod opencode_db;
 mod openhands;
+mod openhands_v1;
 mod redact;
+mod sqlite;
 mod swe_agent;
 mod writer;
 
@@ -43,6 +48,10 @@ const REGISTRY: &[&dyn Format] = &[
     &atif::Atif,
     // Recognised by bytes (a ZIP, a `NaN`-tolerant EvalLog), before any JSON sniff.
     &inspect_ai::InspectAi,
+    &openhands_v1::OpenHandsV1,
+    &opencode_db::OpenCodeDb,
+    &goose_db::GooseDb,
+    &gemini_telemetry::GeminiTelemetry,
 ];
 
 /// Input format names accepted by `--input-format` (besides `canonical` and
@@ -134,8 +143,12 @@ fn detect_format(bytes: &[u8]) -> Option<&'static dyn Format> {
             return Some(*f);
         }
     }
-    let line = first_json_line(bytes)?;
-    REGISTRY.iter().copied().find(|f| f.sniff_line(&line))
+    if let Some(line) = first_json_line(bytes) {
+        if let Some(f) = REGISTRY.iter().copied().find(|f| f.sniff_line(&line)) {
+            return Some(f);
+        }
+    }
+    REGISTRY.iter().copied().find(|f| f.sniff_stream(bytes))
 }
 
 /// Whether the content fits format `fmt` (a whole document or any of the
@@ -153,7 +166,42 @@ fn fits(fmt: &dyn Format, bytes: &[u8]) -> bool {
         text.ok()
             .and_then(|t| crate::json::parse_json(t).ok())
             .is_some_and(|v| fmt.sniff_line(&v))
-    })
+    }) || fmt.sniff_stream(bytes)
+}
+
+/// The format that reads `path` itself (a folder of event files, a
+/// database), if any: `is_dir` for a folder, `head` the first bytes of a
+/// file. With `--input-format NAME`, only that format may claim it; with
+/// `canonical`, none.
+pub fn path_format(
+    path: &std::path::Path,
+    is_dir: bool,
+    head: &[u8],
+    forced: InputFormat,
+) -> Option<&'static dyn Format> {
+    let claims = |f: &&'static dyn Format| f.claims_path(path, is_dir, head);
+    match forced {
+        InputFormat::Auto => REGISTRY.iter().copied().find(claims),
+        InputFormat::Native(name) => resolve(name).filter(claims),
+        InputFormat::Canonical => None,
+    }
+}
+
+/// Read a path its format claims ([`path_format`]).
+pub fn import_path(
+    fmt: &dyn Format,
+    path: &std::path::Path,
+    display: &str,
+    stem: &str,
+    lenient: bool,
+) -> Result<FileSessions> {
+    let ctx = Ctx {
+        display,
+        stem,
+        bytes: &[],
+        lenient,
+    };
+    fmt.read_path(path, &ctx)
 }
 
 /// Import a file in a named format (`--input-format NAME`). A file whose

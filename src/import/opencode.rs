@@ -96,16 +96,10 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
         let parts = e["parts"].as_array().map(Vec::as_slice).unwrap_or_default();
         match info.get("role").and_then(Value::as_str) {
             Some("user") => {
-                let text: Vec<&str> = parts
-                    .iter()
-                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
-                    .filter(|p| !p.get("synthetic").and_then(Value::as_bool).unwrap_or(false))
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect();
                 out.push(
                     &sid,
                     Record::User {
-                        text: text.join("\n"),
+                        text: user_text(parts.iter()),
                         prompt_id: info.get("id").and_then(Value::as_str).map(str::to_string),
                     },
                     line,
@@ -119,14 +113,33 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::format::FileSessions> {
 }
 
 fn assistant(out: &mut Out, sid: &str, line: u32, parts: &[Value]) {
-    let stepped = parts
-        .iter()
-        .any(|p| p.get("type").and_then(Value::as_str) == Some("step-start"));
-    if !stepped {
+    if !stepped(parts.iter()) {
         out.push(sid, Record::Turn, line);
     }
     for p in parts {
         let Some(p) = p.as_object() else { continue };
+        part(out, sid, line, p);
+    }
+}
+
+/// Whether an assistant message's parts mark its steps (`step-start`).
+pub(crate) fn stepped<'a>(mut parts: impl Iterator<Item = &'a Value>) -> bool {
+    parts.any(|p| p.get("type").and_then(Value::as_str) == Some("step-start"))
+}
+
+/// The user's text of a user message's parts (synthetic parts left out).
+pub(crate) fn user_text<'a>(parts: impl Iterator<Item = &'a Value>) -> String {
+    let text: Vec<&str> = parts
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        .filter(|p| !p.get("synthetic").and_then(Value::as_bool).unwrap_or(false))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect();
+    text.join("\n")
+}
+
+/// One part of an assistant message.
+pub(crate) fn part(out: &mut Out, sid: &str, line: u32, p: &Map<String, Value>) {
+    {
         match s(p, "type") {
             Some("step-start") => out.push(sid, Record::Turn, line),
             Some("text") => {

@@ -133,6 +133,35 @@ fn replay_json_line(
     line.insert("events".into(), json!(s.events));
     line.insert("detections".into(), Value::Array(dets));
     line.insert("stops".into(), Value::Array(stops));
+    if !s.live.is_empty() {
+        // What the agent's own detector did, beside the port's: each live
+        // detection with the profiles that detect at the same turn.
+        let live: Vec<Value> = s
+            .live
+            .iter()
+            .map(|l| {
+                let mut m = Map::new();
+                m.insert("kind".into(), json!(l.kind));
+                m.insert("turn".into(), json!(l.turn));
+                m.insert("event".into(), json!(l.event));
+                if let Some(p) = s.place(l.event) {
+                    m.insert("file".into(), json!(p.file));
+                    if let Some(n) = p.line {
+                        m.insert("line".into(), json!(n));
+                    }
+                    if let Some(ptr) = p.pointer {
+                        m.insert("pointer".into(), json!(ptr));
+                    }
+                }
+                m.insert(
+                    "same_turn".into(),
+                    json!(same_turn(s, configs, all, l.turn)),
+                );
+                Value::Object(m)
+            })
+            .collect();
+        line.insert("live".into(), Value::Array(live));
+    }
     if s.whole_messages {
         // Chunk boundaries matter to Gemini CLI's content check; say when they were not recorded.
         line.insert("content_check_on_whole_messages".into(), json!(true));
@@ -140,6 +169,162 @@ fn replay_json_line(
     let mut text = serde_json::to_vec(&Value::Object(line))?;
     text.push(b'\n');
     Ok(text)
+}
+
+/// The profiles with a shown detection at turn `turn` of a session.
+fn same_turn<'a>(
+    s: &SessionOutcomes,
+    configs: &'a [ConfigName],
+    all: bool,
+    turn: u32,
+) -> Vec<&'a str> {
+    configs
+        .iter()
+        .zip(&s.outcomes)
+        .filter(|(_, o)| shown(o, all).iter().any(|d| d.turn == turn))
+        .map(|(c, _)| c.profile.as_str())
+        .collect()
+}
+
+/// Where the live agent's own detector fired (`loop_detected` records)
+/// beside where the port fires, one row per live detection, then how many
+/// each configuration reproduces at the same turn. Nothing when no session
+/// kept a live detection.
+pub fn live_table(
+    sessions: &[SessionOutcomes],
+    configs: &[ConfigName],
+    all: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let n: usize = sessions.iter().map(|s| s.live.len()).sum();
+    if n == 0 {
+        return Ok(());
+    }
+    let multi = configs.len() > 1;
+    let mut rows: Vec<[String; 5]> = Vec::new();
+    let mut reproduced = vec![0usize; configs.len()];
+    for s in sessions {
+        for l in &s.live {
+            let mut port: Vec<String> = Vec::new();
+            for (ci, (cfg, o)) in configs.iter().zip(&s.outcomes).enumerate() {
+                let ds = shown(o, all);
+                let same = ds.iter().find(|d| d.turn == l.turn);
+                if same.is_some() {
+                    reproduced[ci] += 1;
+                }
+                let cell = match same.or(ds.first()) {
+                    Some(d) if d.turn == l.turn => {
+                        format!("{} turn {} (same turn)", d.kind, d.turn)
+                    }
+                    Some(d) => format!("{} turn {}", d.kind, d.turn),
+                    None => "none".to_string(),
+                };
+                port.push(if multi {
+                    format!("{}: {cell}", cfg.profile)
+                } else {
+                    cell
+                });
+            }
+            rows.push([
+                crate::escape::terminal(&s.id).into_owned(),
+                crate::escape::terminal(l.kind.as_deref().unwrap_or("")).into_owned(),
+                l.turn.to_string(),
+                s.place(l.event).map_or(String::new(), |p| p.to_string()),
+                crate::escape::terminal(&port.join(", ")).into_owned(),
+            ]);
+        }
+    }
+    let port_head = if multi {
+        "port".to_string()
+    } else {
+        format!(
+            "port ({})",
+            configs.first().map_or("", |c| c.profile.as_str())
+        )
+    };
+    let header = ["session", "live kind", "turn", "at", port_head.as_str()];
+    let mut w = [0usize; 4];
+    for i in 0..4 {
+        w[i] = rows
+            .iter()
+            .map(|r| r[i].chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(header[i].len());
+    }
+    writeln!(
+        out,
+        "\nlive detections (what the agent's own detector did, from `loop_detected` records) beside the port's:"
+    )?;
+    let line = |c: [&str; 5], out: &mut dyn Write| -> io::Result<()> {
+        let mut t = String::new();
+        for i in 0..4 {
+            t.push_str(&format!("{:<width$}  ", c[i], width = w[i]));
+        }
+        t.push_str(c[4]);
+        writeln!(out, "{}", t.trim_end())
+    };
+    line(header, out)?;
+    for r in &rows {
+        line([&r[0], &r[1], &r[2], &r[3], &r[4]], out)?;
+    }
+    let counts: Vec<String> = configs
+        .iter()
+        .zip(&reproduced)
+        .map(|(c, k)| format!("{} {k} of {n}", c.profile))
+        .collect();
+    writeln!(out, "reproduced at the same turn: {}", counts.join(", "))
+}
+
+/// How many sessions' first live detection (the agent's own, from a
+/// `loop_detected` record) the stock configurations of a sweep reproduce:
+/// their first detection falls on the same turn. Nothing when no session
+/// kept a live detection.
+pub fn live_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::Result<()> {
+    let sessions = &r.record.sessions;
+    let live: Vec<(usize, u32)> = sessions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.live_turn.map(|t| (i, t)))
+        .collect();
+    if live.is_empty() {
+        return Ok(());
+    }
+    let reproduced = |c: usize| -> usize {
+        let dense = r.dense(c);
+        live.iter()
+            .filter(|(i, t)| {
+                dense[*i]
+                    .and_then(|h| h.first.as_ref())
+                    .is_some_and(|d| d.turn == *t)
+            })
+            .count()
+    };
+    let n = live.len();
+    let mut stock: Vec<(usize, usize)> = (0..r.record.grid.configs.len())
+        .filter(|&c| r.record.grid.configs[c].stock && c != r.baseline)
+        .map(|c| (reproduced(c), c))
+        .filter(|(k, _)| *k > 0)
+        .map(|(k, c)| (c, k))
+        .collect();
+    stock.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let others: Vec<String> = stock
+        .iter()
+        .take(5)
+        .map(|(c, k)| format!("{} {k}", r.label(*c)))
+        .collect();
+    writeln!(
+        out,
+        "\nlive detections: the agent's own detector fired in {} (first `loop_detected` record); the baseline {} reproduces {} of them at the same turn{}",
+        plural(n, "session", "sessions"),
+        r.label(r.baseline),
+        reproduced(r.baseline),
+        if others.is_empty() {
+            String::new()
+        } else {
+            format!(" (other stock profiles: {})", others.join(", "))
+        }
+    )
 }
 
 /// The detections a replay shows of an outcome: every one with `--all`,

@@ -223,17 +223,33 @@ pub struct SessionRecord {
     /// groups existed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub groups: BTreeMap<String, String>,
+    /// Turn of the live agent's first own detection (its first
+    /// `loop_detected` record), if the log kept one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_turn: Option<u32>,
+    /// Kind of that live detection, as the agent named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_kind: Option<String>,
 }
 
 impl SessionRecord {
     /// A session and its label.
     pub fn of(s: &Session, l: Option<Label>) -> SessionRecord {
         SessionRecord::new(&s.id, s.turns, s.events.len() as u32, s.whole_messages, l)
+            .with_live(s.live_detections().first())
     }
 
     /// A streamed session and its label.
     pub fn of_outcomes(s: &crate::replay::SessionOutcomes, l: Option<Label>) -> SessionRecord {
-        SessionRecord::new(&s.id, s.turns, s.events, s.whole_messages, l)
+        SessionRecord::new(&s.id, s.turns, s.events, s.whole_messages, l).with_live(s.live.first())
+    }
+
+    fn with_live(mut self, live: Option<&crate::event::LiveDetection>) -> SessionRecord {
+        if let Some(l) = live {
+            self.live_turn = Some(l.turn);
+            self.live_kind = Some(l.kind.clone().unwrap_or_default());
+        }
+        self
     }
 
     fn new(id: &str, turns: u32, events: u32, whole_messages: bool, l: Option<Label>) -> Self {
@@ -245,6 +261,8 @@ impl SessionRecord {
             label: l.map(|l| if l.is_loop { "loop" } else { "clean" }.to_string()),
             onset_turn: l.and_then(|l| l.onset_turn),
             groups: BTreeMap::new(),
+            live_turn: None,
+            live_kind: None,
         }
     }
 

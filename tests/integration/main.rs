@@ -20,5 +20,6 @@ mod peers_examples;
 mod properties;
 mod provenance;
 mod qwen_conformance;
+mod stores;
 mod walk;
 mod zstd;

@@ -349,3 +349,61 @@ fn goose_max_repetitions_profile_and_subagent_caps() {
         );
     }
 }
+
+#[test]
+fn openhands_v1_checks_once_per_step_not_after_every_event() {
+    // Two failed edits, then one step that calls edit twice: the first of
+    // those fails, the second succeeds. After that step's first error three
+    // equal actions have errors (a per-event check stops there); by the end
+    // of the step the newest observation is a success, and the SDK, which
+    // checks before the next agent.step(), goes on.
+    let mut recs = vec![Record::User {
+        text: "fix".into(),
+        prompt_id: None,
+    }];
+    for _ in 0..2 {
+        recs.extend([
+            Record::Turn,
+            call("edit", json!({"p": 1})),
+            result("boom", true),
+        ]);
+    }
+    recs.extend([
+        Record::Turn,
+        call("edit", json!({"p": 1})),
+        call("edit", json!({"p": 1})),
+        result("boom", true),
+        result("ok", false),
+    ]);
+    let s = session(recs);
+    assert_eq!(
+        events("openhands-v1", &s, &[("check_at", "event")]),
+        [("repeating_action_error", 11)]
+    );
+    assert!(events("openhands-v1", &s, &[]).is_empty());
+    // Three agent messages in a row: each ends the run (FINISHED), and the
+    // loop stops before its stuck check, so the SDK never sees a monologue.
+    let msg = |t: &str| {
+        [
+            Record::Turn,
+            Record::Content {
+                text: t.to_string(),
+            },
+        ]
+    };
+    let mut recs = vec![Record::User {
+        text: "hi".into(),
+        prompt_id: None,
+    }];
+    for _ in 0..3 {
+        recs.extend(msg("same"));
+    }
+    let s = session(recs);
+    assert_eq!(
+        events("openhands-v1", &s, &[("check_at", "event")]),
+        [("monologue", 7)]
+    );
+    assert!(events("openhands-v1", &s, &[]).is_empty());
+    // V0 keeps checking after every event.
+    assert_eq!(events("openhands-v0", &s, &[]), [("monologue", 7)]);
+}

@@ -87,6 +87,37 @@ proptest! {
         }
     }
 
+    /// Gemini CLI telemetry files (pretty-printed records), cut and damaged:
+    /// no panic, and a bad record is named by a line of the file.
+    #[test]
+    fn telemetry_import_never_panics_and_names_a_line(
+        names in prop::collection::vec(prop::sample::select(vec![
+            "gemini_cli.tool_call", "gemini_cli.api_request", "gemini_cli.user_prompt",
+            "loop_detected", "gemini_cli.api_response", "other",
+        ]), 1..6),
+        args in "[a-z{}\"\\:,]{0,12}",
+        cut in any::<u16>(),
+        lenient in any::<bool>(),
+    ) {
+        let mut text = String::new();
+        for (i, n) in names.iter().enumerate() {
+            let rec = serde_json::json!({"attributes": {"session.id": "s", "event.name": n,
+                "function_name": "read_file", "function_args": args, "success": i % 2 == 0,
+                "count": i, "confidence": "0.5", "loop_type": "x"}});
+            text.push_str(&serde_json::to_string_pretty(&rec).unwrap());
+            text.push('\n');
+        }
+        let bytes = &text.as_bytes()[..(cut as usize % (text.len() + 1))];
+        for r in [
+            looptune::import::import_as("gemini-telemetry", "t.log", "t", bytes, lenient),
+            looptune::import::import_auto("t.log", "t", bytes, lenient),
+        ] {
+            if let Err(e) = r {
+                check_error(&e, "t.log", bytes);
+            }
+        }
+    }
+
     #[test]
     fn native_import_never_panics(text in log_text(), lenient in any::<bool>()) {
         if let Err(e) = looptune::import::import_auto("n.jsonl", "n", text.as_bytes(), lenient) {

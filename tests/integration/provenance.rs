@@ -69,9 +69,15 @@ fn check_calls(corpus: &Corpus) -> BTreeMap<String, usize> {
             let held: Value = match doc {
                 // A whole document: the pointer is inside it.
                 Some(doc) => {
-                    let ptr = p
-                        .pointer
-                        .unwrap_or_else(|| panic!("{p}: a whole document needs a pointer"));
+                    // A document that is one native record (an OpenHands V1
+                    // event file) needs no pointer.
+                    let ptr = p.pointer.unwrap_or_else(|| {
+                        assert_eq!(
+                            format, "openhands-v1",
+                            "{p}: a whole document needs a pointer"
+                        );
+                        ""
+                    });
                     let line = p.line.unwrap_or_else(|| panic!("{p}: no line"));
                     assert!(line as usize <= lines.len(), "{p}");
                     doc.pointer(ptr)
@@ -84,8 +90,19 @@ fn check_calls(corpus: &Corpus) -> BTreeMap<String, usize> {
                         .line
                         .unwrap_or_else(|| panic!("{p}: a JSONL record needs a line"));
                     let raw = &lines[line as usize - 1];
-                    let v: Value = serde_json::from_str(raw.trim_start_matches('\u{feff}'))
-                        .unwrap_or_else(|e| panic!("{p}: not JSON ({e})"));
+                    let v: Value = match serde_json::from_str(raw.trim_start_matches('\u{feff}')) {
+                        Ok(v) => v,
+                        // A pretty-printed record opens at its line (the
+                        // Gemini CLI telemetry file): the value from there.
+                        Err(e) => {
+                            let rest = lines[line as usize - 1..].join("\n");
+                            serde_json::Deserializer::from_str(&rest)
+                                .into_iter::<Value>()
+                                .next()
+                                .and_then(Result::ok)
+                                .unwrap_or_else(|| panic!("{p}: not JSON ({e})"))
+                        }
+                    };
                     match p.pointer {
                         Some(ptr) => v
                             .pointer(ptr)
@@ -136,6 +153,8 @@ fn bundled_fixtures_name_the_line_of_every_call() {
         "opencode",
         "openai-chat",
         "gemini-cli",
+        "openhands-v1",
+        "gemini-telemetry",
     ] {
         assert!(got.get(f).is_some_and(|n| *n > 0), "{f}: {got:?}");
     }

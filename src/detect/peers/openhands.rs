@@ -83,6 +83,12 @@ impl Family for OpenHands {
                 "v1: only the last events are scanned (MAX_EVENTS_TO_SCAN_FOR_STUCK_DETECTION)",
                 SRC_V1,
             ),
+            ParamSpec::choice(
+                "check_at",
+                &["event", "step"],
+                "v1: when the detector looks: after every event, or once per agent step as the SDK's run loop does (before each agent.step(), not after a step that finished the run); v0 always per event",
+                "OpenHands/software-agent-sdk openhands-sdk/openhands/sdk/conversation/impl/local_conversation.py run()",
+            ),
             ParamSpec::bool(
                 "action_error_nudge",
                 "v1: the 2026-08 rule: a streak of exactly action_error same actions with errors nudges once (a detection, which warns), the stop needs one more",
@@ -104,13 +110,17 @@ impl Family for OpenHands {
                     ("monologue", ParamValue::Int(3)),
                     ("alternating_pattern", ParamValue::Int(6)),
                     ("scan_events", ParamValue::Int(20)),
+                    ("check_at", ParamValue::word("event")),
                     ("action_error_nudge", ParamValue::Bool(false)),
                 ],
             },
             Profile {
                 name: "openhands-v1",
-                about: "OpenHands software-agent-sdk @1c2e6b5183: StuckDetectionThresholds 4/3/3/6 over the last 20 events after the last user message; status STUCK stops the run",
-                values: vec![("version", ParamValue::word("v1"))],
+                about: "OpenHands software-agent-sdk @1c2e6b5183: StuckDetectionThresholds 4/3/3/6 over the last 20 events after the last user message, checked once per agent step; status STUCK stops the run",
+                values: vec![
+                    ("version", ParamValue::word("v1")),
+                    ("check_at", ParamValue::word("step")),
+                ],
             },
             Profile {
                 name: "openhands-v1-2026-08",
@@ -118,6 +128,7 @@ impl Family for OpenHands {
                 values: vec![
                     (POLICY, ParamValue::word("warn:1")),
                     ("version", ParamValue::word("v1")),
+                    ("check_at", ParamValue::word("step")),
                     ("action_error_nudge", ParamValue::Bool(true)),
                 ],
             },
@@ -141,6 +152,7 @@ impl Family for OpenHands {
                     alternating_pattern: p.get("alternating_pattern")?,
                     scan: p.get("scan_events")?,
                     nudge: p.get("action_error_nudge")?,
+                    per_step: p.choice("check_at", &[("event", false), ("step", true)])?,
                 },
             })
         }])
@@ -894,6 +906,9 @@ pub struct Thresholds {
     pub scan: usize,
     /// The 2026-08 action-error rule: nudge at the threshold, stop above it.
     pub nudge: bool,
+    /// Check once per agent step (the SDK's run loop) rather than after
+    /// every event.
+    pub per_step: bool,
 }
 
 impl Default for Thresholds {
@@ -905,6 +920,7 @@ impl Default for Thresholds {
             alternating_pattern: 6,
             scan: 20,
             nudge: false,
+            per_step: false,
         }
     }
 }
@@ -1102,6 +1118,33 @@ struct V1Check {
     th: Thresholds,
 }
 
+/// Where the SDK's run loop checks (`check_at = step`): once per agent
+/// step, at the top of the next iteration, i.e. after the last event of a
+/// step (the next record starts a turn, or is a user message, or the
+/// session ends); not after a step that finished the run (an agent
+/// message without tool calls, or the `finish` tool), whose loop stops
+/// before the check. One flag per mapped event: check after it.
+fn step_checks(s: &Session, mapped: &[(usize, Mapped)]) -> Vec<bool> {
+    let finished = |m: &Mapped| match m {
+        Mapped::AgentMessage(_) => true,
+        Mapped::Call { call, .. } => call.name == "finish",
+        Mapped::Result { call: Some(c), .. } => c.name == "finish",
+        _ => false,
+    };
+    (0..mapped.len())
+        .map(|k| {
+            let i = mapped[k].0;
+            let step_ends = match mapped.get(k + 1) {
+                Some(&(j, _)) => s.events[i + 1..=j]
+                    .iter()
+                    .any(|e| e.starts_turn || matches!(e.record, Record::User { .. })),
+                None => true,
+            };
+            step_ends && !finished(&mapped[k].1)
+        })
+        .collect()
+}
+
 impl Check for V1Check {
     fn name(&self) -> &'static str {
         "openhands.v1"
@@ -1124,7 +1167,13 @@ impl Check for V1Check {
         // so that warn:1 stops there, as OpenHands does.
         let mut group = 0u32;
         let mut nudged = false;
-        for (i, m) in map_session(s) {
+        let mapped = map_session(s);
+        let checks = if self.th.per_step {
+            step_checks(s, &mapped)
+        } else {
+            vec![true; mapped.len()]
+        };
+        for ((i, m), check) in mapped.into_iter().zip(checks) {
             if matches!(m, Mapped::User(_)) {
                 users += 1;
             }
@@ -1134,6 +1183,9 @@ impl Check for V1Check {
                 let n = events.len() - self.th.scan;
                 events.drain(..n);
                 dropped += n;
+            }
+            if !check {
+                continue;
             }
             if self.th.nudge {
                 if let Some(at) = action_error_nudge(&events, &self.th) {

@@ -1,0 +1,92 @@
+//! What the database readers share: a SQLite file opened read-only, so a
+//! running agent is never disturbed: no write, no journal, no lock held
+//! beyond one read transaction (in WAL mode, the agents' default, a reader
+//! never blocks a writer). A writer that holds the database locked (a
+//! rollback-journal database in the middle of a commit) is waited for a
+//! moment, then the read stops with an error naming the file.
+
+use crate::error::{Error, Result};
+use rusqlite::{Connection, OpenFlags};
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a read waits for a writer's lock before giving up.
+const BUSY_WAIT: Duration = Duration::from_millis(1500);
+
+/// The SQLite header every database file starts with.
+pub(crate) const MAGIC: &[u8] = b"SQLite format 3\0";
+
+/// Open `path` read-only; `display` names it in errors.
+pub(crate) fn open(path: &Path, display: &str) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| db_err(display, &e))?;
+    conn.busy_timeout(BUSY_WAIT)
+        .map_err(|e| db_err(display, &e))?;
+    Ok(conn)
+}
+
+/// Whether the database at `path` has every table in `tables` (a quick
+/// look at its schema, for detection). A database a writer holds locked
+/// cannot show its schema: then its file name decides (`name_is`), and the
+/// read that follows says it is locked.
+pub(crate) fn has_tables(path: &Path, tables: &[&str], name_is: fn(&str) -> bool) -> bool {
+    let Ok(conn) = open(path, "") else {
+        return false;
+    };
+    let mut locked = false;
+    let all = tables.iter().all(|t| {
+        match conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [t],
+            |r| r.get::<_, i64>(0),
+        ) {
+            Ok(n) => n > 0,
+            Err(e) => {
+                locked |= is_locked(&e);
+                false
+            }
+        }
+    });
+    all || (locked
+        && path
+            .file_name()
+            .is_some_and(|n| name_is(&n.to_string_lossy())))
+}
+
+/// Whether an error is a writer's lock.
+fn is_locked(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// The names of a table's columns.
+pub(crate) fn columns(conn: &Connection, display: &str, table: &str) -> Result<Vec<String>> {
+    let mut stmt = conn
+        .prepare(&format!("PRAGMA table_info(\"{table}\")"))
+        .map_err(|e| db_err(display, &e))?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(1))
+        .map_err(|e| db_err(display, &e))?
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .map_err(|e| db_err(display, &e))?;
+    Ok(names)
+}
+
+/// A database error as the user's message: a lock says so plainly.
+pub(crate) fn db_err(display: &str, e: &rusqlite::Error) -> Error {
+    let message = if is_locked(e) {
+        format!(
+            "the database is locked by a writer (waited {} ms; read it again when the agent is idle)",
+            BUSY_WAIT.as_millis()
+        )
+    } else {
+        format!("cannot read the SQLite database: {e}")
+    };
+    Error::File {
+        path: display.to_string(),
+        message,
+    }
+}
