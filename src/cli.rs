@@ -344,6 +344,10 @@ struct CiOpts {
     /// Labels file (CSV or JSONL: session,label,onset_turn); wins over inline labels.
     #[arg(long, value_name = "FILE")]
     labels: Option<PathBuf>,
+    /// Exit 2 when the labels file names sessions that are not in the input
+    /// (default: one warning with their count and first ids).
+    #[arg(long)]
+    strict_labels: bool,
     /// Write a short Markdown summary (for a CI job summary page).
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
@@ -419,7 +423,7 @@ struct SweepArgs {
     /// Worker threads for reading files and replaying (default: all cores). CSV output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
-    /// Skip bad lines (counted and reported per file); labels for unknown sessions become warnings.
+    /// Skip bad input lines (counted and reported per file) instead of stopping at the first.
     #[arg(long)]
     lenient: bool,
     /// Input format for every file: `auto` detects it per file by content.
@@ -579,6 +583,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 config: a.ci.config.clone(),
                 ci: a.ci.ci(),
                 allow_empty: a.input.allow_empty,
+                strict_labels: a.ci.strict_labels,
             };
             run::replay_command(&req, &mut out)
         }
@@ -624,6 +629,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 quiet: a.quiet,
                 max_configs: a.max_configs,
                 allow_empty: a.allow_empty,
+                strict_labels: a.ci.strict_labels,
             };
             run::sweep_command(&req, &mut out, &mut std::io::stderr())
         }

@@ -1,7 +1,9 @@
 //! Ground-truth labels: a labels file (CSV with a header, or JSONL with the
 //! same fields) and inline `label` records. The file wins over inline labels.
-//! A label for a session that is not in the input, or a duplicate, is an
-//! error (a warning with `--lenient`).
+//! A duplicate, or an onset past its session's last turn, is an error; labels
+//! for sessions that are not in the input are one warning (count and first
+//! ids; an error with `--strict-labels`), so a labels file may run ahead of
+//! the logs.
 
 use crate::error::{Error, Result};
 use crate::event::{Corpus, Label};
@@ -16,7 +18,7 @@ pub struct Labels {
     pub by_session: Vec<Option<Label>>,
     /// The labels file, when one was given: path and SHA-256.
     pub file: Option<(String, String)>,
-    /// Warnings (with `--lenient`): unknown sessions, duplicates.
+    /// Warnings: labelled sessions missing from the input (one line, however many).
     pub warnings: Vec<String>,
 }
 
@@ -45,6 +47,19 @@ pub fn read_labels_file(
     lenient: bool,
     warnings: &mut Vec<String>,
 ) -> Result<(BTreeMap<String, Label>, String)> {
+    let (rows, digest) = read_labels_lines(path, lenient, warnings)?;
+    Ok((without_lines(rows), digest))
+}
+
+/// Labels by session id, each with its line in the file.
+type LabelLines = BTreeMap<String, (Label, u64)>;
+
+/// [`read_labels_file`], each label with its line in the file.
+fn read_labels_lines(
+    path: &Path,
+    lenient: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(LabelLines, String)> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let digest = crate::number::hex(&Sha256::digest(&bytes));
     let display = path.display().to_string();
@@ -56,7 +71,7 @@ pub fn read_labels_file(
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    let out = parse_labels(
+    let out = parse_label_lines(
         &display,
         &text,
         ext == "jsonl" || ext == "json",
@@ -66,9 +81,13 @@ pub fn read_labels_file(
     Ok((out, digest))
 }
 
+fn without_lines(rows: LabelLines) -> BTreeMap<String, Label> {
+    rows.into_iter().map(|(k, (l, _))| (k, l)).collect()
+}
+
 /// Parse the text of a labels file (CSV, or JSONL with `jsonl`); `display`
-/// names it in `FILE:LINE: field` errors. (The fuzz and property tests call
-/// this directly.)
+/// names it in `FILE:LINE: field` errors. A duplicate is an error, a warning
+/// if `lenient`. (The fuzz and property tests call this directly.)
 pub fn parse_labels(
     display: &str,
     text: &str,
@@ -76,13 +95,24 @@ pub fn parse_labels(
     lenient: bool,
     warnings: &mut Vec<String>,
 ) -> Result<BTreeMap<String, Label>> {
+    parse_label_lines(display, text, jsonl, lenient, warnings).map(without_lines)
+}
+
+/// [`parse_labels`], each label with its line.
+fn parse_label_lines(
+    display: &str,
+    text: &str,
+    jsonl: bool,
+    lenient: bool,
+    warnings: &mut Vec<String>,
+) -> Result<LabelLines> {
     let display = display.to_string();
     let rows: Vec<(u64, String, String, String)> = if jsonl {
         jsonl_rows(&display, text)?
     } else {
         csv_rows(&display, text)?
     };
-    let mut out = BTreeMap::new();
+    let mut out = LabelLines::new();
     for (line, session, label, onset) in rows {
         let bad = |m: String| Error::Line {
             path: display.clone(),
@@ -114,8 +144,10 @@ pub fn parse_labels(
                 "field `onset_turn` is required for a `loop` label".into()
             ));
         }
-        if out.contains_key(&session) {
-            let msg = format!("{display}:{line}: duplicate label for session `{session}`");
+        if let Some((_, first)) = out.get(&session) {
+            let msg = format!(
+                "{display}:{line}: duplicate label for session `{session}` (first at line {first})"
+            );
             if lenient {
                 warnings.push(msg);
                 continue;
@@ -124,10 +156,13 @@ pub fn parse_labels(
         }
         out.insert(
             session,
-            Label {
-                is_loop,
-                onset_turn,
-            },
+            (
+                Label {
+                    is_loop,
+                    onset_turn,
+                },
+                line,
+            ),
         );
     }
     Ok(out)
@@ -195,42 +230,51 @@ fn jsonl_rows(display: &str, text: &str) -> Result<Vec<(u64, String, String, Str
     Ok(rows)
 }
 
-/// Resolve labels for a corpus: the file's label, else the session's inline label.
-pub fn resolve(corpus: &Corpus, file: Option<&Path>, lenient: bool) -> Result<Labels> {
+/// Resolve labels for a corpus: the file's label, else the session's inline
+/// label. Onsets are checked against the sessions' turns; labels for missing
+/// sessions are a warning, an error if `strict`.
+pub fn resolve(corpus: &Corpus, file: Option<&Path>, strict: bool) -> Result<Labels> {
+    let labels_file = LabelsFile::read(file)?;
+    labels_file.check_onsets(corpus.sessions.iter().map(|s| (s.id.as_str(), s.turns)))?;
     let sessions: Vec<(&str, Option<Label>)> = corpus
         .sessions
         .iter()
         .map(|s| (s.id.as_str(), s.inline_label))
         .collect();
-    resolve_sessions(&sessions, file, lenient)
+    labels_file.strict(strict).resolve(&sessions)
 }
 
 /// [`resolve`] over `(session id, inline label)` in corpus order, for a
-/// streamed read that no longer holds the sessions.
+/// streamed read that no longer holds the sessions (onsets unchecked: see
+/// [`LabelsFile::check_onsets`]).
 pub fn resolve_sessions(
     sessions: &[(&str, Option<Label>)],
     file: Option<&Path>,
-    lenient: bool,
+    strict: bool,
 ) -> Result<Labels> {
-    LabelsFile::read(file, lenient)?.resolve(sessions, lenient)
+    LabelsFile::read(file)?.strict(strict).resolve(sessions)
 }
+
+/// How many ids a warning about missing sessions names.
+pub const MISSING_SHOWN: usize = 10;
 
 /// A labels file read before the sessions are: what it says of each id.
 #[derive(Debug, Clone, Default)]
 pub struct LabelsFile {
-    from_file: BTreeMap<String, Label>,
+    from_file: LabelLines,
     file: Option<PathBuf>,
     digest: Option<(String, String)>,
     warnings: Vec<String>,
+    strict: bool,
 }
 
 impl LabelsFile {
-    /// Read the labels file, if one is given.
-    pub fn read(file: Option<&Path>, lenient: bool) -> Result<LabelsFile> {
+    /// Read the labels file, if one is given (a duplicate is an error).
+    pub fn read(file: Option<&Path>) -> Result<LabelsFile> {
         let mut warnings = Vec::new();
         let (from_file, digest) = match file {
             Some(p) => {
-                let (m, d) = read_labels_file(p, lenient, &mut warnings)?;
+                let (m, d) = read_labels_lines(p, false, &mut warnings)?;
                 (m, Some((p.display().to_string(), d)))
             }
             None => (BTreeMap::new(), None),
@@ -240,46 +284,121 @@ impl LabelsFile {
             file: file.map(Path::to_path_buf),
             digest,
             warnings,
+            strict: false,
         })
+    }
+
+    /// With `strict` (`--strict-labels`), labels for sessions missing from
+    /// the input are an error in [`LabelsFile::resolve`], not a warning.
+    pub fn strict(mut self, strict: bool) -> LabelsFile {
+        self.strict = strict;
+        self
     }
 
     /// The label of a session: the file's, else its inline label.
     pub fn label(&self, id: &str, inline: Option<Label>) -> Option<Label> {
-        self.from_file.get(id).copied().or(inline)
+        self.from_file.get(id).map(|l| l.0).or(inline)
     }
 
-    /// The labels of `(session id, inline label)` in corpus order; an id of
-    /// the file that is not among them is an error (a warning if `lenient`).
-    pub fn resolve(&self, sessions: &[(&str, Option<Label>)], lenient: bool) -> Result<Labels> {
-        let file = self.file.as_deref();
+    /// An onset past its session's last turn is an error naming the file,
+    /// the line, the onset and the last turn (the first such line of the
+    /// file). `sessions` are `(id, turns)` as finally read.
+    pub fn check_onsets<'a>(
+        &self,
+        sessions: impl IntoIterator<Item = (&'a str, u32)>,
+    ) -> Result<()> {
+        let Some(path) = &self.file else {
+            return Ok(());
+        };
+        let mut first: Option<(u64, u32, u32, &str)> = None;
+        for (id, turns) in sessions {
+            let Some((label, line)) = self.from_file.get(id) else {
+                continue;
+            };
+            match label.onset_turn {
+                Some(onset) if onset > turns && first.is_none_or(|f| *line < f.0) => {
+                    first = Some((*line, onset, turns, id));
+                }
+                _ => {}
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some((line, onset, turns, id)) => Err(Error::Line {
+                path: path.display().to_string(),
+                line,
+                message: format!(
+                    "field `onset_turn` is {onset}, past the last turn of session `{id}` (turn {turns})"
+                ),
+            }),
+        }
+    }
+
+    /// The labels of `(session id, inline label)` in corpus order. Ids of the
+    /// file that are not among them are one warning (their count and first
+    /// ids, each with the closest id of the input), an error if strict.
+    pub fn resolve(&self, sessions: &[(&str, Option<Label>)]) -> Result<Labels> {
         let from_file = &self.from_file;
         let mut warnings = self.warnings.clone();
-        let digest = self.digest.clone();
         let index: HashMap<&str, usize> =
             sessions.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
-        for id in from_file.keys() {
-            if !index.contains_key(id.as_str()) {
-                let msg = format!(
-                    "labels file names session `{id}`, which is not in the input{}",
-                    file.map(|p| format!(" ({})", p.display()))
-                        .unwrap_or_default()
-                );
-                if lenient {
-                    warnings.push(msg);
-                } else {
-                    return Err(Error::Config(msg));
-                }
+        if let Some(msg) = self.missing_sessions(&index) {
+            if self.strict {
+                return Err(Error::Config(format!("{msg} (--strict-labels)")));
             }
+            warnings.push(format!(
+                "{msg}; they are left out (--strict-labels makes this an error)"
+            ));
         }
         let by_session = sessions
             .iter()
-            .map(|(id, inline)| from_file.get(*id).copied().or(*inline))
+            .map(|(id, inline)| from_file.get(*id).map(|l| l.0).or(*inline))
             .collect();
         Ok(Labels {
             by_session,
-            file: digest,
+            file: self.digest.clone(),
             warnings,
         })
+    }
+
+    /// One message for the file's ids missing from `index` (in the file's
+    /// order): how many, and the first [`MISSING_SHOWN`] with a did-you-mean.
+    fn missing_sessions(&self, index: &HashMap<&str, usize>) -> Option<String> {
+        let mut missing: Vec<(u64, &str)> = self
+            .from_file
+            .iter()
+            .filter(|(id, _)| !index.contains_key(id.as_str()))
+            .map(|(id, (_, line))| (*line, id.as_str()))
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        missing.sort_unstable();
+        let mut known: Vec<&str> = index.keys().copied().collect();
+        known.sort_unstable();
+        let shown: Vec<String> = missing
+            .iter()
+            .take(MISSING_SHOWN)
+            .map(|(_, id)| format!("`{id}`{}", crate::suggest::hint(id, known.iter().copied())))
+            .collect();
+        let more = missing.len().saturating_sub(MISSING_SHOWN);
+        Some(format!(
+            "labels file {}names {} not in the input: {}{}",
+            self.file
+                .as_ref()
+                .map(|p| format!("{} ", p.display()))
+                .unwrap_or_default(),
+            match missing.len() {
+                1 => "1 session".to_string(),
+                n => format!("{n} sessions"),
+            },
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ))
     }
 }
 
@@ -331,13 +450,78 @@ mod tests {
         );
     }
 
+    fn clean(n: usize) -> String {
+        let mut t = String::from("session,label,onset_turn\n");
+        for i in 0..n {
+            t.push_str(&format!("gone-{i:03},clean,\n"));
+        }
+        t
+    }
+
+    #[test]
+    fn missing_sessions_are_one_warning_with_a_count_and_the_first_ids() {
+        let (_d, p) = write("l.csv", &(clean(25) + "sesion-1,clean,\nkept,loop,2\n"));
+        let file = LabelsFile::read(Some(&p)).unwrap();
+        let sessions = [("kept", None), ("session-1", None)];
+        let labels = file.resolve(&sessions).unwrap();
+        assert_eq!(labels.warnings.len(), 1, "{:?}", labels.warnings);
+        let w = &labels.warnings[0];
+        assert!(
+            w.contains("names 26 sessions not in the input: `gone-000`"),
+            "{w}"
+        );
+        // The first ten in the file's order, then a count of the rest.
+        assert!(w.contains("`gone-009` and 16 more"), "{w}");
+        assert!(!w.contains("gone-010"), "{w}");
+        assert!(w.contains("--strict-labels makes this an error"), "{w}");
+        assert_eq!(labels.counts(), (1, 0));
+        // With --strict-labels: an error, with a did-you-mean for a near id.
+        let (_d, p) = write("l.csv", "session,label,onset_turn\nsesion-1,clean,\n");
+        let e = LabelsFile::read(Some(&p))
+            .unwrap()
+            .strict(true)
+            .resolve(&sessions)
+            .unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::EXIT_INPUT);
+        let e = e.to_string();
+        assert!(
+            e.contains("names 1 session not in the input: `sesion-1` (did you mean `session-1`?) (--strict-labels)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_onset_past_the_last_turn_names_file_line_onset_and_last_turn() {
+        let (_d, p) = write(
+            "l.csv",
+            "session,label,onset_turn\nok,loop,9\nlate,loop,99\nlater,loop,50\n",
+        );
+        let file = LabelsFile::read(Some(&p)).unwrap();
+        assert!(file.check_onsets([("ok", 9)]).is_ok());
+        let e = file
+            .check_onsets([("later", 9), ("ok", 9), ("late", 9)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "l.csv:3: field `onset_turn` is 99, past the last turn of session `late` (turn 9)"
+            ),
+            "{e}"
+        );
+        // Sessions not in the input are not checked (they are warned about).
+        assert!(file.check_onsets([("ok", 9)]).is_ok());
+    }
+
     #[test]
     fn duplicates_error_or_warn() {
         let (_d, p) = write("l.csv", "session,label,onset_turn\na,clean,\na,clean,\n");
         assert!(read_labels_file(&p, false, &mut vec![])
             .unwrap_err()
             .to_string()
-            .contains("duplicate"));
+            .ends_with("l.csv:3: duplicate label for session `a` (first at line 2)"));
+        // A labels file is read whole: a duplicate is an error whatever
+        // `--lenient` says (it skips bad input lines only).
+        assert!(LabelsFile::read(Some(&p)).is_err());
         let mut w = vec![];
         read_labels_file(&p, true, &mut w).unwrap();
         assert_eq!(w.len(), 1);

@@ -116,6 +116,8 @@ pub struct ReplayRequest {
     pub ci: CiArgs,
     /// Accept an input with no session (exit 0) instead of exit 2.
     pub allow_empty: bool,
+    /// Labels for sessions missing from the input are an error (`--strict-labels`).
+    pub strict_labels: bool,
 }
 
 /// 0 sessions read is an error (exit 2) unless `--allow-empty`: a nightly job
@@ -206,8 +208,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             .iter()
             .map(|s| (s.id.as_str(), s.inline_label))
             .collect();
-        let labels =
-            crate::labels::resolve_sessions(&ids, req.labels.as_deref(), req.read.lenient)?;
+        let labels = replay_labels(req, &sessions, &ids)?;
         let (loops, clean) = labels.counts();
         for g in gates {
             g.needs_labels(loops + clean)?;
@@ -288,6 +289,22 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     }
     release(sessions);
     Ok(code)
+}
+
+/// The labels of a replay's sessions: onsets checked against their turns,
+/// one warning (on stderr) for labelled sessions missing from the input.
+fn replay_labels(
+    req: &ReplayRequest,
+    sessions: &[crate::replay::SessionOutcomes],
+    ids: &[(&str, Option<crate::event::Label>)],
+) -> Result<crate::labels::Labels> {
+    let file = crate::labels::LabelsFile::read(req.labels.as_deref())?.strict(req.strict_labels);
+    file.check_onsets(sessions.iter().map(|s| (s.id.as_str(), s.turns)))?;
+    let labels = file.resolve(ids)?;
+    for w in &labels.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(labels)
 }
 
 /// Set by the binary, which exits as soon as a command returns: the parsed
@@ -467,6 +484,8 @@ pub struct SweepRequest {
     pub max_configs: usize,
     /// Accept an input with no session instead of exit 2.
     pub allow_empty: bool,
+    /// Labels for sessions missing from the input are an error (`--strict-labels`).
+    pub strict_labels: bool,
 }
 
 /// Load the grid named by a request, or the embedded default, under a
@@ -576,7 +595,8 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 
     let mut read = req.read.clone();
     read.digests = true;
-    let labels_file = crate::labels::LabelsFile::read(req.labels.as_deref(), req.read.lenient)?;
+    let labels_file =
+        crate::labels::LabelsFile::read(req.labels.as_deref())?.strict(req.strict_labels);
     // One bar over the bytes: every session is replayed under the whole grid
     // as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "sweeping");

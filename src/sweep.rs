@@ -361,9 +361,9 @@ pub fn run_sweep(
     };
     let one = |s: std::sync::Arc<crate::event::Session>,
                names: &crate::input::FileNames|
-     -> (Option<crate::event::Label>, Option<Swept>) {
+     -> (Option<crate::event::Label>, u32, Option<Swept>) {
         if shard.is_some_and(|sh| !sh.owns(&s.id)) {
-            return (s.inline_label, None);
+            return (s.inline_label, s.turns, None);
         }
         let label = labels_file.label(&s.id, s.inline_label);
         let sb = plan.session_briefs(s.clone());
@@ -424,6 +424,7 @@ pub fn run_sweep(
         let slot = filling.lock().unwrap_or_else(|e| e.into_inner()).push(hits);
         (
             s.inline_label,
+            s.turns,
             Some(Swept {
                 session: crate::result::SessionRecord::of(&s, label),
                 slot,
@@ -436,16 +437,22 @@ pub fn run_sweep(
     let inputs = streamed.inputs();
     // Labels are resolved against every session read, as without shards (a
     // shard's labels file names every shard's sessions), then kept for its own.
+    labels_file.check_onsets(
+        streamed
+            .sessions
+            .iter()
+            .map(|(id, (_, turns, _))| (id.as_str(), *turns)),
+    )?;
     let ids: Vec<(&str, Option<crate::event::Label>)> = streamed
         .sessions
         .iter()
-        .map(|(id, (inline, _))| (id.as_str(), *inline))
+        .map(|(id, (inline, _, _))| (id.as_str(), *inline))
         .collect();
-    let all_labels = labels_file.resolve(&ids, read.lenient)?;
+    let all_labels = labels_file.resolve(&ids)?;
     drop(ids);
     let mut by_session = Vec::new();
     let mut swept: Vec<Swept> = Vec::new();
-    for ((_, (_, sw)), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
+    for ((_, (_, _, sw)), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
         if let Some(sw) = sw {
             swept.push(sw);
             by_session.push(*l);

@@ -115,7 +115,7 @@ fn derived(r: &SweepResult) -> Map<String, Value> {
     let id = |i: usize| json!({"config": r.config(i).id, "label": r.config(i).label});
     let derived = json!({
         "totals": super::model::totals(rec),
-        "labels": super::model::labels(rec),
+        "labels": labels_once(rec),
         "objective": r.objective.describe(),
         "scores": scores,
         "pareto": r.pareto.iter().map(|&i| r.config(i).id.clone()).collect::<Vec<_>>(),
@@ -139,6 +139,15 @@ fn derived(r: &SweepResult) -> Map<String, Value> {
     match derived {
         Value::Object(m) => m,
         _ => unreachable!("json! of an object"),
+    }
+}
+
+/// The labels' counts; their warnings are kept once, in the record's
+/// `labels_file` (an empty list here).
+fn labels_once(rec: &SweepRecord) -> super::model::LabelsInfo {
+    super::model::LabelsInfo {
+        warnings: Vec::new(),
+        ..super::model::labels(rec)
     }
 }
 

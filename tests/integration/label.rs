@@ -113,9 +113,9 @@ fn label_in_a_pty_writes_the_labels_file() {
         read(&labels),
         "session,label,onset_turn,note\nother,clean,,kept\nloopy,loop,3,\ncalm,clean,,\n"
     );
-    // The file is valid input for sweep --labels (leniently: `other` is not in the input).
+    // The file is valid input for sweep --labels (`other`, not in the input, is a warning).
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_looptune"))
-        .args(["sweep", "--quiet", "--lenient", "--out"])
+        .args(["sweep", "--quiet", "--out"])
         .arg(d.path().join("out"))
         .arg("--labels")
         .arg(&labels)

@@ -13,6 +13,7 @@ mod hardening;
 mod import_corpus;
 mod import_edge;
 mod label;
+mod nightly;
 mod peers_conformance;
 mod peers_examples;
 mod properties;
