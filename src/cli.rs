@@ -368,6 +368,7 @@ impl CiOpts {
             markdown: self.markdown.clone(),
             junit: self.junit.clone(),
             requires: self.requires.clone(),
+            append_markdown: String::new(),
         }
     }
 }
@@ -442,6 +443,8 @@ struct SweepArgs {
     /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default).
     #[arg(long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONFIGS)]
     max_configs: usize,
+    #[command(flatten)]
+    shape: DiffShapeArgs,
 }
 
 const MERGE_HELP: &str = "\
@@ -472,8 +475,35 @@ configuration (its baseline, or --config): changed_verdicts,
 new_false_positives, new_missed_loops, fixed_false_positives, new_catches.
 `sweep --baseline DIR` runs the same comparison against a stored earlier run.
 
+The table is a summary: configurations in both runs and in one only (a
+warning when the grids differ), one line per changed configuration (the gated
+one first, --limit N of them), then the gated configuration's changed
+sessions (--verbose: every listed configuration's, all of them).
+
 Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 the Markdown
 summary could not be written.";
+
+/// How much of a comparison of two runs is printed (`diff`, `sweep --baseline`).
+#[derive(Debug, Args)]
+struct DiffShapeArgs {
+    /// Changed configurations listed, the gated one first (0: every one).
+    #[arg(long, value_name = "N", default_value_t = crate::report::diff_out::DEFAULT_LIMIT)]
+    limit: usize,
+    /// List every changed session of every listed configuration (default: the
+    /// gated configuration's first 20).
+    #[arg(long, short = 'v')]
+    verbose: bool,
+}
+
+impl DiffShapeArgs {
+    fn shape(&self) -> crate::report::diff_out::Shape {
+        crate::report::diff_out::Shape {
+            limit: self.limit,
+            only: None,
+            verbose: self.verbose,
+        }
+    }
+}
 
 #[derive(Debug, Args)]
 struct DiffArgs {
@@ -483,15 +513,21 @@ struct DiffArgs {
     /// The new result.
     #[arg(value_name = "NEW")]
     new: PathBuf,
-    /// Output format.
+    /// Output format: `table`, a summary for people; `json`, one object per changed verdict.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// Write the changes as Markdown (for a CI job summary page).
+    /// Write the changes as Markdown (for a CI job summary page; under 64 KB).
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
     /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable.
     #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
+    /// The configuration gates check and the only one listed: an id, label
+    /// or stock profile of the new run (default: its chosen configuration).
+    #[arg(long, value_name = "ID")]
+    config: Option<String>,
+    #[command(flatten)]
+    shape: DiffShapeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -630,6 +666,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 max_configs: a.max_configs,
                 allow_empty: a.allow_empty,
                 strict_labels: a.ci.strict_labels,
+                diff_shape: a.shape.shape(),
             };
             run::sweep_command(&req, &mut out, &mut std::io::stderr())
         }
@@ -637,14 +674,19 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         Command::Diff(a) => run::diff_command(
             &a.base,
             &a.new,
-            match a.format {
-                Format::Json => run::DiffFormat::Json,
-                Format::Table => run::DiffFormat::Table,
+            &run::DiffRequest {
+                format: match a.format {
+                    Format::Json => run::DiffFormat::Json,
+                    Format::Table => run::DiffFormat::Table,
+                },
+                config: a.config.clone(),
+                shape: a.shape.shape(),
             },
             &run::CiArgs {
                 markdown: a.markdown.clone(),
                 junit: None,
                 requires: a.requires.clone(),
+                append_markdown: String::new(),
             },
             &mut out,
             &mut std::io::stderr(),
@@ -656,6 +698,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 markdown: a.markdown.clone(),
                 junit: a.junit.clone(),
                 requires: a.requires.clone(),
+                append_markdown: String::new(),
             },
             &mut out,
             &mut std::io::stderr(),

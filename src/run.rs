@@ -455,6 +455,8 @@ pub struct CiArgs {
     pub junit: Option<PathBuf>,
     /// Gates such as `recall>=0.9` (parsed by clap, `--require`).
     pub requires: Vec<crate::gates::Gate>,
+    /// Appended to the Markdown summary (`sweep --baseline`: what changed).
+    pub append_markdown: String,
 }
 
 /// `looptune sweep`.
@@ -486,6 +488,8 @@ pub struct SweepRequest {
     pub allow_empty: bool,
     /// Labels for sessions missing from the input are an error (`--strict-labels`).
     pub strict_labels: bool,
+    /// How much of the comparison with `baseline_run` is printed.
+    pub diff_shape: crate::report::diff_out::Shape,
 }
 
 /// Load the grid named by a request, or the embedded default, under a
@@ -636,20 +640,30 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         )
         .ok();
     }
+    // The comparison with an earlier run, whose summary (in the same shape
+    // as on the terminal) ends the Markdown summary.
+    let compared = earlier.map(|earlier| crate::diff::diff(&earlier, &result));
+    let mut ci = req.ci.clone();
+    if let Some(d) = &compared {
+        ci.append_markdown = crate::report::diff_out::markdown_within(
+            d,
+            &req.diff_shape,
+            crate::report::diff_out::MARKDOWN_MAX - 8 * 1024,
+        );
+    }
     let writing = crate::progress::for_stderr(req.quiet, "writing outputs");
     let mut code = finish_sweep(
         &result,
         opts.jobs,
         &out_dir,
-        &req.ci,
+        &ci,
         &plain,
         started,
         writing.as_ref(),
         out,
         err,
     )?;
-    if let Some(earlier) = earlier {
-        let d = crate::diff::diff(&earlier, &result);
+    if let Some(d) = compared {
         let io = |e| Error::io("<stdout>", e);
         writeln!(
             out,
@@ -657,7 +671,8 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
             req.baseline_run.as_ref().expect("given").display()
         )
         .map_err(io)?;
-        crate::report::diff_out::table(&d, out).map_err(io)?;
+        warn_grids(&d, err);
+        crate::report::diff_out::table(&d, &req.diff_shape, out).map_err(io)?;
         let results = diff_gates(&d, gates);
         let diff_code = finish_gates(&results, &checked_name(&result), false, err);
         if code == EXIT_OK {
@@ -813,9 +828,10 @@ fn checked_name(result: &crate::sweep::SweepResult) -> String {
 }
 
 /// How `looptune diff` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DiffFormat {
     /// A table for people.
+    #[default]
     Table,
     /// One JSON object per changed verdict.
     Json,
@@ -835,15 +851,35 @@ fn diff_gates(
         .collect()
 }
 
+/// A warning on `err` when the two runs come from different grids.
+fn warn_grids(d: &crate::diff::Diff, err: &mut dyn Write) {
+    if let Some(w) = crate::report::diff_out::grid_warning(d) {
+        writeln!(err, "warning: {}", crate::escape::terminal(&w)).ok();
+    }
+}
+
+/// `looptune diff`: how to compare and what to print.
+#[derive(Debug, Clone, Default)]
+pub struct DiffRequest {
+    /// Output format.
+    pub format: DiffFormat,
+    /// The configuration gates check and the only one listed (id, label or
+    /// stock profile of the new run; default: its chosen configuration).
+    pub config: Option<String>,
+    /// How much is printed.
+    pub shape: crate::report::diff_out::Shape,
+}
+
 /// `looptune diff BASE NEW`: what changed between two results of the same grid.
 pub fn diff_command(
     base: &std::path::Path,
     new: &std::path::Path,
-    format: DiffFormat,
+    req: &DiffRequest,
     ci: &CiArgs,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
+    let format = req.format;
     let gates = &ci.requires;
     if let Some(g) = gates.iter().find(|g| !g.is_diff()) {
         return Err(Error::Usage(format!(
@@ -853,17 +889,24 @@ pub fn diff_command(
         )));
     }
     let base = crate::sweep::analyze(crate::result::SweepRecord::load(base)?)?;
-    let new = crate::sweep::analyze(crate::result::SweepRecord::load(new)?)?;
+    let mut new = crate::sweep::analyze(crate::result::SweepRecord::load(new)?)?;
+    let mut shape = req.shape;
+    if let Some(c) = &req.config {
+        new.chosen = crate::sweep::find_config(&new.record.grid, c)?;
+        // The new run's configurations come first in the diff, in grid order.
+        shape.only = Some(new.chosen);
+    }
     let d = crate::diff::diff(&base, &new);
+    warn_grids(&d, err);
     let io = |e| Error::io("<stdout>", e);
     match format {
         DiffFormat::Json => crate::report::diff_out::json_lines(&d, out).map_err(io)?,
-        DiffFormat::Table => crate::report::diff_out::table(&d, out).map_err(io)?,
+        DiffFormat::Table => crate::report::diff_out::table(&d, &shape, out).map_err(io)?,
     }
     let mut failed = false;
     if let Some(p) = &ci.markdown {
         if let Err(e) =
-            crate::report::write_atomic(p, crate::report::diff_out::markdown(&d).as_bytes())
+            crate::report::write_atomic(p, crate::report::diff_out::markdown(&d, &shape).as_bytes())
         {
             failed = true;
             writeln!(err, "error: failed to write {}: {e}", p.display()).ok();
@@ -928,7 +971,10 @@ fn write_ci(
 ) -> bool {
     let mut failed = false;
     let outputs = [
-        (ci.markdown.as_ref(), crate::report::ci::markdown(view)),
+        (
+            ci.markdown.as_ref(),
+            crate::report::ci::markdown(view) + &ci.append_markdown,
+        ),
         (ci.junit.as_ref(), crate::report::ci::junit(view)),
     ];
     for (path, text) in outputs {
