@@ -369,6 +369,7 @@ impl CiOpts {
             junit: self.junit.clone(),
             requires: self.requires.clone(),
             append_markdown: String::new(),
+            json: false,
         }
     }
 }
@@ -445,6 +446,10 @@ struct SweepArgs {
     max_configs: usize,
     #[command(flatten)]
     shape: DiffShapeArgs,
+    /// Print one JSON object on stdout (baseline, recommendation, gates and
+    /// their verdicts) instead of the text summary, for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 const MERGE_HELP: &str = "\
@@ -528,6 +533,10 @@ struct DiffArgs {
     config: Option<String>,
     #[command(flatten)]
     shape: DiffShapeArgs,
+    /// Print one JSON object on stdout (what changed, the gated configuration,
+    /// the gates and their verdicts) instead of the text summary, for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -547,6 +556,10 @@ struct MergeArgs {
     /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable.
     #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
+    /// Print one JSON object on stdout (baseline, recommendation, gates and
+    /// their verdicts) instead of the text summary, for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -661,7 +674,10 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                     .as_deref()
                     .filter(|b| is_run_dir(b))
                     .map(PathBuf::from),
-                ci: a.ci.ci(),
+                ci: run::CiArgs {
+                    json: a.json,
+                    ..a.ci.ci()
+                },
                 quiet: a.quiet,
                 max_configs: a.max_configs,
                 allow_empty: a.allow_empty,
@@ -687,6 +703,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 junit: None,
                 requires: a.requires.clone(),
                 append_markdown: String::new(),
+                json: a.json,
             },
             &mut out,
             &mut std::io::stderr(),
@@ -699,6 +716,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 junit: a.junit.clone(),
                 requires: a.requires.clone(),
                 append_markdown: String::new(),
+                json: a.json,
             },
             &mut out,
             &mut std::io::stderr(),

@@ -457,6 +457,8 @@ pub struct CiArgs {
     pub requires: Vec<crate::gates::Gate>,
     /// Appended to the Markdown summary (`sweep --baseline`: what changed).
     pub append_markdown: String,
+    /// `--json`: one object on stdout instead of the text summary.
+    pub json: bool,
 }
 
 /// `looptune sweep`.
@@ -652,7 +654,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         );
     }
     let writing = crate::progress::for_stderr(req.quiet, "writing outputs");
-    let mut code = finish_sweep(
+    let (mut code, mut brief) = finish_sweep(
         &result,
         opts.jobs,
         &out_dir,
@@ -665,25 +667,39 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     )?;
     if let Some(d) = compared {
         let io = |e| Error::io("<stdout>", e);
-        writeln!(
-            out,
-            "\nChanges since {}:",
-            req.baseline_run.as_ref().expect("given").display()
-        )
-        .map_err(io)?;
         warn_grids(&d, err);
-        crate::report::diff_out::table(&d, &req.diff_shape, out).map_err(io)?;
+        if brief.is_none() {
+            writeln!(
+                out,
+                "\nChanges since {}:",
+                req.baseline_run.as_ref().expect("given").display()
+            )
+            .map_err(io)?;
+            crate::report::diff_out::table(&d, &req.diff_shape, out).map_err(io)?;
+        }
         let results = diff_gates(&d, gates);
         let diff_code = finish_gates(&results, &checked_name(&result), false, err);
         if code == EXIT_OK {
             code = diff_code;
         }
+        if let Some(serde_json::Value::Object(m)) = &mut brief {
+            m.insert(
+                "diff".into(),
+                crate::report::brief::diff(&d, &req.diff_shape, &results),
+            );
+            m.insert("exit_code".into(), code.into());
+        }
+    }
+    if let Some(b) = &brief {
+        print_json(b, out)?;
     }
     release(result);
     Ok(code)
 }
 
 /// Write every output of an analysed result, print the summary and the gates.
+/// With `ci.json`, nothing goes to `out`: the summary comes back as one
+/// object, with the exit code.
 /// `started` is when the command began, for the closing line's whole-run time;
 /// `jobs` caps the writing threads (0: every core).
 #[allow(clippy::too_many_arguments)]
@@ -697,7 +713,7 @@ fn finish_sweep(
     progress: &dyn crate::progress::Progress,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> Result<i32> {
+) -> Result<(i32, Option<serde_json::Value>)> {
     let began = std::time::Instant::now();
     let files = crate::outdir::OutputFiles::of(out_dir);
     // Every file is staged beside its target and moved into place at the end
@@ -791,6 +807,11 @@ fn finish_sweep(
     progress.finish();
     let writing = began.elapsed().as_secs_f64();
 
+    if ci.json {
+        let code = finish_gates(&gate_results, &checked_name(result), report_failed, err);
+        let brief = crate::report::brief::sweep(result, &gate_results, &written, code);
+        return Ok((code, Some(brief)));
+    }
     let io = |e| Error::io("<stdout>", e);
     crate::report::text::sweep_summary(result, out).map_err(io)?;
     writeln!(
@@ -813,12 +834,15 @@ fn finish_sweep(
     for p in &written {
         writeln!(out, "  {}", p.display()).map_err(io)?;
     }
-    Ok(finish_gates(
-        &gate_results,
-        &checked_name(result),
-        report_failed,
-        err,
-    ))
+    let code = finish_gates(&gate_results, &checked_name(result), report_failed, err);
+    Ok((code, None))
+}
+
+/// `--json`: the one object on `out`, on one line.
+fn print_json(value: &serde_json::Value, out: &mut dyn Write) -> Result<()> {
+    let io = |e| Error::io("<stdout>", e);
+    serde_json::to_writer(&mut *out, value).map_err(|e| io(e.into()))?;
+    writeln!(out).map_err(io)
 }
 
 /// The configuration gates check, as gate lines name it.
@@ -900,6 +924,7 @@ pub fn diff_command(
     warn_grids(&d, err);
     let io = |e| Error::io("<stdout>", e);
     match format {
+        _ if ci.json => {}
         DiffFormat::Json => crate::report::diff_out::json_lines(&d, out).map_err(io)?,
         DiffFormat::Table => crate::report::diff_out::table(&d, &shape, out).map_err(io)?,
     }
@@ -913,7 +938,15 @@ pub fn diff_command(
         }
     }
     let results = diff_gates(&d, gates);
-    Ok(finish_gates(&results, &checked_name(&new), failed, err))
+    let code = finish_gates(&results, &checked_name(&new), failed, err);
+    if ci.json {
+        let mut brief = crate::report::brief::diff(&d, &shape, &results);
+        if let serde_json::Value::Object(m) = &mut brief {
+            m.insert("exit_code".into(), code.into());
+        }
+        print_json(&brief, out)?;
+    }
+    Ok(code)
 }
 
 /// `looptune merge`: combine the results of shards into the full outputs.
@@ -949,7 +982,7 @@ pub fn merge_command(
     }
     let result = crate::sweep::analyze(record)?;
     let writing = crate::progress::for_stderr(false, "writing outputs");
-    finish_sweep(
+    let (code, brief) = finish_sweep(
         &result,
         0,
         out_dir,
@@ -959,7 +992,11 @@ pub fn merge_command(
         writing.as_ref(),
         out,
         err,
-    )
+    )?;
+    if let Some(b) = &brief {
+        print_json(b, out)?;
+    }
+    Ok(code)
 }
 
 /// Stage the Markdown and JUnit outputs in `set`; true when one failed.

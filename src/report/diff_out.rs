@@ -88,7 +88,7 @@ pub const MARKDOWN_MAX: usize = 60 * 1024;
 /// The configurations in both runs whose verdicts or scores changed, the
 /// gated one first (always, changed or not), then most changed verdicts
 /// first (grid order between equals); and how many changed in all.
-fn listed(d: &Diff, shape: &Shape) -> (Vec<usize>, usize) {
+pub(crate) fn listed(d: &Diff, shape: &Shape) -> (Vec<usize>, usize) {
     if let Some(i) = shape.only {
         return (vec![i], usize::from(changed(&d.configs[i])));
     }

@@ -16,7 +16,7 @@ use crate::result::SweepRecord;
 use crate::sweep::SweepResult;
 use serde_json::{json, Map, Value};
 
-fn num(x: Option<f64>) -> Value {
+pub(crate) fn num(x: Option<f64>) -> Value {
     match x {
         Some(v) if v.fract() == 0.0 && v.abs() < 1e15 => json!(v as i64),
         Some(v) => json!(fixed(v).parse::<f64>().unwrap_or(v)),
@@ -152,7 +152,7 @@ fn labels_once(rec: &SweepRecord) -> super::model::LabelsInfo {
 }
 
 /// The recommendation with what qualifies it (`null` without one).
-fn recommendation(r: &SweepResult) -> Value {
+pub(crate) fn recommendation(r: &SweepResult) -> Value {
     let Some(c) = r.recommended else {
         return Value::Null;
     };

@@ -424,3 +424,65 @@ fn runs_of_different_grids_are_counted_apart_with_a_warning() {
         "{err}"
     );
 }
+
+#[test]
+fn json_prints_one_object_for_sweep_merge_and_diff() {
+    let d = tempfile::tempdir().unwrap();
+    let (base, new) = two_nights(d.path(), None);
+    let one = |args: &[&str]| -> (serde_json::Value, Option<i32>) {
+        let r = crate::util::process().args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&r.stdout).to_string();
+        assert_eq!(text.lines().count(), 1, "one line: {text}");
+        (serde_json::from_str(&text).unwrap(), r.status.code())
+    };
+    // diff: what changed, the gated configuration, the gates and their verdicts.
+    let (v, code) = one(&[
+        "diff",
+        &base,
+        &new,
+        "--json",
+        "--require",
+        "new_missed_loops==0",
+    ]);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["exit_code"], 1);
+    assert_eq!(v["sessions_removed"][0], "clean_markdown_list");
+    assert_eq!(v["gated"], v["listed"][0]["config"]);
+    assert_eq!(v["gates"][0]["gate"], "new_missed_loops==0");
+    assert_eq!(v["gates"][0]["passed"], false);
+    assert_eq!(v["gates"][0]["value"], v["listed"][0]["new_missed_loops"]);
+    // sweep --baseline: baseline, recommendation, gates, and the diff.
+    let out = d.path().join("again").display().to_string();
+    let logs = d.path().join("logs").display().to_string();
+    let labels = d.path().join("tonight.csv").display().to_string();
+    let (v, code) = one(&[
+        "sweep",
+        "--quiet",
+        &logs,
+        "--labels",
+        &labels,
+        "--out",
+        &out,
+        "--baseline",
+        &base,
+        "--json",
+        "--require",
+        "recall>=0",
+        "--require",
+        "new_missed_loops==0",
+    ]);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["baseline"]["label"], "gemini-latest");
+    assert!(v["baseline"]["scores"]["recall"].is_number());
+    assert!(v["recommendation"].is_object() || v["recommendation_reason"].is_string());
+    assert_eq!(v["gates"][0]["passed"], true);
+    assert_eq!(v["diff"]["gates"][0]["passed"], false);
+    assert_eq!(v["exit_code"], 1);
+    // merge: the same object as the sweep's, of the merged result.
+    let merged = d.path().join("merged").display().to_string();
+    let (v, code) = one(&["merge", &new, "--out", &merged, "--json"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["sessions"], 15);
+    assert_eq!(v["exit_code"], 0);
+    assert!(v["written"].as_array().unwrap().len() >= 4);
+}
