@@ -95,9 +95,9 @@ enum Command {
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
-    /// Print the man page (roff) of looptune and its subcommands.
+    /// Print the man page (roff) of looptune, or write one page per subcommand with --out-dir.
     #[command(after_help = MAN_HELP)]
-    Man,
+    Man(ManArgs),
     /// Generate a seeded synthetic corpus (for benchmarks).
     #[command(hide = true)]
     Synth(SynthArgs),
@@ -153,10 +153,19 @@ Exit codes:
 const MAN_HELP: &str = "\
 Examples:
   looptune man > looptune.1 && man ./looptune.1
-  looptune man | sudo tee /usr/local/share/man/man1/looptune.1 >/dev/null
+  looptune man --out-dir man/man1 && man -M man looptune-sweep   # every page
+  sudo looptune man --out-dir /usr/local/share/man/man1
 
 Exit codes:
   0  ok";
+
+#[derive(Debug, Args)]
+struct ManArgs {
+    /// Write looptune.1 and one page per subcommand (looptune-replay.1, ...)
+    /// into DIR (created if missing) instead of printing the top page.
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+}
 
 #[derive(Debug, Args)]
 struct SynthArgs {
@@ -298,8 +307,8 @@ struct DetectorArgs {
     /// Detector families at their default profiles, comma-separated (e.g. `gemini,opencode`).
     #[arg(long, value_delimiter = ',', value_name = "FAMILY", value_parser = family_names())]
     detector: Vec<String>,
-    /// Named profiles (repeatable; implies the family). Default: gemini-latest.
-    #[arg(long, value_name = "NAME", value_parser = profile_names())]
+    /// Named profiles, comma-separated or repeated (each implies its family). Default: gemini-latest.
+    #[arg(long, value_delimiter = ',', value_name = "NAME", value_parser = profile_names())]
     profile: Vec<String>,
     /// Override a parameter: KEY=VALUE for every selected family that has KEY, or FAMILY.KEY=VALUE.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::detect::Setting::parse)]
@@ -348,10 +357,10 @@ struct CiOpts {
     /// (default: one warning with their count and first ids).
     #[arg(long)]
     strict_labels: bool,
-    /// Write a short Markdown summary (for a CI job summary page).
+    /// Write a short Markdown summary (for a CI job summary page; `-`: stdout).
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
-    /// Write JUnit XML: one test case per labeled session for the chosen configuration.
+    /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable.
@@ -521,7 +530,7 @@ struct DiffArgs {
     /// Output format: `table`, a summary for people; `json`, one object per changed verdict.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// Write the changes as Markdown (for a CI job summary page; under 64 KB).
+    /// Write the changes as Markdown (for a CI job summary page; under 64 KB; `-`: stdout).
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
     /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable.
@@ -547,10 +556,10 @@ struct MergeArgs {
     /// Output folder for the merged outputs.
     #[arg(long, short = 'o', value_name = "DIR")]
     out: PathBuf,
-    /// Write a short Markdown summary (for a CI job summary page).
+    /// Write a short Markdown summary (for a CI job summary page; `-`: stdout).
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
-    /// Write JUnit XML: one test case per labeled session for the chosen configuration.
+    /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable.
@@ -573,7 +582,7 @@ struct ReportArgs {
 struct ImportArgs {
     #[command(flatten)]
     input: InputArgs,
-    /// Output file (canonical JSONL; `.gz` compresses). Never an input. `-o`/`--out` is the output in every command.
+    /// Output file (canonical JSONL; `.gz` compresses; `-`: stdout). Never an input. `-o`/`--out` is the output in every command.
     #[arg(long, short = 'o', visible_alias = "out", value_name = "OUT.jsonl")]
     output: PathBuf,
     /// Mask common credential patterns (API keys, bearer tokens, private keys) in text and arguments.
@@ -749,8 +758,14 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
             out.write_all(&buf).map_err(|e| Error::io("<stdout>", e))?;
             Ok(0)
         }
-        Command::Man => {
+        Command::Man(a) => {
             use std::io::Write;
+            if let Some(dir) = &a.out_dir {
+                for p in write_man_pages(dir)? {
+                    eprintln!("wrote {}", p.display());
+                }
+                return Ok(0);
+            }
             let mut buf = Vec::new();
             clap_mangen::Man::new(Cli::command())
                 .render(&mut buf)
@@ -777,6 +792,24 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// `man --out-dir DIR`: the top page and one per visible subcommand (the
+/// pages the top page's SEE ALSO names), written as one set.
+fn write_man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    let mut pages = vec![cmd.clone()];
+    pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+    let mut set = crate::outdir::OutputSet::new();
+    for page in pages {
+        let man = clap_mangen::Man::new(page);
+        let target = dir.join(man.get_filename());
+        let mut buf = Vec::new();
+        man.render(&mut buf).map_err(|e| Error::io(&target, e))?;
+        set.write(&target, &buf)?;
+    }
+    set.commit()
 }
 
 fn selection(d: &DetectorArgs) -> run::Selection {

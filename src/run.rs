@@ -64,8 +64,9 @@ impl Selection {
                     }
                     None if target.is_some() => {
                         return Err(Error::Config(format!(
-                            "--set `{s}`: unknown parameter `{key}` for family `{}` (see `looptune detectors --family {}`)",
+                            "--set `{s}`: unknown parameter `{key}` for family `{}`{} (see `looptune detectors --family {}`)",
                             family.name(),
+                            crate::suggest::hint(key, specs.iter().map(|p| p.name)),
                             family.name()
                         )))
                     }
@@ -81,8 +82,22 @@ impl Selection {
         if let Some(i) = used.iter().position(|u| !u) {
             let text = &self.sets[i].text;
             let key = text.split('=').next().unwrap_or("");
+            // The closest parameter of the selected families, or a family
+            // name when the typo is in `FAMILY.` of `FAMILY.KEY`.
+            let known: Vec<String> = configs
+                .iter()
+                .flat_map(|c| {
+                    let params = detect::family(c.family)
+                        .map(|f| f.params())
+                        .unwrap_or_default();
+                    params
+                        .into_iter()
+                        .flat_map(move |p| [p.name.to_string(), format!("{}.{}", c.family, p.name)])
+                })
+                .collect();
             return Err(Error::Config(format!(
-                "--set `{text}`: unknown parameter `{key}` for the selected detectors (see `looptune detectors`)"
+                "--set `{text}`: unknown parameter `{key}` for the selected detectors{} (see `looptune detectors`)",
+                crate::suggest::hint(key, known.iter().map(String::as_str))
             )));
         }
         Ok(configs)
@@ -342,14 +357,26 @@ pub fn import_command(
     } else {
         buf
     };
-    crate::report::write_atomic(output, &bytes).map_err(|e| Error::io(output, e))?;
+    if crate::outdir::is_stdout(output) {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(&bytes)
+            .and_then(|_| stdout.flush())
+            .map_err(|e| Error::io("<stdout>", e))?;
+    } else {
+        crate::report::write_atomic(output, &bytes).map_err(|e| Error::io(output, e))?;
+    }
     let whole = corpus.sessions.iter().filter(|s| s.whole_messages).count();
     writeln!(
         err,
         "wrote {} ({}) to {}{}",
         crate::report::text::plural(corpus.sessions.len(), "session", "sessions"),
         crate::report::text::plural(corpus.events(), "event", "events"),
-        output.display(),
+        if crate::outdir::is_stdout(output) {
+            "standard output".to_string()
+        } else {
+            output.display().to_string()
+        },
         if whole > 0 {
             format!("; {whole} came from whole messages, not stream chunks")
         } else {
@@ -930,9 +957,13 @@ pub fn diff_command(
     }
     let mut failed = false;
     if let Some(p) = &ci.markdown {
-        if let Err(e) =
-            crate::report::write_atomic(p, crate::report::diff_out::markdown(&d, &shape).as_bytes())
-        {
+        let text = crate::report::diff_out::markdown(&d, &shape);
+        let written = if crate::outdir::is_stdout(p) {
+            std::io::stdout().lock().write_all(text.as_bytes())
+        } else {
+            crate::report::write_atomic(p, text.as_bytes())
+        };
+        if let Err(e) = written {
             failed = true;
             writeln!(err, "error: failed to write {}: {e}", p.display()).ok();
         }
@@ -1016,6 +1047,13 @@ fn write_ci(
     ];
     for (path, text) in outputs {
         let Some(p) = path else { continue };
+        if crate::outdir::is_stdout(p) {
+            if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
+                failed = true;
+                writeln!(err, "error: failed to write to standard output: {e}").ok();
+            }
+            continue;
+        }
         if let Err(e) = set.write(p, text.as_bytes()) {
             failed = true;
             writeln!(err, "error: failed to write {e}").ok();

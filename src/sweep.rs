@@ -850,10 +850,21 @@ pub fn find_config(grid: &GridRecord, key: &str) -> Result<usize> {
                 .position(|v| v.stock && v.profile == key)
         })
         .ok_or_else(|| {
-            Error::Usage(format!(
-                "--config `{key}`: no configuration of the grid has this id, label or profile"
-            ))
+            let names = grid.configs.iter().flat_map(|v| {
+                [v.id.as_str(), v.label.as_str()]
+                    .into_iter()
+                    .chain(v.stock.then_some(v.profile.as_str()))
+            });
+            unknown_config(key, names)
         })
+}
+
+/// `--config KEY` names no configuration: the error, with the closest name.
+fn unknown_config<'a>(key: &str, names: impl IntoIterator<Item = &'a str>) -> Error {
+    Error::Usage(format!(
+        "--config `{key}`: no configuration of the grid has this id, label or profile{}",
+        crate::suggest::hint(key, names)
+    ))
 }
 
 /// Find a configuration by id, exact label or stock profile name.
@@ -867,9 +878,12 @@ pub fn find_variant(grid: &Grid, key: &str) -> Result<usize> {
                 .position(|v| v.stock && v.config.profile == key)
         })
         .ok_or_else(|| {
-            Error::Usage(format!(
-                "--config `{key}`: no configuration of the grid has this id, label or profile"
-            ))
+            let names = grid.variants.iter().flat_map(|v| {
+                [v.id.as_str(), v.label.as_str()]
+                    .into_iter()
+                    .chain(v.stock.then_some(v.config.profile.as_str()))
+            });
+            unknown_config(key, names)
         })
 }
 

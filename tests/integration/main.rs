@@ -19,4 +19,5 @@ mod peers_examples;
 mod properties;
 mod provenance;
 mod qwen_conformance;
+mod setup;
 mod walk;

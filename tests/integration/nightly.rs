@@ -486,3 +486,66 @@ fn json_prints_one_object_for_sweep_merge_and_diff() {
     assert_eq!(v["exit_code"], 0);
     assert!(v["written"].as_array().unwrap().len() >= 4);
 }
+
+#[test]
+fn a_dash_output_is_standard_output_not_a_file_named_dash() {
+    let d = tempfile::tempdir().unwrap();
+    let one = root().join("fixtures/sessions/loop_identical_read.jsonl");
+    let r = crate::util::process()
+        .current_dir(d.path())
+        .args(["import", one.to_str().unwrap(), "-o", "-"])
+        .output()
+        .unwrap();
+    assert_ok(&r);
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        out.starts_with("{\"type\":\"session\",\"session\":\"loop_identical_read\""),
+        "{out}"
+    );
+    assert!(String::from_utf8_lossy(&r.stderr).contains("to standard output"));
+    // --junit - and --markdown - the same.
+    let r = crate::util::process()
+        .current_dir(d.path())
+        .args(["replay", &fixtures(), "--labels"])
+        .arg(root().join("fixtures/labels.csv"))
+        .args(["--junit", "-", "--markdown", "-"])
+        .output()
+        .unwrap();
+    assert_ok(&r);
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        out.contains("<testsuites") && out.contains("## looptune: replay"),
+        "{out}"
+    );
+    assert!(!d.path().join("-").exists(), "no file named `-`");
+}
+
+#[test]
+fn man_out_dir_writes_every_page_the_top_page_names() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("man1");
+    let r = run(&["man", "--out-dir", dir.to_str().unwrap()]);
+    assert_ok(&r);
+    let top = std::fs::read_to_string(dir.join("looptune.1")).unwrap();
+    let mut named = 0;
+    for sub in [
+        "replay",
+        "sweep",
+        "diff",
+        "merge",
+        "import",
+        "label",
+        "report",
+        "detectors",
+    ] {
+        assert!(top.contains(&format!("looptune\\-{sub}(1)")), "{sub}");
+        let page = std::fs::read_to_string(dir.join(format!("looptune-{sub}.1"))).unwrap();
+        assert!(page.starts_with(".ie") || page.contains(".TH"), "{sub}");
+        named += 1;
+    }
+    assert_eq!(named, 8);
+    assert!(
+        !dir.join("looptune-synth.1").exists(),
+        "hidden commands have no page"
+    );
+}

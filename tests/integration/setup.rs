@@ -1,0 +1,170 @@
+//! What the README promises about setting up: the minimum Rust version is
+//! the locked tree's, and the install command keeps the lock.
+
+use crate::util::root;
+
+/// `1.88` as comparable numbers (`1.88` = `1.88.0`).
+fn version(v: &str) -> Vec<u32> {
+    let mut n: Vec<u32> = v.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+    n.resize(3, 0);
+    n
+}
+
+fn stated_msrv() -> String {
+    let toml = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let line = toml
+        .lines()
+        .find(|l| l.starts_with("rust-version"))
+        .expect("Cargo.toml states a rust-version");
+    line.split('"').nth(1).unwrap().to_string()
+}
+
+#[test]
+fn the_minimum_rust_version_is_the_locked_trees_and_the_readme_says_it() {
+    let msrv = stated_msrv();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("Rust toolchain ({msrv} or newer")),
+        "the README's Quick start states {msrv}"
+    );
+    assert!(readme.contains(&format!("cargo +{msrv} check --locked")));
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    assert!(
+        ci.contains("cargo \"+$msrv\" check --locked"),
+        "CI checks it"
+    );
+    // No locked dependency asks for a newer Rust than the one stated.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .current_dir(root())
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        crate::util::skipped("cargo metadata --offline did not run");
+        return;
+    };
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut newest = (version("0"), String::new());
+    for p in m["packages"].as_array().unwrap() {
+        if let Some(v) = p["rust_version"].as_str() {
+            if p["name"] != "looptune" && version(v) > newest.0 {
+                newest = (
+                    version(v),
+                    format!("{} {} needs {v}", p["name"], p["version"]),
+                );
+            }
+        }
+    }
+    assert!(
+        newest.0 <= version(&msrv),
+        "{}, but Cargo.toml says {msrv}",
+        newest.1
+    );
+    // The stated version is the locked tree's minimum, not an older guess.
+    assert_eq!(newest.0, version(&msrv), "{}", newest.1);
+}
+
+#[test]
+fn every_install_command_in_the_readme_keeps_the_lock() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let installs: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.contains("cargo install") && l.contains("--path"))
+        .collect();
+    assert!(!installs.is_empty());
+    for l in installs {
+        assert!(l.contains("--locked"), "{l}");
+    }
+}
+
+/// stderr of a run that must fail with a usage or configuration error.
+fn refused(args: &[&str]) -> String {
+    let r = crate::util::run(args);
+    assert_eq!(r.status.code(), Some(2), "{args:?}");
+    String::from_utf8_lossy(&r.stderr).to_string()
+}
+
+#[test]
+fn a_mistyped_name_gets_a_did_you_mean_wherever_it_is_looked_up() {
+    let fx = root().join("fixtures/sessions");
+    let fx = fx.to_str().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let grid = crate::util::write(
+        d.path(),
+        "g.toml",
+        "family = \"gemini\"\n[axes]\ntool_call_treshold = [1]\n",
+    );
+    let out = d.path().join("out");
+    let out = out.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["replay", fx, "--set", "tool_call_treshold=3"],
+            "(did you mean `tool_call_threshold`?)",
+        ),
+        (
+            vec!["replay", fx, "--set", "gemni.tool_call_threshold=3"],
+            "(did you mean `gemini.tool_call_threshold`?)",
+        ),
+        (
+            vec!["replay", fx, "--require", "recal>=0.5"],
+            "(did you mean `recall`?)",
+        ),
+        (
+            vec!["diff", fx, fx, "--require", "new_missed_lops==0"],
+            "(did you mean `new_missed_loops`?)",
+        ),
+        (
+            vec!["sweep", fx, "-q", "--out", out, "--config", "gemini-lates"],
+            "(did you mean `gemini-latest`?)",
+        ),
+        (
+            vec!["sweep", fx, "-q", "--out", out, "--baseline", "opencod"],
+            "(did you mean `opencode`?)",
+        ),
+        (
+            vec![
+                "sweep",
+                fx,
+                "-q",
+                "--out",
+                out,
+                "--grid",
+                grid.to_str().unwrap(),
+            ],
+            "(did you mean `tool_call_threshold`?)",
+        ),
+        (
+            vec!["replay", fx, "--profile", "gemini-lates"],
+            "'gemini-latest'",
+        ),
+    ] {
+        let err = refused(&args);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn profiles_take_commas_as_detectors_do() {
+    let fx = root().join("fixtures/sessions");
+    let fx = fx.to_str().unwrap();
+    let last = |args: &[&str]| {
+        let r = crate::util::run(args);
+        crate::util::assert_ok(&r);
+        String::from_utf8_lossy(&r.stdout)
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    let commas = last(&["replay", fx, "--profile", "gemini-latest,opencode"]);
+    assert!(commas.ends_with("[gemini-latest, opencode]"), "{commas}");
+    let repeated = last(&[
+        "replay",
+        fx,
+        "--profile",
+        "gemini-latest",
+        "--profile",
+        "opencode",
+    ]);
+    assert_eq!(commas, repeated);
+}
