@@ -261,15 +261,15 @@ struct InputArgs {
     #[arg(value_name = "PATHS")]
     paths: Vec<PathBuf>,
     /// Skip bad lines (counted and reported per file) instead of stopping at the first.
-    #[arg(long)]
+    #[arg(help_heading = "Input", long)]
     lenient: bool,
     /// Input format for every file: `auto` detects it per file by content.
-    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
+    #[arg(help_heading = "Input", long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
     input_format: crate::import::InputFormat,
     /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
-    #[arg(long)]
+    #[arg(help_heading = "Input", long)]
     allow_empty: bool,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Input")]
     limits: LimitArgs,
 }
 
@@ -305,13 +305,13 @@ impl InputArgs {
 #[derive(Debug, Args)]
 struct DetectorArgs {
     /// Detector families at their default profiles, comma-separated (e.g. `gemini,opencode`).
-    #[arg(long, value_delimiter = ',', value_name = "FAMILY", value_parser = family_names())]
+    #[arg(help_heading = "Detectors", long, value_delimiter = ',', value_name = "FAMILY", value_parser = family_names())]
     detector: Vec<String>,
     /// Named profiles, comma-separated or repeated (each implies its family). Default: gemini-latest.
-    #[arg(long, value_delimiter = ',', value_name = "NAME", value_parser = profile_names())]
+    #[arg(help_heading = "Detectors", long, value_delimiter = ',', value_name = "NAME", value_parser = profile_names())]
     profile: Vec<String>,
     /// Override a parameter: KEY=VALUE for every selected family that has KEY, or FAMILY.KEY=VALUE.
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::detect::Setting::parse)]
+    #[arg(help_heading = "Detectors", long = "set", value_name = "KEY=VALUE", value_parser = crate::detect::Setting::parse)]
     sets: Vec<crate::detect::Setting>,
 }
 
@@ -323,6 +323,24 @@ enum Format {
     Json,
 }
 
+/// `diff --format`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DiffFormatArg {
+    /// A summary for people: counts, one line per changed configuration, the gated one's sessions.
+    Table,
+    /// One JSON object per changed verdict (config, session, base, new, turns).
+    Json,
+}
+
+/// `detectors --format`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ListFormat {
+    /// Families, profiles and parameters as text.
+    Table,
+    /// One JSON object per family, with its profiles and parameters.
+    Json,
+}
+
 #[derive(Debug, Args)]
 struct ReplayArgs {
     #[command(flatten)]
@@ -330,16 +348,16 @@ struct ReplayArgs {
     #[command(flatten)]
     detectors: DetectorArgs,
     /// Report every detection (clearDetection() after each), with its strike count.
-    #[arg(long)]
+    #[arg(help_heading = "Detectors", long)]
     all: bool,
     /// Output format on stdout.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(help_heading = "Outputs", long, value_enum, default_value = "table")]
     format: Format,
     /// Worker threads for reading files and replaying (default: all cores). Output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
     /// Exit with code 1 when any session has a detection (a CI gate).
-    #[arg(long)]
+    #[arg(help_heading = "CI gates", long)]
     fail_on_detection: bool,
     /// No progress bar.
     #[arg(long, short = 'q')]
@@ -351,23 +369,23 @@ struct ReplayArgs {
 #[derive(Debug, Args)]
 struct CiOpts {
     /// Labels file (CSV or JSONL: session,label,onset_turn); wins over inline labels.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Scoring", long, value_name = "FILE")]
     labels: Option<PathBuf>,
     /// Exit 2 when the labels file names sessions that are not in the input
     /// (default: one warning with their count and first ids).
-    #[arg(long)]
+    #[arg(help_heading = "Scoring", long)]
     strict_labels: bool,
     /// Write a short Markdown summary (for a CI job summary page; `-`: stdout).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     markdown: Option<PathBuf>,
     /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable.
-    #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    #[arg(help_heading = "CI gates", long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
     /// The configuration gates and JUnit evaluate: an id, label or profile name (default: the stock profile).
-    #[arg(long, value_name = "ID")]
+    #[arg(help_heading = "CI gates", long, value_name = "ID")]
     config: Option<String>,
 }
 
@@ -389,43 +407,60 @@ struct SweepArgs {
     /// exist (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ...).
     #[arg(value_name = "PATHS")]
     paths: Vec<PathBuf>,
+    /// Skip bad input lines (counted and reported per file) instead of stopping at the first.
+    #[arg(help_heading = "Input", long)]
+    lenient: bool,
+    /// Input format for every file: `auto` detects it per file by content.
+    #[arg(help_heading = "Input", long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
+    input_format: crate::import::InputFormat,
+    /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
+    #[arg(help_heading = "Input", long)]
+    allow_empty: bool,
+    #[command(flatten, next_help_heading = "Input")]
+    limits: LimitArgs,
     /// Print the embedded default grid as TOML and exit.
-    #[arg(long)]
+    #[arg(help_heading = "Detectors", long)]
     print_default_grid: bool,
     /// Grid file (TOML); default: the embedded grid.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Detectors", long, value_name = "FILE")]
     grid: Option<PathBuf>,
     /// Output folder (default reports/sweep-<grid name>/). `-o`/`--output` is the output in every command.
-    #[arg(long, short = 'o', visible_alias = "output", value_name = "DIR")]
+    #[arg(
+        help_heading = "Outputs",
+        long,
+        short = 'o',
+        visible_alias = "output",
+        value_name = "DIR"
+    )]
     out: Option<PathBuf>,
     /// How to pick the recommended configuration: `default` (no more false
     /// positives than the baseline, then highest recall, then lowest median
     /// turns-to-detection, then closest to the baseline's values), `f1`, or
     /// `max-fp=N` (at most N false positives, then as default).
-    #[arg(long, value_name = "RULE", default_value = "default", value_parser = crate::metrics::Objective::parse)]
+    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "default", value_parser = crate::metrics::Objective::parse)]
     objective: crate::metrics::Objective,
     /// The profile the recommendation is compared with and whose family it is
     /// chosen from (default: the profile of the grid's first [[grid]];
     /// gemini-latest for the embedded grid). A folder an earlier sweep wrote
     /// instead compares this run with that one (`looptune diff`), for gates
     /// such as 'new_false_positives==0'.
-    #[arg(long, value_name = "PROFILE|DIR")]
+    #[arg(help_heading = "Scoring", long, value_name = "PROFILE|DIR")]
     baseline: Option<String>,
     /// Let a configuration of any family be recommended (default: only the baseline's family).
-    #[arg(long)]
+    #[arg(help_heading = "Scoring", long)]
     across_families: bool,
     /// Cross-validation folds for the out-of-sample estimate (stratified; fewer
     /// when there are fewer labelled loops).
-    #[arg(long, value_name = "K", default_value_t = 5)]
+    #[arg(help_heading = "Scoring", long, value_name = "K", default_value_t = 5)]
     folds: usize,
     /// Seed of the cross-validation folds and the bootstrap intervals.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(help_heading = "Scoring", long, value_name = "N", default_value_t = 1)]
     seed: u64,
     /// Also search unions of up to N configurations, one per family (a session
     /// is flagged when any member fires, at the earliest member's turn), by
     /// forward selection under the same rule, cross-validated. No agent ships
     /// a union: it is something you would have to build.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(help_heading = "Scoring", long, value_name = "N", default_value_t = 0)]
     combine: usize,
     /// Replay only shard I of N (sessions split by a stable hash of their id)
     /// and write that part's result; combine the parts with `looptune merge`.
@@ -434,30 +469,19 @@ struct SweepArgs {
     /// Worker threads for reading files and replaying (default: all cores). CSV output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
-    /// Skip bad input lines (counted and reported per file) instead of stopping at the first.
-    #[arg(long)]
-    lenient: bool,
-    /// Input format for every file: `auto` detects it per file by content.
-    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
-    input_format: crate::import::InputFormat,
-    /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
-    #[arg(long)]
-    allow_empty: bool,
-    #[command(flatten)]
-    limits: LimitArgs,
     #[command(flatten)]
     ci: CiOpts,
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default).
-    #[arg(long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONFIGS)]
+    #[arg(help_heading = "Detectors", long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONFIGS)]
     max_configs: usize,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Outputs")]
     shape: DiffShapeArgs,
     /// Print one JSON object on stdout (baseline, recommendation, gates and
     /// their verdicts) instead of the text summary, for scripts.
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     json: bool,
 }
 
@@ -527,24 +551,24 @@ struct DiffArgs {
     /// The new result.
     #[arg(value_name = "NEW")]
     new: PathBuf,
-    /// Output format: `table`, a summary for people; `json`, one object per changed verdict.
-    #[arg(long, value_enum, default_value = "table")]
-    format: Format,
+    /// Output format.
+    #[arg(help_heading = "Outputs", long, value_enum, default_value = "table")]
+    format: DiffFormatArg,
     /// Write the changes as Markdown (for a CI job summary page; under 64 KB; `-`: stdout).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     markdown: Option<PathBuf>,
     /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable.
-    #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    #[arg(help_heading = "CI gates", long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
     /// The configuration gates check and the only one listed: an id, label
     /// or stock profile of the new run (default: its chosen configuration).
-    #[arg(long, value_name = "ID")]
+    #[arg(help_heading = "CI gates", long, value_name = "ID")]
     config: Option<String>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Outputs")]
     shape: DiffShapeArgs,
     /// Print one JSON object on stdout (what changed, the gated configuration,
     /// the gates and their verdicts) instead of the text summary, for scripts.
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     json: bool,
 }
 
@@ -554,20 +578,20 @@ struct MergeArgs {
     #[arg(required = true, value_name = "PARTS")]
     parts: Vec<PathBuf>,
     /// Output folder for the merged outputs.
-    #[arg(long, short = 'o', value_name = "DIR")]
+    #[arg(help_heading = "Outputs", long, short = 'o', value_name = "DIR")]
     out: PathBuf,
     /// Write a short Markdown summary (for a CI job summary page; `-`: stdout).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     markdown: Option<PathBuf>,
     /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable.
-    #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    #[arg(help_heading = "CI gates", long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
     /// Print one JSON object on stdout (baseline, recommendation, gates and
     /// their verdicts) instead of the text summary, for scripts.
-    #[arg(long)]
+    #[arg(help_heading = "Outputs", long)]
     json: bool,
 }
 
@@ -597,7 +621,7 @@ struct DetectorsArgs {
     family: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
-    format: Format,
+    format: ListFormat,
 }
 
 /// `--baseline` names an earlier run when it is a folder with a summary.json
@@ -701,8 +725,8 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
             &a.new,
             &run::DiffRequest {
                 format: match a.format {
-                    Format::Json => run::DiffFormat::Json,
-                    Format::Table => run::DiffFormat::Table,
+                    DiffFormatArg::Json => run::DiffFormat::Json,
+                    DiffFormatArg::Table => run::DiffFormat::Table,
                 },
                 config: a.config.clone(),
                 shape: a.shape.shape(),
@@ -786,7 +810,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         Command::Detectors(a) => {
             run::detectors_command(
                 a.family.as_deref(),
-                matches!(a.format, Format::Json),
+                matches!(a.format, ListFormat::Json),
                 &mut out,
             )?;
             Ok(0)

@@ -168,3 +168,53 @@ fn profiles_take_commas_as_detectors_do() {
     ]);
     assert_eq!(commas, repeated);
 }
+
+/// The long help of a subcommand.
+fn help(sub: &str) -> String {
+    let r = crate::util::run(&[sub, "--help"]);
+    crate::util::assert_ok(&r);
+    String::from_utf8_lossy(&r.stdout).to_string()
+}
+
+#[test]
+fn options_sit_under_headings_and_each_subcommand_describes_its_own() {
+    let headings = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+            .map(|l| l.trim_end_matches(':').to_string())
+            .collect()
+    };
+    let sweep = help("sweep");
+    let h = headings(&sweep);
+    for want in ["Input", "Detectors", "Scoring", "Outputs", "CI gates"] {
+        assert!(h.iter().any(|x| x == want), "sweep: {want} in {h:?}");
+    }
+    // The lines from `heading:` to the next heading.
+    let under = |text: &str, heading: &str, option: &str| {
+        let section: Vec<&str> = text
+            .lines()
+            .skip_while(|l| *l != format!("{heading}:"))
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with(' '))
+            .collect();
+        assert!(
+            section.iter().any(|l| l.contains(option)),
+            "{option} not under {heading}: {section:?}"
+        );
+    };
+    under(&sweep, "Input", "--lenient");
+    under(&sweep, "Scoring", "--labels");
+    under(&sweep, "Scoring", "--strict-labels");
+    under(&sweep, "CI gates", "--require");
+    under(&sweep, "Outputs", "--markdown");
+    let replay = help("replay");
+    under(&replay, "Detectors", "--profile");
+    under(&replay, "CI gates", "--fail-on-detection");
+    // diff and detectors describe their own --format values, not replay's.
+    for sub in ["diff", "detectors"] {
+        let text = help(sub);
+        assert!(!text.contains("sorted by session id"), "{sub}: {text}");
+    }
+    assert!(help("diff").contains("One JSON object per changed verdict"));
+    assert!(help("detectors").contains("One JSON object per family"));
+}
