@@ -1145,10 +1145,18 @@ pub fn axis_chart(c: &AxisCurve) -> Draw<String> {
             let ys: Vec<f64> = c.points.iter().filter_map(get).collect();
             // Shares use the full 0–100%; counts start at 0 with 10% headroom,
             // so a flat line reads as flat and not as noise magnified.
+            // A count's top is a whole number, and it asks for no more
+            // labels than there are whole numbers: every tick an integer, none
+            // repeated by rounding (`2, 2, 1, 0, 0`).
             let ymax = if *share {
                 1.05
             } else {
-                ys.iter().copied().fold(0.0, f64::max) * 1.1 + 1.0
+                (ys.iter().copied().fold(0.0, f64::max) * 1.1 + 1.0).ceil()
+            };
+            let y_labels = if *share {
+                5
+            } else {
+                (ymax as usize + 1).min(6)
             };
             let ymin = if *share { -0.03 } else { 0.0 };
             let mut ch = ChartBuilder::on(&panels[pi])
@@ -1168,14 +1176,14 @@ pub fn axis_chart(c: &AxisCurve) -> Draw<String> {
                 if *share {
                     format!("{:.0}%", v * 100.0)
                 } else {
-                    format!("{v:.0}")
+                    whole(v)
                 }
             };
             ch.configure_mesh()
                 .light_line_style(WHITE)
                 .bold_line_style(GRID)
                 .x_labels(if c.numeric { 6 } else { values.len() + 1 })
-                .y_labels(5)
+                .y_labels(y_labels)
                 .x_desc(short(&c.axis, 40))
                 .label_style(font(SMALL_PT - 1.5))
                 .axis_desc_style(font(SMALL_PT - 1.5))
@@ -1884,9 +1892,13 @@ pub struct IntervalRow {
     pub tip: String,
 }
 
-/// `72.0% [50.1–86.3%]`.
+/// `72.0% [50.1%, 86.3%]`.
 fn pct_ci((x, (lo, hi)): (f64, (f64, f64))) -> String {
-    format!("{:.1}% [{:.1}–{:.1}%]", x * 100.0, lo * 100.0, hi * 100.0)
+    format!(
+        "{:.1}% {}",
+        x * 100.0,
+        crate::number::interval(format!("{:.1}%", lo * 100.0), format!("{:.1}%", hi * 100.0))
+    )
 }
 
 /// An interval row of one configuration, from its `sweep.csv` scores.
@@ -2566,6 +2578,53 @@ policy = ["stop", "warn:1", "ask"]
                     })
                 })
                 .collect()],
+        }
+    }
+
+    /// The y tick labels of an SVG panel: `<text ...>\nLABEL\n</text>` values.
+    fn tick_labels(svg: &str) -> Vec<String> {
+        svg.split("</text>")
+            .filter_map(|t| t.rsplit(">\n").next())
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty() && t.parse::<f64>().is_ok())
+            .collect()
+    }
+
+    #[test]
+    fn count_axes_get_whole_ticks_none_repeated() {
+        for top in [1.0, 2.0, 3.0, 7.0, 40.0] {
+            let points = (0..4)
+                .map(|i| AxisPoint {
+                    value: i.to_string(),
+                    x: i as f64,
+                    config: format!("c{i}"),
+                    stock: i == 0,
+                    recall: Some(0.5),
+                    fp: Some(top * i as f64 / 3.0),
+                    ttd_median: Some(top),
+                    tip: String::new(),
+                })
+                .collect();
+            let c = AxisCurve {
+                axis: "tool_call_threshold".into(),
+                profile: "gemini-latest".into(),
+                numeric: true,
+                points,
+            };
+            let svg = axis_chart(&c).unwrap();
+            let labels = tick_labels(&svg);
+            let whole: Vec<&String> = labels.iter().filter(|l| !l.contains('.')).collect();
+            assert_eq!(whole.len(), labels.len(), "{top}: {labels:?}");
+            // Three panels, each with its x labels (0..3) and, for the two
+            // counts, y labels: a value shows at most once per axis, so at
+            // most five times in all (`0, 0, 1, 2, 2` used to repeat them).
+            let mut seen = std::collections::HashMap::new();
+            for l in &labels {
+                *seen.entry(l.clone()).or_insert(0) += 1;
+            }
+            for (l, n) in seen {
+                assert!(n <= 5, "{top}: `{l}` {n} times in {labels:?}");
+            }
         }
     }
 

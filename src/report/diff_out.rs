@@ -22,12 +22,15 @@ pub fn json_lines(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
 
 fn share(x: f64, ci: Option<(f64, f64)>) -> String {
     match ci {
-        Some((a, b)) => format!("{x:.2} [{a:.2}-{b:.2}]"),
+        Some((a, b)) => format!(
+            "{x:.2} {}",
+            crate::number::interval(format!("{a:.2}"), format!("{b:.2}"))
+        ),
         None => format!("{x:.2}"),
     }
 }
 
-/// `recall 0.55 [0.28-0.79] -> 0.64 [0.35-0.85]`, and the same for precision and false positives.
+/// `recall 0.55 [0.28, 0.79] -> 0.64 [0.35, 0.85]`, and the same for precision and false positives.
 fn deltas(base: &Scores, new: &Scores) -> Vec<String> {
     let mut v = Vec::new();
     if (base.recall, base.true_positives) != (new.recall, new.true_positives) {

@@ -255,20 +255,20 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
     Ok(h)
 }
 
-/// `0.55 [0.28–0.79]` from a row's score and its interval columns.
+/// `0.55 [0.28, 0.79]` from a row's score and its interval columns.
 fn with_ci(r: &Row, name: &str) -> String {
     let ci = match (
         r.score(&format!("{name}_lo")),
         r.score(&format!("{name}_hi")),
     ) {
-        (Some(a), Some(b)) => format!(" [{}–{}]", pct(Some(a)), pct(Some(b))),
+        (Some(a), Some(b)) => format!(" {}", crate::number::interval(pct(Some(a)), pct(Some(b)))),
         _ => String::new(),
     };
     format!("{}{ci}", pct(r.score(name)))
 }
 
 fn pair_text(ci: Option<[f64; 2]>, show: impl Fn(f64) -> String) -> String {
-    ci.map(|[a, b]| format!(" [{}–{}]", show(a), show(b)))
+    ci.map(|[a, b]| format!(" {}", crate::number::interval(show(a), show(b))))
         .unwrap_or_default()
 }
 
@@ -365,7 +365,11 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
         let fp_rate = cv.fp_rate.zip(cv.fp_rate_ci.map(|[a, b]| (a, b)));
         let show = |x: Option<(f64, (f64, f64))>| match x {
             Some((v, (lo, hi))) => {
-                format!("{} [{}–{}]", pct(Some(v)), pct(Some(lo)), pct(Some(hi)))
+                format!(
+                    "{} {}",
+                    pct(Some(v)),
+                    crate::number::interval(pct(Some(lo)), pct(Some(hi)))
+                )
             }
             None => "–".into(),
         };
