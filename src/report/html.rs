@@ -172,9 +172,9 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
     let _ = writeln!(
         h,
         "<h1>Loop-detector sweep: <span class=\"mono\">{}</span></h1>\n\
-         <p class=\"sub\">{} configurations replayed over {} sessions ({} turns); looptune {}; {:.1} s.</p>",
+         <p class=\"sub\">{} replayed over {} sessions ({} turns); looptune {}; {:.1} s.</p>",
         esc(&s.grid.name),
-        d.rows.len(),
+        config_count(d),
         s.totals.sessions,
         s.totals.turns,
         esc(&s.looptune_version),
@@ -846,12 +846,24 @@ fn explained(h: &mut String, d: &ReportData) {
     }
 }
 
+/// How many configurations the grid has, as the terminal counts them, and
+/// the union's row when `--combine` added one: one count everywhere.
+fn config_count(d: &ReportData) -> String {
+    let union = usize::from(d.summary.union.is_some());
+    let n = d.rows.len() - union;
+    let mut s = format!("{n} configurations");
+    if union > 0 {
+        s.push_str(" (plus one row for the best union of detectors, --combine)");
+    }
+    s
+}
+
 fn config_table(h: &mut String, d: &ReportData) {
     let _ = writeln!(
         h,
-        "<h2 id=\"configs\">All configurations</h2>\n<p>{} configurations in grid order; click a header to sort. \
+        "<h2 id=\"configs\">All configurations</h2>\n<p>{} in grid order; click a header to sort. \
          Every column of every configuration is in <code>sweep.csv</code>.</p>",
-        d.rows.len()
+        config_count(d)
     );
     let _ = writeln!(
         h,

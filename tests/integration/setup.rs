@@ -218,3 +218,42 @@ fn options_sit_under_headings_and_each_subcommand_describes_its_own() {
     assert!(help("diff").contains("One JSON object per changed verdict"));
     assert!(help("detectors").contains("One JSON object per family"));
 }
+
+#[test]
+fn one_count_of_configurations_in_the_terminal_and_the_report() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    // A grid whose gemini configurations miss a loop another family catches:
+    // --combine finds a union, one more row in the tables.
+    let grid = crate::util::write(
+        d.path(),
+        "grid.toml",
+        "family = \"gemini\"\nprofile = \"gemini-latest\"\n[axes]\ncontent_chunk_size = [50]\n",
+    );
+    let r = crate::util::run(&[
+        "sweep",
+        "-q",
+        root().join("fixtures/sessions").to_str().unwrap(),
+        "--labels",
+        root().join("fixtures/labels.csv").to_str().unwrap(),
+        "--grid",
+        grid.to_str().unwrap(),
+        "--combine",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    crate::util::assert_ok(&r);
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(" configurations x "))
+        .unwrap();
+    let n: usize = line.split(' ').next().unwrap().parse().unwrap();
+    assert!(stdout.contains("\nunion "), "{stdout}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let said =
+        format!("{n} configurations (plus one row for the best union of detectors, --combine)");
+    assert_eq!(html.matches(&said).count(), 2, "{said}");
+    assert!(!html.contains(&format!("{} configurations", n + 1)));
+}
