@@ -324,6 +324,11 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
     }
     let _ = writeln!(
         h,
+        "<p class=\"note\">\u{201c}Recommended\u{201d} and every \u{201c}best\u{201d} in this report follow one rule: {}.</p>",
+        esc(&s.objective)
+    );
+    let _ = writeln!(
+        h,
         "<div class=\"scroll\"><table><thead><tr><th></th><th>configuration</th>{}{}{}{}{}<th class=\"n\">n</th></tr></thead><tbody>",
         th("recall", CI),
         th("precision", CI),
@@ -497,8 +502,10 @@ fn cross_validation(h: &mut String, d: &ReportData, cv: &CrossValidation, row: &
 fn families(h: &mut String, d: &ReportData) {
     h.push_str(
         "<h2 id=\"families\">Families side by side</h2>\n<p>Every stock profile, grouped by detector family, \
-         with the family's best swept configuration by F1 where the grid swept it.</p>\n",
+         with the family's best configuration under the recommendation's rule (",
     );
+    h.push_str(&esc(&d.summary.objective));
+    h.push_str(").</p>\n");
     let _ = writeln!(
         h,
         "<div class=\"scroll\"><table><thead><tr><th>profile</th>{}</tr></thead><tbody>",
@@ -512,12 +519,15 @@ fn families(h: &mut String, d: &ReportData) {
             esc(&family)
         );
         let mut shown: Vec<&Row> = rows.iter().copied().filter(|r| r.stock).collect();
-        let best = rows.iter().copied().filter(|r| !r.stock).max_by(|a, b| {
-            a.score("f1")
-                .unwrap_or(-1.0)
-                .total_cmp(&b.score("f1").unwrap_or(-1.0))
-        });
-        shown.extend(best);
+        // "Best" means one thing in the whole report: best under the rule.
+        let best = d
+            .summary
+            .family_best
+            .iter()
+            .find(|fb| fb.family == family)
+            .and_then(|fb| fb.best.as_ref())
+            .and_then(|b| d.row(&b.config));
+        shown.extend(best.filter(|b| !shown.iter().any(|s| s.config == b.config)));
         if let Some(r) =
             rec.filter(|r| r.family == family && !shown.iter().any(|s| s.config == r.config))
         {
@@ -541,7 +551,7 @@ fn families(h: &mut String, d: &ReportData) {
                 tags.push_str(" <span class=\"tag rec\">recommended</span>");
             }
             if best.is_some_and(|b| b.config == r.config) {
-                tags.push_str(" <span class=\"tag\">best swept by F1</span>");
+                tags.push_str(" <span class=\"tag\">best under the rule</span>");
             }
             let _ = writeln!(
                 h,

@@ -257,3 +257,40 @@ fn one_count_of_configurations_in_the_terminal_and_the_report() {
     assert_eq!(html.matches(&said).count(), 2, "{said}");
     assert!(!html.contains(&format!("{} configurations", n + 1)));
 }
+
+#[test]
+fn best_means_best_under_the_rule_and_the_report_says_which_rule() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let r = crate::util::run(&[
+        "sweep",
+        "-q",
+        root().join("fixtures/sessions").to_str().unwrap(),
+        "--labels",
+        root().join("fixtures/labels.csv").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    crate::util::assert_ok(&r);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(!html.contains("by F1"), "one meaning of best");
+    let rule = summary["objective"]
+        .as_str()
+        .unwrap()
+        .replace('\'', "&#39;");
+    assert!(html.contains(&format!("follow one rule: {rule}.")));
+    // Each family's tagged best is the family_best the terminal prints.
+    let bests: Vec<&str> = summary["family_best"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["best"]["label"].as_str())
+        .collect();
+    assert!(!bests.is_empty());
+    assert_eq!(
+        html.matches("best under the rule</span>").count(),
+        bests.len()
+    );
+}
