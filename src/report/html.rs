@@ -233,17 +233,23 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
             section(&mut text, d).map(|()| text)
         })
         .collect();
-    for part in parts {
-        h.push_str(&part?);
+    // The decision leads; every section after it is folded (its heading
+    // stays, the nav and a link to it open it).
+    for (i, part) in parts.into_iter().enumerate() {
+        let part = part?;
+        if i == 0 {
+            h.push_str(&part);
+        } else {
+            h.push_str(&fold(part));
+        }
     }
-    let _ = writeln!(
-        h,
+    h.push_str(&fold(format!(
         "<h2 id=\"grid\">Grid</h2>\n<p>The grid file as given (base profile <code>{}</code>, {} axes). \
-         Rerun with <code>looptune sweep --grid FILE</code>.</p>\n<pre class=\"src\">{}</pre>",
+         Rerun with <code>looptune sweep --grid FILE</code>.</p>\n<pre class=\"src\">{}</pre>\n",
         esc(&s.grid.base_profile),
         s.grid.axes.len(),
         esc(&s.grid.source)
-    );
+    )));
     let _ = writeln!(
         h,
         "<footer>Written by looptune {} from summary.json and sweep.csv; regenerate with \
@@ -253,6 +259,21 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
         esc(&s.looptune_version)
     );
     Ok(h)
+}
+
+/// A section that starts with its `<h2>`, folded: the heading is the
+/// `<summary>` of a closed `<details class="fold">`. Anything else (a section
+/// with nothing to show) is left as it is.
+fn fold(section: String) -> String {
+    let Some(end) = section
+        .starts_with("<h2")
+        .then(|| section.find("</h2>"))
+        .flatten()
+    else {
+        return section;
+    };
+    let (head, body) = section.split_at(end + "</h2>".len());
+    format!("<details class=\"fold\"><summary>{head}</summary>{body}</details>\n")
 }
 
 /// `0.55 [0.28, 0.79]` from a row's score and its interval columns.
@@ -702,6 +723,7 @@ fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartErro
     if d.summary.disagreements.is_empty() {
         h.push_str("<p>The compared configurations agree on every session.</p>\n");
     }
+    let root = input_root(d.summary.inputs.files.iter().map(|f| f.path.as_str()));
     for (i, s) in d.summary.disagreements.iter().enumerate() {
         let t = charts::timeline_data(d, s);
         let _ = writeln!(
@@ -740,16 +762,8 @@ fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartErro
                 .filter(|d| d.event == u64::from(x.event))
                 .map(|d| d.label.clone())
                 .collect();
-            let _ = writeln!(
-                h,
-                "<p>Around record {} (fired by {}):</p><div class=\"excerpt\">",
-                x.event,
-                list(&who)
-            );
-            for l in &x.lines {
-                excerpt_line(h, l);
-            }
-            h.push_str("</div>\n");
+            let intro = format!("Around record {} (fired by {})", x.event, list(&who));
+            excerpt(h, &root, &intro, &x.lines);
         }
         h.push_str("</section>\n");
     }
@@ -764,17 +778,70 @@ fn median_n(r: &Row) -> String {
     }
 }
 
-/// One record of an excerpt: number, turn and place, type, text (all escaped).
-fn excerpt_line(h: &mut String, l: &crate::result::ExcerptLine) {
+/// The folder every input file is in (`a/b/` of `a/b/c.jsonl` and
+/// `a/b/d/e.json`), which excerpts leave out of the paths they name.
+fn input_root<'a>(mut files: impl Iterator<Item = &'a str>) -> String {
+    let Some(first) = files.next() else {
+        return String::new();
+    };
+    let mut root = first.rfind('/').map_or("", |i| &first[..=i]);
+    for f in files {
+        while !f.starts_with(root) {
+            root = root[..root.len() - 1]
+                .rfind('/')
+                .map_or("", |i| &root[..=i]);
+        }
+    }
+    root.to_string()
+}
+
+/// An excerpt: its file named once, relative to the input root, then its
+/// records (empty ones left out), each with its line or pointer.
+fn excerpt(h: &mut String, root: &str, intro: &str, lines: &[crate::result::ExcerptLine]) {
+    let file = lines
+        .iter()
+        .find_map(|l| l.place.as_ref())
+        .map(|p| p.file.as_str());
+    let _ = write!(h, "<p class=\"xhead\">{intro}");
+    if let Some(f) = file {
+        let _ = write!(
+            h,
+            " in <code>{}</code>",
+            esc(f.strip_prefix(root).unwrap_or(f))
+        );
+    }
+    h.push_str(":</p><div class=\"excerpt\">");
+    for l in lines.iter().filter(|l| !l.text.trim().is_empty() || l.hit) {
+        excerpt_line(h, l, root, file);
+    }
+    h.push_str("</div>\n");
+}
+
+/// One record of an excerpt: number, turn and place (its line, or its whole
+/// place when it is not in the excerpt's `file`), type, text (all escaped).
+fn excerpt_line(h: &mut String, l: &crate::result::ExcerptLine, root: &str, file: Option<&str>) {
+    let place = l.place.as_ref().map(|p| {
+        if Some(p.file.as_str()) == file {
+            match (p.line, &p.pointer) {
+                (Some(n), _) => format!("line {n}"),
+                (None, Some(ptr)) => ptr.clone(),
+                (None, None) => String::new(),
+            }
+        } else {
+            let mut q = p.clone();
+            q.file = p.file.strip_prefix(root).unwrap_or(&p.file).to_string();
+            q.to_string()
+        }
+    });
     let _ = writeln!(
         h,
         "<div class=\"xl{}\"><span class=\"m\">#{} turn {}{}</span><span class=\"m\">{}</span><span class=\"t\">{}</span></div>",
         if l.hit { " hit" } else { "" },
         l.event,
         l.turn,
-        l.place
-            .as_ref()
-            .map(|p| format!(" · {}", esc(&p.to_string())))
+        place
+            .filter(|p| !p.is_empty())
+            .map(|p| format!(" · {}", esc(&p)))
             .unwrap_or_default(),
         esc(&l.kind),
         esc(&l.text)
@@ -785,6 +852,7 @@ fn excerpt_line(h: &mut String, l: &crate::result::ExcerptLine) {
 /// recommendation: where, the records around it, and what each family did.
 fn explained(h: &mut String, d: &ReportData) {
     let ex = &d.summary.explanations;
+    let root = input_root(d.summary.inputs.files.iter().map(|f| f.path.as_str()));
     h.push_str("<h2 id=\"explained\">False positives and missed loops, explained</h2>\n");
     if ex.is_empty() {
         h.push_str("<p>The baseline and the recommendation have no false positive and miss no labelled loop.</p>\n");
@@ -827,11 +895,7 @@ fn explained(h: &mut String, d: &ReportData) {
             );
         }
         if !x.lines.is_empty() {
-            h.push_str("<div class=\"excerpt\">");
-            for l in &x.lines {
-                excerpt_line(h, l);
-            }
-            h.push_str("</div>\n");
+            excerpt(h, &root, "The records around it", &x.lines);
         }
         let others: Vec<String> = x
             .others
@@ -1002,6 +1066,45 @@ fn inputs(h: &mut String, d: &ReportData) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_excerpt_names_its_file_once_relative_to_the_input_root_and_hides_empty_records() {
+        let root = input_root(["runs/a/x.jsonl", "runs/a/b/y.jsonl", "runs/c.json"].into_iter());
+        assert_eq!(root, "runs/");
+        assert_eq!(input_root(["one.jsonl"].into_iter()), "");
+        let line = |event: u32, text: &str, file: &str| crate::result::ExcerptLine {
+            event,
+            turn: 1,
+            kind: "content".into(),
+            text: text.into(),
+            hit: false,
+            place: Some(crate::result::PlaceRecord {
+                file: file.into(),
+                line: Some(event),
+                pointer: None,
+            }),
+        };
+        let lines = [
+            line(1, "first", "runs/a/x.jsonl"),
+            line(2, "  ", "runs/a/x.jsonl"),
+            line(3, "third", "runs/a/x.jsonl"),
+            line(4, "elsewhere", "runs/c.json"),
+        ];
+        let mut h = String::new();
+        excerpt(&mut h, &root, "Around record 3", &lines);
+        assert_eq!(h.matches("a/x.jsonl").count(), 1, "{h}");
+        assert!(
+            h.contains("Around record 3 in <code>a/x.jsonl</code>:"),
+            "{h}"
+        );
+        assert!(!h.contains("runs/"), "{h}");
+        assert!(h.contains("#3 turn 1 · line 3<"), "{h}");
+        assert!(!h.contains("#2 turn"), "an empty record is hidden: {h}");
+        assert!(
+            h.contains("· c.json:4<"),
+            "another file is named in full: {h}"
+        );
+    }
 
     #[test]
     fn base64_matches_rfc4648() {
