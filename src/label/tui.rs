@@ -208,7 +208,18 @@ pub enum Key {
     Down,
     /// Escape.
     Esc,
+    /// Page down.
+    PageDown,
+    /// Page up.
+    PageUp,
+    /// Enter.
+    Enter,
+    /// Backspace.
+    Backspace,
 }
+
+/// Turns a PageDown or PageUp moves.
+pub const PAGE: usize = 10;
 
 /// One decision, kept for `u`.
 #[derive(Debug)]
@@ -236,6 +247,10 @@ pub struct App {
     pub help: bool,
     /// `q` was pressed.
     pub quit: bool,
+    /// `/` was pressed: the search being typed.
+    pub search: Option<String>,
+    /// The last search, for `/` then Enter.
+    last_search: String,
 }
 
 impl App {
@@ -266,6 +281,8 @@ impl App {
             status: String::new(),
             help: false,
             quit: false,
+            search: None,
+            last_search: String::new(),
         };
         app.cursor = app.first_cursor();
         app
@@ -338,7 +355,82 @@ impl App {
         }
     }
 
+    /// A key while a search is typed: text, Backspace, Enter (search),
+    /// Escape (cancel).
+    fn search_key(&mut self, key: Key) {
+        let Some(q) = self.search.as_mut() else {
+            return;
+        };
+        match key {
+            Key::Char(c) => q.push(c),
+            Key::Backspace => {
+                q.pop();
+            }
+            Key::Esc => self.search = None,
+            Key::Enter => {
+                let q = self.search.take().unwrap_or_default();
+                let q = if q.is_empty() {
+                    self.last_search.clone()
+                } else {
+                    q
+                };
+                self.find(&q);
+                self.last_search = q;
+            }
+            _ => {}
+        }
+    }
+
+    /// Move to the next turn (after the cursor, wrapping) whose calls, text,
+    /// detections or place contain `q`, ignoring case.
+    fn find(&mut self, q: &str) {
+        let Some(s) = self.sessions.get(self.pos) else {
+            return;
+        };
+        let want = q.to_lowercase();
+        let n = s.turns.len();
+        let hit = (1..=n).map(|k| (self.cursor + k) % n).find(|&i| {
+            let t = &s.turns[i];
+            t.lines
+                .iter()
+                .chain(&t.detections)
+                .chain(std::iter::once(&t.place))
+                .any(|l| l.to_lowercase().contains(&want))
+        });
+        match hit {
+            Some(i) => {
+                self.cursor = i;
+                self.status = format!("/{q}: turn {}", s.turns[i].turn);
+            }
+            None => self.status = format!("/{q}: not found in this session"),
+        }
+    }
+
+    /// The next (`forward`) or previous turn with a detection marker.
+    fn marker(&mut self, forward: bool) {
+        let turns = &self.sessions[self.pos].turns;
+        let marked = |i: &usize| !turns[*i].detections.is_empty();
+        let found = if forward {
+            (self.cursor + 1..turns.len()).find(marked)
+        } else {
+            (0..self.cursor).rev().find(marked)
+        };
+        match found {
+            Some(i) => self.cursor = i,
+            None => {
+                self.status = format!(
+                    "no detection {} this turn",
+                    if forward { "after" } else { "before" }
+                )
+            }
+        }
+    }
+
     fn key_inner(&mut self, key: Key) -> Result<()> {
+        if self.search.is_some() {
+            self.search_key(key);
+            return Ok(());
+        }
         if self.help {
             // Any key closes the help; `q` still quits.
             self.help = false;
@@ -357,6 +449,13 @@ impl App {
                 self.cursor = (self.cursor + 1).min(turns.saturating_sub(1))
             }
             Key::Char('k') | Key::Up => self.cursor = self.cursor.saturating_sub(1),
+            Key::PageDown => self.cursor = (self.cursor + PAGE).min(turns.saturating_sub(1)),
+            Key::PageUp => self.cursor = self.cursor.saturating_sub(PAGE),
+            Key::Char('g') => self.cursor = self.first_cursor(),
+            Key::Char('G') => self.cursor = turns.saturating_sub(1),
+            Key::Char(']') => self.marker(true),
+            Key::Char('[') => self.marker(false),
+            Key::Char('/') => self.search = Some(String::new()),
             Key::Char('n') => self.go(self.pos + 1),
             Key::Char('p') => self.go(self.pos.saturating_sub(1)),
             Key::Char('l') => match self.turn().map(|t| t.turn) {
@@ -416,13 +515,16 @@ impl App {
                     Style::default().add_modifier(Modifier::REVERSED),
                 ),
                 Span::raw(" "),
-                Span::raw(self.status.clone()),
+                Span::raw(match &self.search {
+                    Some(q) => format!("/{q}"),
+                    None => self.status.clone(),
+                }),
             ])),
             rows[1],
         );
         if self.help {
             let w = area.width.min(60);
-            let h = area.height.min(14);
+            let h = area.height.min(HELP.lines().count() as u16 + 2);
             let r = Rect::new(
                 area.x + (area.width - w) / 2,
                 area.y + (area.height - h) / 2,
@@ -562,7 +664,11 @@ fn describe(l: Option<Label>) -> String {
     }
 }
 
-const HELP: &str = "j / k, arrows  previous / next turn
+const HELP: &str = "j / k, arrows  next / previous turn
+PgDn / PgUp    10 turns down / up
+g / G          first / last turn
+] / [          next / previous turn with a detection
+/ TEXT Enter   next turn containing TEXT (/ Enter: again)
 n / p          next / previous session
 l              label loop, onset = turn under cursor
 c              label clean
@@ -704,6 +810,74 @@ mod tests {
         let v = session_view(&c, &r, calm);
         assert_eq!(v.turns[1].lines, vec!["text: hello"]);
         assert_eq!(v.turns[1].place, "calm.jsonl:2-3");
+    }
+
+    #[test]
+    fn keys_for_long_sessions_page_jump_find_markers_and_search() {
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        let last = a.sessions[0].turns.len() - 1;
+        let first = a.cursor;
+        a.key(Key::Char('G'));
+        assert_eq!(a.cursor, last);
+        a.key(Key::Char('g'));
+        assert_eq!(a.cursor, first);
+        a.key(Key::PageDown);
+        assert_eq!(a.cursor, (first + PAGE).min(last));
+        a.key(Key::PageUp);
+        assert_eq!(a.cursor, 0);
+        // ] and [: the turns with a detection marker, in order.
+        let marked: Vec<usize> = (0..=last)
+            .filter(|&i| !a.sessions[0].turns[i].detections.is_empty())
+            .collect();
+        assert!(!marked.is_empty(), "the loop session has detections");
+        for &m in &marked {
+            a.key(Key::Char(']'));
+            assert_eq!(a.cursor, m);
+        }
+        a.key(Key::Char(']'));
+        assert!(a.status.contains("no detection after"), "{}", a.status);
+        a.key(Key::Char('G'));
+        a.key(Key::Char('['));
+        assert_eq!(
+            a.cursor,
+            *marked.iter().rev().find(|&&m| m < last).unwrap_or(&last)
+        );
+        // / TEXT Enter: the next turn holding TEXT, whatever its case.
+        let target = last;
+        let text = a.sessions[0].turns[target].lines[0].to_uppercase();
+        a.key(Key::Char('g'));
+        a.key(Key::Char('/'));
+        for c in text.chars() {
+            a.key(Key::Char(c));
+        }
+        a.key(Key::Char('x'));
+        a.key(Key::Backspace);
+        assert_eq!(a.search.as_deref(), Some(text.as_str()));
+        a.key(Key::Enter);
+        assert!(a.search.is_none());
+        let found = a.cursor;
+        assert!(a.sessions[0].turns[found].lines[0]
+            .to_uppercase()
+            .contains(&text));
+        // Keys typed into the search do nothing else (no `l` label, no quit).
+        a.key(Key::Char('/'));
+        a.key(Key::Char('q'));
+        a.key(Key::Char('l'));
+        a.key(Key::Esc);
+        assert!(!a.quit && a.search.is_none());
+        assert!(!d.path().join("labels.csv").exists() || a.progress().0 == 0);
+        a.key(Key::Char('/'));
+        a.key(Key::Char('z'));
+        a.key(Key::Char('z'));
+        a.key(Key::Char('z'));
+        a.key(Key::Enter);
+        assert!(a.status.contains("not found"), "{}", a.status);
+        // The help tells the truth: j goes to the next turn.
+        assert!(HELP.contains("j / k, arrows  next / previous turn"));
+        for k in ["PgDn / PgUp", "g / G", "] / [", "/ TEXT"] {
+            assert!(HELP.contains(k), "{k}");
+        }
     }
 
     #[test]
