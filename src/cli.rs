@@ -187,8 +187,8 @@ const LABEL_HELP: &str = "\
 Keys: j/k or arrows next/previous turn, PageDown/PageUp ten turns, g/G first/last
 turn, ]/[ next/previous turn with a detection, / TEXT Enter the next turn holding
 TEXT, n/p next/previous session, l labels the session `loop` with onset = the
-turn under the cursor, c labels it `clean`, s skips, u undoes, ? shows help, q
-quits. Every label is written to FILE at once.
+turn under the cursor, c labels it `clean`, e edits its note, s skips, u undoes,
+? shows help, q quits. Every label and note is written to FILE at once.
 
 Examples:
   looptune label runs/ --labels labels.csv        # created if missing

@@ -251,6 +251,11 @@ pub struct App {
     pub search: Option<String>,
     /// The last search, for `/` then Enter.
     last_search: String,
+    /// `e` was pressed: the note being typed.
+    pub editing: Option<String>,
+    /// A label changed on a session with a note: (session, its queue
+    /// position, the note), until `y` keeps it or `n` clears it.
+    pub ask_note: Option<(String, usize, String)>,
 }
 
 impl App {
@@ -283,6 +288,8 @@ impl App {
             quit: false,
             search: None,
             last_search: String::new(),
+            editing: None,
+            ask_note: None,
         };
         app.cursor = app.first_cursor();
         app
@@ -337,13 +344,70 @@ impl App {
 
     fn decide(&mut self, label: Label) -> Result<()> {
         let id = self.sessions[self.pos].id.clone();
+        let before = self.store.get(&id);
         let undo = self.store.set(&id, label)?;
         self.done.push(Done {
             undo,
             pos: self.pos,
         });
         self.status = format!("saved {id}: {}", describe(Some(label)));
+        // A note written for the old label may now contradict the new one.
+        if before.is_some_and(|b| b != label) {
+            if let Some(note) = self.store.field(&id, "note") {
+                self.status = format!(
+                    "y/n: keep the note \"{note}\" (written when {id} was {})?",
+                    describe(before)
+                );
+                self.ask_note = Some((id, self.pos, note));
+            }
+        }
         self.advance();
+        Ok(())
+    }
+
+    /// `y` keeps the note of a relabelled session, `n` clears it.
+    fn note_answer(&mut self, key: Key) -> Result<()> {
+        let Some((id, pos, _)) = self.ask_note.take() else {
+            return Ok(());
+        };
+        if key == Key::Char('n') {
+            if let Some(undo) = self.store.set_field(&id, "note", "")? {
+                self.done.push(Done { undo, pos });
+            }
+            self.status = format!("cleared the note of {id}");
+        } else {
+            self.status = format!("kept the note of {id}");
+        }
+        Ok(())
+    }
+
+    /// A key while a note is typed: text, Backspace, Enter (save), Escape (cancel).
+    fn note_key(&mut self, key: Key) -> Result<()> {
+        let Some(text) = self.editing.as_mut() else {
+            return Ok(());
+        };
+        match key {
+            Key::Char(c) => text.push(c),
+            Key::Backspace => {
+                text.pop();
+            }
+            Key::Esc => {
+                self.editing = None;
+                self.status = "note unchanged".into();
+            }
+            Key::Enter => {
+                let text = self.editing.take().unwrap_or_default();
+                let id = self.sessions[self.pos].id.clone();
+                if let Some(undo) = self.store.set_field(&id, "note", &text)? {
+                    self.done.push(Done {
+                        undo,
+                        pos: self.pos,
+                    });
+                }
+                self.status = format!("saved the note of {id}");
+            }
+            _ => {}
+        }
         Ok(())
     }
 
@@ -427,6 +491,12 @@ impl App {
     }
 
     fn key_inner(&mut self, key: Key) -> Result<()> {
+        if self.ask_note.is_some() {
+            return self.note_answer(key);
+        }
+        if self.editing.is_some() {
+            return self.note_key(key);
+        }
         if self.search.is_some() {
             self.search_key(key);
             return Ok(());
@@ -456,6 +526,14 @@ impl App {
             Key::Char(']') => self.marker(true),
             Key::Char('[') => self.marker(false),
             Key::Char('/') => self.search = Some(String::new()),
+            Key::Char('e') => {
+                let id = &self.sessions[self.pos].id;
+                if self.store.get(id).is_some() {
+                    self.editing = Some(self.store.field(id, "note").unwrap_or_default());
+                } else {
+                    self.status = "label the session first: e edits the note of its row".into();
+                }
+            }
             Key::Char('n') => self.go(self.pos + 1),
             Key::Char('p') => self.go(self.pos.saturating_sub(1)),
             Key::Char('l') => match self.turn().map(|t| t.turn) {
@@ -515,9 +593,10 @@ impl App {
                     Style::default().add_modifier(Modifier::REVERSED),
                 ),
                 Span::raw(" "),
-                Span::raw(match &self.search {
-                    Some(q) => format!("/{q}"),
-                    None => self.status.clone(),
+                Span::raw(match (&self.search, &self.editing) {
+                    (Some(q), _) => format!("/{q}"),
+                    (_, Some(n)) => format!("note (Enter saves, Esc cancels): {n}_"),
+                    _ => self.status.clone(),
                 }),
             ])),
             rows[1],
@@ -580,15 +659,22 @@ impl App {
         };
         let parts = Layout::default()
             .direction(Direction::Vertical)
-            .constraints([Constraint::Length(5), Constraint::Min(3)])
+            .constraints([Constraint::Length(6), Constraint::Min(3)])
             .split(area);
         let label = describe(self.label_at(self.pos));
+        let extra = |name: &str| self.store.field(&s.id, name).unwrap_or_else(|| "-".into());
+        let notes = format!(
+            "confidence: {}   note: {}",
+            extra("confidence"),
+            extra("note")
+        );
         let header = Text::from(vec![
             Line::from(vec![
                 Span::styled(s.id.clone(), Style::default().add_modifier(Modifier::BOLD)),
                 Span::raw(format!("  {}", s.about)),
             ]),
             Line::from(format!("label: {label}   queue: {}", s.reason)),
+            Line::from(notes),
             Line::from(s.file.clone()),
         ]);
         f.render_widget(
@@ -673,7 +759,8 @@ n / p          next / previous session
 l              label loop, onset = turn under cursor
 c              label clean
 s              skip this session
-u              undo the last label
+e              edit the note (Enter saves, Esc cancels)
+u              undo the last label or note
 ?              this help
 q              quit (every label is already saved)
 
@@ -878,6 +965,86 @@ mod tests {
         for k in ["PgDn / PgUp", "g / G", "] / [", "/ TEXT"] {
             assert!(HELP.contains(k), "{k}");
         }
+    }
+
+    #[test]
+    fn notes_and_confidence_are_shown_edited_and_questioned_when_the_label_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("labels.csv");
+        let mut a = app(
+            d.path(),
+            Some("session,label,onset_turn,confidence,note\nloopy,loop,2,high,repeats read\n"),
+        );
+        a.go(a.sessions.iter().position(|s| s.id == "loopy").unwrap());
+        let sc = screen(&a);
+        assert!(sc.contains("confidence: high   note: repeats read"), "{sc}");
+        // e: edit the note; Backspace, Enter saves; u undoes it.
+        a.key(Key::Char('e'));
+        assert_eq!(a.editing.as_deref(), Some("repeats read"));
+        for _ in 0.."read".len() {
+            a.key(Key::Backspace);
+        }
+        for c in "the same path".chars() {
+            a.key(Key::Char(c));
+        }
+        a.key(Key::Enter);
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,loop,2,high,repeats the same path\n"));
+        a.key(Key::Char('u'));
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,loop,2,high,repeats read\n"));
+        // Esc leaves the note as it was.
+        a.key(Key::Char('e'));
+        a.key(Key::Char('x'));
+        a.key(Key::Esc);
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains(",repeats read\n"));
+        // Relabelling asks about the old note: n clears it, and u puts it back.
+        a.key(Key::Char('c'));
+        assert!(a.ask_note.is_some(), "{}", a.status);
+        assert!(
+            a.status
+                .starts_with("y/n: keep the note \"repeats read\" (written when loopy was loop"),
+            "{}",
+            a.status
+        );
+        a.key(Key::Char('n'));
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,clean,,high,\n"));
+        a.key(Key::Char('u'));
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,clean,,high,repeats read\n"));
+        // y keeps it.
+        a.go(a.sessions.iter().position(|s| s.id == "loopy").unwrap());
+        a.key(Key::Char('j'));
+        a.key(Key::Char('l'));
+        a.key(Key::Char('y'));
+        assert!(a.ask_note.is_none());
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains(",repeats read\n"));
+        // A session without a row has no note to edit.
+        a.go(a.sessions.iter().position(|s| s.id == "calm").unwrap());
+        a.key(Key::Char('e'));
+        assert!(a.editing.is_none() && a.status.contains("label the session first"));
+        // A new note column is added to a file without one.
+        let d2 = tempfile::tempdir().unwrap();
+        let mut b = app(d2.path(), Some("session,label,onset_turn\ncalm,clean,\n"));
+        b.go(b.sessions.iter().position(|s| s.id == "calm").unwrap());
+        b.key(Key::Char('e'));
+        for c in "fine".chars() {
+            b.key(Key::Char(c));
+        }
+        b.key(Key::Enter);
+        assert_eq!(
+            std::fs::read_to_string(d2.path().join("labels.csv")).unwrap(),
+            "session,label,onset_turn,note\ncalm,clean,,fine\n"
+        );
     }
 
     #[test]

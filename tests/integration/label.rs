@@ -243,7 +243,8 @@ fn seek_session() -> String {
 
 /// Every key for long sessions, in a real terminal, each pinned by the label
 /// it leads to: G (last turn), g then ] ] [ (first detection marker),
-/// PageDown, PageUp, / search, and the help overlay's text.
+/// PageDown, PageUp, / search, e (a note), the question about the old note
+/// when a label changes, and the help overlay's text.
 #[test]
 fn label_keys_for_long_sessions_in_a_pty() {
     let d = tempfile::tempdir().unwrap();
@@ -354,6 +355,22 @@ fn label_keys_for_long_sessions_in_a_pty() {
     press(b"\r");
     press(b"l");
     labelled(3);
+    // e: a note, written to a new `note` column.
+    press(b"e");
+    for k in b"why" {
+        press(&[*k]);
+    }
+    press(b"\r");
+    wait_for("the note", Duration::from_secs(20), || {
+        read(&labels) == "session,label,onset_turn,note\nseek,loop,3,why\n"
+    });
+    // Relabelled: the screen asks about the old note, n clears it.
+    press(b"c");
+    wait_for("the question", Duration::from_secs(20), || shown("y/n"));
+    press(b"n");
+    wait_for("the cleared note", Duration::from_secs(20), || {
+        read(&labels) == "session,label,onset_turn,note\nseek,clean,,\n"
+    });
     // ? : the help, which tells the truth about j.
     press(b"?");
     wait_for("the help", Duration::from_secs(20), || {
@@ -373,5 +390,8 @@ fn label_keys_for_long_sessions_in_a_pty() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status:?}");
-    assert_eq!(read(&labels), "session,label,onset_turn\nseek,loop,3\n");
+    assert_eq!(
+        read(&labels),
+        "session,label,onset_turn,note\nseek,clean,,\n"
+    );
 }
