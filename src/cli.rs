@@ -383,8 +383,8 @@ struct CiOpts {
     /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     junit: Option<PathBuf>,
-    /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable.
-    #[arg(help_heading = "CI gates", long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable, or comma-separated.
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
     /// The configuration gates and JUnit evaluate: an id, label or profile name (default: the stock profile).
     #[arg(help_heading = "CI gates", long, value_name = "ID")]
@@ -559,8 +559,8 @@ struct DiffArgs {
     /// Write the changes as Markdown (for a CI job summary page; under 64 KB; `-`: stdout).
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     markdown: Option<PathBuf>,
-    /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable.
-    #[arg(help_heading = "CI gates", long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable, or comma-separated.
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
     /// The configuration gates check and the only one listed: an id, label
     /// or stock profile of the new run (default: its chosen configuration).
@@ -588,8 +588,8 @@ struct MergeArgs {
     /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     junit: Option<PathBuf>,
-    /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable.
-    #[arg(help_heading = "CI gates", long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable, or comma-separated.
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
     /// Print one JSON object on stdout (baseline, recommendation, gates and
     /// their verdicts) instead of the text summary, for scripts.

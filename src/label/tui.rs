@@ -96,6 +96,30 @@ fn head(s: &str, n: usize) -> String {
     }
 }
 
+/// Rows a long line of a turn may wrap over before it is cut.
+const WRAP: usize = 4;
+
+/// `s` as rows of at most `width` characters (newlines shown as `⏎`), at
+/// most `max` rows, the last cut with `…` when there is more.
+fn wrap(s: &str, width: usize, max: usize) -> Vec<String> {
+    let flat: Vec<char> = head(s, usize::MAX).chars().collect();
+    let mut rows: Vec<String> = flat
+        .chunks(width.max(1))
+        .take(max)
+        .map(|c| c.iter().collect())
+        .collect();
+    if flat.len() > width.max(1) * max {
+        if let Some(last) = rows.last_mut() {
+            last.pop();
+            last.push('…');
+        }
+    }
+    if rows.is_empty() {
+        rows.push(String::new());
+    }
+    rows
+}
+
 /// Build the view of one session: its turns with every family's detections.
 pub fn session_view(corpus: &Corpus, replay: &Replay, ranked: &Ranked) -> SessionView {
     let s: &Session = &corpus.sessions[ranked.session];
@@ -709,13 +733,23 @@ impl App {
                 let room = (parts[1].height as usize)
                     .saturating_sub(4 + t.detections.len())
                     .max(3);
-                let shown = if t.lines.len() > room {
-                    room - 1
-                } else {
-                    t.lines.len()
-                };
-                for l in &t.lines[..shown] {
-                    lines.push(Line::from(format!("  {}", head(l, width.max(10)))));
+                // Long lines wrap (up to WRAP rows each); whole lines are
+                // shown while they fit, and the rest are counted.
+                let wrapped: Vec<Vec<String>> = t
+                    .lines
+                    .iter()
+                    .map(|l| wrap(l, width.max(10), WRAP))
+                    .collect();
+                let total: usize = wrapped.iter().map(Vec::len).sum();
+                let cap = if total > room { room - 1 } else { room };
+                let (mut used, mut shown) = (0, 0);
+                for rows in &wrapped {
+                    if used + rows.len() > cap {
+                        break;
+                    }
+                    lines.extend(rows.iter().map(|r| Line::from(format!("  {r}"))));
+                    used += rows.len();
+                    shown += 1;
                 }
                 if shown < t.lines.len() {
                     lines.push(Line::from(format!("  … {} more", t.lines.len() - shown)));
@@ -1140,6 +1174,22 @@ mod tests {
         assert!(s.contains("saved loopy: clean"), "{s}");
         a.key(Key::Char('?'));
         assert!(screen(&a).contains("label loop, onset = turn under cursor"));
+    }
+
+    #[test]
+    fn long_lines_wrap_instead_of_being_cut_at_the_pane() {
+        assert_eq!(wrap("abcdefgh", 3, 4), ["abc", "def", "gh"]);
+        assert_eq!(wrap("abcdefghijklmn", 3, 2), ["abc", "de…"]);
+        assert_eq!(wrap("a\nb", 10, 4), ["a⏎b"]);
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        let long = format!("text: {}END", "word ".repeat(40));
+        a.sessions[0].turns[1].lines = vec![long];
+        let s = screen(&a);
+        assert!(
+            s.contains("END"),
+            "the end of a long line is on screen: {s}"
+        );
     }
 
     #[test]

@@ -167,6 +167,21 @@ fn profiles_take_commas_as_detectors_do() {
         "opencode",
     ]);
     assert_eq!(commas, repeated);
+    // Gates too: `a,b` is `--require a --require b`.
+    let r = crate::util::run(&[
+        "replay",
+        fx,
+        "--labels",
+        root().join("fixtures/labels.csv").to_str().unwrap(),
+        "--require",
+        "recall>=0,false_positives<=1000",
+    ]);
+    crate::util::assert_ok(&r);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("gate ok   recall>=0") && err.contains("gate ok   false_positives<=1000"),
+        "{err}"
+    );
 }
 
 /// The long help of a subcommand.
