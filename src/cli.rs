@@ -95,9 +95,9 @@ enum Command {
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
-    /// Print the man page (roff) of looptune and its subcommands.
+    /// Print the man page (roff) of looptune, or write one page per subcommand with --out-dir.
     #[command(after_help = MAN_HELP)]
-    Man,
+    Man(ManArgs),
     /// Generate a seeded synthetic corpus (for benchmarks).
     #[command(hide = true)]
     Synth(SynthArgs),
@@ -153,10 +153,19 @@ Exit codes:
 const MAN_HELP: &str = "\
 Examples:
   looptune man > looptune.1 && man ./looptune.1
-  looptune man | sudo tee /usr/local/share/man/man1/looptune.1 >/dev/null
+  looptune man --out-dir man/man1 && man -M man looptune-sweep   # every page
+  sudo looptune man --out-dir /usr/local/share/man/man1
 
 Exit codes:
   0  ok";
+
+#[derive(Debug, Args)]
+struct ManArgs {
+    /// Write looptune.1 and one page per subcommand (looptune-replay.1, ...)
+    /// into DIR (created if missing) instead of printing the top page.
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+}
 
 #[derive(Debug, Args)]
 struct SynthArgs {
@@ -175,9 +184,11 @@ struct SynthArgs {
 }
 
 const LABEL_HELP: &str = "\
-Keys: j/k or arrows move between turns, n/p next/previous session, l labels the
-session `loop` with onset = the turn under the cursor, c labels it `clean`,
-s skips, u undoes, ? shows help, q quits. Every label is written to FILE at once.
+Keys: j/k or arrows next/previous turn, PageDown/PageUp ten turns, g/G first/last
+turn, ]/[ next/previous turn with a detection, / TEXT Enter the next turn holding
+TEXT, n/p next/previous session, l labels the session `loop` with onset = the
+turn under the cursor, c labels it `clean`, e edits its note, s skips, u undoes,
+? shows help, q quits. Every label and note is written to FILE at once.
 
 Examples:
   looptune label runs/ --labels labels.csv        # created if missing
@@ -257,15 +268,15 @@ struct InputArgs {
     #[arg(value_name = "PATHS")]
     paths: Vec<PathBuf>,
     /// Skip bad lines (counted and reported per file) instead of stopping at the first.
-    #[arg(long)]
+    #[arg(help_heading = "Input", long)]
     lenient: bool,
     /// Input format for every file: `auto` detects it per file by content.
-    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
+    #[arg(help_heading = "Input", long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
     input_format: crate::import::InputFormat,
     /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
-    #[arg(long)]
+    #[arg(help_heading = "Input", long)]
     allow_empty: bool,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Input")]
     limits: LimitArgs,
 }
 
@@ -301,13 +312,13 @@ impl InputArgs {
 #[derive(Debug, Args)]
 struct DetectorArgs {
     /// Detector families at their default profiles, comma-separated (e.g. `gemini,opencode`).
-    #[arg(long, value_delimiter = ',', value_name = "FAMILY", value_parser = family_names())]
+    #[arg(help_heading = "Detectors", long, value_delimiter = ',', value_name = "FAMILY", value_parser = family_names())]
     detector: Vec<String>,
-    /// Named profiles (repeatable; implies the family). Default: gemini-latest.
-    #[arg(long, value_name = "NAME", value_parser = profile_names())]
+    /// Named profiles, comma-separated or repeated (each implies its family). Default: gemini-latest.
+    #[arg(help_heading = "Detectors", long, value_delimiter = ',', value_name = "NAME", value_parser = profile_names())]
     profile: Vec<String>,
     /// Override a parameter: KEY=VALUE for every selected family that has KEY, or FAMILY.KEY=VALUE.
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::detect::Setting::parse)]
+    #[arg(help_heading = "Detectors", long = "set", value_name = "KEY=VALUE", value_parser = crate::detect::Setting::parse)]
     sets: Vec<crate::detect::Setting>,
 }
 
@@ -319,6 +330,24 @@ enum Format {
     Json,
 }
 
+/// `diff --format`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DiffFormatArg {
+    /// A summary for people: counts, one line per changed configuration, the gated one's sessions.
+    Table,
+    /// One JSON object per changed verdict (config, session, base, new, turns).
+    Json,
+}
+
+/// `detectors --format`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ListFormat {
+    /// Families, profiles and parameters as text.
+    Table,
+    /// One JSON object per family, with its profiles and parameters.
+    Json,
+}
+
 #[derive(Debug, Args)]
 struct ReplayArgs {
     #[command(flatten)]
@@ -326,16 +355,16 @@ struct ReplayArgs {
     #[command(flatten)]
     detectors: DetectorArgs,
     /// Report every detection (clearDetection() after each), with its strike count.
-    #[arg(long)]
+    #[arg(help_heading = "Detectors", long)]
     all: bool,
     /// Output format on stdout.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(help_heading = "Outputs", long, value_enum, default_value = "table")]
     format: Format,
     /// Worker threads for reading files and replaying (default: all cores). Output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
     /// Exit with code 1 when any session has a detection (a CI gate).
-    #[arg(long)]
+    #[arg(help_heading = "CI gates", long)]
     fail_on_detection: bool,
     /// No progress bar.
     #[arg(long, short = 'q')]
@@ -347,21 +376,26 @@ struct ReplayArgs {
 #[derive(Debug, Args)]
 struct CiOpts {
     /// Labels file (CSV or JSONL: session,label,onset_turn, and any other
-    /// columns as group keys); wins over inline labels. Repeatable: a session
-    /// labelled differently in two files is an error.
-    #[arg(long, value_name = "FILE")]
+    /// columns as group keys; or an Inspect Scout validation set); wins over
+    /// inline labels. Repeatable: a session labelled differently in two files
+    /// is an error.
+    #[arg(help_heading = "Scoring", long, value_name = "FILE")]
     labels: Vec<PathBuf>,
-    /// Write a short Markdown summary (for a CI job summary page).
-    #[arg(long, value_name = "FILE")]
+    /// Exit 2 when the labels file names sessions that are not in the input
+    /// (default: one warning with their count and first ids).
+    #[arg(help_heading = "Scoring", long)]
+    strict_labels: bool,
+    /// Write a short Markdown summary (for a CI job summary page; `-`: stdout).
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     markdown: Option<PathBuf>,
-    /// Write JUnit XML: one test case per labeled session for the chosen configuration.
-    #[arg(long, value_name = "FILE")]
+    /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     junit: Option<PathBuf>,
-    /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable.
-    #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable, or comma-separated.
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
     /// The configuration gates and JUnit evaluate: an id, label or profile name (default: the stock profile).
-    #[arg(long, value_name = "ID")]
+    #[arg(help_heading = "CI gates", long, value_name = "ID")]
     config: Option<String>,
 }
 
@@ -371,6 +405,8 @@ impl CiOpts {
             markdown: self.markdown.clone(),
             junit: self.junit.clone(),
             requires: self.requires.clone(),
+            append_markdown: String::new(),
+            json: false,
         }
     }
 }
@@ -381,30 +417,47 @@ struct SweepArgs {
     /// exist (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ...).
     #[arg(value_name = "PATHS")]
     paths: Vec<PathBuf>,
+    /// Skip bad input lines (counted and reported per file) instead of stopping at the first.
+    #[arg(help_heading = "Input", long)]
+    lenient: bool,
+    /// Input format for every file: `auto` detects it per file by content.
+    #[arg(help_heading = "Input", long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
+    input_format: crate::import::InputFormat,
+    /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
+    #[arg(help_heading = "Input", long)]
+    allow_empty: bool,
+    #[command(flatten, next_help_heading = "Input")]
+    limits: LimitArgs,
     /// Print the embedded default grid as TOML and exit.
-    #[arg(long)]
+    #[arg(help_heading = "Detectors", long)]
     print_default_grid: bool,
     /// Grid file (TOML); default: the embedded grid.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Detectors", long, value_name = "FILE")]
     grid: Option<PathBuf>,
     /// Output folder (default reports/sweep-<grid name>/). `-o`/`--output` is the output in every command.
-    #[arg(long, short = 'o', visible_alias = "output", value_name = "DIR")]
+    #[arg(
+        help_heading = "Outputs",
+        long,
+        short = 'o',
+        visible_alias = "output",
+        value_name = "DIR"
+    )]
     out: Option<PathBuf>,
     /// How to pick the recommended configuration: `default` (no more false
     /// positives than the baseline, then highest recall, then lowest median
     /// turns-to-detection, then closest to the baseline's values), `f1`, or
     /// `max-fp=N` (at most N false positives, then as default).
-    #[arg(long, value_name = "RULE", default_value = "default", value_parser = crate::metrics::Objective::parse)]
+    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "default", value_parser = crate::metrics::Objective::parse)]
     objective: crate::metrics::Objective,
     /// The profile the recommendation is compared with and whose family it is
     /// chosen from (default: the profile of the grid's first [[grid]];
     /// gemini-latest for the embedded grid). A folder an earlier sweep wrote
     /// instead compares this run with that one (`looptune diff`), for gates
     /// such as 'new_false_positives==0'.
-    #[arg(long, value_name = "PROFILE|DIR")]
+    #[arg(help_heading = "Scoring", long, value_name = "PROFILE|DIR")]
     baseline: Option<String>,
     /// Let a configuration of any family be recommended (default: only the baseline's family).
-    #[arg(long)]
+    #[arg(help_heading = "Scoring", long)]
     across_families: bool,
     /// Group sessions by KEY for per-group scores (groups.csv), the per-group
     /// guard and leave-one-group-out validation: `agent` (the agent that
@@ -424,16 +477,16 @@ struct SweepArgs {
     test: Vec<PathBuf>,
     /// Cross-validation folds for the out-of-sample estimate (stratified; fewer
     /// when there are fewer labelled loops).
-    #[arg(long, value_name = "K", default_value_t = 5)]
+    #[arg(help_heading = "Scoring", long, value_name = "K", default_value_t = 5)]
     folds: usize,
     /// Seed of the cross-validation folds and the bootstrap intervals.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(help_heading = "Scoring", long, value_name = "N", default_value_t = 1)]
     seed: u64,
     /// Also search unions of up to N configurations, one per family (a session
     /// is flagged when any member fires, at the earliest member's turn), by
     /// forward selection under the same rule, cross-validated. No agent ships
     /// a union: it is something you would have to build.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(help_heading = "Scoring", long, value_name = "N", default_value_t = 0)]
     combine: usize,
     /// Replay only shard I of N (sessions split by a stable hash of their id)
     /// and write that part's result; combine the parts with `looptune merge`.
@@ -442,25 +495,20 @@ struct SweepArgs {
     /// Worker threads for reading files and replaying (default: all cores). CSV output is identical for every value.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
     jobs: usize,
-    /// Skip bad lines (counted and reported per file); labels for unknown sessions become warnings.
-    #[arg(long)]
-    lenient: bool,
-    /// Input format for every file: `auto` detects it per file by content.
-    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
-    input_format: crate::import::InputFormat,
-    /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
-    #[arg(long)]
-    allow_empty: bool,
-    #[command(flatten)]
-    limits: LimitArgs,
     #[command(flatten)]
     ci: CiOpts,
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default).
-    #[arg(long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONFIGS)]
+    #[arg(help_heading = "Detectors", long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONFIGS)]
     max_configs: usize,
+    #[command(flatten, next_help_heading = "Outputs")]
+    shape: DiffShapeArgs,
+    /// Print one JSON object on stdout (baseline, recommendation, gates and
+    /// their verdicts) instead of the text summary, for scripts.
+    #[arg(help_heading = "Outputs", long)]
+    json: bool,
 }
 
 const MERGE_HELP: &str = "\
@@ -491,8 +539,35 @@ configuration (its baseline, or --config): changed_verdicts,
 new_false_positives, new_missed_loops, fixed_false_positives, new_catches.
 `sweep --baseline DIR` runs the same comparison against a stored earlier run.
 
+The table is a summary: configurations in both runs and in one only (a
+warning when the grids differ), one line per changed configuration (the gated
+one first, --limit N of them), then the gated configuration's changed
+sessions (--verbose: every listed configuration's, all of them).
+
 Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 the Markdown
 summary could not be written.";
+
+/// How much of a comparison of two runs is printed (`diff`, `sweep --baseline`).
+#[derive(Debug, Args)]
+struct DiffShapeArgs {
+    /// Changed configurations listed, the gated one first (0: every one).
+    #[arg(long, value_name = "N", default_value_t = crate::report::diff_out::DEFAULT_LIMIT)]
+    limit: usize,
+    /// List every changed session of every listed configuration (default: the
+    /// gated configuration's first 20).
+    #[arg(long, short = 'v')]
+    verbose: bool,
+}
+
+impl DiffShapeArgs {
+    fn shape(&self) -> crate::report::diff_out::Shape {
+        crate::report::diff_out::Shape {
+            limit: self.limit,
+            only: None,
+            verbose: self.verbose,
+        }
+    }
+}
 
 #[derive(Debug, Args)]
 struct DiffArgs {
@@ -503,14 +578,24 @@ struct DiffArgs {
     #[arg(value_name = "NEW")]
     new: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    format: Format,
-    /// Write the changes as Markdown (for a CI job summary page).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Outputs", long, value_enum, default_value = "table")]
+    format: DiffFormatArg,
+    /// Write the changes as Markdown (for a CI job summary page; under 64 KB; `-`: stdout).
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     markdown: Option<PathBuf>,
-    /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable.
-    #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable, or comma-separated.
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
+    /// The configuration gates check and the only one listed: an id, label
+    /// or stock profile of the new run (default: its chosen configuration).
+    #[arg(help_heading = "CI gates", long, value_name = "ID")]
+    config: Option<String>,
+    #[command(flatten, next_help_heading = "Outputs")]
+    shape: DiffShapeArgs,
+    /// Print one JSON object on stdout (what changed, the gated configuration,
+    /// the gates and their verdicts) instead of the text summary, for scripts.
+    #[arg(help_heading = "Outputs", long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -519,17 +604,21 @@ struct MergeArgs {
     #[arg(required = true, value_name = "PARTS")]
     parts: Vec<PathBuf>,
     /// Output folder for the merged outputs.
-    #[arg(long, short = 'o', value_name = "DIR")]
+    #[arg(help_heading = "Outputs", long, short = 'o', value_name = "DIR")]
     out: PathBuf,
-    /// Write a short Markdown summary (for a CI job summary page).
-    #[arg(long, value_name = "FILE")]
+    /// Write a short Markdown summary (for a CI job summary page; `-`: stdout).
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     markdown: Option<PathBuf>,
-    /// Write JUnit XML: one test case per labeled session for the chosen configuration.
-    #[arg(long, value_name = "FILE")]
+    /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     junit: Option<PathBuf>,
-    /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable.
-    #[arg(long = "require", value_name = "GATE", value_parser = crate::gates::Gate::parse)]
+    /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable, or comma-separated.
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::gates::Gate::parse)]
     requires: Vec<crate::gates::Gate>,
+    /// Print one JSON object on stdout (baseline, recommendation, gates and
+    /// their verdicts) instead of the text summary, for scripts.
+    #[arg(help_heading = "Outputs", long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -543,7 +632,7 @@ struct ReportArgs {
 struct ImportArgs {
     #[command(flatten)]
     input: InputArgs,
-    /// Output file (canonical JSONL; `.gz` compresses). Never an input. `-o`/`--out` is the output in every command.
+    /// Output file (canonical JSONL; `.gz` compresses; `-`: stdout). Never an input. `-o`/`--out` is the output in every command.
     #[arg(long, short = 'o', visible_alias = "out", value_name = "OUT.jsonl")]
     output: PathBuf,
     /// Mask common credential patterns (API keys, bearer tokens, private keys) in text and arguments.
@@ -558,7 +647,7 @@ struct DetectorsArgs {
     family: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
-    format: Format,
+    format: ListFormat,
 }
 
 /// `--baseline` names an earlier run when it is a folder with a summary.json
@@ -604,6 +693,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 config: a.ci.config.clone(),
                 ci: a.ci.ci(),
                 allow_empty: a.input.allow_empty,
+                strict_labels: a.ci.strict_labels,
             };
             run::replay_command(&req, &mut out)
         }
@@ -648,10 +738,15 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                     .as_deref()
                     .filter(|b| is_run_dir(b))
                     .map(PathBuf::from),
-                ci: a.ci.ci(),
+                ci: run::CiArgs {
+                    json: a.json,
+                    ..a.ci.ci()
+                },
                 quiet: a.quiet,
                 max_configs: a.max_configs,
                 allow_empty: a.allow_empty,
+                strict_labels: a.ci.strict_labels,
+                diff_shape: a.shape.shape(),
             };
             run::sweep_command(&req, &mut out, &mut std::io::stderr())
         }
@@ -659,14 +754,20 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         Command::Diff(a) => run::diff_command(
             &a.base,
             &a.new,
-            match a.format {
-                Format::Json => run::DiffFormat::Json,
-                Format::Table => run::DiffFormat::Table,
+            &run::DiffRequest {
+                format: match a.format {
+                    DiffFormatArg::Json => run::DiffFormat::Json,
+                    DiffFormatArg::Table => run::DiffFormat::Table,
+                },
+                config: a.config.clone(),
+                shape: a.shape.shape(),
             },
             &run::CiArgs {
                 markdown: a.markdown.clone(),
                 junit: None,
                 requires: a.requires.clone(),
+                append_markdown: String::new(),
+                json: a.json,
             },
             &mut out,
             &mut std::io::stderr(),
@@ -678,6 +779,8 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 markdown: a.markdown.clone(),
                 junit: a.junit.clone(),
                 requires: a.requires.clone(),
+                append_markdown: String::new(),
+                json: a.json,
             },
             &mut out,
             &mut std::io::stderr(),
@@ -710,8 +813,14 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
             out.write_all(&buf).map_err(|e| Error::io("<stdout>", e))?;
             Ok(0)
         }
-        Command::Man => {
+        Command::Man(a) => {
             use std::io::Write;
+            if let Some(dir) = &a.out_dir {
+                for p in write_man_pages(dir)? {
+                    eprintln!("wrote {}", p.display());
+                }
+                return Ok(0);
+            }
             let mut buf = Vec::new();
             clap_mangen::Man::new(Cli::command())
                 .render(&mut buf)
@@ -738,12 +847,30 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         Command::Detectors(a) => {
             run::detectors_command(
                 a.family.as_deref(),
-                matches!(a.format, Format::Json),
+                matches!(a.format, ListFormat::Json),
                 &mut out,
             )?;
             Ok(0)
         }
     }
+}
+
+/// `man --out-dir DIR`: the top page and one per visible subcommand (the
+/// pages the top page's SEE ALSO names), written as one set.
+fn write_man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+    let mut cmd = Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    let mut pages = vec![cmd.clone()];
+    pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+    let mut set = crate::outdir::OutputSet::new();
+    for page in pages {
+        let man = clap_mangen::Man::new(page);
+        let target = dir.join(man.get_filename());
+        let mut buf = Vec::new();
+        man.render(&mut buf).map_err(|e| Error::io(&target, e))?;
+        set.write(&target, &buf)?;
+    }
+    set.commit()
 }
 
 fn selection(d: &DetectorArgs) -> run::Selection {

@@ -76,6 +76,29 @@ pub struct Diff {
     pub sessions_added: Vec<String>,
     /// The configuration gates check (the new run's chosen one).
     pub chosen: usize,
+    /// The grids' names: base, new.
+    pub grids: (String, String),
+}
+
+impl Diff {
+    /// Configurations in both runs, only in the base run, only in the new run.
+    pub fn config_counts(&self) -> (usize, usize, usize) {
+        let mut n = (0, 0, 0);
+        for c in &self.configs {
+            match (&c.base, &c.new) {
+                (Some(_), Some(_)) => n.0 += 1,
+                (Some(_), None) => n.1 += 1,
+                _ => n.2 += 1,
+            }
+        }
+        n
+    }
+
+    /// The runs come from different grids: some configuration is in one only.
+    pub fn grids_differ(&self) -> bool {
+        let (_, only_base, only_new) = self.config_counts();
+        only_base + only_new > 0
+    }
 }
 
 fn verdict_name(hit: Option<&Hit>, s: Option<&crate::result::SessionRecord>) -> &'static str {
@@ -175,6 +198,7 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
             .map(|s| s.to_string())
             .collect(),
         chosen: new.chosen,
+        grids: (b.grid.name.clone(), n.grid.name.clone()),
     }
 }
 

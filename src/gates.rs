@@ -21,7 +21,7 @@ pub struct Gate {
 pub enum GateError {
     /// No score of that name.
     #[error(
-        "--require `{gate}`: unknown score `{name}` (known: {}; against an earlier run: {})",
+        "--require `{gate}`: unknown score `{name}`{hint} (known: {}; against an earlier run: {})",
         SCORE_NAMES.join(", "),
         crate::diff::DIFF_SCORES.join(", ")
     )]
@@ -30,6 +30,8 @@ pub enum GateError {
         gate: String,
         /// The score it names.
         name: String,
+        /// ` (did you mean ...?)`, or empty.
+        hint: String,
     },
     /// The threshold is not a number.
     #[error("--require `{gate}`: `{value}` is not a number")]
@@ -71,6 +73,10 @@ impl Gate {
                     return Err(GateError::UnknownScore {
                         gate: s.to_string(),
                         name: name.to_string(),
+                        hint: crate::suggest::hint(
+                            name,
+                            SCORE_NAMES.iter().chain(crate::diff::DIFF_SCORES).copied(),
+                        ),
                     });
                 }
                 let value: f64 = value.parse().map_err(|source| GateError::NotANumber {

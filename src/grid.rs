@@ -84,11 +84,12 @@ pub struct Grid {
 #[derive(Debug, thiserror::Error)]
 enum AxisError {
     /// The family has no such parameter.
-    #[error("unknown parameter `{name}` for family `{family}` (known: {known})")]
+    #[error("unknown parameter `{name}` for family `{family}`{hint} (known: {known})")]
     UnknownParameter {
         name: String,
         family: &'static str,
         known: String,
+        hint: String,
     },
     /// A range table lacks a key.
     #[error("a range needs `{0}`")]
@@ -266,6 +267,7 @@ fn find_spec<'a>(
             name: name.to_string(),
             family,
             known: specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+            hint: crate::suggest::hint(name, specs.iter().map(|s| s.name)),
         })
 }
 

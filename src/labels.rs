@@ -1,7 +1,10 @@
-//! Ground-truth labels: a labels file (CSV with a header, or JSONL with the
-//! same fields) and inline `label` records. The file wins over inline labels.
-//! A label for a session that is not in the input, or a duplicate, is an
-//! error (a warning with `--lenient`).
+//! Ground-truth labels: labels files (CSV with a header, JSONL with the
+//! same fields, or an Inspect Scout validation set) and inline `label`
+//! records. A file wins over inline labels; several files are read as one.
+//! A duplicate, a session labelled differently in two files, or an onset past
+//! its session's last turn is an error; labels for sessions that are not in
+//! the input are one warning (count and first ids; an error with
+//! `--strict-labels`), so a labels file may run ahead of the logs.
 
 use crate::error::{Error, Result};
 use crate::event::{Corpus, Label};
@@ -18,7 +21,7 @@ pub struct Labels {
     pub by_session: Vec<Option<Label>>,
     /// The labels files given: path and SHA-256 of each, in the order given.
     pub files: Vec<(String, String)>,
-    /// Warnings (with `--lenient`): unknown sessions, duplicates.
+    /// Warnings: labelled sessions missing from the input (one line, however many).
     pub warnings: Vec<String>,
 }
 
@@ -191,8 +194,10 @@ pub fn parse_label_rows(
                 )));
             }
         }
-        if out.contains_key(&session) {
-            let msg = format!("{display}:{line}: duplicate label for session `{session}`");
+        if let Some(first) = out.get(&session).map(|r: &LabelRow| r.line) {
+            let msg = format!(
+                "{display}:{line}: duplicate label for session `{session}` (first at line {first})"
+            );
             if lenient {
                 warnings.push(msg);
                 continue;
@@ -328,25 +333,33 @@ fn jsonl_rows(display: &str, text: &str) -> Result<Vec<RawRow>> {
     Ok(rows)
 }
 
-/// Resolve labels for a corpus: the file's label, else the session's inline label.
-pub fn resolve(corpus: &Corpus, file: Option<&Path>, lenient: bool) -> Result<Labels> {
+/// Resolve labels for a corpus: the file's label, else the session's inline
+/// label. Onsets are checked against the sessions' turns; labels for missing
+/// sessions are a warning, an error if `strict`.
+pub fn resolve(corpus: &Corpus, file: Option<&Path>, strict: bool) -> Result<Labels> {
+    let labels_file = LabelsFile::read(file)?;
+    labels_file.check_onsets(corpus.sessions.iter().map(|s| (s.id.as_str(), s.turns)))?;
     let sessions: Vec<(&str, Option<Label>)> = corpus
         .sessions
         .iter()
         .map(|s| (s.id.as_str(), s.inline_label))
         .collect();
-    resolve_sessions(&sessions, file, lenient)
+    labels_file.strict(strict).resolve(&sessions)
 }
 
 /// [`resolve`] over `(session id, inline label)` in corpus order, for a
-/// streamed read that no longer holds the sessions.
+/// streamed read that no longer holds the sessions (onsets unchecked: see
+/// [`LabelsFile::check_onsets`]).
 pub fn resolve_sessions(
     sessions: &[(&str, Option<Label>)],
     file: Option<&Path>,
-    lenient: bool,
+    strict: bool,
 ) -> Result<Labels> {
-    LabelsFile::read(file, lenient)?.resolve(sessions, lenient)
+    LabelsFile::read(file)?.strict(strict).resolve(sessions)
 }
+
+/// How many ids a warning about missing sessions names.
+pub const MISSING_SHOWN: usize = 10;
 
 /// The labels files read before the sessions are: what they say of each id.
 #[derive(Debug, Clone, Default)]
@@ -356,25 +369,34 @@ pub struct LabelsFile {
     files: Vec<PathBuf>,
     digests: Vec<(String, String)>,
     warnings: Vec<String>,
+    strict: bool,
 }
 
 impl LabelsFile {
-    /// Read the labels file, if one is given.
-    pub fn read(file: Option<&Path>, lenient: bool) -> Result<LabelsFile> {
+    /// Read the labels file, if one is given (a duplicate is an error).
+    pub fn read(file: Option<&Path>) -> Result<LabelsFile> {
         let files: Vec<PathBuf> = file.map(Path::to_path_buf).into_iter().collect();
-        LabelsFile::read_all(&files, lenient)
+        LabelsFile::read_all(&files)
+    }
+
+    /// With `strict` (`--strict-labels`), labels for sessions missing from
+    /// the input are an error in [`LabelsFile::resolve`], not a warning.
+    pub fn strict(mut self, strict: bool) -> LabelsFile {
+        self.strict = strict;
+        self
     }
 
     /// Read several labels files (`--labels` repeated) as one: a session
     /// labelled in two of them must have the same label and onset in both,
     /// else it is an error naming both places; its other columns are merged
     /// (the first file's value wins).
-    pub fn read_all(files: &[PathBuf], lenient: bool) -> Result<LabelsFile> {
+    pub fn read_all(files: &[PathBuf]) -> Result<LabelsFile> {
         let mut warnings = Vec::new();
         let mut from_file: BTreeMap<String, (LabelRow, usize)> = BTreeMap::new();
         let mut digests = Vec::new();
         for (fi, p) in files.iter().enumerate() {
-            let (rows, d) = read_label_rows(p, lenient, &mut warnings)?;
+            // A labels file is read whole: `--lenient` is about input lines.
+            let (rows, d) = read_label_rows(p, false, &mut warnings)?;
             digests.push((p.display().to_string(), d));
             for (id, row) in rows {
                 match from_file.get_mut(&id) {
@@ -411,6 +433,7 @@ impl LabelsFile {
             files: files.to_vec(),
             digests,
             warnings,
+            strict: false,
         })
     }
 
@@ -435,25 +458,53 @@ impl LabelsFile {
             .collect()
     }
 
-    /// The labels of `(session id, inline label)` in corpus order; an id of
-    /// the file that is not among them is an error (a warning if `lenient`).
-    pub fn resolve(&self, sessions: &[(&str, Option<Label>)], lenient: bool) -> Result<Labels> {
-        let from_file = &self.from_file;
+    /// An onset past its session's last turn is an error naming the file,
+    /// the line, the onset and the last turn (the first such line). `sessions`
+    /// are `(id, turns)` as finally read.
+    pub fn check_onsets<'a>(
+        &self,
+        sessions: impl IntoIterator<Item = (&'a str, u32)>,
+    ) -> Result<()> {
+        let mut first: Option<(usize, u64, u32, u32, &str)> = None;
+        for (id, turns) in sessions {
+            let Some((row, fi)) = self.from_file.get(id) else {
+                continue;
+            };
+            match row.label.onset_turn {
+                Some(onset)
+                    if onset > turns && first.is_none_or(|f| (*fi, row.line) < (f.0, f.1)) =>
+                {
+                    first = Some((*fi, row.line, onset, turns, id));
+                }
+                _ => {}
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some((fi, line, onset, turns, id)) => Err(Error::Line {
+                path: self.files[fi].display().to_string(),
+                line,
+                message: format!(
+                    "field `onset_turn` is {onset}, past the last turn of session `{id}` (turn {turns})"
+                ),
+            }),
+        }
+    }
+
+    /// The labels of `(session id, inline label)` in corpus order. Ids of the
+    /// files that are not among them are one warning (their count and first
+    /// ids, each with the closest id of the input), an error if strict.
+    pub fn resolve(&self, sessions: &[(&str, Option<Label>)]) -> Result<Labels> {
         let mut warnings = self.warnings.clone();
         let index: HashMap<&str, usize> =
             sessions.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
-        for (id, (_, fi)) in from_file {
-            if !index.contains_key(id.as_str()) {
-                let msg = format!(
-                    "labels file names session `{id}`, which is not in the input ({})",
-                    self.files[*fi].display()
-                );
-                if lenient {
-                    warnings.push(msg);
-                } else {
-                    return Err(Error::Config(msg));
-                }
+        if let Some(msg) = self.missing_sessions(&index) {
+            if self.strict {
+                return Err(Error::Config(format!("{msg} (--strict-labels)")));
             }
+            warnings.push(format!(
+                "{msg}; they are left out (--strict-labels makes this an error)"
+            ));
         }
         let by_session = sessions
             .iter()
@@ -464,6 +515,48 @@ impl LabelsFile {
             files: self.digests.clone(),
             warnings,
         })
+    }
+
+    /// One message for the files' ids missing from `index` (in the files'
+    /// order): how many, and the first [`MISSING_SHOWN`] with a did-you-mean.
+    fn missing_sessions(&self, index: &HashMap<&str, usize>) -> Option<String> {
+        let mut missing: Vec<(usize, u64, &str)> = self
+            .from_file
+            .iter()
+            .filter(|(id, _)| !index.contains_key(id.as_str()))
+            .map(|(id, (row, fi))| (*fi, row.line, id.as_str()))
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        missing.sort_unstable();
+        let mut known: Vec<&str> = index.keys().copied().collect();
+        known.sort_unstable();
+        let shown: Vec<String> = missing
+            .iter()
+            .take(MISSING_SHOWN)
+            .map(|(_, _, id)| format!("`{id}`{}", crate::suggest::hint(id, known.iter().copied())))
+            .collect();
+        let more = missing.len().saturating_sub(MISSING_SHOWN);
+        let names: Vec<String> = self
+            .files
+            .iter()
+            .map(|p| format!("{} ", p.display()))
+            .collect();
+        Some(format!(
+            "labels file {}names {} not in the input: {}{}",
+            names.concat(),
+            match missing.len() {
+                1 => "1 session".to_string(),
+                n => format!("{n} sessions"),
+            },
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ))
     }
 }
 
@@ -515,13 +608,78 @@ mod tests {
         );
     }
 
+    fn clean(n: usize) -> String {
+        let mut t = String::from("session,label,onset_turn\n");
+        for i in 0..n {
+            t.push_str(&format!("gone-{i:03},clean,\n"));
+        }
+        t
+    }
+
+    #[test]
+    fn missing_sessions_are_one_warning_with_a_count_and_the_first_ids() {
+        let (_d, p) = write("l.csv", &(clean(25) + "sesion-1,clean,\nkept,loop,2\n"));
+        let file = LabelsFile::read(Some(&p)).unwrap();
+        let sessions = [("kept", None), ("session-1", None)];
+        let labels = file.resolve(&sessions).unwrap();
+        assert_eq!(labels.warnings.len(), 1, "{:?}", labels.warnings);
+        let w = &labels.warnings[0];
+        assert!(
+            w.contains("names 26 sessions not in the input: `gone-000`"),
+            "{w}"
+        );
+        // The first ten in the file's order, then a count of the rest.
+        assert!(w.contains("`gone-009` and 16 more"), "{w}");
+        assert!(!w.contains("gone-010"), "{w}");
+        assert!(w.contains("--strict-labels makes this an error"), "{w}");
+        assert_eq!(labels.counts(), (1, 0));
+        // With --strict-labels: an error, with a did-you-mean for a near id.
+        let (_d, p) = write("l.csv", "session,label,onset_turn\nsesion-1,clean,\n");
+        let e = LabelsFile::read(Some(&p))
+            .unwrap()
+            .strict(true)
+            .resolve(&sessions)
+            .unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::EXIT_INPUT);
+        let e = e.to_string();
+        assert!(
+            e.contains("names 1 session not in the input: `sesion-1` (did you mean `session-1`?) (--strict-labels)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_onset_past_the_last_turn_names_file_line_onset_and_last_turn() {
+        let (_d, p) = write(
+            "l.csv",
+            "session,label,onset_turn\nok,loop,9\nlate,loop,99\nlater,loop,50\n",
+        );
+        let file = LabelsFile::read(Some(&p)).unwrap();
+        assert!(file.check_onsets([("ok", 9)]).is_ok());
+        let e = file
+            .check_onsets([("later", 9), ("ok", 9), ("late", 9)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "l.csv:3: field `onset_turn` is 99, past the last turn of session `late` (turn 9)"
+            ),
+            "{e}"
+        );
+        // Sessions not in the input are not checked (they are warned about).
+        assert!(file.check_onsets([("ok", 9)]).is_ok());
+    }
+
     #[test]
     fn duplicates_error_or_warn() {
         let (_d, p) = write("l.csv", "session,label,onset_turn\na,clean,\na,clean,\n");
         assert!(read_labels_file(&p, false, &mut vec![])
             .unwrap_err()
             .to_string()
-            .contains("duplicate"));
+            .ends_with("l.csv:3: duplicate label for session `a` (first at line 2)"));
+        // A labels file is read whole: a duplicate is an error whatever
+        // `--lenient` says (it skips bad input lines only).
+        assert!(LabelsFile::read(Some(&p)).is_err());
         let mut w = vec![];
         read_labels_file(&p, true, &mut w).unwrap();
         assert_eq!(w.len(), 1);

@@ -82,6 +82,7 @@ pub(crate) mod report;
 pub mod result;
 pub(crate) mod run;
 pub(crate) mod stats;
+pub(crate) mod suggest;
 pub mod sweep;
 #[doc(hidden)]
 pub mod synth;

@@ -47,3 +47,18 @@ mod tests {
         assert_eq!(fixed(-0.0000001), "0");
     }
 }
+
+/// An interval as every output writes it: `[lo, hi]`, so a negative bound
+/// reads right (`[-7, 11]`, never `[-7-11]`).
+pub(crate) fn interval(lo: impl std::fmt::Display, hi: impl std::fmt::Display) -> String {
+    format!("[{lo}, {hi}]")
+}
+
+#[cfg(test)]
+mod interval_tests {
+    #[test]
+    fn negative_bounds_read_right() {
+        assert_eq!(super::interval(-7, 11), "[-7, 11]");
+        assert_eq!(super::interval("0.49", "0.97"), "[0.49, 0.97]");
+    }
+}

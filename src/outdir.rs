@@ -217,6 +217,12 @@ impl OutputFiles {
     }
 }
 
+/// True when an output path is `-`: standard output, as everywhere a file
+/// is written (`import -o -`, `--markdown -`, `--junit -`).
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
 /// True when standard input is the file at `path` (same device and inode):
 /// `looptune import - -o F < F` would otherwise overwrite its own input.
 pub fn stdin_is(path: &Path) -> bool {

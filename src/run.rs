@@ -64,8 +64,9 @@ impl Selection {
                     }
                     None if target.is_some() => {
                         return Err(Error::Config(format!(
-                            "--set `{s}`: unknown parameter `{key}` for family `{}` (see `looptune detectors --family {}`)",
+                            "--set `{s}`: unknown parameter `{key}` for family `{}`{} (see `looptune detectors --family {}`)",
                             family.name(),
+                            crate::suggest::hint(key, specs.iter().map(|p| p.name)),
                             family.name()
                         )))
                     }
@@ -81,8 +82,22 @@ impl Selection {
         if let Some(i) = used.iter().position(|u| !u) {
             let text = &self.sets[i].text;
             let key = text.split('=').next().unwrap_or("");
+            // The closest parameter of the selected families, or a family
+            // name when the typo is in `FAMILY.` of `FAMILY.KEY`.
+            let known: Vec<String> = configs
+                .iter()
+                .flat_map(|c| {
+                    let params = detect::family(c.family)
+                        .map(|f| f.params())
+                        .unwrap_or_default();
+                    params
+                        .into_iter()
+                        .flat_map(move |p| [p.name.to_string(), format!("{}.{}", c.family, p.name)])
+                })
+                .collect();
             return Err(Error::Config(format!(
-                "--set `{text}`: unknown parameter `{key}` for the selected detectors (see `looptune detectors`)"
+                "--set `{text}`: unknown parameter `{key}` for the selected detectors{} (see `looptune detectors`)",
+                crate::suggest::hint(key, known.iter().map(String::as_str))
             )));
         }
         Ok(configs)
@@ -116,6 +131,8 @@ pub struct ReplayRequest {
     pub ci: CiArgs,
     /// Accept an input with no session (exit 0) instead of exit 2.
     pub allow_empty: bool,
+    /// Labels for sessions missing from the input are an error (`--strict-labels`).
+    pub strict_labels: bool,
 }
 
 /// 0 sessions read is an error (exit 2) unless `--allow-empty`: a nightly job
@@ -207,8 +224,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             .iter()
             .map(|s| (s.id.as_str(), s.inline_label))
             .collect();
-        let labels = crate::labels::LabelsFile::read_all(&req.labels, req.read.lenient)?
-            .resolve(&ids, req.read.lenient)?;
+        let labels = replay_labels(req, &sessions, &ids)?;
         let (loops, clean) = labels.counts();
         for g in gates {
             g.needs_labels(loops + clean)?;
@@ -291,6 +307,22 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     Ok(code)
 }
 
+/// The labels of a replay's sessions: onsets checked against their turns,
+/// one warning (on stderr) for labelled sessions missing from the input.
+fn replay_labels(
+    req: &ReplayRequest,
+    sessions: &[crate::replay::SessionOutcomes],
+    ids: &[(&str, Option<crate::event::Label>)],
+) -> Result<crate::labels::Labels> {
+    let file = crate::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels);
+    file.check_onsets(sessions.iter().map(|s| (s.id.as_str(), s.turns)))?;
+    let labels = file.resolve(ids)?;
+    for w in &labels.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(labels)
+}
+
 /// Set by the binary, which exits as soon as a command returns: the parsed
 /// corpus and the replay are then left to the OS instead of being freed piece
 /// by piece (millions of strings; a sixth of an end-to-end replay). Library
@@ -326,14 +358,26 @@ pub fn import_command(
     } else {
         buf
     };
-    crate::report::write_atomic(output, &bytes).map_err(|e| Error::io(output, e))?;
+    if crate::outdir::is_stdout(output) {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(&bytes)
+            .and_then(|_| stdout.flush())
+            .map_err(|e| Error::io("<stdout>", e))?;
+    } else {
+        crate::report::write_atomic(output, &bytes).map_err(|e| Error::io(output, e))?;
+    }
     let whole = corpus.sessions.iter().filter(|s| s.whole_messages).count();
     writeln!(
         err,
         "wrote {} ({}) to {}{}",
         crate::report::text::plural(corpus.sessions.len(), "session", "sessions"),
         crate::report::text::plural(corpus.events(), "event", "events"),
-        output.display(),
+        if crate::outdir::is_stdout(output) {
+            "standard output".to_string()
+        } else {
+            output.display().to_string()
+        },
         if whole > 0 {
             format!("; {whole} came from whole messages, not stream chunks")
         } else {
@@ -449,6 +493,10 @@ pub struct CiArgs {
     pub junit: Option<PathBuf>,
     /// Gates such as `recall>=0.9` (parsed by clap, `--require`).
     pub requires: Vec<crate::gates::Gate>,
+    /// Appended to the Markdown summary (`sweep --baseline`: what changed).
+    pub append_markdown: String,
+    /// `--json`: one object on stdout instead of the text summary.
+    pub json: bool,
 }
 
 /// `looptune sweep`.
@@ -480,6 +528,10 @@ pub struct SweepRequest {
     pub max_configs: usize,
     /// Accept an input with no session instead of exit 2.
     pub allow_empty: bool,
+    /// Labels for sessions missing from the input are an error (`--strict-labels`).
+    pub strict_labels: bool,
+    /// How much of the comparison with `baseline_run` is printed.
+    pub diff_shape: crate::report::diff_out::Shape,
 }
 
 /// Load the grid named by a request, or the embedded default, under a
@@ -590,7 +642,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 
     let mut read = req.read.clone();
     read.digests = true;
-    let labels_file = crate::labels::LabelsFile::read_all(&req.labels, req.read.lenient)?;
+    let labels_file = crate::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels);
     crate::sweep::check_group_key(&opts.group_by, &labels_file, !req.test.is_empty())?;
     // One bar over the bytes: every session is replayed under the whole grid
     // as soon as it is read.
@@ -632,39 +684,64 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         )
         .ok();
     }
+    // The comparison with an earlier run, whose summary (in the same shape
+    // as on the terminal) ends the Markdown summary.
+    let compared = earlier.map(|earlier| crate::diff::diff(&earlier, &result));
+    let mut ci = req.ci.clone();
+    if let Some(d) = &compared {
+        ci.append_markdown = crate::report::diff_out::markdown_within(
+            d,
+            &req.diff_shape,
+            crate::report::diff_out::MARKDOWN_MAX - 8 * 1024,
+        );
+    }
     let writing = crate::progress::for_stderr(req.quiet, "writing outputs");
-    let mut code = finish_sweep(
+    let (mut code, mut brief) = finish_sweep(
         &result,
         opts.jobs,
         &out_dir,
-        &req.ci,
+        &ci,
         &plain,
         started,
         writing.as_ref(),
         out,
         err,
     )?;
-    if let Some(earlier) = earlier {
-        let d = crate::diff::diff(&earlier, &result);
+    if let Some(d) = compared {
         let io = |e| Error::io("<stdout>", e);
-        writeln!(
-            out,
-            "\nChanges since {}:",
-            req.baseline_run.as_ref().expect("given").display()
-        )
-        .map_err(io)?;
-        crate::report::diff_out::table(&d, out).map_err(io)?;
+        warn_grids(&d, err);
+        if brief.is_none() {
+            writeln!(
+                out,
+                "\nChanges since {}:",
+                req.baseline_run.as_ref().expect("given").display()
+            )
+            .map_err(io)?;
+            crate::report::diff_out::table(&d, &req.diff_shape, out).map_err(io)?;
+        }
         let results = diff_gates(&d, gates);
         let diff_code = finish_gates(&results, &checked_name(&result), false, err);
         if code == EXIT_OK {
             code = diff_code;
         }
+        if let Some(serde_json::Value::Object(m)) = &mut brief {
+            m.insert(
+                "diff".into(),
+                crate::report::brief::diff(&d, &req.diff_shape, &results),
+            );
+            m.insert("exit_code".into(), code.into());
+        }
+    }
+    if let Some(b) = &brief {
+        print_json(b, out)?;
     }
     release(result);
     Ok(code)
 }
 
 /// Write every output of an analysed result, print the summary and the gates.
+/// With `ci.json`, nothing goes to `out`: the summary comes back as one
+/// object, with the exit code.
 /// `started` is when the command began, for the closing line's whole-run time;
 /// `jobs` caps the writing threads (0: every core).
 #[allow(clippy::too_many_arguments)]
@@ -678,7 +755,7 @@ fn finish_sweep(
     progress: &dyn crate::progress::Progress,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> Result<i32> {
+) -> Result<(i32, Option<serde_json::Value>)> {
     let began = std::time::Instant::now();
     let files = crate::outdir::OutputFiles::of(out_dir);
     // Every file is staged beside its target and moved into place at the end
@@ -780,6 +857,11 @@ fn finish_sweep(
     progress.finish();
     let writing = began.elapsed().as_secs_f64();
 
+    if ci.json {
+        let code = finish_gates(&gate_results, &checked_name(result), report_failed, err);
+        let brief = crate::report::brief::sweep(result, &gate_results, &written, code);
+        return Ok((code, Some(brief)));
+    }
     let io = |e| Error::io("<stdout>", e);
     crate::report::text::sweep_summary(result, out).map_err(io)?;
     crate::report::text::live_summary(result, out).map_err(io)?;
@@ -803,12 +885,15 @@ fn finish_sweep(
     for p in &written {
         writeln!(out, "  {}", p.display()).map_err(io)?;
     }
-    Ok(finish_gates(
-        &gate_results,
-        &checked_name(result),
-        report_failed,
-        err,
-    ))
+    let code = finish_gates(&gate_results, &checked_name(result), report_failed, err);
+    Ok((code, None))
+}
+
+/// `--json`: the one object on `out`, on one line.
+fn print_json(value: &serde_json::Value, out: &mut dyn Write) -> Result<()> {
+    let io = |e| Error::io("<stdout>", e);
+    serde_json::to_writer(&mut *out, value).map_err(|e| io(e.into()))?;
+    writeln!(out).map_err(io)
 }
 
 /// The configuration gates check, as gate lines name it.
@@ -818,9 +903,10 @@ fn checked_name(result: &crate::sweep::SweepResult) -> String {
 }
 
 /// How `looptune diff` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DiffFormat {
     /// A table for people.
+    #[default]
     Table,
     /// One JSON object per changed verdict.
     Json,
@@ -840,15 +926,35 @@ fn diff_gates(
         .collect()
 }
 
+/// A warning on `err` when the two runs come from different grids.
+fn warn_grids(d: &crate::diff::Diff, err: &mut dyn Write) {
+    if let Some(w) = crate::report::diff_out::grid_warning(d) {
+        writeln!(err, "warning: {}", crate::escape::terminal(&w)).ok();
+    }
+}
+
+/// `looptune diff`: how to compare and what to print.
+#[derive(Debug, Clone, Default)]
+pub struct DiffRequest {
+    /// Output format.
+    pub format: DiffFormat,
+    /// The configuration gates check and the only one listed (id, label or
+    /// stock profile of the new run; default: its chosen configuration).
+    pub config: Option<String>,
+    /// How much is printed.
+    pub shape: crate::report::diff_out::Shape,
+}
+
 /// `looptune diff BASE NEW`: what changed between two results of the same grid.
 pub fn diff_command(
     base: &std::path::Path,
     new: &std::path::Path,
-    format: DiffFormat,
+    req: &DiffRequest,
     ci: &CiArgs,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
+    let format = req.format;
     let gates = &ci.requires;
     if let Some(g) = gates.iter().find(|g| !g.is_diff()) {
         return Err(Error::Usage(format!(
@@ -858,24 +964,44 @@ pub fn diff_command(
         )));
     }
     let base = crate::sweep::analyze(crate::result::SweepRecord::load(base)?)?;
-    let new = crate::sweep::analyze(crate::result::SweepRecord::load(new)?)?;
+    let mut new = crate::sweep::analyze(crate::result::SweepRecord::load(new)?)?;
+    let mut shape = req.shape;
+    if let Some(c) = &req.config {
+        new.chosen = crate::sweep::find_config(&new.record.grid, c)?;
+        // The new run's configurations come first in the diff, in grid order.
+        shape.only = Some(new.chosen);
+    }
     let d = crate::diff::diff(&base, &new);
+    warn_grids(&d, err);
     let io = |e| Error::io("<stdout>", e);
     match format {
+        _ if ci.json => {}
         DiffFormat::Json => crate::report::diff_out::json_lines(&d, out).map_err(io)?,
-        DiffFormat::Table => crate::report::diff_out::table(&d, out).map_err(io)?,
+        DiffFormat::Table => crate::report::diff_out::table(&d, &shape, out).map_err(io)?,
     }
     let mut failed = false;
     if let Some(p) = &ci.markdown {
-        if let Err(e) =
-            crate::report::write_atomic(p, crate::report::diff_out::markdown(&d).as_bytes())
-        {
+        let text = crate::report::diff_out::markdown(&d, &shape);
+        let written = if crate::outdir::is_stdout(p) {
+            std::io::stdout().lock().write_all(text.as_bytes())
+        } else {
+            crate::report::write_atomic(p, text.as_bytes())
+        };
+        if let Err(e) = written {
             failed = true;
             writeln!(err, "error: failed to write {}: {e}", p.display()).ok();
         }
     }
     let results = diff_gates(&d, gates);
-    Ok(finish_gates(&results, &checked_name(&new), failed, err))
+    let code = finish_gates(&results, &checked_name(&new), failed, err);
+    if ci.json {
+        let mut brief = crate::report::brief::diff(&d, &shape, &results);
+        if let serde_json::Value::Object(m) = &mut brief {
+            m.insert("exit_code".into(), code.into());
+        }
+        print_json(&brief, out)?;
+    }
+    Ok(code)
 }
 
 /// `looptune merge`: combine the results of shards into the full outputs.
@@ -911,7 +1037,7 @@ pub fn merge_command(
     }
     let result = crate::sweep::analyze(record)?;
     let writing = crate::progress::for_stderr(false, "writing outputs");
-    finish_sweep(
+    let (code, brief) = finish_sweep(
         &result,
         0,
         out_dir,
@@ -921,7 +1047,11 @@ pub fn merge_command(
         writing.as_ref(),
         out,
         err,
-    )
+    )?;
+    if let Some(b) = &brief {
+        print_json(b, out)?;
+    }
+    Ok(code)
 }
 
 /// Stage the Markdown and JUnit outputs in `set`; true when one failed.
@@ -933,11 +1063,21 @@ fn write_ci(
 ) -> bool {
     let mut failed = false;
     let outputs = [
-        (ci.markdown.as_ref(), crate::report::ci::markdown(view)),
+        (
+            ci.markdown.as_ref(),
+            crate::report::ci::markdown(view) + &ci.append_markdown,
+        ),
         (ci.junit.as_ref(), crate::report::ci::junit(view)),
     ];
     for (path, text) in outputs {
         let Some(p) = path else { continue };
+        if crate::outdir::is_stdout(p) {
+            if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
+                failed = true;
+                writeln!(err, "error: failed to write to standard output: {e}").ok();
+            }
+            continue;
+        }
         if let Err(e) = set.write(p, text.as_bytes()) {
             failed = true;
             writeln!(err, "error: failed to write {e}").ok();

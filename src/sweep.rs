@@ -528,9 +528,9 @@ pub fn run_sweep(
     };
     let one = |s: std::sync::Arc<crate::event::Session>,
                names: &crate::input::FileNames|
-     -> (Option<crate::event::Label>, Option<Swept>) {
+     -> (Option<crate::event::Label>, u32, Option<Swept>) {
         if shard.is_some_and(|sh| !sh.owns(&s.id)) {
-            return (s.inline_label, None);
+            return (s.inline_label, s.turns, None);
         }
         let label = labels_file.label(&s.id, s.inline_label);
         let sb = plan.session_briefs(s.clone());
@@ -591,6 +591,7 @@ pub fn run_sweep(
         let slot = filling.lock().unwrap_or_else(|e| e.into_inner()).push(hits);
         (
             s.inline_label,
+            s.turns,
             Some(Swept {
                 session: crate::result::SessionRecord::of(&s, label),
                 slot,
@@ -609,17 +610,23 @@ pub fn run_sweep(
     let inputs = streamed.inputs();
     // Labels are resolved against every session read, as without shards (a
     // shard's labels file names every shard's sessions), then kept for its own.
+    labels_file.check_onsets(
+        streamed
+            .sessions
+            .iter()
+            .map(|(id, (_, turns, _))| (id.as_str(), *turns)),
+    )?;
     let ids: Vec<(&str, Option<crate::event::Label>)> = streamed
         .sessions
         .iter()
-        .map(|(id, (inline, _))| (id.as_str(), *inline))
+        .map(|(id, (inline, _, _))| (id.as_str(), *inline))
         .collect();
-    let all_labels = labels_file.resolve(&ids, read.lenient)?;
+    let all_labels = labels_file.resolve(&ids)?;
     drop(ids);
     let mut by_session = Vec::new();
     let mut swept: Vec<Swept> = Vec::new();
     let files = &inputs.files;
-    for ((_, (_, sw)), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
+    for ((_, (_, _, sw)), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
         if let Some(mut sw) = sw {
             sw.session.groups = session_groups(&sw, files, paths, test_paths.len(), labels_file);
             swept.push(sw);
@@ -717,38 +724,14 @@ pub fn check_group_key(
     if keys.contains(key) {
         return Ok(());
     }
-    let near = keys
-        .iter()
-        .map(|k| (edit_distance(k, key), k))
-        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
-        .min();
     Err(Error::Usage(format!(
         "--group-by `{key}`: no session can have this key{}; the keys are {}",
-        near.map(|(_, k)| format!(" (did you mean `{k}`?)"))
-            .unwrap_or_default(),
+        crate::suggest::hint(key, keys.iter().map(String::as_str)),
         keys.iter()
             .map(|k| format!("`{k}`"))
             .collect::<Vec<_>>()
             .join(", ")
     )))
-}
-
-/// Levenshtein distance in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let next = (prev + (ca != cb) as usize)
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            prev = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 /// A session's groups: its agent (the log's own name, else its format), its
@@ -1431,10 +1414,21 @@ pub fn find_config(grid: &GridRecord, key: &str) -> Result<usize> {
                 .position(|v| v.stock && v.profile == key)
         })
         .ok_or_else(|| {
-            Error::Usage(format!(
-                "--config `{key}`: no configuration of the grid has this id, label or profile"
-            ))
+            let names = grid.configs.iter().flat_map(|v| {
+                [v.id.as_str(), v.label.as_str()]
+                    .into_iter()
+                    .chain(v.stock.then_some(v.profile.as_str()))
+            });
+            unknown_config(key, names)
         })
+}
+
+/// `--config KEY` names no configuration: the error, with the closest name.
+fn unknown_config<'a>(key: &str, names: impl IntoIterator<Item = &'a str>) -> Error {
+    Error::Usage(format!(
+        "--config `{key}`: no configuration of the grid has this id, label or profile{}",
+        crate::suggest::hint(key, names)
+    ))
 }
 
 /// Find a configuration by id, exact label or stock profile name.
@@ -1448,9 +1442,12 @@ pub fn find_variant(grid: &Grid, key: &str) -> Result<usize> {
                 .position(|v| v.stock && v.config.profile == key)
         })
         .ok_or_else(|| {
-            Error::Usage(format!(
-                "--config `{key}`: no configuration of the grid has this id, label or profile"
-            ))
+            let names = grid.variants.iter().flat_map(|v| {
+                [v.id.as_str(), v.label.as_str()]
+                    .into_iter()
+                    .chain(v.stock.then_some(v.config.profile.as_str()))
+            });
+            unknown_config(key, names)
         })
 }
 

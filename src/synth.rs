@@ -191,7 +191,7 @@ pub fn session(seed: u64, target_bytes: usize) -> String {
                 ("read_file", "src/lib.rs".to_string())
             } else if looping && kind == 1 {
                 (
-                    if turn % 2 == 0 {
+                    if turn.is_multiple_of(2) {
                         "replace"
                     } else {
                         "run_shell_command"

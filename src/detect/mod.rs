@@ -156,7 +156,8 @@ pub fn family(name: &str) -> Result<&'static dyn Family> {
         .find(|f| f.name() == name)
         .ok_or_else(|| {
             Error::Config(format!(
-                "unknown detector family `{name}` (known: {})",
+                "unknown detector family `{name}`{} (known: {})",
+                crate::suggest::hint(name, families().iter().map(|f| f.name())),
                 families()
                     .iter()
                     .map(|f| f.name())
@@ -177,7 +178,8 @@ pub fn family_of_profile(profile: &str) -> Result<&'static dyn Family> {
                 .flat_map(|f| f.profiles().into_iter().map(|p| p.name.to_string()))
                 .collect();
             Error::Config(format!(
-                "unknown profile `{profile}` (known: {})",
+                "unknown profile `{profile}`{} (known: {})",
+                crate::suggest::hint(profile, all.iter().map(String::as_str)),
                 all.join(", ")
             ))
         })
@@ -245,8 +247,9 @@ impl DetectorConfig {
         for (k, v) in overrides {
             let spec = specs.iter().find(|s| s.name == k).ok_or_else(|| {
                 Error::Config(format!(
-                    "unknown parameter `{k}` for family `{}` (known: {})",
+                    "unknown parameter `{k}` for family `{}`{} (known: {})",
                     fam.name(),
+                    crate::suggest::hint(k, specs.iter().map(|s| s.name)),
                     specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
                 ))
             })?;
@@ -271,8 +274,9 @@ impl DetectorConfig {
                 let (k, v) = (set.key.as_str(), set.value.as_str());
                 let spec = specs.iter().find(|x| x.name == k).ok_or_else(|| {
                     Error::Config(format!(
-                        "--set `{s}`: unknown parameter `{k}` for family `{}` (known: {})",
+                        "--set `{s}`: unknown parameter `{k}` for family `{}`{} (known: {})",
                         fam.name(),
+                        crate::suggest::hint(k, specs.iter().map(|s| s.name)),
                         specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
                     ))
                 })?;

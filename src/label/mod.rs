@@ -54,6 +54,10 @@ pub fn run_terminal(app: &mut tui::App) -> Result<()> {
                 KeyCode::Up => tui::Key::Up,
                 KeyCode::Down => tui::Key::Down,
                 KeyCode::Esc => tui::Key::Esc,
+                KeyCode::PageDown => tui::Key::PageDown,
+                KeyCode::PageUp => tui::Key::PageUp,
+                KeyCode::Enter => tui::Key::Enter,
+                KeyCode::Backspace => tui::Key::Backspace,
                 _ => continue,
             };
             app.key(key);

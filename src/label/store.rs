@@ -211,6 +211,68 @@ impl LabelStore {
         })
     }
 
+    /// An extra column of a session's row (`note`, `confidence`), if set.
+    pub fn field(&self, session: &str, name: &str) -> Option<String> {
+        let r = self.rows.iter().find(|r| r.session == session)?;
+        let v = match self.kind {
+            Kind::Csv => self.col(name).and_then(|i| r.cells.get(i)).cloned()?,
+            Kind::Jsonl => match r.object.get(name)? {
+                Value::String(s) => s.clone(),
+                Value::Null => return None,
+                v => v.to_string(),
+            },
+        };
+        (!v.trim().is_empty()).then_some(v)
+    }
+
+    /// Set an extra column of a labelled session's row (a new column is added
+    /// to the header) and write the file; `None` when the session has no row.
+    pub fn set_field(&mut self, session: &str, name: &str, value: &str) -> Result<Option<Undo>> {
+        let Some(i) = self.rows.iter().position(|r| r.session == session) else {
+            return Ok(None);
+        };
+        let (rows, columns, header) = (
+            self.rows.clone(),
+            self.columns.clone(),
+            self.header_raw.clone(),
+        );
+        let undo = Undo {
+            session: session.to_string(),
+            before: Some(self.rows[i].clone()),
+        };
+        match self.kind {
+            Kind::Csv => {
+                let c = match self.col(name) {
+                    Some(c) => c,
+                    None => {
+                        self.columns.push(name.to_string());
+                        self.header_raw = None;
+                        self.columns.len() - 1
+                    }
+                };
+                let width = self.columns.len();
+                let row = &mut self.rows[i];
+                row.raw = None;
+                if row.cells.len() < width {
+                    row.cells.resize(width, String::new());
+                }
+                row.cells[c] = value.to_string();
+            }
+            Kind::Jsonl => {
+                let row = &mut self.rows[i];
+                row.raw = None;
+                row.object
+                    .insert(name.to_string(), Value::String(value.to_string()));
+            }
+        }
+        self.save().inspect_err(|_| {
+            self.rows = rows;
+            self.columns = columns;
+            self.header_raw = header;
+        })?;
+        Ok(Some(undo))
+    }
+
     /// Label `session` and write the file. Returns what to pass to [`LabelStore::undo`].
     pub fn set(&mut self, session: &str, label: Label) -> Result<Undo> {
         let before = self.rows.clone();

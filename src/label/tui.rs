@@ -96,6 +96,30 @@ fn head(s: &str, n: usize) -> String {
     }
 }
 
+/// Rows a long line of a turn may wrap over before it is cut.
+const WRAP: usize = 4;
+
+/// `s` as rows of at most `width` characters (newlines shown as `⏎`), at
+/// most `max` rows, the last cut with `…` when there is more.
+fn wrap(s: &str, width: usize, max: usize) -> Vec<String> {
+    let flat: Vec<char> = head(s, usize::MAX).chars().collect();
+    let mut rows: Vec<String> = flat
+        .chunks(width.max(1))
+        .take(max)
+        .map(|c| c.iter().collect())
+        .collect();
+    if flat.len() > width.max(1) * max {
+        if let Some(last) = rows.last_mut() {
+            last.pop();
+            last.push('…');
+        }
+    }
+    if rows.is_empty() {
+        rows.push(String::new());
+    }
+    rows
+}
+
 /// Build the view of one session: its turns with every family's detections.
 pub fn session_view(corpus: &Corpus, replay: &Replay, ranked: &Ranked) -> SessionView {
     let s: &Session = &corpus.sessions[ranked.session];
@@ -208,7 +232,18 @@ pub enum Key {
     Down,
     /// Escape.
     Esc,
+    /// Page down.
+    PageDown,
+    /// Page up.
+    PageUp,
+    /// Enter.
+    Enter,
+    /// Backspace.
+    Backspace,
 }
+
+/// Turns a PageDown or PageUp moves.
+pub const PAGE: usize = 10;
 
 /// One decision, kept for `u`.
 #[derive(Debug)]
@@ -236,6 +271,15 @@ pub struct App {
     pub help: bool,
     /// `q` was pressed.
     pub quit: bool,
+    /// `/` was pressed: the search being typed.
+    pub search: Option<String>,
+    /// The last search, for `/` then Enter.
+    last_search: String,
+    /// `e` was pressed: the note being typed.
+    pub editing: Option<String>,
+    /// A label changed on a session with a note: (session, its queue
+    /// position, the note), until `y` keeps it or `n` clears it.
+    pub ask_note: Option<(String, usize, String)>,
 }
 
 impl App {
@@ -266,6 +310,10 @@ impl App {
             status: String::new(),
             help: false,
             quit: false,
+            search: None,
+            last_search: String::new(),
+            editing: None,
+            ask_note: None,
         };
         app.cursor = app.first_cursor();
         app
@@ -320,13 +368,70 @@ impl App {
 
     fn decide(&mut self, label: Label) -> Result<()> {
         let id = self.sessions[self.pos].id.clone();
+        let before = self.store.get(&id);
         let undo = self.store.set(&id, label)?;
         self.done.push(Done {
             undo,
             pos: self.pos,
         });
         self.status = format!("saved {id}: {}", describe(Some(label)));
+        // A note written for the old label may now contradict the new one.
+        if before.is_some_and(|b| b != label) {
+            if let Some(note) = self.store.field(&id, "note") {
+                self.status = format!(
+                    "y/n: keep the note \"{note}\" (written when {id} was {})?",
+                    describe(before)
+                );
+                self.ask_note = Some((id, self.pos, note));
+            }
+        }
         self.advance();
+        Ok(())
+    }
+
+    /// `y` keeps the note of a relabelled session, `n` clears it.
+    fn note_answer(&mut self, key: Key) -> Result<()> {
+        let Some((id, pos, _)) = self.ask_note.take() else {
+            return Ok(());
+        };
+        if key == Key::Char('n') {
+            if let Some(undo) = self.store.set_field(&id, "note", "")? {
+                self.done.push(Done { undo, pos });
+            }
+            self.status = format!("cleared the note of {id}");
+        } else {
+            self.status = format!("kept the note of {id}");
+        }
+        Ok(())
+    }
+
+    /// A key while a note is typed: text, Backspace, Enter (save), Escape (cancel).
+    fn note_key(&mut self, key: Key) -> Result<()> {
+        let Some(text) = self.editing.as_mut() else {
+            return Ok(());
+        };
+        match key {
+            Key::Char(c) => text.push(c),
+            Key::Backspace => {
+                text.pop();
+            }
+            Key::Esc => {
+                self.editing = None;
+                self.status = "note unchanged".into();
+            }
+            Key::Enter => {
+                let text = self.editing.take().unwrap_or_default();
+                let id = self.sessions[self.pos].id.clone();
+                if let Some(undo) = self.store.set_field(&id, "note", &text)? {
+                    self.done.push(Done {
+                        undo,
+                        pos: self.pos,
+                    });
+                }
+                self.status = format!("saved the note of {id}");
+            }
+            _ => {}
+        }
         Ok(())
     }
 
@@ -338,7 +443,88 @@ impl App {
         }
     }
 
+    /// A key while a search is typed: text, Backspace, Enter (search),
+    /// Escape (cancel).
+    fn search_key(&mut self, key: Key) {
+        let Some(q) = self.search.as_mut() else {
+            return;
+        };
+        match key {
+            Key::Char(c) => q.push(c),
+            Key::Backspace => {
+                q.pop();
+            }
+            Key::Esc => self.search = None,
+            Key::Enter => {
+                let q = self.search.take().unwrap_or_default();
+                let q = if q.is_empty() {
+                    self.last_search.clone()
+                } else {
+                    q
+                };
+                self.find(&q);
+                self.last_search = q;
+            }
+            _ => {}
+        }
+    }
+
+    /// Move to the next turn (after the cursor, wrapping) whose calls, text,
+    /// detections or place contain `q`, ignoring case.
+    fn find(&mut self, q: &str) {
+        let Some(s) = self.sessions.get(self.pos) else {
+            return;
+        };
+        let want = q.to_lowercase();
+        let n = s.turns.len();
+        let hit = (1..=n).map(|k| (self.cursor + k) % n).find(|&i| {
+            let t = &s.turns[i];
+            t.lines
+                .iter()
+                .chain(&t.detections)
+                .chain(std::iter::once(&t.place))
+                .any(|l| l.to_lowercase().contains(&want))
+        });
+        match hit {
+            Some(i) => {
+                self.cursor = i;
+                self.status = format!("/{q}: turn {}", s.turns[i].turn);
+            }
+            None => self.status = format!("/{q}: not found in this session"),
+        }
+    }
+
+    /// The next (`forward`) or previous turn with a detection marker.
+    fn marker(&mut self, forward: bool) {
+        let turns = &self.sessions[self.pos].turns;
+        let marked = |i: &usize| !turns[*i].detections.is_empty();
+        let found = if forward {
+            (self.cursor + 1..turns.len()).find(marked)
+        } else {
+            (0..self.cursor).rev().find(marked)
+        };
+        match found {
+            Some(i) => self.cursor = i,
+            None => {
+                self.status = format!(
+                    "no detection {} this turn",
+                    if forward { "after" } else { "before" }
+                )
+            }
+        }
+    }
+
     fn key_inner(&mut self, key: Key) -> Result<()> {
+        if self.ask_note.is_some() {
+            return self.note_answer(key);
+        }
+        if self.editing.is_some() {
+            return self.note_key(key);
+        }
+        if self.search.is_some() {
+            self.search_key(key);
+            return Ok(());
+        }
         if self.help {
             // Any key closes the help; `q` still quits.
             self.help = false;
@@ -357,6 +543,21 @@ impl App {
                 self.cursor = (self.cursor + 1).min(turns.saturating_sub(1))
             }
             Key::Char('k') | Key::Up => self.cursor = self.cursor.saturating_sub(1),
+            Key::PageDown => self.cursor = (self.cursor + PAGE).min(turns.saturating_sub(1)),
+            Key::PageUp => self.cursor = self.cursor.saturating_sub(PAGE),
+            Key::Char('g') => self.cursor = self.first_cursor(),
+            Key::Char('G') => self.cursor = turns.saturating_sub(1),
+            Key::Char(']') => self.marker(true),
+            Key::Char('[') => self.marker(false),
+            Key::Char('/') => self.search = Some(String::new()),
+            Key::Char('e') => {
+                let id = &self.sessions[self.pos].id;
+                if self.store.get(id).is_some() {
+                    self.editing = Some(self.store.field(id, "note").unwrap_or_default());
+                } else {
+                    self.status = "label the session first: e edits the note of its row".into();
+                }
+            }
             Key::Char('n') => self.go(self.pos + 1),
             Key::Char('p') => self.go(self.pos.saturating_sub(1)),
             Key::Char('l') => match self.turn().map(|t| t.turn) {
@@ -416,13 +617,17 @@ impl App {
                     Style::default().add_modifier(Modifier::REVERSED),
                 ),
                 Span::raw(" "),
-                Span::raw(self.status.clone()),
+                Span::raw(match (&self.search, &self.editing) {
+                    (Some(q), _) => format!("/{q}"),
+                    (_, Some(n)) => format!("note (Enter saves, Esc cancels): {n}_"),
+                    _ => self.status.clone(),
+                }),
             ])),
             rows[1],
         );
         if self.help {
             let w = area.width.min(60);
-            let h = area.height.min(14);
+            let h = area.height.min(HELP.lines().count() as u16 + 2);
             let r = Rect::new(
                 area.x + (area.width - w) / 2,
                 area.y + (area.height - h) / 2,
@@ -478,15 +683,22 @@ impl App {
         };
         let parts = Layout::default()
             .direction(Direction::Vertical)
-            .constraints([Constraint::Length(5), Constraint::Min(3)])
+            .constraints([Constraint::Length(6), Constraint::Min(3)])
             .split(area);
         let label = describe(self.label_at(self.pos));
+        let extra = |name: &str| self.store.field(&s.id, name).unwrap_or_else(|| "-".into());
+        let notes = format!(
+            "confidence: {}   note: {}",
+            extra("confidence"),
+            extra("note")
+        );
         let header = Text::from(vec![
             Line::from(vec![
                 Span::styled(s.id.clone(), Style::default().add_modifier(Modifier::BOLD)),
                 Span::raw(format!("  {}", s.about)),
             ]),
             Line::from(format!("label: {label}   queue: {}", s.reason)),
+            Line::from(notes),
             Line::from(s.file.clone()),
         ]);
         f.render_widget(
@@ -521,13 +733,23 @@ impl App {
                 let room = (parts[1].height as usize)
                     .saturating_sub(4 + t.detections.len())
                     .max(3);
-                let shown = if t.lines.len() > room {
-                    room - 1
-                } else {
-                    t.lines.len()
-                };
-                for l in &t.lines[..shown] {
-                    lines.push(Line::from(format!("  {}", head(l, width.max(10)))));
+                // Long lines wrap (up to WRAP rows each); whole lines are
+                // shown while they fit, and the rest are counted.
+                let wrapped: Vec<Vec<String>> = t
+                    .lines
+                    .iter()
+                    .map(|l| wrap(l, width.max(10), WRAP))
+                    .collect();
+                let total: usize = wrapped.iter().map(Vec::len).sum();
+                let cap = if total > room { room - 1 } else { room };
+                let (mut used, mut shown) = (0, 0);
+                for rows in &wrapped {
+                    if used + rows.len() > cap {
+                        break;
+                    }
+                    lines.extend(rows.iter().map(|r| Line::from(format!("  {r}"))));
+                    used += rows.len();
+                    shown += 1;
                 }
                 if shown < t.lines.len() {
                     lines.push(Line::from(format!("  … {} more", t.lines.len() - shown)));
@@ -562,12 +784,17 @@ fn describe(l: Option<Label>) -> String {
     }
 }
 
-const HELP: &str = "j / k, arrows  previous / next turn
+const HELP: &str = "j / k, arrows  next / previous turn
+PgDn / PgUp    10 turns down / up
+g / G          first / last turn
+] / [          next / previous turn with a detection
+/ TEXT Enter   next turn containing TEXT (/ Enter: again)
 n / p          next / previous session
 l              label loop, onset = turn under cursor
 c              label clean
 s              skip this session
-u              undo the last label
+e              edit the note (Enter saves, Esc cancels)
+u              undo the last label or note
 ?              this help
 q              quit (every label is already saved)
 
@@ -707,6 +934,154 @@ mod tests {
     }
 
     #[test]
+    fn keys_for_long_sessions_page_jump_find_markers_and_search() {
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        let last = a.sessions[0].turns.len() - 1;
+        let first = a.cursor;
+        a.key(Key::Char('G'));
+        assert_eq!(a.cursor, last);
+        a.key(Key::Char('g'));
+        assert_eq!(a.cursor, first);
+        a.key(Key::PageDown);
+        assert_eq!(a.cursor, (first + PAGE).min(last));
+        a.key(Key::PageUp);
+        assert_eq!(a.cursor, 0);
+        // ] and [: the turns with a detection marker, in order.
+        let marked: Vec<usize> = (0..=last)
+            .filter(|&i| !a.sessions[0].turns[i].detections.is_empty())
+            .collect();
+        assert!(!marked.is_empty(), "the loop session has detections");
+        for &m in &marked {
+            a.key(Key::Char(']'));
+            assert_eq!(a.cursor, m);
+        }
+        a.key(Key::Char(']'));
+        assert!(a.status.contains("no detection after"), "{}", a.status);
+        a.key(Key::Char('G'));
+        a.key(Key::Char('['));
+        assert_eq!(
+            a.cursor,
+            *marked.iter().rev().find(|&&m| m < last).unwrap_or(&last)
+        );
+        // / TEXT Enter: the next turn holding TEXT, whatever its case.
+        let target = last;
+        let text = a.sessions[0].turns[target].lines[0].to_uppercase();
+        a.key(Key::Char('g'));
+        a.key(Key::Char('/'));
+        for c in text.chars() {
+            a.key(Key::Char(c));
+        }
+        a.key(Key::Char('x'));
+        a.key(Key::Backspace);
+        assert_eq!(a.search.as_deref(), Some(text.as_str()));
+        a.key(Key::Enter);
+        assert!(a.search.is_none());
+        let found = a.cursor;
+        assert!(a.sessions[0].turns[found].lines[0]
+            .to_uppercase()
+            .contains(&text));
+        // Keys typed into the search do nothing else (no `l` label, no quit).
+        a.key(Key::Char('/'));
+        a.key(Key::Char('q'));
+        a.key(Key::Char('l'));
+        a.key(Key::Esc);
+        assert!(!a.quit && a.search.is_none());
+        assert!(!d.path().join("labels.csv").exists() || a.progress().0 == 0);
+        a.key(Key::Char('/'));
+        a.key(Key::Char('z'));
+        a.key(Key::Char('z'));
+        a.key(Key::Char('z'));
+        a.key(Key::Enter);
+        assert!(a.status.contains("not found"), "{}", a.status);
+        // The help tells the truth: j goes to the next turn.
+        assert!(HELP.contains("j / k, arrows  next / previous turn"));
+        for k in ["PgDn / PgUp", "g / G", "] / [", "/ TEXT"] {
+            assert!(HELP.contains(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn notes_and_confidence_are_shown_edited_and_questioned_when_the_label_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("labels.csv");
+        let mut a = app(
+            d.path(),
+            Some("session,label,onset_turn,confidence,note\nloopy,loop,2,high,repeats read\n"),
+        );
+        a.go(a.sessions.iter().position(|s| s.id == "loopy").unwrap());
+        let sc = screen(&a);
+        assert!(sc.contains("confidence: high   note: repeats read"), "{sc}");
+        // e: edit the note; Backspace, Enter saves; u undoes it.
+        a.key(Key::Char('e'));
+        assert_eq!(a.editing.as_deref(), Some("repeats read"));
+        for _ in 0.."read".len() {
+            a.key(Key::Backspace);
+        }
+        for c in "the same path".chars() {
+            a.key(Key::Char(c));
+        }
+        a.key(Key::Enter);
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,loop,2,high,repeats the same path\n"));
+        a.key(Key::Char('u'));
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,loop,2,high,repeats read\n"));
+        // Esc leaves the note as it was.
+        a.key(Key::Char('e'));
+        a.key(Key::Char('x'));
+        a.key(Key::Esc);
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains(",repeats read\n"));
+        // Relabelling asks about the old note: n clears it, and u puts it back.
+        a.key(Key::Char('c'));
+        assert!(a.ask_note.is_some(), "{}", a.status);
+        assert!(
+            a.status
+                .starts_with("y/n: keep the note \"repeats read\" (written when loopy was loop"),
+            "{}",
+            a.status
+        );
+        a.key(Key::Char('n'));
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,clean,,high,\n"));
+        a.key(Key::Char('u'));
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("loopy,clean,,high,repeats read\n"));
+        // y keeps it.
+        a.go(a.sessions.iter().position(|s| s.id == "loopy").unwrap());
+        a.key(Key::Char('j'));
+        a.key(Key::Char('l'));
+        a.key(Key::Char('y'));
+        assert!(a.ask_note.is_none());
+        assert!(std::fs::read_to_string(&p)
+            .unwrap()
+            .contains(",repeats read\n"));
+        // A session without a row has no note to edit.
+        a.go(a.sessions.iter().position(|s| s.id == "calm").unwrap());
+        a.key(Key::Char('e'));
+        assert!(a.editing.is_none() && a.status.contains("label the session first"));
+        // A new note column is added to a file without one.
+        let d2 = tempfile::tempdir().unwrap();
+        let mut b = app(d2.path(), Some("session,label,onset_turn\ncalm,clean,\n"));
+        b.go(b.sessions.iter().position(|s| s.id == "calm").unwrap());
+        b.key(Key::Char('e'));
+        for c in "fine".chars() {
+            b.key(Key::Char(c));
+        }
+        b.key(Key::Enter);
+        assert_eq!(
+            std::fs::read_to_string(d2.path().join("labels.csv")).unwrap(),
+            "session,label,onset_turn,note\ncalm,clean,,fine\n"
+        );
+    }
+
+    #[test]
     fn keys_label_loop_at_cursor_clean_skip_and_undo() {
         let d = tempfile::tempdir().unwrap();
         let mut a = app(d.path(), None);
@@ -799,6 +1174,22 @@ mod tests {
         assert!(s.contains("saved loopy: clean"), "{s}");
         a.key(Key::Char('?'));
         assert!(screen(&a).contains("label loop, onset = turn under cursor"));
+    }
+
+    #[test]
+    fn long_lines_wrap_instead_of_being_cut_at_the_pane() {
+        assert_eq!(wrap("abcdefgh", 3, 4), ["abc", "def", "gh"]);
+        assert_eq!(wrap("abcdefghijklmn", 3, 2), ["abc", "de…"]);
+        assert_eq!(wrap("a\nb", 10, 4), ["a⏎b"]);
+        let d = tempfile::tempdir().unwrap();
+        let mut a = app(d.path(), None);
+        let long = format!("text: {}END", "word ".repeat(40));
+        a.sessions[0].turns[1].lines = vec![long];
+        let s = screen(&a);
+        assert!(
+            s.contains("END"),
+            "the end of a long line is on screen: {s}"
+        );
     }
 
     #[test]

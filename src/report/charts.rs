@@ -1148,10 +1148,18 @@ pub fn axis_chart(c: &AxisCurve) -> Draw<String> {
             let ys: Vec<f64> = c.points.iter().filter_map(get).collect();
             // Shares use the full 0–100%; counts start at 0 with 10% headroom,
             // so a flat line reads as flat and not as noise magnified.
+            // A count's top is a whole number, and it asks for no more
+            // labels than there are whole numbers: every tick an integer, none
+            // repeated by rounding (`2, 2, 1, 0, 0`).
             let ymax = if *share {
                 1.05
             } else {
-                ys.iter().copied().fold(0.0, f64::max) * 1.1 + 1.0
+                (ys.iter().copied().fold(0.0, f64::max) * 1.1 + 1.0).ceil()
+            };
+            let y_labels = if *share {
+                5
+            } else {
+                (ymax as usize + 1).min(6)
             };
             let ymin = if *share { -0.03 } else { 0.0 };
             let mut ch = ChartBuilder::on(&panels[pi])
@@ -1171,14 +1179,14 @@ pub fn axis_chart(c: &AxisCurve) -> Draw<String> {
                 if *share {
                     format!("{:.0}%", v * 100.0)
                 } else {
-                    format!("{v:.0}")
+                    whole(v)
                 }
             };
             ch.configure_mesh()
                 .light_line_style(WHITE)
                 .bold_line_style(GRID)
                 .x_labels(if c.numeric { 6 } else { values.len() + 1 })
-                .y_labels(5)
+                .y_labels(y_labels)
                 .x_desc(short(&c.axis, 40))
                 .label_style(font(SMALL_PT - 1.5))
                 .axis_desc_style(font(SMALL_PT - 1.5))
@@ -1871,6 +1879,15 @@ where
 
 /// Reads one metric's point and interval off a row.
 type IntervalOf = Box<dyn Fn(&IntervalRow) -> Option<(f64, (f64, f64))>>;
+/// One panel of the interval chart: its area, title, label width, what it
+/// plots and where its axis ends.
+type IntervalPanel<'a, 'b> = (
+    &'a DrawingArea<SVGBackend<'b>, Shift>,
+    &'static str,
+    u32,
+    IntervalOf,
+    f64,
+);
 
 /// One configuration of the interval chart: a point and its 95% interval per metric.
 #[derive(Debug, Clone, PartialEq)]
@@ -1887,9 +1904,13 @@ pub struct IntervalRow {
     pub tip: String,
 }
 
-/// `72.0% [50.1–86.3%]`.
+/// `72.0% [50.1%, 86.3%]`.
 fn pct_ci((x, (lo, hi)): (f64, (f64, f64))) -> String {
-    format!("{:.1}% [{:.1}–{:.1}%]", x * 100.0, lo * 100.0, hi * 100.0)
+    format!(
+        "{:.1}% {}",
+        x * 100.0,
+        crate::number::interval(format!("{:.1}%", lo * 100.0), format!("{:.1}%", hi * 100.0))
+    )
 }
 
 /// An interval row of one configuration, from its `sweep.csv` scores.
@@ -1923,38 +1944,73 @@ pub fn interval_row(d: &ReportData, role: &str, r: &Row) -> IntervalRow {
 
 const INTERVAL_ROW_PX: u32 = 30;
 
+/// The end of the false-positive axis: the first of 5%, 10%, 20%, 25%, 50%
+/// and 100% at or above `max`.
+fn fp_axis_top(max: f64) -> f64 {
+    [0.05, 0.1, 0.2, 0.25, 0.5, 1.0]
+        .into_iter()
+        .find(|&t| max <= t)
+        .unwrap_or(1.0)
+}
+
+/// One colour per role in the interval chart, whatever the number of rows:
+/// the baseline ink, the recommendation (in and out of sample) vermillion,
+/// every family's best one purple, the union green.
+fn role_colour(role: &str) -> RGBColor {
+    if role == "baseline" {
+        INK
+    } else if role.starts_with("recommended") {
+        PALETTE[0]
+    } else if role.starts_with("best ") {
+        PALETTE[3]
+    } else if role.starts_with("union") {
+        PALETTE[2]
+    } else {
+        MUTED
+    }
+}
+
 /// Recall and false-positive rate with their 95% intervals as error bars, one
 /// row per configuration: how far apart two candidates really are.
 pub fn interval_chart(rows: &[IntervalRow]) -> Draw<String> {
     let size = (960, 90 + INTERVAL_ROW_PX * rows.len().max(1) as u32);
+    // False-positive rates are mostly small: the axis ends at the first of
+    // 5%, 10%, 20%, 25%, 50%, 100% above every interval, not always at 100%.
+    let fp_top = rows
+        .iter()
+        .filter_map(|r| r.fp_rate.map(|(x, (_, hi))| x.max(hi)))
+        .fold(0.0, f64::max);
+    let fp_top = fp_axis_top(fp_top);
     if rows.is_empty() {
         return empty_chart(size, "Nothing to compare: no labelled loops.");
     }
     let names: Vec<String> = rows.iter().map(|r| r.role.clone()).collect();
     svg_marked(size, |root, marks| {
         let (left, right) = root.split_horizontally(size.0 / 2 + 60);
-        let panels: [(&DrawingArea<SVGBackend, Shift>, &str, u32, IntervalOf); 2] = [
+        let panels: [IntervalPanel; 2] = [
             (
                 &left,
                 "recall (95% interval)",
                 160,
                 Box::new(|r: &IntervalRow| r.recall),
+                1.0,
             ),
             (
                 &right,
                 "false positives per clean session (95% interval)",
                 10,
                 Box::new(|r: &IntervalRow| r.fp_rate),
+                fp_top,
             ),
         ];
-        for (area, title, label_px, get) in panels {
+        for (area, title, label_px, get, top) in panels {
             let n = rows.len() as f64;
             let mut ch = ChartBuilder::on(area)
                 .caption(title, font(LABEL_PT))
                 .margin(10)
                 .x_label_area_size(30)
                 .y_label_area_size(label_px)
-                .build_cartesian_2d(0.0..1.0, -0.5..(n - 0.5))?;
+                .build_cartesian_2d(0.0..top, -0.5..(n - 0.5))?;
             let names = names.clone();
             ch.configure_mesh()
                 .light_line_style(WHITE)
@@ -1973,11 +2029,7 @@ pub fn interval_chart(rows: &[IntervalRow]) -> Draw<String> {
                 .draw()?;
             for (i, r) in rows.iter().enumerate() {
                 let y = n - 1.0 - i as f64;
-                let colour = if i == 0 {
-                    INK
-                } else {
-                    PALETTE[i % PALETTE.len()]
-                };
+                let colour = role_colour(&r.role);
                 if let Some((x, (lo, hi))) = get(r) {
                     ch.draw_series(std::iter::once(PathElement::new(
                         vec![(lo, y), (hi, y)],
@@ -2569,6 +2621,89 @@ policy = ["stop", "warn:1", "ask"]
                     })
                 })
                 .collect()],
+        }
+    }
+
+    /// The y tick labels of an SVG panel: `<text ...>\nLABEL\n</text>` values.
+    fn tick_labels(svg: &str) -> Vec<String> {
+        svg.split("</text>")
+            .filter_map(|t| t.rsplit(">\n").next())
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty() && t.parse::<f64>().is_ok())
+            .collect()
+    }
+
+    #[test]
+    fn the_fp_axis_fits_the_data_and_each_role_has_one_colour() {
+        assert_eq!(fp_axis_top(0.0), 0.05);
+        assert_eq!(fp_axis_top(0.07), 0.1);
+        assert_eq!(fp_axis_top(0.3), 0.5);
+        assert_eq!(fp_axis_top(0.9), 1.0);
+        let row = |role: &str, fp: f64| IntervalRow {
+            role: role.into(),
+            recall: Some((0.5, (0.3, 0.7))),
+            fp_rate: Some((fp, (fp / 2.0, fp * 1.5))),
+            config: None,
+            tip: String::new(),
+        };
+        let rows: Vec<IntervalRow> = ["baseline", "recommended"]
+            .into_iter()
+            .map(|r| row(r, 0.04))
+            .chain((0..10).map(|i| row(&format!("best family{i}"), 0.02)))
+            .chain([row("recommended, out of sample", 0.05)])
+            .collect();
+        let svg = interval_chart(&rows).unwrap();
+        // Every value under 10%: the axis ends at 10%, not 100%.
+        assert!(svg.contains(">\n10%\n</text>"), "fp axis to 10%");
+        assert_eq!(
+            svg.matches(">\n100%\n</text>").count(),
+            1,
+            "only recall runs to 100%"
+        );
+        // Ten families' bests share one colour; none takes the recommendation's.
+        assert_eq!(role_colour("best family3"), role_colour("best family9"));
+        assert_ne!(role_colour("best family3"), role_colour("recommended"));
+        assert_eq!(
+            role_colour("recommended, out of sample"),
+            role_colour("recommended")
+        );
+    }
+
+    #[test]
+    fn count_axes_get_whole_ticks_none_repeated() {
+        for top in [1.0, 2.0, 3.0, 7.0, 40.0] {
+            let points = (0..4)
+                .map(|i| AxisPoint {
+                    value: i.to_string(),
+                    x: i as f64,
+                    config: format!("c{i}"),
+                    stock: i == 0,
+                    recall: Some(0.5),
+                    fp: Some(top * i as f64 / 3.0),
+                    ttd_median: Some(top),
+                    tip: String::new(),
+                })
+                .collect();
+            let c = AxisCurve {
+                axis: "tool_call_threshold".into(),
+                profile: "gemini-latest".into(),
+                numeric: true,
+                points,
+            };
+            let svg = axis_chart(&c).unwrap();
+            let labels = tick_labels(&svg);
+            let whole: Vec<&String> = labels.iter().filter(|l| !l.contains('.')).collect();
+            assert_eq!(whole.len(), labels.len(), "{top}: {labels:?}");
+            // Three panels, each with its x labels (0..3) and, for the two
+            // counts, y labels: a value shows at most once per axis, so at
+            // most five times in all (`0, 0, 1, 2, 2` used to repeat them).
+            let mut seen = std::collections::HashMap::new();
+            for l in &labels {
+                *seen.entry(l.clone()).or_insert(0) += 1;
+            }
+            for (l, n) in seen {
+                assert!(n <= 5, "{top}: `{l}` {n} times in {labels:?}");
+            }
         }
     }
 

@@ -22,12 +22,15 @@ pub fn json_lines(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
 
 fn share(x: f64, ci: Option<(f64, f64)>) -> String {
     match ci {
-        Some((a, b)) => format!("{x:.2} [{a:.2}-{b:.2}]"),
+        Some((a, b)) => format!(
+            "{x:.2} {}",
+            crate::number::interval(format!("{a:.2}"), format!("{b:.2}"))
+        ),
         None => format!("{x:.2}"),
     }
 }
 
-/// `recall 0.55 [0.28-0.79] -> 0.64 [0.35-0.85]`, and the same for precision and false positives.
+/// `recall 0.55 [0.28, 0.79] -> 0.64 [0.35, 0.85]`, and the same for precision and false positives.
 fn deltas(base: &Scores, new: &Scores) -> Vec<String> {
     let mut v = Vec::new();
     if (base.recall, base.true_positives) != (new.recall, new.true_positives) {
@@ -65,30 +68,206 @@ fn changed(c: &ConfigDiff) -> bool {
         }
 }
 
-/// A table for people: configurations with changes, their score deltas and the changed sessions.
-pub fn table(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
-    let shown: Vec<&ConfigDiff> = d.configs.iter().filter(|c| changed(c)).collect();
+/// What a summary shows: the first `limit` changed configurations (0: all),
+/// or only `only`; every changed session of each (`verbose`), else the
+/// gated configuration's first [`LIST`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shape {
+    /// Changed configurations listed (0: every one).
+    pub limit: usize,
+    /// Only this configuration (an index of `Diff::configs`).
+    pub only: Option<usize>,
+    /// Every changed session of every listed configuration.
+    pub verbose: bool,
+}
+
+/// Changed configurations listed when `--limit` is not given.
+pub const DEFAULT_LIMIT: usize = 10;
+
+/// The Markdown stays under this many bytes (GitHub's job summary takes 1 MiB
+/// per step; a margin for the other steps).
+pub const MARKDOWN_MAX: usize = 60 * 1024;
+
+/// The configurations in both runs whose verdicts or scores changed, the
+/// gated one first (always, changed or not), then most changed verdicts
+/// first (grid order between equals); and how many changed in all.
+pub(crate) fn listed(d: &Diff, shape: &Shape) -> (Vec<usize>, usize) {
+    if let Some(i) = shape.only {
+        return (vec![i], usize::from(changed(&d.configs[i])));
+    }
+    let common = |c: &ConfigDiff| c.base.is_some() && c.new.is_some();
+    let mut rest: Vec<usize> = (0..d.configs.len())
+        .filter(|&i| i != d.chosen && common(&d.configs[i]) && changed(&d.configs[i]))
+        .collect();
+    let gated_changed = d.configs.get(d.chosen).is_some_and(changed);
+    let total = rest.len() + usize::from(gated_changed);
+    rest.sort_by_key(|&i| std::cmp::Reverse(d.configs[i].changes.len()));
+    let mut v: Vec<usize> = d
+        .configs
+        .get(d.chosen)
+        .map(|_| d.chosen)
+        .into_iter()
+        .collect();
+    v.extend(rest);
+    if shape.limit > 0 {
+        v.truncate(shape.limit.max(1));
+    }
+    (v, total)
+}
+
+/// `2 verdicts changed (1 new false positive, 1 new catch)`.
+fn verdicts(c: &ConfigDiff) -> String {
+    let n = c.changes.len();
+    if n == 0 {
+        return "no verdict changed".into();
+    }
+    let parts: Vec<String> = [
+        (
+            "new_false_positives",
+            "new false positive",
+            "new false positives",
+        ),
+        ("new_missed_loops", "new missed loop", "new missed loops"),
+        (
+            "fixed_false_positives",
+            "fixed false positive",
+            "fixed false positives",
+        ),
+        ("new_catches", "new catch", "new catches"),
+    ]
+    .iter()
+    .filter_map(|(name, one, many)| {
+        let k = c.count(name).unwrap_or(0.0) as usize;
+        (k > 0).then(|| super::text::plural(k, one, many))
+    })
+    .collect();
+    format!(
+        "{}{}",
+        super::text::plural(n, "verdict changed", "verdicts changed"),
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join(", "))
+        }
+    )
+}
+
+/// The score line of a configuration: deltas, or which run it is in.
+fn scores_line(c: &ConfigDiff) -> String {
+    match (&c.base, &c.new) {
+        (Some(b), Some(n)) => deltas(b, n).join("; "),
+        (None, _) => "only in the new run".into(),
+        (_, None) => "only in the base run".into(),
+    }
+}
+
+/// `sessions: 15 in common, 1 added (`x`), 1 removed (`y`)`.
+fn sessions_line(d: &Diff, quote: &dyn Fn(&str) -> String) -> String {
+    let ids = |v: &[String]| {
+        let mut s: Vec<String> = v.iter().take(5).map(|i| quote(i)).collect();
+        if v.len() > 5 {
+            s.push(format!("{} more", v.len() - 5));
+        }
+        if s.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", s.join(", "))
+        }
+    };
+    format!(
+        "{} added{}, {} removed{}",
+        d.sessions_added.len(),
+        ids(&d.sessions_added),
+        d.sessions_removed.len(),
+        ids(&d.sessions_removed)
+    )
+}
+
+/// `481 configurations: 39 in common; 442 only in one run (1 in the base run, 441 in the new run)`.
+fn configs_line(d: &Diff) -> String {
+    let (common, only_base, only_new) = d.config_counts();
+    let mut s = format!("{} in common", common);
+    if only_base + only_new > 0 {
+        s.push_str(&format!(
+            "; {} only in one run ({only_base} in the base run, {only_new} in the new run)",
+            only_base + only_new
+        ));
+    }
+    s
+}
+
+/// The warning when the runs come from different grids (their
+/// configurations differ), or `None`.
+pub fn grid_warning(d: &Diff) -> Option<String> {
+    if !d.grids_differ() {
+        return None;
+    }
+    let (common, _, _) = d.config_counts();
+    let names = if d.grids.0 == d.grids.1 {
+        format!("both named `{}`", d.grids.0)
+    } else {
+        format!("`{}` and `{}`", d.grids.0, d.grids.1)
+    };
+    Some(format!(
+        "the two runs come from different grids ({names}): only the {common} configurations in both are compared"
+    ))
+}
+
+/// A summary for people: one line per changed configuration (the gated one
+/// first), a count of the rest, then the gated configuration's changed
+/// sessions (every listed configuration's with `verbose`).
+pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
+    let (common, _, _) = d.config_counts();
+    let (shown, total) = listed(d, shape);
+    let quote = |s: &str| format!("`{}`", crate::escape::terminal(s));
+    writeln!(out, "sessions: {}", sessions_line(d, &quote))?;
+    writeln!(out, "configurations: {}", configs_line(d))?;
     writeln!(
         out,
-        "{} of {} configurations changed; {} sessions added, {} removed",
-        shown.len(),
-        d.configs.len(),
-        d.sessions_added.len(),
-        d.sessions_removed.len()
+        "{total} of {common} configurations in both runs changed{}",
+        if shown.is_empty() { "" } else { ":" }
     )?;
-    for c in shown {
-        let label = crate::escape::terminal(&c.label);
-        writeln!(out, "\n{label}  ({})", c.config)?;
-        match (&c.base, &c.new) {
-            (Some(b), Some(n)) => {
-                for line in deltas(b, n) {
-                    writeln!(out, "  {line}")?;
-                }
+    for &i in &shown {
+        let c = &d.configs[i];
+        let scores = scores_line(c);
+        writeln!(
+            out,
+            "  {} {}  ({})  {}{}",
+            if i == d.chosen { "gated" } else { "     " },
+            crate::escape::terminal(&c.label),
+            c.config,
+            verdicts(c),
+            if scores.is_empty() {
+                String::new()
+            } else {
+                format!("; {scores}")
             }
-            (None, _) => writeln!(out, "  only in the new run")?,
-            (_, None) => writeln!(out, "  only in the base run")?,
+        )?;
+    }
+    let listed_changed = shown.iter().filter(|&&i| changed(&d.configs[i])).count();
+    if total > listed_changed {
+        writeln!(
+            out,
+            "  ... and {} more changed (--limit N lists more, --config ID one)",
+            total - listed_changed
+        )?;
+    }
+    for &i in &shown {
+        if !(shape.verbose || i == d.chosen || shape.only.is_some()) {
+            continue;
         }
-        for ch in c.changes.iter().take(LIST) {
+        let c = &d.configs[i];
+        if c.changes.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "\nsessions whose verdict changed under {}  ({}):",
+            crate::escape::terminal(&c.label),
+            c.config
+        )?;
+        let cap = if shape.verbose { usize::MAX } else { LIST };
+        for ch in c.changes.iter().take(cap) {
             writeln!(
                 out,
                 "  {:<40} {:>9} -> {:<9} turn {} -> {}",
@@ -99,43 +278,109 @@ pub fn table(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
                 turn(ch.new_turn)
             )?;
         }
-        if c.changes.len() > LIST {
-            writeln!(out, "  ... and {} more", c.changes.len() - LIST)?;
+        if c.changes.len() > cap {
+            writeln!(
+                out,
+                "  ... and {} more (--verbose lists every session)",
+                c.changes.len() - cap
+            )?;
         }
     }
     Ok(())
 }
 
-/// Markdown for a CI summary page.
-pub fn markdown(d: &Diff) -> String {
+/// Markdown for a CI summary page: the same shape as [`table`], under
+/// [`MARKDOWN_MAX`] bytes whatever the options.
+pub fn markdown(d: &Diff, shape: &Shape) -> String {
+    markdown_within(d, shape, MARKDOWN_MAX)
+}
+
+/// [`markdown`] under `max` bytes.
+pub fn markdown_within(d: &Diff, shape: &Shape, max: usize) -> String {
     let esc = crate::escape::md_text;
+    let (common, _, _) = d.config_counts();
+    let (shown, total) = listed(d, shape);
+    let quote = |s: &str| format!("`{}`", esc(s).replace('`', "'"));
     let mut s = String::from("## looptune: what changed since the baseline run\n\n");
-    let shown: Vec<&ConfigDiff> = d.configs.iter().filter(|c| changed(c)).collect();
     s.push_str(&format!(
-        "{} of {} configurations changed; {} sessions added, {} removed.\n\n",
-        shown.len(),
-        d.configs.len(),
-        d.sessions_added.len(),
-        d.sessions_removed.len()
+        "Sessions: {}. Configurations: {}.\n\n",
+        sessions_line(d, &quote),
+        configs_line(d)
+    ));
+    if let Some(w) = grid_warning(d) {
+        s.push_str(&format!("**Warning:** {}.\n\n", esc(&w)));
+    }
+    s.push_str(&format!(
+        "{total} of {common} configurations in both runs changed.\n\n"
     ));
     if shown.is_empty() {
         return s;
     }
+    // Rows are added while they fit; what does not fit is counted.
+    let budget = max.saturating_sub(512);
+    let mut left_out = 0usize;
     s.push_str("| configuration | changed verdicts | new false positives | new missed loops | scores |\n|---|---:|---:|---:|---|\n");
-    for c in &shown {
-        let scores = match (&c.base, &c.new) {
-            (Some(b), Some(n)) => deltas(b, n).join("; "),
-            (None, _) => "only in the new run".into(),
-            (_, None) => "only in the base run".into(),
-        };
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
+    for &i in &shown {
+        let c = &d.configs[i];
+        let row = format!(
+            "| {}{} | {} | {} | {} | {} |\n",
+            if i == d.chosen { "**gated** " } else { "" },
             esc(&c.label),
             c.changes.len(),
             c.count("new_false_positives").unwrap_or(0.0),
             c.count("new_missed_loops").unwrap_or(0.0),
-            esc(&scores)
-        ));
+            esc(&scores_line(c))
+        );
+        if s.len() + row.len() > budget {
+            left_out += 1;
+            continue;
+        }
+        s.push_str(&row);
+    }
+    let listed_changed = shown.iter().filter(|&&i| changed(&d.configs[i])).count();
+    let more = total.saturating_sub(listed_changed) + left_out;
+    if more > 0 {
+        s.push_str(&format!("\n… and {more} more changed configurations.\n"));
+    }
+    for &i in &shown {
+        if !(shape.verbose || i == d.chosen || shape.only.is_some()) {
+            continue;
+        }
+        let c = &d.configs[i];
+        if c.changes.is_empty() {
+            continue;
+        }
+        let head = format!(
+            "\n### Sessions whose verdict changed under {}\n\n| session | before | after | turn before | turn after |\n|---|---|---|---:|---:|\n",
+            esc(&c.label)
+        );
+        if s.len() + head.len() > budget {
+            break;
+        }
+        s.push_str(&head);
+        let cap = if shape.verbose { usize::MAX } else { LIST };
+        let mut rows = 0;
+        for ch in c.changes.iter().take(cap) {
+            let row = format!(
+                "| {} | {} | {} | {} | {} |\n",
+                esc(&ch.session),
+                ch.base,
+                ch.new,
+                turn(ch.base_turn),
+                turn(ch.new_turn)
+            );
+            if s.len() + row.len() > budget {
+                break;
+            }
+            s.push_str(&row);
+            rows += 1;
+        }
+        if c.changes.len() > rows {
+            s.push_str(&format!(
+                "\n… and {} more sessions (`looptune diff --verbose` lists them all).\n",
+                c.changes.len() - rows
+            ));
+        }
     }
     s
 }

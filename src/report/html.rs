@@ -172,9 +172,9 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
     let _ = writeln!(
         h,
         "<h1>Loop-detector sweep: <span class=\"mono\">{}</span></h1>\n\
-         <p class=\"sub\">{} configurations replayed over {} sessions ({} turns); looptune {}; {:.1} s.</p>",
+         <p class=\"sub\">{} replayed over {} sessions ({} turns); looptune {}; {:.1} s.</p>",
         esc(&s.grid.name),
-        d.rows.len(),
+        config_count(d),
         s.totals.sessions,
         s.totals.turns,
         esc(&s.looptune_version),
@@ -234,17 +234,23 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
             section(&mut text, d).map(|()| text)
         })
         .collect();
-    for part in parts {
-        h.push_str(&part?);
+    // The decision leads; every section after it is folded (its heading
+    // stays, the nav and a link to it open it).
+    for (i, part) in parts.into_iter().enumerate() {
+        let part = part?;
+        if i == 0 {
+            h.push_str(&part);
+        } else {
+            h.push_str(&fold(part));
+        }
     }
-    let _ = writeln!(
-        h,
+    h.push_str(&fold(format!(
         "<h2 id=\"grid\">Grid</h2>\n<p>The grid file as given (base profile <code>{}</code>, {} axes). \
-         Rerun with <code>looptune sweep --grid FILE</code>.</p>\n<pre class=\"src\">{}</pre>",
+         Rerun with <code>looptune sweep --grid FILE</code>.</p>\n<pre class=\"src\">{}</pre>\n",
         esc(&s.grid.base_profile),
         s.grid.axes.len(),
         esc(&s.grid.source)
-    );
+    )));
     let _ = writeln!(
         h,
         "<footer>Written by looptune {} from summary.json and sweep.csv; regenerate with \
@@ -256,20 +262,35 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
     Ok(h)
 }
 
-/// `0.55 [0.28–0.79]` from a row's score and its interval columns.
+/// A section that starts with its `<h2>`, folded: the heading is the
+/// `<summary>` of a closed `<details class="fold">`. Anything else (a section
+/// with nothing to show) is left as it is.
+fn fold(section: String) -> String {
+    let Some(end) = section
+        .starts_with("<h2")
+        .then(|| section.find("</h2>"))
+        .flatten()
+    else {
+        return section;
+    };
+    let (head, body) = section.split_at(end + "</h2>".len());
+    format!("<details class=\"fold\"><summary>{head}</summary>{body}</details>\n")
+}
+
+/// `0.55 [0.28, 0.79]` from a row's score and its interval columns.
 fn with_ci(r: &Row, name: &str) -> String {
     let ci = match (
         r.score(&format!("{name}_lo")),
         r.score(&format!("{name}_hi")),
     ) {
-        (Some(a), Some(b)) => format!(" [{}–{}]", pct(Some(a)), pct(Some(b))),
+        (Some(a), Some(b)) => format!(" {}", crate::number::interval(pct(Some(a)), pct(Some(b)))),
         _ => String::new(),
     };
     format!("{}{ci}", pct(r.score(name)))
 }
 
 fn pair_text(ci: Option<[f64; 2]>, show: impl Fn(f64) -> String) -> String {
-    ci.map(|[a, b]| format!(" [{}–{}]", show(a), show(b)))
+    ci.map(|[a, b]| format!(" {}", crate::number::interval(show(a), show(b))))
         .unwrap_or_default()
 }
 
@@ -325,6 +346,11 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
     }
     let _ = writeln!(
         h,
+        "<p class=\"note\">\u{201c}Recommended\u{201d} and every \u{201c}best\u{201d} in this report follow one rule: {}.</p>",
+        esc(&s.objective)
+    );
+    let _ = writeln!(
+        h,
         "<div class=\"scroll\"><table><thead><tr><th></th><th>configuration</th>{}{}{}{}{}<th class=\"n\">n</th></tr></thead><tbody>",
         th("recall", CI),
         th("precision", CI),
@@ -366,7 +392,11 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
         let fp_rate = cv.fp_rate.zip(cv.fp_rate_ci.map(|[a, b]| (a, b)));
         let show = |x: Option<(f64, (f64, f64))>| match x {
             Some((v, (lo, hi))) => {
-                format!("{} [{}–{}]", pct(Some(v)), pct(Some(lo)), pct(Some(hi)))
+                format!(
+                    "{} {}",
+                    pct(Some(v)),
+                    crate::number::interval(pct(Some(lo)), pct(Some(hi)))
+                )
             }
             None => "–".into(),
         };
@@ -422,7 +452,38 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
         }
         h.push_str("<p>A union flags a session when any member fires, at the earliest member's turn. No agent ships one: you would have to build it.</p>\n");
     }
+    across_groups(h, d);
     Ok(())
+}
+
+/// Whether the choices carry across groups, said with the decision (the
+/// per-group section itself is folded below it).
+fn across_groups(h: &mut String, d: &ReportData) {
+    let v = &d.summary.groups;
+    let by = esc(&v.by);
+    for gv in &v.validation {
+        let p = &gv.pooled;
+        let carries = !gv.carries_not();
+        let _ = writeln!(
+            h,
+            "<p{}><b>Across {by}s.</b> Chosen without each {by} and scored on it, the {} procedure catches {}/{} loops \
+             with {}/{} false positives: {}. See <a href=\"#groups\">By {by}</a>.</p>",
+            if carries { "" } else { " class=\"note\"" },
+            esc(&gv.what),
+            p.tp,
+            p.loops,
+            p.fp,
+            p.clean,
+            if carries {
+                "in sample and out of group agree within the intervals".to_string()
+            } else {
+                format!("<b>this choice does not carry across {by}s</b>")
+            }
+        );
+    }
+    if let Some(n) = &v.guard_note {
+        let _ = writeln!(h, "<p class=\"note\"><b>Guard.</b> {}.</p>", esc(n));
+    }
 }
 
 /// In-sample beside out-of-sample, the folds' choices, and a plain verdict.
@@ -494,8 +555,10 @@ fn cross_validation(h: &mut String, d: &ReportData, cv: &CrossValidation, row: &
 fn families(h: &mut String, d: &ReportData) {
     h.push_str(
         "<h2 id=\"families\">Families side by side</h2>\n<p>Every stock profile, grouped by detector family, \
-         with the family's best swept configuration by F1 where the grid swept it.</p>\n",
+         with the family's best configuration under the recommendation's rule (",
     );
+    h.push_str(&esc(&d.summary.objective));
+    h.push_str(").</p>\n");
     let _ = writeln!(
         h,
         "<div class=\"scroll\"><table><thead><tr><th>profile</th>{}</tr></thead><tbody>",
@@ -509,12 +572,15 @@ fn families(h: &mut String, d: &ReportData) {
             esc(&family)
         );
         let mut shown: Vec<&Row> = rows.iter().copied().filter(|r| r.stock).collect();
-        let best = rows.iter().copied().filter(|r| !r.stock).max_by(|a, b| {
-            a.score("f1")
-                .unwrap_or(-1.0)
-                .total_cmp(&b.score("f1").unwrap_or(-1.0))
-        });
-        shown.extend(best);
+        // "Best" means one thing in the whole report: best under the rule.
+        let best = d
+            .summary
+            .family_best
+            .iter()
+            .find(|fb| fb.family == family)
+            .and_then(|fb| fb.best.as_ref())
+            .and_then(|b| d.row(&b.config));
+        shown.extend(best.filter(|b| !shown.iter().any(|s| s.config == b.config)));
         if let Some(r) =
             rec.filter(|r| r.family == family && !shown.iter().any(|s| s.config == r.config))
         {
@@ -538,7 +604,7 @@ fn families(h: &mut String, d: &ReportData) {
                 tags.push_str(" <span class=\"tag rec\">recommended</span>");
             }
             if best.is_some_and(|b| b.config == r.config) {
-                tags.push_str(" <span class=\"tag\">best swept by F1</span>");
+                tags.push_str(" <span class=\"tag\">best under the rule</span>");
             }
             let _ = writeln!(
                 h,
@@ -679,13 +745,8 @@ fn groups_section(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
             );
         }
         h.push_str("</tbody></table>\n");
-        if let Some((recall, fp_rate)) = gv.in_sample {
-            let p = &gv.pooled;
-            let outside = |x: f64, ci: Option<(f64, f64)>| {
-                ci.is_some_and(|(lo, hi)| x < lo - 1e-12 || x > hi + 1e-12)
-            };
-            let off = outside(recall, crate::stats::wilson(p.tp, p.loops))
-                || fp_rate.is_some_and(|f| outside(f, crate::stats::wilson(p.fp, p.clean)));
+        if gv.in_sample.is_some() {
+            let off = gv.carries_not();
             let _ = writeln!(
                 h,
                 "<p{}>{}</p>",
@@ -849,6 +910,7 @@ fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartErro
     if d.summary.disagreements.is_empty() {
         h.push_str("<p>The compared configurations agree on every session.</p>\n");
     }
+    let root = input_root(d.summary.inputs.files.iter().map(|f| f.path.as_str()));
     for (i, s) in d.summary.disagreements.iter().enumerate() {
         let t = charts::timeline_data(d, s);
         let _ = writeln!(
@@ -887,16 +949,8 @@ fn sessions(h: &mut String, d: &ReportData) -> std::result::Result<(), ChartErro
                 .filter(|d| d.event == u64::from(x.event))
                 .map(|d| d.label.clone())
                 .collect();
-            let _ = writeln!(
-                h,
-                "<p>Around record {} (fired by {}):</p><div class=\"excerpt\">",
-                x.event,
-                list(&who)
-            );
-            for l in &x.lines {
-                excerpt_line(h, l);
-            }
-            h.push_str("</div>\n");
+            let intro = format!("Around record {} (fired by {})", x.event, list(&who));
+            excerpt(h, &root, &intro, &x.lines);
         }
         h.push_str("</section>\n");
     }
@@ -911,17 +965,70 @@ fn median_n(r: &Row) -> String {
     }
 }
 
-/// One record of an excerpt: number, turn and place, type, text (all escaped).
-fn excerpt_line(h: &mut String, l: &crate::result::ExcerptLine) {
+/// The folder every input file is in (`a/b/` of `a/b/c.jsonl` and
+/// `a/b/d/e.json`), which excerpts leave out of the paths they name.
+fn input_root<'a>(mut files: impl Iterator<Item = &'a str>) -> String {
+    let Some(first) = files.next() else {
+        return String::new();
+    };
+    let mut root = first.rfind('/').map_or("", |i| &first[..=i]);
+    for f in files {
+        while !f.starts_with(root) {
+            root = root[..root.len() - 1]
+                .rfind('/')
+                .map_or("", |i| &root[..=i]);
+        }
+    }
+    root.to_string()
+}
+
+/// An excerpt: its file named once, relative to the input root, then its
+/// records (empty ones left out), each with its line or pointer.
+fn excerpt(h: &mut String, root: &str, intro: &str, lines: &[crate::result::ExcerptLine]) {
+    let file = lines
+        .iter()
+        .find_map(|l| l.place.as_ref())
+        .map(|p| p.file.as_str());
+    let _ = write!(h, "<p class=\"xhead\">{intro}");
+    if let Some(f) = file {
+        let _ = write!(
+            h,
+            " in <code>{}</code>",
+            esc(f.strip_prefix(root).unwrap_or(f))
+        );
+    }
+    h.push_str(":</p><div class=\"excerpt\">");
+    for l in lines.iter().filter(|l| !l.text.trim().is_empty() || l.hit) {
+        excerpt_line(h, l, root, file);
+    }
+    h.push_str("</div>\n");
+}
+
+/// One record of an excerpt: number, turn and place (its line, or its whole
+/// place when it is not in the excerpt's `file`), type, text (all escaped).
+fn excerpt_line(h: &mut String, l: &crate::result::ExcerptLine, root: &str, file: Option<&str>) {
+    let place = l.place.as_ref().map(|p| {
+        if Some(p.file.as_str()) == file {
+            match (p.line, &p.pointer) {
+                (Some(n), _) => format!("line {n}"),
+                (None, Some(ptr)) => ptr.clone(),
+                (None, None) => String::new(),
+            }
+        } else {
+            let mut q = p.clone();
+            q.file = p.file.strip_prefix(root).unwrap_or(&p.file).to_string();
+            q.to_string()
+        }
+    });
     let _ = writeln!(
         h,
         "<div class=\"xl{}\"><span class=\"m\">#{} turn {}{}</span><span class=\"m\">{}</span><span class=\"t\">{}</span></div>",
         if l.hit { " hit" } else { "" },
         l.event,
         l.turn,
-        l.place
-            .as_ref()
-            .map(|p| format!(" · {}", esc(&p.to_string())))
+        place
+            .filter(|p| !p.is_empty())
+            .map(|p| format!(" · {}", esc(&p)))
             .unwrap_or_default(),
         esc(&l.kind),
         esc(&l.text)
@@ -932,6 +1039,7 @@ fn excerpt_line(h: &mut String, l: &crate::result::ExcerptLine) {
 /// recommendation: where, the records around it, and what each family did.
 fn explained(h: &mut String, d: &ReportData) {
     let ex = &d.summary.explanations;
+    let root = input_root(d.summary.inputs.files.iter().map(|f| f.path.as_str()));
     h.push_str("<h2 id=\"explained\">False positives and missed loops, explained</h2>\n");
     if ex.is_empty() {
         h.push_str("<p>The baseline and the recommendation have no false positive and miss no labelled loop.</p>\n");
@@ -974,11 +1082,7 @@ fn explained(h: &mut String, d: &ReportData) {
             );
         }
         if !x.lines.is_empty() {
-            h.push_str("<div class=\"excerpt\">");
-            for l in &x.lines {
-                excerpt_line(h, l);
-            }
-            h.push_str("</div>\n");
+            excerpt(h, &root, "The records around it", &x.lines);
         }
         let others: Vec<String> = x
             .others
@@ -1003,12 +1107,24 @@ fn explained(h: &mut String, d: &ReportData) {
     }
 }
 
+/// How many configurations the grid has, as the terminal counts them, and
+/// the union's row when `--combine` added one: one count everywhere.
+fn config_count(d: &ReportData) -> String {
+    let union = usize::from(d.summary.union.is_some());
+    let n = d.rows.len() - union;
+    let mut s = format!("{n} configurations");
+    if union > 0 {
+        s.push_str(" (plus one row for the best union of detectors, --combine)");
+    }
+    s
+}
+
 fn config_table(h: &mut String, d: &ReportData) {
     let _ = writeln!(
         h,
-        "<h2 id=\"configs\">All configurations</h2>\n<p>{} configurations in grid order; click a header to sort. \
+        "<h2 id=\"configs\">All configurations</h2>\n<p>{} in grid order; click a header to sort. \
          Every column of every configuration is in <code>sweep.csv</code>.</p>",
-        d.rows.len()
+        config_count(d)
     );
     let _ = writeln!(
         h,
@@ -1137,6 +1253,45 @@ fn inputs(h: &mut String, d: &ReportData) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_excerpt_names_its_file_once_relative_to_the_input_root_and_hides_empty_records() {
+        let root = input_root(["runs/a/x.jsonl", "runs/a/b/y.jsonl", "runs/c.json"].into_iter());
+        assert_eq!(root, "runs/");
+        assert_eq!(input_root(["one.jsonl"].into_iter()), "");
+        let line = |event: u32, text: &str, file: &str| crate::result::ExcerptLine {
+            event,
+            turn: 1,
+            kind: "content".into(),
+            text: text.into(),
+            hit: false,
+            place: Some(crate::result::PlaceRecord {
+                file: file.into(),
+                line: Some(event),
+                pointer: None,
+            }),
+        };
+        let lines = [
+            line(1, "first", "runs/a/x.jsonl"),
+            line(2, "  ", "runs/a/x.jsonl"),
+            line(3, "third", "runs/a/x.jsonl"),
+            line(4, "elsewhere", "runs/c.json"),
+        ];
+        let mut h = String::new();
+        excerpt(&mut h, &root, "Around record 3", &lines);
+        assert_eq!(h.matches("a/x.jsonl").count(), 1, "{h}");
+        assert!(
+            h.contains("Around record 3 in <code>a/x.jsonl</code>:"),
+            "{h}"
+        );
+        assert!(!h.contains("runs/"), "{h}");
+        assert!(h.contains("#3 turn 1 · line 3<"), "{h}");
+        assert!(!h.contains("#2 turn"), "an empty record is hidden: {h}");
+        assert!(
+            h.contains("· c.json:4<"),
+            "another file is named in full: {h}"
+        );
+    }
 
     #[test]
     fn base64_matches_rfc4648() {

@@ -2,6 +2,7 @@
 //! JUnit and HTML. Every file is written whole or not at all: to a temporary
 //! file in the same folder, then renamed over the target.
 
+pub mod brief;
 pub mod charts;
 pub mod ci;
 pub mod csv_out;

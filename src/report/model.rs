@@ -202,6 +202,22 @@ pub fn concentration_sentences(r: &SweepResult) -> Vec<String> {
         .collect()
 }
 
+impl GroupValidationView {
+    /// Whether the in-sample recall or false-positive rate lies outside the
+    /// out-of-group interval: the choice does not carry across groups.
+    pub fn carries_not(&self) -> bool {
+        let Some((recall, fp_rate)) = self.in_sample else {
+            return false;
+        };
+        let p = &self.pooled;
+        let outside = |x: f64, ci: Option<(f64, f64)>| {
+            ci.is_some_and(|(lo, hi)| x < lo - 1e-12 || x > hi + 1e-12)
+        };
+        outside(recall, crate::stats::wilson(p.tp, p.loops))
+            || fp_rate.is_some_and(|f| outside(f, crate::stats::wilson(p.fp, p.clean)))
+    }
+}
+
 impl GroupsView {
     /// The view of a result.
     pub fn of(r: &SweepResult) -> GroupsView {

@@ -16,7 +16,7 @@ use crate::result::SweepRecord;
 use crate::sweep::SweepResult;
 use serde_json::{json, Map, Value};
 
-fn num(x: Option<f64>) -> Value {
+pub(crate) fn num(x: Option<f64>) -> Value {
     match x {
         Some(v) if v.fract() == 0.0 && v.abs() < 1e15 => json!(v as i64),
         Some(v) => json!(fixed(v).parse::<f64>().unwrap_or(v)),
@@ -115,7 +115,7 @@ fn derived(r: &SweepResult) -> Map<String, Value> {
     let id = |i: usize| json!({"config": r.config(i).id, "label": r.config(i).label});
     let derived = json!({
         "totals": super::model::totals(rec),
-        "labels": super::model::labels(rec),
+        "labels": labels_once(rec),
         "objective": r.objective.describe(),
         "scores": scores,
         "pareto": r.pareto.iter().map(|&i| r.config(i).id.clone()).collect::<Vec<_>>(),
@@ -147,8 +147,17 @@ fn derived(r: &SweepResult) -> Map<String, Value> {
     }
 }
 
+/// The labels' counts; their warnings are kept once, in the record's
+/// `labels_file` (an empty list here).
+fn labels_once(rec: &SweepRecord) -> super::model::LabelsInfo {
+    super::model::LabelsInfo {
+        warnings: Vec::new(),
+        ..super::model::labels(rec)
+    }
+}
+
 /// The recommendation with what qualifies it (`null` without one).
-fn recommendation(r: &SweepResult) -> Value {
+pub(crate) fn recommendation(r: &SweepResult) -> Value {
     let Some(c) = r.recommended else {
         return Value::Null;
     };

@@ -536,13 +536,13 @@ fn short(score: &str) -> &str {
     crate::metrics::score_info(score).map_or(score, |s| s.short)
 }
 
-/// `lo-hi` of an interval at two decimals.
+/// `[lo, hi]` of an interval at two decimals.
 fn interval(ci: Option<(f64, f64)>) -> String {
-    ci.map(|(a, b)| format!("[{a:.2}-{b:.2}]"))
+    ci.map(|(a, b)| crate::number::interval(format!("{a:.2}"), format!("{b:.2}")))
         .unwrap_or_default()
 }
 
-/// A proportion and its interval: `0.55 [0.28-0.79]`.
+/// A proportion and its interval: `0.55 [0.28, 0.79]`.
 fn share(x: Option<f64>, ci: Option<(f64, f64)>) -> String {
     match x {
         Some(x) => format!("{x:.2} {}", interval(ci)),
@@ -550,15 +550,20 @@ fn share(x: Option<f64>, ci: Option<(f64, f64)>) -> String {
     }
 }
 
-/// False positives as `3/95 [0.01-0.09]` (count of labelled clean, rate interval).
+/// False positives as `3/95 [0.01, 0.09]` (count of labelled clean, rate interval).
 fn false_positives(fp: usize, clean: usize, ci: Option<(f64, f64)>) -> String {
     format!("{fp}/{clean} {}", interval(ci))
 }
 
-/// A median with its interval and sample size: `10 [9-12] n=4`.
+/// A median with its interval and sample size: `10 [9, 12] n=4`.
 fn median_text(m: Option<f64>, ci: Option<(f64, f64)>, n: usize) -> String {
     let ci = ci
-        .map(|(a, b)| format!(" [{}-{}]", super::fixed(a), super::fixed(b)))
+        .map(|(a, b)| {
+            format!(
+                " {}",
+                crate::number::interval(super::fixed(a), super::fixed(b))
+            )
+        })
         .unwrap_or_default();
     match m {
         Some(m) => format!("{}{ci} n={n}", super::fixed(m)),

@@ -1256,7 +1256,7 @@ mod tests {
             .map(|c| ConfigOutcomes {
                 config: format!("c{c}"),
                 hits: (0..sessions)
-                    .filter(|s| (s + c as u32) % (2 + c as u32 % 5) != 0)
+                    .filter(|s| !(s + c as u32).is_multiple_of(2 + c as u32 % 5))
                     .map(|s| Hit {
                         session: s,
                         judge_due: (c as u32 + s) % 3,

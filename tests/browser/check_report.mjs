@@ -1,7 +1,9 @@
 // Open DIR/report.html in headless Chromium over the DevTools protocol (a
 // pipe, Node built-ins only) and check it as a reader would see it: no console
-// error or CSP violation, every chart an SVG with drawn content, the hostile
-// transcript shown as text without running, then save a full-page screenshot.
+// error or CSP violation, the sections after the recommendation folded (the
+// folded page under MAX_FOLDED_PX when set), then, every section unfolded,
+// nothing lost: every chart an SVG with drawn content, the hostile transcript
+// shown as text without running; then save a full-page screenshot.
 // Usage: node check_report.mjs DIR [CHROMIUM]
 import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync, existsSync, rmSync } from "node:fs";
@@ -103,6 +105,48 @@ try {
       if (!url.startsWith("file:") && !url.startsWith("data:")) fail(`network request: ${url}`);
     }
   }
+
+  // Folded, as a reader first sees it: sections after the recommendation
+  // are closed, and the page is short. MAX_FOLDED_PX bounds its height.
+  const foldedProbe = `(() => {
+    const folds = [...document.querySelectorAll("details.fold")];
+    const main = document.querySelector("main");
+    return JSON.stringify({
+      folds: folds.length,
+      open: folds.filter((d) => d.open).length,
+      height: Math.round(main.getBoundingClientRect().height),
+      text: document.body.innerText.length,
+    });
+  })()`;
+  const folded = JSON.parse((await s("Runtime.evaluate", { expression: foldedProbe, returnByValue: true })).result.value);
+  if (folded.folds === 0) fail("no folded section");
+  if (folded.open !== 0) fail(`${folded.open} sections are open before the reader opens them`);
+  const maxFolded = Number(process.env.MAX_FOLDED_PX || 0);
+  if (maxFolded && folded.height > maxFolded) {
+    fail(`folded page is ${folded.height} px high, over ${maxFolded} px (${(folded.height / 900).toFixed(1)} screens of 900 px)`);
+  }
+  // Unfolded: every section opened, everything there and drawn (checked below).
+  const unfold = `(() => {
+    for (const d of document.querySelectorAll("details")) d.open = true;
+    const lost = [...document.querySelectorAll("nav a")]
+      .map((a) => a.getAttribute("href").slice(1))
+      .filter((id) => {
+        const el = document.getElementById(id);
+        if (!el) return true;
+        const section = el.closest("details") || el.parentElement;
+        return section.getBoundingClientRect().height < 40;
+      });
+    return JSON.stringify({ lost, text: document.body.innerText.length,
+      height: Math.round(document.querySelector("main").getBoundingClientRect().height) });
+  })()`;
+  const unfolded = JSON.parse((await s("Runtime.evaluate", { expression: unfold, returnByValue: true })).result.value);
+  await new Promise((r) => setTimeout(r, 300));
+  if (unfolded.lost.length) fail(`sections missing or empty when unfolded: ${unfolded.lost.join(", ")}`);
+  if (unfolded.text <= folded.text) fail("unfolding showed nothing more");
+  console.log(
+    `folded: ${folded.folds} sections, ${folded.height} px (${(folded.height / 900).toFixed(1)} screens of 900 px); ` +
+      `unfolded: ${unfolded.height} px`,
+  );
 
   const probe = `(() => {
     const charts = [...document.querySelectorAll("figure.chart")];

@@ -425,3 +425,108 @@ fn on_the_corpus_a_choice_across_families_keeps_what_the_own_family_gives() {
     let loops: u64 = groups.values().map(|g| g["loops"].as_u64().unwrap()).sum();
     assert_eq!(loops, 11);
 }
+
+/// A canonical session of `agent`: `calls` tool calls, each with a result.
+fn session(id: &str, agent: &str, calls: &[(&str, &str, bool)]) -> String {
+    let mut s = format!(
+        "{{\"type\":\"session\",\"session\":\"{id}\",\"agent\":\"{agent}\"}}\n{{\"type\":\"user\",\"text\":\"fix it\"}}\n"
+    );
+    for (args, output, error) in calls {
+        s.push_str(&format!(
+            "{{\"type\":\"turn\"}}\n{{\"type\":\"tool_call\",\"name\":\"run\",\"args\":{{\"cmd\":\"{args}\"}}}}\n\
+             {{\"type\":\"tool_result\",\"name\":\"run\",\"output\":\"{output}\",\"error\":{error}}}\n"
+        ));
+    }
+    s
+}
+
+/// Two agents: an error-streak rule (goose) catches agent-a's two loops and
+/// misses agent-b's identical-call loop, which the baseline catches. Pooled,
+/// goose is better (2 of 3 against 1); per group it costs agent-b its loop,
+/// so the guard keeps the baseline and says why.
+#[test]
+fn the_guard_keeps_the_baseline_and_names_the_group_a_candidate_would_hurt() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    let streak: Vec<(String, &str, bool)> = (0..5)
+        .map(|i| {
+            (
+                format!("npm install --flag{i}"),
+                "Error: 403 Forbidden",
+                true,
+            )
+        })
+        .collect();
+    let streak: Vec<(&str, &str, bool)> = streak
+        .iter()
+        .map(|(a, o, e)| (a.as_str(), *o, *e))
+        .collect();
+    write(&input, "a1.jsonl", &session("a1", "agent-a", &streak));
+    write(&input, "a2.jsonl", &session("a2", "agent-a", &streak));
+    // Five identical calls: the baseline fires at the fifth, goose's
+    // identical-call limit (more than five) does not.
+    let same = vec![("cat notes.txt", "same notes", false); 5];
+    write(&input, "b1.jsonl", &session("b1", "agent-b", &same));
+    let varied: Vec<String> = (0..7).map(|i| format!("cat file{i}.txt")).collect();
+    let varied: Vec<(&str, &str, bool)> =
+        varied.iter().map(|a| (a.as_str(), "ok", false)).collect();
+    write(&input, "c1.jsonl", &session("c1", "agent-a", &varied));
+    write(&input, "c2.jsonl", &session("c2", "agent-b", &varied));
+    let labels = write(
+        d.path(),
+        "labels.csv",
+        "session,label,onset_turn\na1,loop,1\na2,loop,1\nb1,loop,1\nc1,clean,\nc2,clean,\n",
+    );
+    let grid = write(
+        d.path(),
+        "grid.toml",
+        "family = \"gemini\"\nprofile = \"gemini-latest\"\n[axes]\ntool_call_threshold = [5, 6]\n",
+    );
+    let base = [
+        "sweep",
+        input.to_str().unwrap(),
+        "--labels",
+        labels.to_str().unwrap(),
+        "--grid",
+        grid.to_str().unwrap(),
+        "--across-families",
+        "-q",
+    ];
+    let guarded = |out: &Path, extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (String::from_utf8(o.stdout).unwrap(), summary(out))
+    };
+    // Another identical-call rule fires earlier than the baseline and is
+    // chosen; the guard says what the pooled rule would have chosen.
+    let (text, s) = guarded(&d.path().join("g"), &[]);
+    assert_ne!(s["recommendation"]["family"], "goose", "{text}");
+    let note = s["guard_note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("the pooled rule would choose goose, which is worse than the baseline for agent-b sessions"),
+        "{note}\n{text}"
+    );
+    // With the earliest identical-call rule as the baseline nothing else
+    // beats it but goose: no change, and why.
+    let (text, s) = guarded(&d.path().join("k"), &["--baseline", "kilo"]);
+    assert_eq!(s["recommendation"]["label"], "kilo", "{text}");
+    let note = s["guard_note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("no change: every candidate that beats the baseline overall is worse than the baseline for agent-b sessions"),
+        "{note}\n{text}"
+    );
+    assert!(text.contains("Guard: no change"), "{text}");
+    // Pooled, the error-streak rule wins.
+    let mut pooled = base.to_vec();
+    let out_p = d.path().join("p");
+    pooled.extend(["--out", out_p.to_str().unwrap(), "--guard", "pooled"]);
+    let o = run(&pooled);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = summary(&out_p);
+    assert_ne!(s["recommendation"]["family"], "gemini");
+    assert!(s["guard_note"].is_null());
+}

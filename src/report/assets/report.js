@@ -56,8 +56,20 @@
     filters.push([input, table]);
     input.addEventListener("input", function () { filter(input, table); });
   });
+  // A link into a folded section opens it (and every fold around the target).
+  function unfold(target) {
+    for (var el = target; el; el = el.parentElement) {
+      if (el.tagName === "DETAILS") el.open = true;
+    }
+  }
+  if (location.hash) {
+    var first = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (first) { unfold(first); first.scrollIntoView(); }
+  }
   window.addEventListener("hashchange", function () {
     var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (target) unfold(target);
+    if (target && !target.hidden) target.scrollIntoView();
     if (!target || !target.hidden) return;
     filters.forEach(function (f) {
       if (f[1].contains(target)) {
