@@ -155,6 +155,10 @@ pub fn require_sessions(
 /// Run `looptune replay`; writes to `out`, returns the exit code.
 pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let configs = req.selection.resolve()?;
+    // What it writes may not be what it reads (sessions, labels).
+    let mut protected = req.paths.clone();
+    protected.extend(req.labels.clone());
+    guard_outputs(&req.ci.outputs(), &protected)?;
     // One bar over the bytes: every session is replayed as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "replaying");
     let (plan, streamed) = crate::replay::replay_stream(
@@ -440,6 +444,13 @@ pub struct CiArgs {
     pub requires: Vec<crate::gates::Gate>,
 }
 
+impl CiArgs {
+    /// The files these outputs write.
+    pub fn outputs(&self) -> Vec<PathBuf> {
+        self.markdown.iter().chain(&self.junit).cloned().collect()
+    }
+}
+
 /// `looptune sweep`.
 #[derive(Debug, Clone, Default)]
 pub struct SweepRequest {
@@ -489,8 +500,23 @@ pub fn load_grid_limited(
     }
 }
 
-/// Refuse to write over anything the user gave us.
+/// What reading a result at `path` reads: the path as given and, for a
+/// folder, its `summary.json` (as `SweepRecord::load` does).
+fn result_inputs(path: &std::path::Path) -> Vec<PathBuf> {
+    vec![
+        path.to_path_buf(),
+        crate::outdir::OutputFiles::of(path).summary_json,
+    ]
+}
+
+/// Refuse to write over anything the user gave us: the one rule every
+/// command applies, before any work, to every file it writes (its outputs)
+/// against everything it reads (sessions and the files of walked folders,
+/// labels, grid, results, baseline), compared by canonical path.
 fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
+    if outputs.is_empty() {
+        return Ok(());
+    }
     let canon = |p: &std::path::Path| std::fs::canonicalize(p).ok();
     let mut given: Vec<PathBuf> = Vec::new();
     for i in inputs {
@@ -552,11 +578,13 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     check_out_dir(&out_dir)?;
     let files = crate::outdir::OutputFiles::of(&out_dir);
     let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
-    outputs.extend(req.ci.markdown.clone());
-    outputs.extend(req.ci.junit.clone());
+    outputs.extend(req.ci.outputs());
     let mut protected = req.paths.clone();
     protected.extend(req.labels.clone());
     protected.extend(req.grid.clone());
+    if let Some(dir) = &req.baseline_run {
+        protected.extend(result_inputs(dir));
+    }
     guard_outputs(&outputs, &protected)?;
     // An earlier run to compare with (`--baseline DIR`), loaded before any work.
     let earlier = match &req.baseline_run {
@@ -832,6 +860,9 @@ pub fn diff_command(
             crate::diff::DIFF_SCORES.join(", ")
         )));
     }
+    let mut inputs = result_inputs(base);
+    inputs.extend(result_inputs(new));
+    guard_outputs(&ci.outputs(), &inputs)?;
     let base = crate::sweep::analyze(crate::result::SweepRecord::load(base)?)?;
     let new = crate::sweep::analyze(crate::result::SweepRecord::load(new)?)?;
     let d = crate::diff::diff(&base, &new);
@@ -869,16 +900,10 @@ pub fn merge_command(
         .map(|p| crate::result::SweepRecord::load(p))
         .collect::<Result<_>>()?;
     let files = crate::outdir::OutputFiles::of(out_dir);
-    let mut inputs: Vec<PathBuf> = parts.to_vec();
-    inputs.extend(
-        parts
-            .iter()
-            .map(|p| crate::outdir::OutputFiles::of(p).summary_json),
-    );
-    guard_outputs(
-        &files.all().into_iter().cloned().collect::<Vec<_>>(),
-        &inputs,
-    )?;
+    let inputs: Vec<PathBuf> = parts.iter().flat_map(|p| result_inputs(p)).collect();
+    let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
+    outputs.extend(ci.outputs());
+    guard_outputs(&outputs, &inputs)?;
     let record = crate::result::SweepRecord::merge(records)?;
     let labelled = record.sessions.iter().filter(|s| s.label.is_some()).count();
     for g in gates {

@@ -10,6 +10,7 @@ mod corpus_detection;
 mod gemini_cases;
 mod gemini_conformance;
 mod hardening;
+mod hardening3;
 mod import_corpus;
 mod import_edge;
 mod label;
