@@ -165,3 +165,175 @@ fn no_report_flag_overwrites_the_commands_own_input() {
     }
     assert!(!tonight.exists());
 }
+
+/// A copy of the result in `from`, its `summary.json` changed by `edit`, in `to`.
+fn tampered(from: &Path, to: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    std::fs::create_dir_all(to).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(from.join("summary.json")).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(to.join("summary.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    to.to_path_buf()
+}
+
+/// `report`, `diff` and `merge` of a tampered result: exit 2 naming the
+/// file and what is wrong, never a panic, nothing written.
+fn refused_everywhere(good: &Path, bad: &Path, why: &str) {
+    let file = bad.join("summary.json");
+    let named = |a: assert_cmd::assert::Assert| {
+        a.code(2)
+            .stderr(predicate::str::contains(file.display().to_string()))
+            .stderr(predicate::str::contains(why))
+            .stderr(predicate::str::contains("panicked").not());
+    };
+    named(looptune().arg("report").arg(bad).assert());
+    assert!(!bad.join("report.html").exists());
+    named(looptune().arg("diff").arg(good).arg(bad).assert());
+    named(looptune().arg("diff").arg(bad).arg(good).assert());
+    let merged = bad.with_extension("merged");
+    named(
+        looptune()
+            .arg("merge")
+            .arg(bad)
+            .arg("--out")
+            .arg(&merged)
+            .assert(),
+    );
+    assert!(!merged.exists());
+}
+
+#[test]
+fn a_hand_edited_result_is_refused_or_read_by_id() {
+    let d = tempfile::tempdir().unwrap();
+    let grid = small_grid(d.path());
+    let good = d.path().join("good");
+    sweep(&grid, &good, &[]).success();
+    let configs = |v: &mut serde_json::Value| -> Vec<serde_json::Value> {
+        v["outcomes"]["configs"].as_array().unwrap().clone()
+    };
+
+    // One configuration's outcomes removed.
+    let bad = tampered(&good, &d.path().join("dropped"), |v| {
+        let mut c = configs(v);
+        c.remove(1);
+        v["outcomes"]["configs"] = c.into();
+    });
+    refused_everywhere(&good, &bad, "has no outcomes");
+    // One listed twice, or one the grid does not have.
+    let bad = tampered(&good, &d.path().join("twice"), |v| {
+        let mut c = configs(v);
+        c[1] = c[0].clone();
+        v["outcomes"]["configs"] = c.into();
+    });
+    refused_everywhere(&good, &bad, "is listed twice");
+    let bad = tampered(&good, &d.path().join("stranger"), |v| {
+        v["outcomes"]["configs"][0]["config"] = "c0000000000".into();
+    });
+    refused_everywhere(
+        &good,
+        &bad,
+        "configuration c0000000000 is not one of the grid's",
+    );
+
+    // Swapped configurations keep their own scores: matched by id.
+    let swapped = tampered(&good, &d.path().join("swapped"), |v| {
+        let mut c = configs(v);
+        c.swap(0, 2);
+        c.swap(1, 3);
+        v["outcomes"]["configs"] = c.into();
+    });
+    let merged = d.path().join("swapped-merged");
+    looptune()
+        .arg("merge")
+        .arg(&swapped)
+        .arg("--out")
+        .arg(&merged)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(merged.join("sweep.csv")).unwrap(),
+        std::fs::read(good.join("sweep.csv")).unwrap(),
+        "scores travel with their configuration's id"
+    );
+    looptune()
+        .arg("diff")
+        .arg(&good)
+        .arg(&swapped)
+        .args(["--require", "changed_verdicts==0"])
+        .assert()
+        .success();
+
+    // Sessions out of order or repeated.
+    let bad = tampered(&good, &d.path().join("reversed"), |v| {
+        let mut s = v["sessions"].as_array().unwrap().clone();
+        s.reverse();
+        v["sessions"] = s.into();
+    });
+    refused_everywhere(&good, &bad, "sessions are sorted by id, each once");
+    // A label that is not one.
+    let bad = tampered(&good, &d.path().join("maybe"), |v| {
+        v["sessions"][0]["label"] = "maybe".into();
+    });
+    refused_everywhere(&good, &bad, "has label `maybe` (expected loop or clean)");
+    // Token counts whose sum would wrap.
+    let bad = tampered(&good, &d.path().join("tokens"), |v| {
+        for session in v["outcomes"]["rows"].as_array_mut().unwrap() {
+            for row in session.as_array_mut().unwrap() {
+                let row = row.as_array_mut().unwrap();
+                if row.len() == 8 {
+                    row[7] = u64::MAX.into();
+                }
+            }
+        }
+    });
+    refused_everywhere(&good, &bad, "tokens after stop add up beyond");
+}
+
+#[test]
+fn a_part_must_be_its_own_shard() {
+    let d = tempfile::tempdir().unwrap();
+    let grid = small_grid(d.path());
+    let parts: Vec<PathBuf> = (1..=3)
+        .map(|i| {
+            let p = d.path().join(format!("part-{i}"));
+            sweep(&grid, &p, &["--shard", &format!("{i}/3")]).success();
+            p
+        })
+        .collect();
+    // 9/3 cannot stand in for the missing 1/3.
+    let nine = tampered(&parts[0], &d.path().join("nine"), |v| {
+        v["shard"]["index"] = 9.into();
+    });
+    let out = d.path().join("merged");
+    looptune()
+        .arg("merge")
+        .arg(&nine)
+        .args(&parts[1..])
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("shard 9/3: need 1 <= I <= N"));
+    // A part relabelled as another shard holds sessions that are not its own.
+    let moved = tampered(&parts[1], &d.path().join("moved"), |v| {
+        v["shard"]["index"] = 1.into();
+    });
+    looptune()
+        .arg("merge")
+        .arg(&moved)
+        .args(&parts[1..])
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not belong to shard 1/3"));
+    assert!(!out.exists());
+    // The untampered parts merge.
+    looptune()
+        .arg("merge")
+        .args(&parts)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+}
