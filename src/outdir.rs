@@ -119,26 +119,45 @@ impl OutputSet {
 
     /// Move every staged file into place (each rename is atomic; signals wait
     /// until all are done) and remove the staging folders. Returns the targets
-    /// written, in staging order. A replaced file keeps its mode.
+    /// written, in staging order. A replaced file keeps its mode. The set is
+    /// moved whole or not at all: each file it replaces is first linked into
+    /// the staging folder, and if a rename fails (a full disk that cannot grow
+    /// a folder, a target that became a folder), the files already moved are
+    /// put back as they were before the error is returned.
     pub fn commit(mut self) -> Result<Vec<PathBuf>> {
         let mut staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
-        let mut written = Vec::new();
+        let mut moved: Vec<(&PathBuf, Option<PathBuf>)> = Vec::new();
         let mut failure = None;
-        for (staged, target) in &self.files {
+        for (i, (staged, target)) in self.files.iter().enumerate() {
             if !staged.exists() {
                 continue;
             }
-            if let Ok(old) = std::fs::metadata(target) {
+            let mut backup = None;
+            if let Ok(old) = std::fs::symlink_metadata(target) {
                 let _ = std::fs::set_permissions(staged, old.permissions());
+                let keep = staged.with_file_name(format!(".looptune-old-{i}"));
+                if old.is_file() && std::fs::hard_link(target, &keep).is_ok() {
+                    backup = Some(keep);
+                }
             }
             match std::fs::rename(staged, target) {
-                Ok(()) => written.push(target.clone()),
+                Ok(()) => moved.push((target, backup)),
                 Err(e) => {
                     failure = Some(Error::io(target, e));
                     break;
                 }
             }
         }
+        if failure.is_some() {
+            // Put back what was moved, newest first.
+            for (target, backup) in moved.drain(..).rev() {
+                let _ = match backup {
+                    Some(old) => std::fs::rename(old, target),
+                    None => std::fs::remove_file(target),
+                };
+            }
+        }
+        let written = moved.into_iter().map(|(t, _)| t.clone()).collect();
         staging.retain(|p| !self.folders.iter().any(|(_, t)| t.path() == p));
         self.folders.clear(); // TempDir drops remove the staging folders.
         drop(staging);
@@ -169,6 +188,23 @@ fn test_delay() {
     {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
+}
+
+/// Debug builds only: `LOOPTUNE_TEST_DISK_FULL=NAME` makes writing a file
+/// named `NAME` fail as a full disk does, once its bytes are written, so the
+/// tests can check that a set is then committed whole or not at all.
+fn test_disk_full(path: &Path) -> std::io::Result<()> {
+    #[cfg(debug_assertions)]
+    if let Some(name) = std::env::var_os("LOOPTUNE_TEST_DISK_FULL") {
+        if path.file_name() == Some(name.as_os_str()) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "No space left on device (LOOPTUNE_TEST_DISK_FULL)",
+            ));
+        }
+    }
+    let _ = path;
+    Ok(())
 }
 
 /// A folder written by `looptune sweep` (it holds `sweep.csv` and
@@ -273,6 +309,7 @@ pub fn write_atomic_with(
         fill(&mut w)?;
         w.flush()?;
     }
+    test_disk_full(path)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
@@ -354,6 +391,30 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "no staging folder left: {names:?}");
+    }
+
+    /// A rename that fails half way (here: a target that became a folder)
+    /// puts back the files already moved: the set is whole or not at all.
+    #[test]
+    fn a_commit_that_fails_half_way_puts_back_what_it_moved() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path();
+        std::fs::write(out.join("a.csv"), b"old a").unwrap();
+        let mut set = OutputSet::new();
+        set.write(&out.join("a.csv"), b"new a").unwrap();
+        set.write(&out.join("new.csv"), b"new").unwrap();
+        set.write(&out.join("b.csv"), b"new b").unwrap();
+        std::fs::create_dir(out.join("b.csv")).unwrap();
+        std::fs::write(out.join("b.csv").join("x"), b"x").unwrap();
+        assert!(set.commit().is_err());
+        assert_eq!(std::fs::read(out.join("a.csv")).unwrap(), b"old a");
+        assert!(!out.join("new.csv").exists());
+        let mut names: Vec<_> = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.csv", "b.csv"], "no staging or backup left");
     }
 
     #[test]

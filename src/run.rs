@@ -278,7 +278,9 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         let mut err = std::io::stderr();
         let mut set = crate::outdir::OutputSet::new();
         let mut failed = write_ci(&req.ci, &view, &mut set, &mut err);
-        match set.commit() {
+        // Whole or not at all: one report failing keeps the other out too.
+        let committed = if failed { Ok(Vec::new()) } else { set.commit() };
+        match committed {
             Ok(w) => written.extend(w),
             Err(e) => {
                 failed = true;
@@ -780,6 +782,18 @@ fn finish_sweep(
         hits: &result.dense(result.chosen),
     };
     report_failed |= write_ci(ci, &view, &mut set, err);
+    if report_failed {
+        // A set is committed whole or not at all: new data beside the old
+        // report would look current.
+        drop(set);
+        progress.finish();
+        writeln!(
+            err,
+            "nothing was replaced: the previous outputs are as they were"
+        )
+        .ok();
+        return Ok(crate::error::EXIT_REPORT);
+    }
     let written = set.commit()?;
     progress.finish();
     let writing = began.elapsed().as_secs_f64();

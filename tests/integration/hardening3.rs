@@ -16,9 +16,9 @@ fn small_grid(dir: &Path) -> PathBuf {
 }
 
 /// Sweep the fixtures under `grid` into `out`, with extra arguments.
-fn sweep(grid: &Path, out: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
-    looptune()
-        .current_dir(root())
+fn sweep_cmd(grid: &Path, out: &Path, extra: &[&str]) -> assert_cmd::Command {
+    let mut c = looptune();
+    c.current_dir(root())
         .args([
             "sweep",
             "fixtures/",
@@ -30,8 +30,12 @@ fn sweep(grid: &Path, out: &Path, extra: &[&str]) -> assert_cmd::assert::Assert 
         .arg(grid)
         .arg("--out")
         .arg(out)
-        .args(extra)
-        .assert()
+        .args(extra);
+    c
+}
+
+fn sweep(grid: &Path, out: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    sweep_cmd(grid, out, extra).assert()
 }
 
 fn refused_unchanged(a: assert_cmd::assert::Assert, file: &Path, before: &[u8]) {
@@ -336,4 +340,74 @@ fn a_part_must_be_its_own_shard() {
         .arg(&out)
         .assert()
         .success();
+}
+
+/// Every file of an output folder, by name.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().into_string().unwrap(),
+                std::fs::read(e.path()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_full_disk_replaces_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let grid = small_grid(d.path());
+    let out = d.path().join("out");
+    let md = d.path().join("summary.md");
+    sweep(&grid, &out, &["--markdown", md.to_str().unwrap()]).success();
+    let before = snapshot(&out);
+    let md_before = std::fs::read(&md).unwrap();
+    let other = write(
+        d.path(),
+        "other.toml",
+        "family = \"gemini\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [4, 6]\n",
+    );
+    for (full, code) in [
+        ("report.html", 3),
+        ("summary.md", 3),
+        ("summary.json", 2),
+        ("detections.csv", 2),
+    ] {
+        sweep_cmd(&other, &out, &["--markdown", md.to_str().unwrap()])
+            .env("LOOPTUNE_TEST_DISK_FULL", full)
+            .assert()
+            .code(code)
+            .stderr(predicate::str::contains("No space left on device"));
+        assert_eq!(
+            snapshot(&out),
+            before,
+            "disk full on {full}: {}",
+            out.display()
+        );
+        assert_eq!(
+            std::fs::read(&md).unwrap(),
+            md_before,
+            "disk full on {full}"
+        );
+    }
+    // replay: one CI output failing keeps the other out too.
+    let junit = d.path().join("junit.xml");
+    let s = root().join("fixtures/sessions/loop_identical_read.jsonl");
+    looptune()
+        .arg("replay")
+        .arg(&s)
+        .arg("--markdown")
+        .arg(&md)
+        .arg("--junit")
+        .arg(&junit)
+        .env("LOOPTUNE_TEST_DISK_FULL", "summary.md")
+        .assert()
+        .code(3);
+    assert!(!junit.exists());
+    assert_eq!(std::fs::read(&md).unwrap(), md_before);
 }
