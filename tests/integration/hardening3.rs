@@ -411,3 +411,82 @@ fn a_full_disk_replaces_nothing() {
     assert!(!junit.exists());
     assert_eq!(std::fs::read(&md).unwrap(), md_before);
 }
+
+/// The configuration ids of each file of a sweep's folder agree: one set.
+fn one_set(out: &Path) -> Vec<String> {
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let ids: Vec<String> = summary["grid"]["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let rows: Vec<String> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().to_string())
+        .collect();
+    assert_eq!(rows, ids, "sweep.csv and summary.json come from one run");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        ids.iter().all(|id| html.contains(id.as_str())),
+        "report.html too"
+    );
+    ids
+}
+
+#[test]
+fn two_sweeps_into_one_folder_take_turns() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    // What a killed run left behind.
+    let stale = out.join(".looptune-stage-k9Xyz1");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join("summary.json"), b"{").unwrap();
+    let grids = [
+        write(d.path(), "a.toml", "family = \"gemini\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [2, 3]\n"),
+        write(d.path(), "b.toml", "family = \"gemini\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [4, 5, 6]\n"),
+    ];
+    let children: Vec<std::process::Child> = grids
+        .iter()
+        .map(|g| {
+            crate::util::process()
+                .current_dir(root())
+                .args([
+                    "sweep",
+                    "fixtures/",
+                    "--labels",
+                    "fixtures/labels.csv",
+                    "--quiet",
+                ])
+                .arg("--grid")
+                .arg(g)
+                .arg("--out")
+                .arg(&out)
+                .env("LOOPTUNE_TEST_STAGE_DELAY_MS", "500")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut waited = false;
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        waited |= String::from_utf8_lossy(&o.stderr).contains("waiting: another looptune run");
+    }
+    assert!(waited, "one run waited for the other");
+    let ids = one_set(&out);
+    assert!(ids.len() == 2 || ids.len() == 3);
+    assert!(!stale.exists(), "the killed run's staging folder is gone");
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
