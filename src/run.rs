@@ -155,10 +155,31 @@ pub fn require_sessions(
 /// Run `looptune replay`; writes to `out`, returns the exit code.
 pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let configs = req.selection.resolve()?;
+    if let Some(c) = &req.config {
+        if !configs.iter().any(|x| &x.profile == c || x.family == c) {
+            return Err(Error::Usage(format!(
+                "--config `{c}`: not one of the selected profiles"
+            )));
+        }
+    }
     // What it writes may not be what it reads (sessions, labels).
     let mut protected = req.paths.clone();
     protected.extend(req.labels.clone());
     guard_outputs(&req.ci.outputs(), &protected)?;
+    let wants_scores = req.labels.is_some()
+        || req.ci.markdown.is_some()
+        || req.ci.junit.is_some()
+        || !req.ci.requires.is_empty();
+    // Every input is checked before anything is printed: the labels file
+    // now, the sessions it names once they are read.
+    let labels_file = if wants_scores {
+        Some(crate::labels::LabelsFile::read(
+            req.labels.as_deref(),
+            req.read.lenient,
+        )?)
+    } else {
+        None
+    };
     // One bar over the bytes: every session is replayed as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "replaying");
     let (plan, streamed) = crate::replay::replay_stream(
@@ -182,6 +203,21 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     )?;
     let sessions: Vec<crate::replay::SessionOutcomes> =
         streamed.sessions.into_iter().map(|(_, s)| s).collect();
+    let labels = match &labels_file {
+        Some(file) => {
+            let ids: Vec<(&str, Option<crate::event::Label>)> = sessions
+                .iter()
+                .map(|s| (s.id.as_str(), s.inline_label))
+                .collect();
+            let labels = file.resolve(&ids, req.read.lenient)?;
+            let (loops, clean) = labels.counts();
+            for g in &req.ci.requires {
+                g.needs_labels(loops + clean)?;
+            }
+            Some(labels)
+        }
+        None => None,
+    };
     let configs = plan.configs();
     let names: Vec<ConfigName> = configs.iter().map(config_name).collect();
     let io = |e| Error::io("<stdout>", e);
@@ -200,22 +236,8 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     } else {
         EXIT_OK
     };
-    let wants_scores = req.labels.is_some()
-        || req.ci.markdown.is_some()
-        || req.ci.junit.is_some()
-        || !req.ci.requires.is_empty();
-    if wants_scores {
+    if let Some(labels) = labels {
         let gates = &req.ci.requires;
-        let ids: Vec<(&str, Option<crate::event::Label>)> = sessions
-            .iter()
-            .map(|s| (s.id.as_str(), s.inline_label))
-            .collect();
-        let labels =
-            crate::labels::resolve_sessions(&ids, req.labels.as_deref(), req.read.lenient)?;
-        let (loops, clean) = labels.counts();
-        for g in gates {
-            g.needs_labels(loops + clean)?;
-        }
         let hits_of = |ci: usize| -> Vec<Option<crate::result::Hit>> {
             sessions
                 .iter()

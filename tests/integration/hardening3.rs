@@ -490,3 +490,39 @@ fn two_sweeps_into_one_folder_take_turns() {
         .collect();
     assert!(names.is_empty(), "{names:?}");
 }
+
+#[test]
+fn replay_checks_every_input_before_it_prints() {
+    let d = tempfile::tempdir().unwrap();
+    let s = root().join("fixtures/sessions/loop_identical_read.jsonl");
+    let bad = write(
+        d.path(),
+        "labels.csv",
+        "session,label,onset_turn\nloop_identical_read,maybe,\n",
+    );
+    let absent = write(
+        d.path(),
+        "absent.csv",
+        "session,label,onset_turn\nnot_here,clean,\n",
+    );
+    for labels in [&bad, &absent] {
+        looptune()
+            .arg("replay")
+            .arg(&s)
+            .arg("--labels")
+            .arg(labels)
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty());
+    }
+    for (flag, value) in [("--config", "opencode"), ("--require", "recall>=0.5")] {
+        looptune()
+            .arg("replay")
+            .arg(&s)
+            .arg(flag)
+            .arg(value)
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty());
+    }
+}
