@@ -1164,7 +1164,11 @@ pub fn record_from_object(
         },
         "judge" => Record::Judge {
             confidence: match obj.get("confidence") {
-                Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+                // The spec's range: 0.0 to 1.0.
+                Some(Value::Number(n)) => match n.as_f64() {
+                    Some(c) if (0.0..=1.0).contains(&c) => c,
+                    _ => return Err(FieldError::ty("confidence", "a number from 0 to 1")),
+                },
                 Some(_) => return Err(FieldError::ty("confidence", "a number")),
                 None => return Err(FieldError::Missing("confidence".into())),
             },
@@ -1617,6 +1621,28 @@ mod tests {
             );
         }
     }
+    /// A judge's confidence is a number from 0 to 1 (the spec), else the
+    /// line is an error naming the field.
+    #[test]
+    fn judge_confidence_outside_0_to_1_is_a_line_error() {
+        for ok in ["0", "1", "0.5", "1.0", "0e0"] {
+            parse_line(&format!(r#"{{"type":"judge","confidence":{ok}}}"#)).unwrap();
+        }
+        for bad in ["1.5", "-0.1", "1.0000001", "-0", "2", "1e300"] {
+            let r = parse_line(&format!(r#"{{"type":"judge","confidence":{bad}}}"#));
+            if bad == "-0" {
+                // -0 == 0: inside the range.
+                assert!(r.is_ok());
+                continue;
+            }
+            assert_eq!(
+                r.unwrap_err().to_string(),
+                "field `confidence` must be a number from 0 to 1",
+                "{bad}"
+            );
+        }
+    }
+
     #[test]
     fn field_errors_name_the_field() {
         assert_eq!(
