@@ -6,6 +6,66 @@ use crate::error::{Error, Result};
 /// Default `--max-configs`: configurations a sweep grid may expand to.
 pub const DEFAULT_MAX_CONFIGS: usize = 100_000;
 
+/// What one configuration of a sweep costs in memory, about: its expanded
+/// parameters, ids and labels, its share of the plan, its scores and its
+/// rows in every output (a sweep of 200,000 configurations over one session
+/// peaked at 3.0 GB, 15 KiB each).
+pub const BYTES_PER_CONFIG: u64 = 16 << 10;
+
+/// Memory assumed where the machine's cannot be read.
+const ASSUMED_MEMORY: u64 = 16 << 30;
+
+/// The memory this process may use: the machine's (`MemTotal`), or its
+/// control group's limit when lower (Linux); [`ASSUMED_MEMORY`] elsewhere.
+pub fn memory_bytes() -> u64 {
+    let mut best: Option<u64> = None;
+    if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
+        best = text
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kb| kb.saturating_mul(1024));
+    }
+    for limit in [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ] {
+        if let Some(b) = std::fs::read_to_string(limit)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+        {
+            best = Some(best.map_or(b, |m| m.min(b)));
+        }
+    }
+    best.filter(|&b| b > 0).unwrap_or(ASSUMED_MEMORY)
+}
+
+/// The ceiling of `--max-configs` on a machine with `memory` bytes: as many
+/// configurations as fit in it at [`BYTES_PER_CONFIG`] each (1,572,864 on a
+/// 24 GiB machine), and never below the default.
+pub fn max_configs_ceiling(memory: u64) -> usize {
+    let fit = (memory / BYTES_PER_CONFIG).min(usize::MAX as u64) as usize;
+    fit.max(DEFAULT_MAX_CONFIGS)
+}
+
+/// Check `--max-configs` (0 = the default) against the ceiling this
+/// machine's memory allows; the cap to use.
+pub fn check_max_configs(requested: usize) -> Result<usize> {
+    if requested == 0 {
+        return Ok(DEFAULT_MAX_CONFIGS);
+    }
+    let memory = memory_bytes();
+    let ceiling = max_configs_ceiling(memory);
+    if requested > ceiling {
+        return Err(Error::Usage(format!(
+            "--max-configs {requested}: more than the {ceiling} configurations this machine's memory holds ({} MiB at about {} KiB per configuration); use --max-configs {ceiling} or fewer, or split the grid",
+            memory >> 20,
+            BYTES_PER_CONFIG >> 10
+        )));
+    }
+    Ok(requested)
+}
+
 /// `--jobs` may ask for at most this many threads per core: more only adds
 /// scheduling and memory (`-j 5000` on 16 sessions took 35 s).
 pub const JOBS_PER_CORE: usize = 8;
@@ -53,6 +113,23 @@ mod tests {
         assert_eq!(check_jobs(4).unwrap(), 4);
         assert_eq!(check_jobs(0).unwrap(), 0);
         assert_eq!(check_jobs(max_jobs()).unwrap(), max_jobs());
+    }
+
+    #[test]
+    fn max_configs_has_a_ceiling_from_memory() {
+        assert_eq!(max_configs_ceiling(24 << 30), 1_572_864);
+        // Never below the default, however small the machine.
+        assert_eq!(max_configs_ceiling(64 << 20), DEFAULT_MAX_CONFIGS);
+        assert_eq!(check_max_configs(0).unwrap(), DEFAULT_MAX_CONFIGS);
+        assert_eq!(check_max_configs(5).unwrap(), 5);
+        let ceiling = max_configs_ceiling(memory_bytes());
+        assert_eq!(check_max_configs(ceiling).unwrap(), ceiling);
+        let e = check_max_configs(ceiling + 1).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("--max-configs {}:", ceiling + 1)),
+            "{e}"
+        );
+        assert!(e.contains("memory"), "{e}");
     }
 
     #[test]

@@ -510,11 +510,7 @@ pub fn load_grid_limited(
     path: Option<&std::path::Path>,
     max_configs: usize,
 ) -> Result<crate::grid::Grid> {
-    let max = if max_configs == 0 {
-        crate::limits::DEFAULT_MAX_CONFIGS
-    } else {
-        max_configs
-    };
+    let max = crate::limits::check_max_configs(max_configs)?;
     match path {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;

@@ -526,3 +526,29 @@ fn replay_checks_every_input_before_it_prints() {
             .stdout(predicate::str::is_empty());
     }
 }
+
+#[test]
+fn max_configs_has_a_ceiling_from_memory() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("o");
+    looptune()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/",
+            "--quiet",
+            "--max-configs",
+            "18446744073709551615",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--max-configs 18446744073709551615: more than the",
+        ))
+        .stderr(predicate::str::contains(
+            "configurations this machine's memory holds",
+        ));
+    assert!(!out.exists());
+}
