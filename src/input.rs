@@ -959,14 +959,54 @@ fn load(found: &Found) -> Result<(Vec<u8>, String)> {
 
 /// Decompress gzip input within the caps of `opts`; a truncated stream is an
 /// error at the line it broke.
-fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
-    let mut out: Vec<u8> = Vec::new();
-    let mut dec = flate2::read::MultiGzDecoder::new(bytes);
+fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Capped> {
     let stored = bytes.len().max(1) as u64;
+    read_capped(
+        display,
+        flate2::read::MultiGzDecoder::new(bytes),
+        stored,
+        opts,
+        crate::limits::run_budget(),
+    )
+}
+
+/// Decompressed bytes, and their share of the run's memory budget (given
+/// back when they are dropped).
+pub(crate) struct Capped {
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    _held: crate::limits::Held,
+}
+
+/// Read a decompressing `reader` of a file of `stored` bytes to its end,
+/// within the caps of `opts` (`--max-gzip-bytes`, `--max-gzip-ratio`) and
+/// the run's memory `budget`, every check made as the bytes stream in, a MiB
+/// at a time: a bomb is refused once it passes a cap, never inflated first.
+/// The buffer never grows past the cap (no doubling beyond it), and every
+/// byte of it is taken from `budget`, which all workers of a run share, so
+/// sixteen bombs at `-j 16` stop with an error instead of the kernel's kill.
+/// Any decompressor can use it (gzip here).
+pub(crate) fn read_capped(
+    display: &str,
+    mut reader: impl Read,
+    stored: u64,
+    opts: &ReadOptions,
+    budget: &'static crate::limits::MemoryBudget,
+) -> Result<Capped> {
+    let cap = opts
+        .max_gzip_bytes
+        .min(stored.saturating_mul(opts.max_gzip_ratio).max(RATIO_FLOOR));
+    let mut out: Vec<u8> = Vec::new();
+    let mut held = budget.hold();
     let mut chunk = vec![0u8; 1 << 20];
     loop {
-        let n = match dec.read(&mut chunk) {
-            Ok(0) => return Ok(out),
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => {
+                return Ok(Capped {
+                    bytes: out,
+                    _held: held,
+                })
+            }
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
@@ -986,16 +1026,33 @@ fn gunzip(display: &str, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
             opts.max_gzip_bytes,
             opts.max_gzip_ratio,
         )?;
-        // Growing the buffer can fail on a machine short of memory: say so
-        // rather than call the stream damaged.
-        if out.try_reserve(n).is_err() {
-            return Err(Error::File {
-                path: display.to_string(),
-                message: format!(
-                    "out of memory after decompressing {} bytes (--max-gzip-bytes sets a lower cap)",
-                    out.len()
-                ),
-            });
+        if out.capacity() < out.len() + n {
+            // Doubling, but never past the cap (which `total` is within).
+            let want = (out.capacity() * 2)
+                .max(out.len() + n)
+                .min(cap.max(total) as usize);
+            let more = want - out.len();
+            if !held.grow_to(want as u64) {
+                return Err(Error::File {
+                    path: display.to_string(),
+                    message: format!(
+                        "decompressed input in memory at once would pass this run's budget of {} MiB (half the machine's memory) after {} bytes of this file; read fewer files at once (--jobs) or lower --max-gzip-bytes",
+                        budget.limit() >> 20,
+                        out.len()
+                    ),
+                });
+            }
+            // Growing the buffer can fail on a machine short of memory: say
+            // so rather than call the stream damaged.
+            if out.try_reserve_exact(more).is_err() {
+                return Err(Error::File {
+                    path: display.to_string(),
+                    message: format!(
+                        "out of memory after decompressing {} bytes (--max-gzip-bytes sets a lower cap)",
+                        out.len()
+                    ),
+                });
+            }
         }
         out.extend_from_slice(&chunk[..n]);
     }
@@ -1055,10 +1112,13 @@ fn parse_bytes_with(
     opts: &ReadOptions,
     canonical: ParseCanonical<'_>,
 ) -> Result<FileSessions> {
-    let bytes = if is_gzip(&bytes) {
-        gunzip(display, &bytes, opts)?
+    // The decompressed bytes hold their share of the run's memory budget
+    // until this file is parsed.
+    let (bytes, _held) = if is_gzip(&bytes) {
+        let c = gunzip(display, &bytes, opts)?;
+        (c.bytes, Some(c._held))
     } else {
-        bytes
+        (bytes, None)
     };
     use crate::import::InputFormat;
     match opts.format {
@@ -1114,6 +1174,78 @@ pub fn looks_canonical(bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// A bomb stops at its cap while streaming, and its buffer never grows
+    /// past the cap: a budget of exactly the cap is enough to hear the cap's
+    /// own error (doubling would have asked for twice the cap).
+    #[test]
+    fn a_gzip_bomb_stops_at_its_cap_without_overshooting() {
+        static BUDGET: crate::limits::MemoryBudget = crate::limits::MemoryBudget::new(RATIO_FLOOR);
+        let bomb = gz(&vec![b'\n'; 64 << 20]);
+        let opts = ReadOptions::default();
+        let stored = bomb.len() as u64;
+        assert!(stored * opts.max_gzip_ratio < RATIO_FLOOR);
+        let e = read_capped(
+            "b.jsonl.gz",
+            flate2::read::MultiGzDecoder::new(&bomb[..]),
+            stored,
+            &opts,
+            &BUDGET,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("expands more than 100 times"), "{e}");
+        assert_eq!(BUDGET.used(), 0, "given back");
+        // --max-gzip-bytes below the ratio's floor: the same.
+        let opts = ReadOptions {
+            max_gzip_bytes: 3 << 20,
+            ..ReadOptions::default()
+        };
+        let e = read_capped(
+            "b.jsonl.gz",
+            flate2::read::MultiGzDecoder::new(&bomb[..]),
+            stored,
+            &opts,
+            &BUDGET,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("more than 3145728 bytes"), "{e}");
+    }
+
+    /// One budget for the run: files decompressed at once share it, and
+    /// what a parsed file held is given back.
+    #[test]
+    fn decompressed_files_share_one_budget_per_run() {
+        static BUDGET: crate::limits::MemoryBudget = crate::limits::MemoryBudget::new(3 << 20);
+        let file = gz(&vec![b'x'; 2 << 20]);
+        let opts = ReadOptions::default();
+        let read = || {
+            read_capped(
+                "f.jsonl.gz",
+                flate2::read::MultiGzDecoder::new(&file[..]),
+                file.len() as u64,
+                &opts,
+                &BUDGET,
+            )
+        };
+        let first = read().ok().unwrap();
+        assert_eq!(first.bytes.len(), 2 << 20);
+        let e = read().err().unwrap().to_string();
+        assert!(e.starts_with("f.jsonl.gz: decompressed input in memory at once would pass this run's budget of 3 MiB"), "{e}");
+        drop(first);
+        assert_eq!(BUDGET.used(), 0);
+        assert_eq!(read().ok().unwrap().bytes.len(), 2 << 20);
+    }
 
     /// Reading reports the bytes of every file: the total first, then each file.
     #[test]

@@ -66,6 +66,95 @@ pub fn check_max_configs(requested: usize) -> Result<usize> {
     Ok(requested)
 }
 
+/// Bytes a run may hold at once for decompressed input, shared by all its
+/// workers: each file's buffer is taken from it as it grows and given back
+/// when the file is parsed. A file that would pass it is an error naming the
+/// file, where the kernel would otherwise kill the whole run.
+pub struct MemoryBudget {
+    limit: u64,
+    used: std::sync::atomic::AtomicU64,
+}
+
+impl MemoryBudget {
+    /// A budget of `limit` bytes.
+    pub const fn new(limit: u64) -> MemoryBudget {
+        MemoryBudget {
+            limit,
+            used: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Its size in bytes.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Bytes held now.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn used(&self) -> u64 {
+        self.used.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A holder of nothing yet, which grows with [`Held::grow_to`].
+    pub fn hold(&'static self) -> Held {
+        Held {
+            budget: self,
+            bytes: 0,
+        }
+    }
+}
+
+/// A share of a [`MemoryBudget`], given back on drop.
+pub struct Held {
+    budget: &'static MemoryBudget,
+    bytes: u64,
+}
+
+impl Held {
+    /// Hold `bytes` in all (more than now); false, holding what it held,
+    /// when the budget has not that much left.
+    pub fn grow_to(&mut self, bytes: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        let more = bytes.saturating_sub(self.bytes);
+        let b = self.budget;
+        let taken = b
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                u.checked_add(more).filter(|&t| t <= b.limit)
+            })
+            .is_ok();
+        if taken {
+            self.bytes += more;
+        }
+        taken
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget
+            .used
+            .fetch_sub(self.bytes, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// The run's budget for decompressed input: half the memory
+/// ([`memory_bytes`]). Debug builds read `LOOPTUNE_TEST_MEMORY_BUDGET`
+/// (bytes) instead, so the tests can reach it with small files.
+pub fn run_budget() -> &'static MemoryBudget {
+    static B: std::sync::OnceLock<MemoryBudget> = std::sync::OnceLock::new();
+    B.get_or_init(|| {
+        #[cfg(debug_assertions)]
+        if let Some(b) = std::env::var("LOOPTUNE_TEST_MEMORY_BUDGET")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            return MemoryBudget::new(b);
+        }
+        MemoryBudget::new(memory_bytes() / 2)
+    })
+}
+
 /// `--jobs` may ask for at most this many threads per core: more only adds
 /// scheduling and memory (`-j 5000` on 16 sessions took 35 s).
 pub const JOBS_PER_CORE: usize = 8;

@@ -552,3 +552,22 @@ fn max_configs_has_a_ceiling_from_memory() {
         ));
     assert!(!out.exists());
 }
+
+#[test]
+fn decompressed_input_is_held_within_one_budget_per_run() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let line = "{\"type\":\"content\",\"text\":\"hello\"}\n".repeat(4 << 15);
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(line.as_bytes()).unwrap();
+    let f = d.path().join("big.jsonl.gz");
+    std::fs::write(&f, e.finish().unwrap()).unwrap();
+    looptune()
+        .arg("replay")
+        .arg(&f)
+        .env("LOOPTUNE_TEST_MEMORY_BUDGET", (1u32 << 20).to_string())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("big.jsonl.gz: decompressed input in memory at once would pass this run's budget of 1 MiB"));
+    looptune().arg("replay").arg(&f).assert().success();
+}
