@@ -472,6 +472,54 @@ fn quick_session(b: &[u8]) -> Option<Option<&str>> {
     }
 }
 
+/// The `type` of a record line read by its top-level keys alone, in any
+/// order and with any spacing (`": "` as Python's `json.dumps` writes): for
+/// recognising a file whose first line is cut (a prefix of a large file) or
+/// broken after its `type`. `None` when the line is not an object, or ends
+/// before a `type` whose value is a plain string.
+pub(crate) fn line_type(b: &[u8]) -> Option<&str> {
+    let ws = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = ws(i);
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let (end, escaped) = string_end(b, i)?;
+        let key = &b[i + 1..end];
+        i = ws(end + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(i + 1);
+        if key == b"type" && !escaped {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let (e, escaped) = string_end(b, i)?;
+            return if escaped {
+                None
+            } else {
+                std::str::from_utf8(&b[i + 1..e]).ok()
+            };
+        }
+        i = ws(skip_value(b, i)?);
+        if b.get(i) != Some(&b',') {
+            return None;
+        }
+        i += 1;
+    }
+}
+
 /// The index of the quote closing the string that opens at `i`, and
 /// whether the string holds an escape.
 fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {

@@ -193,10 +193,23 @@ fn load_file_with(
             stored,
             fs: Box::new(fs),
         }),
-        Err(Error::Unrecognised { detail, .. }) if walked => Ok(Loaded::Skipped(format!(
+        Err(Error::Unrecognised {
+            detail, json_lines, ..
+        }) if walked && (!json_lines || opts.lenient) => Ok(Loaded::Skipped(format!(
             "{display}: skipped file ({}{detail})",
             crate::format::UNRECOGNISED
         ))),
+        Err(Error::Unrecognised {
+            path,
+            detail,
+            json_lines: true,
+        }) => Err(Error::Unrecognised {
+            path,
+            detail: format!(
+                "{detail}; it holds JSON Lines, so the run stops rather than skip it (--lenient skips it)"
+            ),
+            json_lines: true,
+        }),
         Err(e) => Err(e),
     }
 }
@@ -1149,26 +1162,41 @@ fn canonical(display: &str, stem: &str, bytes: &[u8], opts: &ReadOptions) -> Res
 /// Canonical JSONL is recognised by its first non-blank line: an object whose
 /// `type` is one of the spec's record types.
 pub fn looks_canonical(bytes: &[u8]) -> bool {
-    // Only the first non-blank line is decoded: this runs on every file.
-    for raw in bytes[..bytes.len().min(64 * 1024)].split(|b| *b == b'\n') {
-        let text = String::from_utf8_lossy(raw);
-        let line = text.trim_start_matches('\u{feff}').trim();
-        if line.is_empty() {
-            continue;
-        }
-        let Ok(Value::Object(m)) = serde_json::from_str::<Value>(line) else {
-            // A broken or cut-off first line: decide on the `type` prefix alone.
-            return crate::canonical::KNOWN_TYPES
-                .iter()
-                .any(|t| line.starts_with(&format!("{{\"type\":\"{t}\"")));
-        };
+    // Only the first non-blank line is decoded (whole, however long): this
+    // runs on every file.
+    let Some(line) = first_line(bytes) else {
+        // An empty file is an empty canonical file.
+        return true;
+    };
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(line) else {
+        // A broken or cut-off first line: decide on its `type` alone, read
+        // by its keys in any order and spacing.
+        return crate::canonical::line_type(line)
+            .is_some_and(|t| crate::canonical::KNOWN_TYPES.contains(&t));
+    };
+    match m.get("type") {
         // Native logs reuse some type names (`user` in Claude Code and Gemini
         // CLI JSONL): let the importers claim their own lines first.
-        return matches!(m.get("type"), Some(Value::String(t)) if crate::canonical::KNOWN_TYPES.contains(&t.as_str()))
-            && !crate::import::claims_line(&m);
+        Some(Value::String(t)) if crate::canonical::KNOWN_TYPES.contains(&t.as_str()) => {
+            !crate::import::claims_line(&m)
+        }
+        // A type newer than this build: the spec keeps and counts unknown
+        // records, so the file is canonical unless an importer knows it.
+        Some(Value::String(_)) => crate::import::detect(bytes).is_none(),
+        _ => false,
     }
-    // An empty file is an empty canonical file.
-    true
+}
+
+/// The first non-blank line of `bytes`, without a byte-order mark and
+/// surrounding whitespace.
+fn first_line(bytes: &[u8]) -> Option<&[u8]> {
+    bytes
+        .split(|b| *b == b'\n')
+        .map(|raw| {
+            let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
+            raw.trim_ascii()
+        })
+        .find(|l| !l.is_empty())
 }
 
 #[cfg(test)]
@@ -1180,6 +1208,37 @@ mod tests {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         e.write_all(bytes).unwrap();
         e.finish().unwrap()
+    }
+
+    /// Any canonical line shape is recognised: a first line over 64 KiB
+    /// with `": "` spacing (Python's `json.dumps`), another key first, a
+    /// first line cut short (a large file's prefix), and a first record of a
+    /// type newer than this build.
+    #[test]
+    fn canonical_files_are_recognised_in_any_line_shape() {
+        let big = "x".repeat(70 << 10);
+        let python =
+            format!("{{\"type\": \"content\", \"text\": \"{big}\"}}\n{{\"type\": \"turn\"}}\n");
+        assert!(looks_canonical(python.as_bytes()));
+        let later = format!("{{\"session\": \"s\", \"text\": \"{big}\", \"type\": \"content\"}}\n");
+        assert!(looks_canonical(later.as_bytes()));
+        let cut =
+            format!("\u{feff}{{\"session\" : \"s\" , \"type\" : \"content\", \"text\": \"{big}");
+        assert!(looks_canonical(cut.as_bytes()));
+        let newer =
+            "{\"type\":\"plan_update\",\"steps\":[1,2]}\n{\"type\":\"content\",\"text\":\"hi\"}\n";
+        assert!(looks_canonical(newer.as_bytes()));
+        // Still not canonical: another format's lines, or no type at all.
+        assert!(!looks_canonical(
+            br#"{"type":"session_meta","payload":{"id":"x"}}"#
+        ));
+        assert!(!looks_canonical(b"{\"total\": 3}\n{\"total\": 4}\n"));
+        assert!(!looks_canonical(format!("{{\"text\": \"{big}").as_bytes()));
+        assert!(crate::format::looks_like_json_lines(
+            b"\n{\"a\":1}\n {\"b\":2}\n"
+        ));
+        assert!(!crate::format::looks_like_json_lines(b"{\"a\":1}\n"));
+        assert!(!crate::format::looks_like_json_lines(b"{\"a\":\n1}\n"));
     }
 
     /// A bomb stops at its cap while streaming, and its buffer never grows

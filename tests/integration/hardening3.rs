@@ -571,3 +571,59 @@ fn decompressed_input_is_held_within_one_budget_per_run() {
         .stderr(predicate::str::contains("big.jsonl.gz: decompressed input in memory at once would pass this run's budget of 1 MiB"));
     looptune().arg("replay").arg(&f).assert().success();
 }
+
+#[test]
+fn a_walk_reads_every_canonical_shape_and_stops_on_unknown_json_lines() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("logs");
+    std::fs::create_dir(&dir).unwrap();
+    let big = "y".repeat(70 << 10);
+    // Python's json.dumps spacing, a first line over 64 KiB, session key first.
+    write(
+        &dir,
+        "python.jsonl",
+        &format!("{{\"session\": \"py\", \"type\": \"content\", \"text\": \"{big}\"}}\n{{\"type\": \"turn\", \"session\": \"py\"}}\n"),
+    );
+    // A first record of a type newer than this build.
+    write(
+        &dir,
+        "newer.jsonl",
+        "{\"type\":\"plan_update\",\"session\":\"nw\",\"steps\":[1]}\n{\"type\":\"content\",\"text\":\"hi\",\"session\":\"nw\"}\n",
+    );
+    let out = looptune()
+        .arg("replay")
+        .arg(&dir)
+        .args(["--format", "json"])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("\"session\":\"py\""), "{text}");
+    assert!(text.contains("\"session\":\"nw\""), "{text}");
+
+    // JSON Lines that no reader knows: the walk stops (exit 2) naming the
+    // file, unless --lenient, which skips it with a warning.
+    write(
+        &dir,
+        "mystery.jsonl",
+        "{\"event\":\"a\"}\n{\"event\":\"b\"}\n",
+    );
+    looptune()
+        .arg("replay")
+        .arg(&dir)
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("mystery.jsonl"))
+        .stderr(predicate::str::contains("--lenient skips it"));
+    looptune()
+        .arg("replay")
+        .arg(&dir)
+        .arg("--lenient")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("mystery.jsonl: skipped file"));
+    // A walked file that is not JSON Lines is still skipped with a note.
+    std::fs::remove_file(dir.join("mystery.jsonl")).unwrap();
+    write(&dir, "notes.json", "{\"total\": 3}");
+    looptune().arg("replay").arg(&dir).assert().success();
+}
