@@ -141,18 +141,21 @@ pub struct ClineTracker {
     at_call: i64,
     /// The session's signatures under `ignored`, made once and shared by
     /// every configuration: by the address of a call's arguments.
-    shared: Option<Arc<HashMap<usize, String>>>,
+    shared: Option<Arc<Signatures>>,
 }
+
+/// Signatures of a session's calls, by the address of their arguments.
+type Signatures = HashMap<usize, String>;
 
 /// For each `ignored` list a sweep's configurations use, the signature of
 /// every call of one session (by the address of its arguments, stable while
 /// the session lives), so configurations do not each write every argument
 /// object again.
 #[derive(Default)]
-struct SharedSignatures(Mutex<Vec<(Vec<String>, Arc<HashMap<usize, String>>)>>);
+struct SharedSignatures(Mutex<Vec<(Vec<String>, Arc<Signatures>)>>);
 
 impl SharedSignatures {
-    fn get(&self, ignored: &[String], s: &crate::event::Session) -> Arc<HashMap<usize, String>> {
+    fn get(&self, ignored: &[String], s: &crate::event::Session) -> Arc<Signatures> {
         let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, m)) = held.iter().find(|(i, _)| i == ignored) {
             return m.clone();
