@@ -472,6 +472,54 @@ fn quick_session(b: &[u8]) -> Option<Option<&str>> {
     }
 }
 
+/// The `type` of a record line read by its top-level keys alone, in any
+/// order and with any spacing (`": "` as Python's `json.dumps` writes): for
+/// recognising a file whose first line is cut (a prefix of a large file) or
+/// broken after its `type`. `None` when the line is not an object, or ends
+/// before a `type` whose value is a plain string.
+pub(crate) fn line_type(b: &[u8]) -> Option<&str> {
+    let ws = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(0);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = ws(i);
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let (end, escaped) = string_end(b, i)?;
+        let key = &b[i + 1..end];
+        i = ws(end + 1);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i = ws(i + 1);
+        if key == b"type" && !escaped {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let (e, escaped) = string_end(b, i)?;
+            return if escaped {
+                None
+            } else {
+                std::str::from_utf8(&b[i + 1..e]).ok()
+            };
+        }
+        i = ws(skip_value(b, i)?);
+        if b.get(i) != Some(&b',') {
+            return None;
+        }
+        i += 1;
+    }
+}
+
 /// The index of the quote closing the string that opens at `i`, and
 /// whether the string holds an escape.
 fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
@@ -1164,7 +1212,11 @@ pub fn record_from_object(
         },
         "judge" => Record::Judge {
             confidence: match obj.get("confidence") {
-                Some(Value::Number(n)) => n.as_f64().unwrap_or(f64::NAN),
+                // The spec's range: 0.0 to 1.0.
+                Some(Value::Number(n)) => match n.as_f64() {
+                    Some(c) if (0.0..=1.0).contains(&c) => c,
+                    _ => return Err(FieldError::ty("confidence", "a number from 0 to 1")),
+                },
                 Some(_) => return Err(FieldError::ty("confidence", "a number")),
                 None => return Err(FieldError::Missing("confidence".into())),
             },
@@ -1617,6 +1669,28 @@ mod tests {
             );
         }
     }
+    /// A judge's confidence is a number from 0 to 1 (the spec), else the
+    /// line is an error naming the field.
+    #[test]
+    fn judge_confidence_outside_0_to_1_is_a_line_error() {
+        for ok in ["0", "1", "0.5", "1.0", "0e0"] {
+            parse_line(&format!(r#"{{"type":"judge","confidence":{ok}}}"#)).unwrap();
+        }
+        for bad in ["1.5", "-0.1", "1.0000001", "-0", "2", "1e300"] {
+            let r = parse_line(&format!(r#"{{"type":"judge","confidence":{bad}}}"#));
+            if bad == "-0" {
+                // -0 == 0: inside the range.
+                assert!(r.is_ok());
+                continue;
+            }
+            assert_eq!(
+                r.unwrap_err().to_string(),
+                "field `confidence` must be a number from 0 to 1",
+                "{bad}"
+            );
+        }
+    }
+
     #[test]
     fn field_errors_name_the_field() {
         assert_eq!(

@@ -500,7 +500,7 @@ struct SweepArgs {
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
-    /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default).
+    /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default; at most what this machine's memory holds, at about 16 KiB per configuration).
     #[arg(help_heading = "Detectors", long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONFIGS)]
     max_configs: usize,
     #[command(flatten, next_help_heading = "Outputs")]

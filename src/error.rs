@@ -43,6 +43,8 @@ pub enum Error {
         path: String,
         /// What was expected, e.g. ` (expected canonical JSONL or one of: ...)`.
         detail: String,
+        /// Its first lines are JSON objects: a walk stops on it unless `--lenient`.
+        json_lines: bool,
     },
     /// I/O on a path failed.
     #[error("{}: {source}", path.display())]

@@ -390,14 +390,17 @@ impl Session {
                     output_tokens,
                 } => Some((
                     i as u32 + 1,
-                    input_tokens.unwrap_or(0) + output_tokens.unwrap_or(0),
+                    // Saturating: a count near u64::MAX in a log must not wrap.
+                    input_tokens
+                        .unwrap_or(0)
+                        .saturating_add(output_tokens.unwrap_or(0)),
                 )),
                 _ => None,
             })
             .collect();
         let mut acc = 0u64;
         for u in usage_suffix.iter_mut().rev() {
-            acc += u.1;
+            acc = acc.saturating_add(u.1);
             u.1 = acc;
         }
         Session {
@@ -580,6 +583,24 @@ mod tests {
         assert_eq!(turns, vec![0, 1, 1, 1, 1, 1, 2]);
         assert_eq!(s.turns, 2);
         assert!(s.events[1].starts_turn && s.events[6].starts_turn);
+    }
+
+    /// Token counts near u64::MAX (a corrupt or hostile log) saturate
+    /// instead of wrapping (or panicking in a debug build).
+    #[test]
+    fn token_sums_saturate() {
+        let usage = |n: u64| {
+            (
+                Record::Usage {
+                    input_tokens: Some(n),
+                    output_tokens: Some(n),
+                },
+                o(),
+            )
+        };
+        let s = Session::from_records("s".into(), vec![content("a"), usage(u64::MAX), usage(7)]);
+        assert_eq!(s.tokens_after(1), u64::MAX);
+        assert_eq!(s.tokens_after(2), 14);
     }
 
     #[test]

@@ -166,3 +166,27 @@ pub trait Format: Sync {
         )))
     }
 }
+
+/// Whether `bytes` look like JSON Lines: its first two non-blank lines are
+/// JSON objects. A walked file no reader recognises stops the run when it
+/// does (a log format that changed must not pass unnoticed), unless
+/// `--lenient`.
+pub fn looks_like_json_lines(bytes: &[u8]) -> bool {
+    let mut lines = bytes
+        .split(|b| *b == b'\n')
+        .map(|raw| {
+            raw.strip_prefix(b"\xef\xbb\xbf")
+                .unwrap_or(raw)
+                .trim_ascii()
+        })
+        .filter(|l| !l.is_empty());
+    let object = |l: Option<&[u8]>| {
+        l.is_some_and(|l| {
+            matches!(
+                serde_json::from_slice::<serde_json::Value>(l),
+                Ok(serde_json::Value::Object(_))
+            )
+        })
+    };
+    object(lines.next()) && object(lines.next())
+}

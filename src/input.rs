@@ -205,10 +205,23 @@ fn load_file_with(
             stored,
             fs: Box::new(fs),
         }),
-        Err(Error::Unrecognised { detail, .. }) if walked => Ok(Loaded::Skipped(format!(
+        Err(Error::Unrecognised {
+            detail, json_lines, ..
+        }) if walked && (!json_lines || opts.lenient) => Ok(Loaded::Skipped(format!(
             "{display}: skipped file ({}{detail})",
             crate::format::UNRECOGNISED
         ))),
+        Err(Error::Unrecognised {
+            path,
+            detail,
+            json_lines: true,
+        }) => Err(Error::Unrecognised {
+            path,
+            detail: format!(
+                "{detail}; it holds JSON Lines, so the run stops rather than skip it (--lenient skips it)"
+            ),
+            json_lines: true,
+        }),
         Err(e) => Err(e),
     }
 }
@@ -247,6 +260,7 @@ fn load_path(
         return Err(Error::Unrecognised {
             path: display,
             detail,
+            json_lines: false,
         });
     };
     let (sha256, stored) = path_digest(path, opts.digests)?;
@@ -1116,16 +1130,59 @@ fn load(found: &Found) -> Result<(Vec<u8>, String)> {
 
 /// Decompress gzip or zstd input within the caps of `opts`; a truncated
 /// stream is an error at the line it broke.
-fn gunzip(display: &str, codec: Codec, bytes: &[u8], opts: &ReadOptions) -> Result<Vec<u8>> {
-    let mut out: Vec<u8> = Vec::new();
-    let mut dec = codec
+fn gunzip(display: &str, codec: Codec, bytes: &[u8], opts: &ReadOptions) -> Result<Capped> {
+    let dec = codec
         .decoder(bytes)
         .map_err(|e| Error::io(Path::new(display), e))?;
     let stored = bytes.len().max(1) as u64;
+    read_capped(
+        display,
+        codec,
+        dec,
+        stored,
+        opts,
+        crate::limits::run_budget(),
+    )
+}
+
+/// Decompressed bytes, and their share of the run's memory budget (given
+/// back when they are dropped).
+pub(crate) struct Capped {
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    _held: crate::limits::Held,
+}
+
+/// Read a decompressing `reader` of a file of `stored` bytes to its end,
+/// within the caps of `opts` (`--max-gzip-bytes`, `--max-gzip-ratio`) and
+/// the run's memory `budget`, every check made as the bytes stream in, a MiB
+/// at a time: a bomb is refused once it passes a cap, never inflated first.
+/// The buffer never grows past the cap (no doubling beyond it), and every
+/// byte of it is taken from `budget`, which all workers of a run share, so
+/// sixteen bombs at `-j 16` stop with an error instead of the kernel's kill.
+/// Any decompressor can use it (gzip and zstd here; `codec` names it in errors).
+pub(crate) fn read_capped(
+    display: &str,
+    codec: Codec,
+    mut reader: impl Read,
+    stored: u64,
+    opts: &ReadOptions,
+    budget: &'static crate::limits::MemoryBudget,
+) -> Result<Capped> {
+    let cap = opts
+        .max_gzip_bytes
+        .min(stored.saturating_mul(opts.max_gzip_ratio).max(RATIO_FLOOR));
+    let mut out: Vec<u8> = Vec::new();
+    let mut held = budget.hold();
     let mut chunk = vec![0u8; 1 << 20];
     loop {
-        let n = match dec.read(&mut chunk) {
-            Ok(0) => return Ok(out),
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => {
+                return Ok(Capped {
+                    bytes: out,
+                    _held: held,
+                })
+            }
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
@@ -1146,16 +1203,33 @@ fn gunzip(display: &str, codec: Codec, bytes: &[u8], opts: &ReadOptions) -> Resu
             opts.max_gzip_bytes,
             opts.max_gzip_ratio,
         )?;
-        // Growing the buffer can fail on a machine short of memory: say so
-        // rather than call the stream damaged.
-        if out.try_reserve(n).is_err() {
-            return Err(Error::File {
-                path: display.to_string(),
-                message: format!(
-                    "out of memory after decompressing {} bytes (--max-gzip-bytes sets a lower cap)",
-                    out.len()
-                ),
-            });
+        if out.capacity() < out.len() + n {
+            // Doubling, but never past the cap (which `total` is within).
+            let want = (out.capacity() * 2)
+                .max(out.len() + n)
+                .min(cap.max(total) as usize);
+            let more = want - out.len();
+            if !held.grow_to(want as u64) {
+                return Err(Error::File {
+                    path: display.to_string(),
+                    message: format!(
+                        "decompressed input in memory at once would pass this run's budget of {} MiB (half the machine's memory) after {} bytes of this file; read fewer files at once (--jobs) or lower --max-gzip-bytes",
+                        budget.limit() >> 20,
+                        out.len()
+                    ),
+                });
+            }
+            // Growing the buffer can fail on a machine short of memory: say
+            // so rather than call the stream damaged.
+            if out.try_reserve_exact(more).is_err() {
+                return Err(Error::File {
+                    path: display.to_string(),
+                    message: format!(
+                        "out of memory after decompressing {} bytes (--max-gzip-bytes sets a lower cap)",
+                        out.len()
+                    ),
+                });
+            }
         }
         out.extend_from_slice(&chunk[..n]);
     }
@@ -1260,9 +1334,14 @@ fn parse_bytes_with(
     opts: &ReadOptions,
     canonical: ParseCanonical<'_>,
 ) -> Result<FileSessions> {
-    let bytes = match Codec::of(&bytes) {
-        Some(codec) => gunzip(display, codec, &bytes, opts)?,
-        None => bytes,
+    // The decompressed bytes hold their share of the run's memory budget
+    // until this file is parsed.
+    let (bytes, _held) = match Codec::of(&bytes) {
+        Some(codec) => {
+            let c = gunzip(display, codec, &bytes, opts)?;
+            (c.bytes, Some(c._held))
+        }
+        None => (bytes, None),
     };
     use crate::import::InputFormat;
     let caps = crate::format::Caps {
@@ -1297,31 +1376,152 @@ fn canonical(display: &str, stem: &str, bytes: &[u8], opts: &ReadOptions) -> Res
 /// Canonical JSONL is recognised by its first non-blank line: an object whose
 /// `type` is one of the spec's record types.
 pub fn looks_canonical(bytes: &[u8]) -> bool {
-    // Only the first non-blank line is decoded: this runs on every file.
-    for raw in bytes[..bytes.len().min(64 * 1024)].split(|b| *b == b'\n') {
-        let text = String::from_utf8_lossy(raw);
-        let line = text.trim_start_matches('\u{feff}').trim();
-        if line.is_empty() {
-            continue;
-        }
-        let Ok(Value::Object(m)) = serde_json::from_str::<Value>(line) else {
-            // A broken or cut-off first line: decide on the `type` prefix alone.
-            return crate::canonical::KNOWN_TYPES
-                .iter()
-                .any(|t| line.starts_with(&format!("{{\"type\":\"{t}\"")));
-        };
+    // Only the first non-blank line is decoded (whole, however long): this
+    // runs on every file.
+    let Some(line) = first_line(bytes) else {
+        // An empty file is an empty canonical file.
+        return true;
+    };
+    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(line) else {
+        // A broken or cut-off first line: decide on its `type` alone, read
+        // by its keys in any order and spacing.
+        return crate::canonical::line_type(line)
+            .is_some_and(|t| crate::canonical::KNOWN_TYPES.contains(&t));
+    };
+    match m.get("type") {
         // Native logs reuse some type names (`user` in Claude Code and Gemini
         // CLI JSONL): let the importers claim their own lines first.
-        return matches!(m.get("type"), Some(Value::String(t)) if crate::canonical::KNOWN_TYPES.contains(&t.as_str()))
-            && !crate::import::claims_line(&m);
+        Some(Value::String(t)) if crate::canonical::KNOWN_TYPES.contains(&t.as_str()) => {
+            !crate::import::claims_line(&m)
+        }
+        // A type newer than this build: the spec keeps and counts unknown
+        // records, so the file is canonical unless an importer knows it.
+        Some(Value::String(_)) => crate::import::detect(bytes).is_none(),
+        _ => false,
     }
-    // An empty file is an empty canonical file.
-    true
+}
+
+/// The first non-blank line of `bytes`, without a byte-order mark and
+/// surrounding whitespace.
+fn first_line(bytes: &[u8]) -> Option<&[u8]> {
+    bytes
+        .split(|b| *b == b'\n')
+        .map(|raw| {
+            let raw = raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw);
+            raw.trim_ascii()
+        })
+        .find(|l| !l.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// Any canonical line shape is recognised: a first line over 64 KiB
+    /// with `": "` spacing (Python's `json.dumps`), another key first, a
+    /// first line cut short (a large file's prefix), and a first record of a
+    /// type newer than this build.
+    #[test]
+    fn canonical_files_are_recognised_in_any_line_shape() {
+        let big = "x".repeat(70 << 10);
+        let python =
+            format!("{{\"type\": \"content\", \"text\": \"{big}\"}}\n{{\"type\": \"turn\"}}\n");
+        assert!(looks_canonical(python.as_bytes()));
+        let later = format!("{{\"session\": \"s\", \"text\": \"{big}\", \"type\": \"content\"}}\n");
+        assert!(looks_canonical(later.as_bytes()));
+        let cut =
+            format!("\u{feff}{{\"session\" : \"s\" , \"type\" : \"content\", \"text\": \"{big}");
+        assert!(looks_canonical(cut.as_bytes()));
+        let newer =
+            "{\"type\":\"plan_update\",\"steps\":[1,2]}\n{\"type\":\"content\",\"text\":\"hi\"}\n";
+        assert!(looks_canonical(newer.as_bytes()));
+        // Still not canonical: another format's lines, or no type at all.
+        assert!(!looks_canonical(
+            br#"{"type":"session_meta","payload":{"id":"x"}}"#
+        ));
+        assert!(!looks_canonical(b"{\"total\": 3}\n{\"total\": 4}\n"));
+        assert!(!looks_canonical(format!("{{\"text\": \"{big}").as_bytes()));
+        assert!(crate::format::looks_like_json_lines(
+            b"\n{\"a\":1}\n {\"b\":2}\n"
+        ));
+        assert!(!crate::format::looks_like_json_lines(b"{\"a\":1}\n"));
+        assert!(!crate::format::looks_like_json_lines(b"{\"a\":\n1}\n"));
+    }
+
+    /// A bomb stops at its cap while streaming, and its buffer never grows
+    /// past the cap: a budget of exactly the cap is enough to hear the cap's
+    /// own error (doubling would have asked for twice the cap).
+    #[test]
+    fn a_gzip_bomb_stops_at_its_cap_without_overshooting() {
+        static BUDGET: crate::limits::MemoryBudget = crate::limits::MemoryBudget::new(RATIO_FLOOR);
+        let bomb = gz(&vec![b'\n'; 64 << 20]);
+        let opts = ReadOptions::default();
+        let stored = bomb.len() as u64;
+        assert!(stored * opts.max_gzip_ratio < RATIO_FLOOR);
+        let e = read_capped(
+            "b.jsonl.gz",
+            Codec::Gzip,
+            flate2::read::MultiGzDecoder::new(&bomb[..]),
+            stored,
+            &opts,
+            &BUDGET,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("expands more than 100 times"), "{e}");
+        assert_eq!(BUDGET.used(), 0, "given back");
+        // --max-gzip-bytes below the ratio's floor: the same.
+        let opts = ReadOptions {
+            max_gzip_bytes: 3 << 20,
+            ..ReadOptions::default()
+        };
+        let e = read_capped(
+            "b.jsonl.gz",
+            Codec::Gzip,
+            flate2::read::MultiGzDecoder::new(&bomb[..]),
+            stored,
+            &opts,
+            &BUDGET,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("more than 3145728 bytes"), "{e}");
+    }
+
+    /// One budget for the run: files decompressed at once share it, and
+    /// what a parsed file held is given back.
+    #[test]
+    fn decompressed_files_share_one_budget_per_run() {
+        static BUDGET: crate::limits::MemoryBudget = crate::limits::MemoryBudget::new(3 << 20);
+        let file = gz(&vec![b'x'; 2 << 20]);
+        let opts = ReadOptions::default();
+        let read = || {
+            read_capped(
+                "f.jsonl.gz",
+                Codec::Gzip,
+                flate2::read::MultiGzDecoder::new(&file[..]),
+                file.len() as u64,
+                &opts,
+                &BUDGET,
+            )
+        };
+        let first = read().ok().unwrap();
+        assert_eq!(first.bytes.len(), 2 << 20);
+        let e = read().err().unwrap().to_string();
+        assert!(e.starts_with("f.jsonl.gz: decompressed input in memory at once would pass this run's budget of 3 MiB"), "{e}");
+        drop(first);
+        assert_eq!(BUDGET.used(), 0);
+        assert_eq!(read().ok().unwrap().bytes.len(), 2 << 20);
+    }
 
     /// Reading reports the bytes of every file: the total first, then each file.
     #[test]

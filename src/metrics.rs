@@ -637,12 +637,15 @@ pub fn score_hits(
         match label {
             Some(l) if l.is_loop => {
                 s.labeled_loops += 1;
-                s.tokens_saved_on_loops += o.tokens_after_stop();
+                s.tokens_saved_on_loops = s
+                    .tokens_saved_on_loops
+                    .saturating_add(o.tokens_after_stop());
             }
             Some(_) => {
                 s.labeled_clean += 1;
                 clean_turns += turns as u64;
-                s.tokens_lost_on_clean += o.tokens_after_stop();
+                s.tokens_lost_on_clean =
+                    s.tokens_lost_on_clean.saturating_add(o.tokens_after_stop());
             }
             None => {}
         }
@@ -663,7 +666,9 @@ pub fn score_hits(
         }
         s.warnings += o.warnings() as u64;
         s.unheeded += o.unheeded() as u64;
-        s.tokens_after_detection += o.tokens_after_stop();
+        s.tokens_after_detection = s
+            .tokens_after_detection
+            .saturating_add(o.tokens_after_stop());
         s.turns_after_detection += o.turns_after_stop() as u64;
     }
     let tp = s.true_positives as f64;

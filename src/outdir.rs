@@ -56,6 +56,87 @@ pub struct OutputSet {
     folders: Vec<(PathBuf, tempfile::TempDir)>,
     /// `(staged file, target file)` in staging order.
     files: Vec<(PathBuf, PathBuf)>,
+    /// The locks held on the target folders (dropped after `folders`, so
+    /// the staging folders are gone before another writer may start).
+    locks: Vec<FolderLock>,
+}
+
+/// How long a writer waits for another run writing to the same folder.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// An exclusive lock on an output folder (`flock` on the folder itself, so
+/// no file is left in it), held while a set is staged and committed: two
+/// runs writing to one `--out` take turns instead of mixing their sets. The
+/// kernel releases it when the process ends, however it ends.
+struct FolderLock {
+    #[cfg(unix)]
+    _file: Option<std::fs::File>,
+}
+
+impl FolderLock {
+    /// Lock `dir`, waiting (and saying so once on stderr) while another run
+    /// holds it; an error after [`LOCK_WAIT`]. Where locks are not supported
+    /// (some network file systems), the folder is used unlocked.
+    fn take(dir: &Path) -> Result<FolderLock> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let Ok(file) = std::fs::File::open(dir) else {
+                return Ok(FolderLock { _file: None });
+            };
+            let started = std::time::Instant::now();
+            let mut said = false;
+            loop {
+                // SAFETY: the descriptor is open for as long as `file`.
+                let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+                if r == 0 {
+                    return Ok(FolderLock { _file: Some(file) });
+                }
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::WouldBlock {
+                    return Ok(FolderLock { _file: None });
+                }
+                if started.elapsed() >= LOCK_WAIT {
+                    return Err(Error::Usage(format!(
+                        "{}: another looptune run has been writing to this folder for {} s; try again when it ends",
+                        dir.display(),
+                        LOCK_WAIT.as_secs()
+                    )));
+                }
+                if !said {
+                    eprintln!(
+                        "waiting: another looptune run is writing to {}",
+                        dir.display()
+                    );
+                    said = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = dir;
+            Ok(FolderLock {})
+        }
+    }
+}
+
+/// Remove the staging folders a killed run left in `dir` (`kill -9` runs no
+/// cleanup). Called with the folder's lock held, so none of them belongs to
+/// a live writer.
+fn remove_stale_staging(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let stale = e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(".looptune-stage-"));
+        if stale && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 impl std::fmt::Debug for OutputSet {
@@ -84,6 +165,9 @@ impl OutputSet {
             return Ok(t.path().to_path_buf());
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        // Taken before the process-wide lock, which a signal needs.
+        self.locks.push(FolderLock::take(dir)?);
+        remove_stale_staging(dir);
         let mut staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
         let t = tempfile::Builder::new()
             .prefix(".looptune-stage-")
@@ -119,26 +203,45 @@ impl OutputSet {
 
     /// Move every staged file into place (each rename is atomic; signals wait
     /// until all are done) and remove the staging folders. Returns the targets
-    /// written, in staging order. A replaced file keeps its mode.
+    /// written, in staging order. A replaced file keeps its mode. The set is
+    /// moved whole or not at all: each file it replaces is first linked into
+    /// the staging folder, and if a rename fails (a full disk that cannot grow
+    /// a folder, a target that became a folder), the files already moved are
+    /// put back as they were before the error is returned.
     pub fn commit(mut self) -> Result<Vec<PathBuf>> {
         let mut staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
-        let mut written = Vec::new();
+        let mut moved: Vec<(&PathBuf, Option<PathBuf>)> = Vec::new();
         let mut failure = None;
-        for (staged, target) in &self.files {
+        for (i, (staged, target)) in self.files.iter().enumerate() {
             if !staged.exists() {
                 continue;
             }
-            if let Ok(old) = std::fs::metadata(target) {
+            let mut backup = None;
+            if let Ok(old) = std::fs::symlink_metadata(target) {
                 let _ = std::fs::set_permissions(staged, old.permissions());
+                let keep = staged.with_file_name(format!(".looptune-old-{i}"));
+                if old.is_file() && std::fs::hard_link(target, &keep).is_ok() {
+                    backup = Some(keep);
+                }
             }
             match std::fs::rename(staged, target) {
-                Ok(()) => written.push(target.clone()),
+                Ok(()) => moved.push((target, backup)),
                 Err(e) => {
                     failure = Some(Error::io(target, e));
                     break;
                 }
             }
         }
+        if failure.is_some() {
+            // Put back what was moved, newest first.
+            for (target, backup) in moved.drain(..).rev() {
+                let _ = match backup {
+                    Some(old) => std::fs::rename(old, target),
+                    None => std::fs::remove_file(target),
+                };
+            }
+        }
+        let written = moved.into_iter().map(|(t, _)| t.clone()).collect();
         staging.retain(|p| !self.folders.iter().any(|(_, t)| t.path() == p));
         self.folders.clear(); // TempDir drops remove the staging folders.
         drop(staging);
@@ -169,6 +272,23 @@ fn test_delay() {
     {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
+}
+
+/// Debug builds only: `LOOPTUNE_TEST_DISK_FULL=NAME` makes writing a file
+/// named `NAME` fail as a full disk does, once its bytes are written, so the
+/// tests can check that a set is then committed whole or not at all.
+fn test_disk_full(path: &Path) -> std::io::Result<()> {
+    #[cfg(debug_assertions)]
+    if let Some(name) = std::env::var_os("LOOPTUNE_TEST_DISK_FULL") {
+        if path.file_name() == Some(name.as_os_str()) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "No space left on device (LOOPTUNE_TEST_DISK_FULL)",
+            ));
+        }
+    }
+    let _ = path;
+    Ok(())
 }
 
 /// A folder written by `looptune sweep` (it holds `sweep.csv` and
@@ -283,6 +403,7 @@ pub fn write_atomic_with(
         fill(&mut w)?;
         w.flush()?;
     }
+    test_disk_full(path)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
@@ -364,6 +485,72 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "no staging folder left: {names:?}");
+    }
+
+    /// Two sets for one folder take turns: the second waits until the
+    /// first is committed, so they never mix.
+    #[test]
+    fn a_second_writer_waits_for_the_first() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().to_path_buf();
+        let mut first = OutputSet::new();
+        first.write(&out.join("x.csv"), b"first").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let o = out.clone();
+        let second = std::thread::spawn(move || {
+            let mut set = OutputSet::new();
+            set.write(&o.join("x.csv"), b"second").unwrap();
+            set.write(&o.join("y.csv"), b"second").unwrap();
+            set.commit().unwrap();
+            tx.send(()).unwrap();
+        });
+        let waited = rx.recv_timeout(std::time::Duration::from_millis(300));
+        assert!(waited.is_err(), "the second set did not wait for the first");
+        first.commit().unwrap();
+        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        second.join().unwrap();
+        assert_eq!(std::fs::read(out.join("x.csv")).unwrap(), b"second");
+        assert_eq!(std::fs::read(out.join("y.csv")).unwrap(), b"second");
+    }
+
+    /// A staging folder left by a killed run is removed by the next one.
+    #[test]
+    fn a_killed_runs_staging_folder_is_removed_by_the_next() {
+        let d = tempfile::tempdir().unwrap();
+        let stale = d.path().join(".looptune-stage-Ab12Cd");
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::write(stale.join("sweep.csv"), b"half").unwrap();
+        let other = d.path().join(".looptune-kept");
+        std::fs::create_dir(&other).unwrap();
+        let mut set = OutputSet::new();
+        set.write(&d.path().join("a.csv"), b"a").unwrap();
+        assert!(!stale.exists());
+        set.commit().unwrap();
+        assert!(other.exists(), "only staging folders are removed");
+    }
+
+    /// A rename that fails half way (here: a target that became a folder)
+    /// puts back the files already moved: the set is whole or not at all.
+    #[test]
+    fn a_commit_that_fails_half_way_puts_back_what_it_moved() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path();
+        std::fs::write(out.join("a.csv"), b"old a").unwrap();
+        let mut set = OutputSet::new();
+        set.write(&out.join("a.csv"), b"new a").unwrap();
+        set.write(&out.join("new.csv"), b"new").unwrap();
+        set.write(&out.join("b.csv"), b"new b").unwrap();
+        std::fs::create_dir(out.join("b.csv")).unwrap();
+        std::fs::write(out.join("b.csv").join("x"), b"x").unwrap();
+        assert!(set.commit().is_err());
+        assert_eq!(std::fs::read(out.join("a.csv")).unwrap(), b"old a");
+        assert!(!out.join("new.csv").exists());
+        let mut names: Vec<_> = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.csv", "b.csv"], "no staging or backup left");
     }
 
     #[test]

@@ -172,6 +172,28 @@ pub fn require_sessions(
 /// Run `looptune replay`; writes to `out`, returns the exit code.
 pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let configs = req.selection.resolve()?;
+    if let Some(c) = &req.config {
+        if !configs.iter().any(|x| &x.profile == c || x.family == c) {
+            return Err(Error::Usage(format!(
+                "--config `{c}`: not one of the selected profiles"
+            )));
+        }
+    }
+    // What it writes may not be what it reads (sessions, labels).
+    let mut protected = req.paths.clone();
+    protected.extend(req.labels.clone());
+    guard_outputs(&req.ci.outputs(), &protected)?;
+    let wants_scores = !req.labels.is_empty()
+        || req.ci.markdown.is_some()
+        || req.ci.junit.is_some()
+        || !req.ci.requires.is_empty();
+    // Every input is checked before anything is printed: the labels file
+    // now, the sessions it names once they are read.
+    let labels_file = if wants_scores {
+        Some(crate::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels))
+    } else {
+        None
+    };
     // One bar over the bytes: every session is replayed as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "replaying");
     let (plan, streamed) = crate::replay::replay_stream(
@@ -195,6 +217,25 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     )?;
     let sessions: Vec<crate::replay::SessionOutcomes> =
         streamed.sessions.into_iter().map(|(_, s)| s).collect();
+    let labels = match &labels_file {
+        Some(file) => {
+            let ids: Vec<(&str, Option<crate::event::Label>)> = sessions
+                .iter()
+                .map(|s| (s.id.as_str(), s.inline_label))
+                .collect();
+            file.check_onsets(sessions.iter().map(|s| (s.id.as_str(), s.turns)))?;
+            let labels = file.resolve(&ids)?;
+            for w in &labels.warnings {
+                eprintln!("warning: {w}");
+            }
+            let (loops, clean) = labels.counts();
+            for g in &req.ci.requires {
+                g.needs_labels(loops + clean)?;
+            }
+            Some(labels)
+        }
+        None => None,
+    };
     let configs = plan.configs();
     let names: Vec<ConfigName> = configs.iter().map(config_name).collect();
     let io = |e| Error::io("<stdout>", e);
@@ -214,21 +255,8 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     } else {
         EXIT_OK
     };
-    let wants_scores = !req.labels.is_empty()
-        || req.ci.markdown.is_some()
-        || req.ci.junit.is_some()
-        || !req.ci.requires.is_empty();
-    if wants_scores {
+    if let Some(labels) = labels {
         let gates = &req.ci.requires;
-        let ids: Vec<(&str, Option<crate::event::Label>)> = sessions
-            .iter()
-            .map(|s| (s.id.as_str(), s.inline_label))
-            .collect();
-        let labels = replay_labels(req, &sessions, &ids)?;
-        let (loops, clean) = labels.counts();
-        for g in gates {
-            g.needs_labels(loops + clean)?;
-        }
         let hits_of = |ci: usize| -> Vec<Option<crate::result::Hit>> {
             sessions
                 .iter()
@@ -291,7 +319,9 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         let mut err = std::io::stderr();
         let mut set = crate::outdir::OutputSet::new();
         let mut failed = write_ci(&req.ci, &view, &mut set, &mut err);
-        match set.commit() {
+        // Whole or not at all: one report failing keeps the other out too.
+        let committed = if failed { Ok(Vec::new()) } else { set.commit() };
+        match committed {
             Ok(w) => written.extend(w),
             Err(e) => {
                 failed = true;
@@ -305,22 +335,6 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     }
     release(sessions);
     Ok(code)
-}
-
-/// The labels of a replay's sessions: onsets checked against their turns,
-/// one warning (on stderr) for labelled sessions missing from the input.
-fn replay_labels(
-    req: &ReplayRequest,
-    sessions: &[crate::replay::SessionOutcomes],
-    ids: &[(&str, Option<crate::event::Label>)],
-) -> Result<crate::labels::Labels> {
-    let file = crate::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels);
-    file.check_onsets(sessions.iter().map(|s| (s.id.as_str(), s.turns)))?;
-    let labels = file.resolve(ids)?;
-    for w in &labels.warnings {
-        eprintln!("warning: {w}");
-    }
-    Ok(labels)
 }
 
 /// Set by the binary, which exits as soon as a command returns: the parsed
@@ -499,6 +513,13 @@ pub struct CiArgs {
     pub json: bool,
 }
 
+impl CiArgs {
+    /// The files these outputs write.
+    pub fn outputs(&self) -> Vec<PathBuf> {
+        self.markdown.iter().chain(&self.junit).cloned().collect()
+    }
+}
+
 /// `looptune sweep`.
 #[derive(Debug, Clone, Default)]
 pub struct SweepRequest {
@@ -540,11 +561,7 @@ pub fn load_grid_limited(
     path: Option<&std::path::Path>,
     max_configs: usize,
 ) -> Result<crate::grid::Grid> {
-    let max = if max_configs == 0 {
-        crate::limits::DEFAULT_MAX_CONFIGS
-    } else {
-        max_configs
-    };
+    let max = crate::limits::check_max_configs(max_configs)?;
     match path {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
@@ -554,8 +571,23 @@ pub fn load_grid_limited(
     }
 }
 
-/// Refuse to write over anything the user gave us.
+/// What reading a result at `path` reads: the path as given and, for a
+/// folder, its `summary.json` (as `SweepRecord::load` does).
+fn result_inputs(path: &std::path::Path) -> Vec<PathBuf> {
+    vec![
+        path.to_path_buf(),
+        crate::outdir::OutputFiles::of(path).summary_json,
+    ]
+}
+
+/// Refuse to write over anything the user gave us: the one rule every
+/// command applies, before any work, to every file it writes (its outputs)
+/// against everything it reads (sessions and the files of walked folders,
+/// labels, grid, results, baseline), compared by canonical path.
 fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
+    if outputs.is_empty() {
+        return Ok(());
+    }
     let canon = |p: &std::path::Path| std::fs::canonicalize(p).ok();
     let mut given: Vec<PathBuf> = Vec::new();
     for i in inputs {
@@ -617,12 +649,14 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     check_out_dir(&out_dir)?;
     let files = crate::outdir::OutputFiles::of(&out_dir);
     let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
-    outputs.extend(req.ci.markdown.clone());
-    outputs.extend(req.ci.junit.clone());
+    outputs.extend(req.ci.outputs());
     let mut protected = req.paths.clone();
     protected.extend(req.test.clone());
     protected.extend(req.labels.clone());
     protected.extend(req.grid.clone());
+    if let Some(dir) = &req.baseline_run {
+        protected.extend(result_inputs(dir));
+    }
     guard_outputs(&outputs, &protected)?;
     // An earlier run to compare with (`--baseline DIR`), loaded before any work.
     let earlier = match &req.baseline_run {
@@ -853,6 +887,18 @@ fn finish_sweep(
         hits: &result.dense(result.chosen),
     };
     report_failed |= write_ci(ci, &view, &mut set, err);
+    if report_failed {
+        // A set is committed whole or not at all: new data beside the old
+        // report would look current.
+        drop(set);
+        progress.finish();
+        writeln!(
+            err,
+            "nothing was replaced: the previous outputs are as they were"
+        )
+        .ok();
+        return Ok((crate::error::EXIT_REPORT, None));
+    }
     let written = set.commit()?;
     progress.finish();
     let writing = began.elapsed().as_secs_f64();
@@ -963,6 +1009,9 @@ pub fn diff_command(
             crate::diff::DIFF_SCORES.join(", ")
         )));
     }
+    let mut inputs = result_inputs(base);
+    inputs.extend(result_inputs(new));
+    guard_outputs(&ci.outputs(), &inputs)?;
     let base = crate::sweep::analyze(crate::result::SweepRecord::load(base)?)?;
     let mut new = crate::sweep::analyze(crate::result::SweepRecord::load(new)?)?;
     let mut shape = req.shape;
@@ -1020,16 +1069,10 @@ pub fn merge_command(
         .map(|p| crate::result::SweepRecord::load(p))
         .collect::<Result<_>>()?;
     let files = crate::outdir::OutputFiles::of(out_dir);
-    let mut inputs: Vec<PathBuf> = parts.to_vec();
-    inputs.extend(
-        parts
-            .iter()
-            .map(|p| crate::outdir::OutputFiles::of(p).summary_json),
-    );
-    guard_outputs(
-        &files.all().into_iter().cloned().collect::<Vec<_>>(),
-        &inputs,
-    )?;
+    let inputs: Vec<PathBuf> = parts.iter().flat_map(|p| result_inputs(p)).collect();
+    let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
+    outputs.extend(ci.outputs());
+    guard_outputs(&outputs, &inputs)?;
     let record = crate::result::SweepRecord::merge(records)?;
     let labelled = record.sessions.iter().filter(|s| s.label.is_some()).count();
     for g in gates {

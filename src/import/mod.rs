@@ -229,6 +229,7 @@ pub fn import_as(
         return Err(Error::Unrecognised {
             path: display.to_string(),
             detail: format!(" of format `{}` (expected {})", fmt.name(), fmt.expected()),
+            json_lines: crate::format::looks_like_json_lines(bytes),
         });
     }
     fmt.read(&ctx)
@@ -252,6 +253,7 @@ pub fn import_auto(display: &str, stem: &str, bytes: &[u8], lenient: bool) -> Re
                 " (expected canonical JSONL or one of: {})",
                 format_names().join(", ")
             ),
+            json_lines: crate::format::looks_like_json_lines(bytes),
         }),
     }
 }

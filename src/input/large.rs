@@ -30,8 +30,12 @@ const BATCH_PER_THREAD: usize = 8 << 20;
 /// about four times its bytes.
 const MAX_BATCH: usize = 32 << 20;
 
-/// What [`crate::input::looks_canonical`] reads of a file.
+/// What [`crate::input::looks_canonical`] reads of a file at least; more,
+/// up to [`MAX_SNIFF`], until its first line is whole.
 const SNIFF: usize = 64 * 1024;
+
+/// Most of a file read to find its first line whole.
+const MAX_SNIFF: usize = 16 << 20;
 
 /// Whether a file of this size is read in batches.
 pub(super) fn streams(path: &Path, opts: &ReadOptions) -> bool {
@@ -90,7 +94,7 @@ pub(super) fn stream<T: Send>(
     .min(MAX_BATCH);
     if matches!(opts.format, crate::import::InputFormat::Auto) {
         let mut head = Source::open(path, &display, opts, false, want)?;
-        if !super::looks_canonical(&head.prefix(SNIFF)?) {
+        if !super::looks_canonical(&head.first_line_prefix(SNIFF, MAX_SNIFF)?) {
             return Ok(None);
         }
     }
@@ -354,6 +358,25 @@ impl Source {
         let mut buf = Vec::new();
         let mut chunk = vec![0u8; self.chunk];
         while buf.len() < n {
+            let got = self.read(&mut chunk)?;
+            if got == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..got]);
+        }
+        Ok(buf)
+    }
+
+    /// At least `n` bytes of the file (unless it is shorter), and then more
+    /// until its first non-blank line is whole or `max` bytes are read.
+    fn first_line_prefix(&mut self, n: usize, max: usize) -> Result<Vec<u8>> {
+        let mut buf = self.prefix(n)?;
+        let whole = |b: &[u8]| {
+            let start = b.iter().position(|c| !c.is_ascii_whitespace());
+            start.is_some_and(|s| memchr::memchr(b'\n', &b[s..]).is_some())
+        };
+        let mut chunk = vec![0u8; self.chunk];
+        while buf.len() < max && !whole(&buf) {
             let got = self.read(&mut chunk)?;
             if got == 0 {
                 break;

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::event::{Corpus, Label, Record, Session};
 use crate::replay::Outcome;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -835,7 +835,23 @@ impl SweepRecord {
                 }
                 seen_shards.push(s);
             }
-            for (acc, c) in all_outcomes.iter_mut().zip(&p.outcomes) {
+            // Paired by configuration id, never by position.
+            let at: HashMap<&str, usize> = whole
+                .outcomes
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.config.as_str(), i))
+                .collect();
+            for c in &p.outcomes {
+                let acc = at
+                    .get(c.config.as_str())
+                    .map(|&i| &mut all_outcomes[i])
+                    .ok_or_else(|| {
+                        Error::Usage(format!(
+                            "merge: configuration {} of one part is not in the first",
+                            c.config
+                        ))
+                    })?;
                 acc.extend(
                     c.hits
                         .iter()
@@ -944,6 +960,10 @@ impl SweepRecord {
             path: name.clone(),
             message: format!("not a looptune result ({e})"),
         })?;
+        record.validate().map_err(|message| Error::File {
+            path: name.clone(),
+            message,
+        })?;
         // Every reader indexes sessions by a hit's session and expects them
         // in order: a hand-edited file is refused here, not in a panic later.
         let n = record.sessions.len() as u64;
@@ -970,6 +990,94 @@ impl SweepRecord {
         }
         record.schema_version = SCHEMA_VERSION;
         Ok(record)
+    }
+
+    /// What every reader trusts of a loaded record, checked: the outcomes
+    /// matched to the grid's configurations by id (each exactly once, put in
+    /// grid order: never paired by position), sessions sorted by id and
+    /// unique, labels that are labels, a shard within `1..=N` that owns
+    /// every session it lists, and token counts whose sums cannot overflow.
+    /// The error is the message, without the file.
+    fn validate(&mut self) -> std::result::Result<(), String> {
+        let mut at: HashMap<&str, usize> = HashMap::with_capacity(self.grid.configs.len());
+        for (i, c) in self.grid.configs.iter().enumerate() {
+            if at.insert(c.id.as_str(), i).is_some() {
+                return Err(format!("grid: configuration {} is listed twice", c.id));
+            }
+        }
+        let mut slots: Vec<Option<ConfigOutcomes>> = vec![None; self.grid.configs.len()];
+        for c in std::mem::take(&mut self.outcomes) {
+            let Some(&i) = at.get(c.config.as_str()) else {
+                return Err(format!(
+                    "outcomes: configuration {} is not one of the grid's",
+                    c.config
+                ));
+            };
+            if slots[i].is_some() {
+                return Err(format!(
+                    "outcomes: configuration {} is listed twice",
+                    c.config
+                ));
+            }
+            slots[i] = Some(c);
+        }
+        if let Some(i) = slots.iter().position(Option::is_none) {
+            return Err(format!(
+                "outcomes: configuration {} of the grid has no outcomes",
+                self.grid.configs[i].id
+            ));
+        }
+        self.outcomes = slots.into_iter().flatten().collect();
+        if let Some(w) = self.sessions.windows(2).find(|w| w[0].id >= w[1].id) {
+            return Err(format!(
+                "sessions: `{}` {} `{}`: sessions are sorted by id, each once",
+                w[1].id,
+                if w[0].id == w[1].id {
+                    "repeats"
+                } else {
+                    "comes after"
+                },
+                w[0].id
+            ));
+        }
+        for s in &self.sessions {
+            match s.label.as_deref() {
+                None | Some("loop") | Some("clean") => {}
+                Some(other) => {
+                    return Err(format!(
+                        "sessions: `{}` has label `{other}` (expected loop or clean)",
+                        s.id
+                    ))
+                }
+            }
+        }
+        if let Some(shard) = self.shard {
+            if shard.count == 0 || shard.index == 0 || shard.index > shard.count {
+                return Err(format!(
+                    "shard {}/{}: need 1 <= I <= N",
+                    shard.index, shard.count
+                ));
+            }
+            if let Some(s) = self.sessions.iter().find(|s| !shard.owns(&s.id)) {
+                return Err(format!(
+                    "sessions: `{}` does not belong to shard {}/{}",
+                    s.id, shard.index, shard.count
+                ));
+            }
+        }
+        for c in &self.outcomes {
+            let mut total = 0u64;
+            for h in &c.hits {
+                total = total.checked_add(h.tokens_after_stop()).ok_or_else(|| {
+                    format!(
+                        "outcomes: configuration {}: tokens after stop add up beyond {}",
+                        c.config,
+                        u64::MAX
+                    )
+                })?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -12,6 +12,7 @@ mod gemini_cases;
 mod gemini_conformance;
 mod groups;
 mod hardening;
+mod hardening3;
 mod import_corpus;
 mod import_edge;
 mod label;

@@ -58,7 +58,15 @@ fn expected(file: &str) -> BTreeMap<String, Expected> {
 }
 
 fn sessions() -> Vec<Arc<Session>> {
-    read_corpus(&[dir()], &ReadOptions::default())
+    // The session files only: `expected/` holds JSON Lines that are not
+    // sessions, which a walk of the whole folder refuses.
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    read_corpus(&files, &ReadOptions::default())
         .unwrap()
         .sessions
 }

@@ -79,7 +79,9 @@ fn same_verdicts(original: &Path, extra: &[&str]) {
 
 #[test]
 fn compressing_the_conformance_sessions_changes_no_verdict() {
-    same_verdicts(Path::new("tests/conformance"), &[]);
+    // --lenient: the cases' `expected/` answers are JSON Lines no reader
+    // knows, which a strict walk refuses.
+    same_verdicts(Path::new("tests/conformance"), &["--lenient"]);
 }
 
 #[test]

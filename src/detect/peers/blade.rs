@@ -13,7 +13,7 @@ use crate::event::{Record, Session};
 use crate::js::{lone_surrogate_unit, stringify, stringify_object, stringify_sorted, write_string};
 use md5::{Digest, Md5};
 use serde_json::{Map, Value};
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 const SRC_LEGACY: &str =
     "echoVic/blade-code src/agent/LoopDetectionService.ts @b52d9f2bec (blob b61d966797), driven as src/agent/Agent.ts (blob ed8e7819f8)";
@@ -578,6 +578,7 @@ impl LegacyRun {
 
 /// `buildActionSignature`: each call's name, U+001F and its sorted-key
 /// arguments (`TaskOutput` with a string `task_id`: only that), joined by U+001E.
+#[cfg_attr(not(test), allow(dead_code))] // the original's API, read by its ported tests
 pub fn action_signature<'a>(
     calls: impl IntoIterator<Item = (&'a str, &'a Map<String, Value>)>,
 ) -> String {
@@ -586,18 +587,40 @@ pub fn action_signature<'a>(
         if i > 0 {
             out.push('\u{1e}');
         }
-        out.push_str(name);
-        out.push('\u{1f}');
-        match args.get("task_id") {
-            Some(Value::String(id)) if name == "TaskOutput" => {
-                out.push_str("{\"task_id\":");
-                write_string(&mut out, id);
-                out.push('}');
-            }
-            _ => out.push_str(&stringify_sorted(&Value::Object(args.clone()))),
-        }
+        out.push_str(&call_piece(name, args));
     }
     out
+}
+
+/// One call's part of [`action_signature`]: its name, U+001F, its arguments.
+fn call_piece(name: &str, args: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    out.push_str(name);
+    out.push('\u{1f}');
+    match args.get("task_id") {
+        Some(Value::String(id)) if name == "TaskOutput" => {
+            out.push_str("{\"task_id\":");
+            write_string(&mut out, id);
+            out.push('}');
+        }
+        _ => out.push_str(&stringify_sorted(&Value::Object(args.clone()))),
+    }
+    out
+}
+
+/// Every call's [`call_piece`] in a session, by the address of its
+/// arguments (stable while the session lives), with its name: made once and
+/// shared by every configuration of a sweep.
+fn call_pieces(s: &Session) -> HashMap<usize, (String, String)> {
+    let mut m = HashMap::new();
+    for e in &s.events {
+        if let Record::ToolCall { name, args, .. } = &e.record {
+            let at = &**args as *const Map<String, Value> as usize;
+            m.entry(at)
+                .or_insert_with(|| (name.clone(), call_piece(name, args)));
+        }
+    }
+    m
 }
 
 /// `asRecord` of a result's text: JSON-parsed, strings parsed again.
@@ -748,6 +771,7 @@ impl Check for StationarityCheck {
         let s = &session.session;
         let mut found = Found::new(s, limit);
         let mut det = Stationarity::default();
+        let pieces = session.shared("blade.call_pieces", call_pieces);
         // Strikes are counted per run of identical turns: its nudge warns and
         // its halt stops; a later run of identical turns nudges afresh.
         let mut streak = 0u32;
@@ -757,7 +781,17 @@ impl Check for StationarityCheck {
                 det = Stationarity::default(); // one detector per run
             }
             let t = &rt.turn;
-            let action = action_signature(t.calls.iter().map(|c| (c.name, c.args)));
+            let mut action = String::new();
+            for (i, c) in t.calls.iter().enumerate() {
+                if i > 0 {
+                    action.push('\u{1e}');
+                }
+                let at = c.args as *const Map<String, Value> as usize;
+                match pieces.get(&at) {
+                    Some((n, piece)) if n == c.name => action.push_str(piece),
+                    _ => action.push_str(&call_piece(c.name, c.args)),
+                }
+            }
             let progress = if t.calls.iter().all(|c| c.name == "TaskOutput") {
                 let sigs: Option<Vec<String>> = t
                     .calls

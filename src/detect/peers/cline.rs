@@ -11,6 +11,8 @@ use crate::error::Result;
 use crate::event::Record;
 use crate::js::stringify_sorted;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 const SRC_SDK: &str =
     "cline/cline sdk/packages/core/src/runtime/safety/loop-detection.ts @21cb8d2525 (blob e34900732a)";
@@ -137,6 +139,39 @@ pub struct ClineTracker {
     last: Option<(String, String)>,
     count: i64,
     at_call: i64,
+    /// The session's signatures under `ignored`, made once and shared by
+    /// every configuration: by the address of a call's arguments.
+    shared: Option<Arc<Signatures>>,
+}
+
+/// Signatures of a session's calls, by the address of their arguments.
+type Signatures = HashMap<usize, String>;
+
+/// For each `ignored` list a sweep's configurations use, the signature of
+/// every call of one session (by the address of its arguments, stable while
+/// the session lives), so configurations do not each write every argument
+/// object again.
+#[derive(Default)]
+struct SharedSignatures(Mutex<Vec<(Vec<String>, Arc<Signatures>)>>);
+
+impl SharedSignatures {
+    fn get(&self, ignored: &[String], s: &crate::event::Session) -> Arc<Signatures> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, m)) = held.iter().find(|(i, _)| i == ignored) {
+            return m.clone();
+        }
+        let t = ClineTracker::new(0, 0, ignored.to_vec(), false);
+        let mut m = HashMap::new();
+        for e in &s.events {
+            if let Record::ToolCall { args, .. } = &e.record {
+                let at = &**args as *const Map<String, Value> as usize;
+                m.entry(at).or_insert_with(|| t.signature(args));
+            }
+        }
+        let m = Arc::new(m);
+        held.push((ignored.to_vec(), m.clone()));
+        m
+    }
 }
 
 impl ClineTracker {
@@ -152,6 +187,7 @@ impl ClineTracker {
             last: None,
             count: 0,
             at_call: 0,
+            shared: None,
         }
     }
 
@@ -174,7 +210,11 @@ impl ClineTracker {
     /// `inspect({name, input})`, plus whether this call started a new run of
     /// identical calls.
     pub fn inspect(&mut self, name: &str, args: &Map<String, Value>) -> (Verdict, bool) {
-        let sig = self.signature(args);
+        let at = args as *const Map<String, Value> as usize;
+        let sig = match self.shared.as_ref().and_then(|m| m.get(&at)) {
+            Some(sig) => sig.clone(),
+            None => self.signature(args),
+        };
         let same = self
             .last
             .as_ref()
@@ -235,6 +275,8 @@ impl Check for ClineCheck {
         let c = &self.s;
         let mut t = ClineTracker::new(c.soft, c.hard, c.ignored.clone(), c.rearm)
             .with_hard_exact(c.hard_exact);
+        let all = session.shared("cline.signatures", |_| SharedSignatures::default());
+        t.shared = Some(all.get(&c.ignored, s));
         // Strikes are counted per run of identical calls: the soft notice of a
         // run warns and its hard verdict stops, while a later run's soft
         // notice is a fresh warning. (The tracker itself never resets.)

@@ -185,6 +185,32 @@ fn items(s: &Session) -> Vec<Item> {
     out
 }
 
+/// What the check reads of a step: the configuration-independent part of
+/// [`Item`], each step's signature and tool names, made once per session
+/// and shared by every configuration (the signature hashes the arguments
+/// and outputs: a sweep no longer redoes it per configuration).
+#[derive(Debug)]
+enum Step {
+    /// A new run.
+    NewRun,
+    /// A step: the index of its last record, its signature, its tool names.
+    At(usize, Option<String>, Vec<String>),
+}
+
+fn steps(s: &Session) -> Vec<Step> {
+    items(s)
+        .into_iter()
+        .map(|item| match item {
+            Item::NewRun => Step::NewRun,
+            Item::Step(at, calls) => Step::At(
+                at,
+                step_signature(&calls),
+                calls.into_iter().map(|c| c.name).collect(),
+            ),
+        })
+        .collect()
+}
+
 /// What the check reads.
 #[derive(Debug, Clone, PartialEq)]
 struct CrushSettings {
@@ -210,15 +236,16 @@ impl Check for CrushCheck {
         let mut run: Vec<Option<String>> = Vec::new();
         let mut prompts = 0u32;
         let mut run_over = false;
-        for item in items(s) {
-            let (at, calls) = match item {
-                Item::NewRun => {
+        let steps = session.shared("crush.steps", steps);
+        for step in steps.iter() {
+            let (at, signature, names) = match step {
+                Step::NewRun => {
                     prompts += 1;
                     run.clear();
                     run_over = false;
                     continue;
                 }
-                Item::Step(at, calls) => (at, calls),
+                Step::At(at, signature, names) => (*at, signature, names),
             };
             if run_over {
                 // The previous run ended; a model turn without a user record
@@ -226,9 +253,8 @@ impl Check for CrushCheck {
                 run.clear();
                 run_over = false;
             }
-            run.push(step_signature(&calls));
+            run.push(signature.clone());
             if let Some(sig) = has_repeated_tool_calls(&run, self.s.window, self.s.max_repeats) {
-                let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
                 found.push(
                     at,
                     "repeated_tool_calls",
@@ -251,7 +277,7 @@ impl Check for CrushCheck {
                 // The stop condition ends the run; going on is a new run.
                 run_over = true;
             }
-            if calls.is_empty() {
+            if names.is_empty() {
                 // A step without tool calls ends the run (ShouldContinue false).
                 run_over = true;
             }

@@ -284,7 +284,10 @@ impl Check for KimiCheck {
         let mut last: Vec<CallKey> = Vec::new();
         // (streak start, highest tier reported in it)
         let mut reported: Option<(u64, u8)> = None;
-        'steps: for step in steps(s) {
+        // The keys (canonical JSON of every call's arguments) are made once
+        // per session and shared by every configuration of a sweep.
+        let shared = session.shared("kimi.steps", steps);
+        'steps: for step in shared.iter() {
             let Some(calls) = step else {
                 // `_turn`: `_last_tool_calls = []`.
                 last.clear();
@@ -292,7 +295,7 @@ impl Check for KimiCheck {
             };
             ts.begin_step(&last);
             let mut stop = false;
-            for (i, key) in calls {
+            for (i, key) in calls.iter().cloned() {
                 let name = key.0.clone();
                 let args = key.1.clone();
                 let Handled::Run(Some((n, t, start))) = ts.handle(key, &self.s.tiers) else {

@@ -402,9 +402,6 @@ impl OhEvent {
                 | OhEvent::NullAction
         )
     }
-    fn is_observation(&self) -> bool {
-        !self.is_action()
-    }
     fn filtered_out(&self) -> bool {
         matches!(
             self,
@@ -564,11 +561,77 @@ fn consistent_invalid_syntax(obs: &[&str], msg: &str) -> bool {
         && valid.iter().all(|l| *l == valid[0])
 }
 
-/// The scenarios of `is_stuck` on an already filtered history.
-/// `condensations` is how many `AgentCondensationObservation`s it holds.
+/// Where the events `analyze` looks for sit in a filtered history, in
+/// order. Kept as events are added, so each call of `analyze` reads the
+/// newest few instead of scanning back through the history (once per event,
+/// that scan made one long session quadratic: 400k records took 20 s).
+#[derive(Debug, Default)]
+struct Positions {
+    /// Actions (every event is an action or an observation).
+    acts: Vec<usize>,
+    /// Observations.
+    obs: Vec<usize>,
+    /// Messages from the agent.
+    agent_msgs: Vec<usize>,
+    /// `AgentCondensationObservation`s.
+    conds: Vec<usize>,
+}
+
+impl Positions {
+    /// The positions in a whole filtered history.
+    fn of<E: Borrow<OhEvent>>(filtered: &[E]) -> Positions {
+        let mut p = Positions::default();
+        for (i, e) in filtered.iter().enumerate() {
+            p.add(i, e.borrow());
+        }
+        p
+    }
+
+    /// Event `e` added at position `i` (after every position held).
+    fn add(&mut self, i: usize, e: &OhEvent) {
+        if e.is_action() {
+            self.acts.push(i);
+        } else {
+            self.obs.push(i);
+        }
+        if matches!(
+            e,
+            OhEvent::Message {
+                source: Some(Source::Agent),
+                ..
+            }
+        ) {
+            self.agent_msgs.push(i);
+        }
+        if matches!(e, OhEvent::Condensation { .. }) {
+            self.conds.push(i);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.acts.clear();
+        self.obs.clear();
+        self.agent_msgs.clear();
+        self.conds.clear();
+    }
+
+    /// Whether an observation sits strictly between positions `a` and `b`.
+    fn observation_between(&self, a: usize, b: usize) -> bool {
+        let k = self.obs.partition_point(|&p| p <= a);
+        self.obs.get(k).is_some_and(|&p| p < b)
+    }
+}
+
+/// The newest `n` (or fewer) of `positions`, newest first.
+fn newest(positions: &[usize], n: usize) -> Vec<usize> {
+    positions.iter().rev().take(n).copied().collect()
+}
+
+/// The scenarios of `is_stuck` on an already filtered history, whose
+/// events sit at `pos`.
 fn analyze<E: Borrow<OhEvent>>(
     filtered: &[E],
-    condensations: usize,
+    pos: &Positions,
 ) -> Option<(&'static str, u32, Start)> {
     let f = |i: usize| filtered[i].borrow();
     let len = filtered.len();
@@ -576,18 +639,8 @@ fn analyze<E: Borrow<OhEvent>>(
         return None;
     }
     // The newest 4 actions and 4 observations, wherever they are.
-    let mut acts: Vec<usize> = Vec::with_capacity(4);
-    let mut obs: Vec<usize> = Vec::with_capacity(4);
-    for i in (0..len).rev() {
-        if f(i).is_action() && acts.len() < 4 {
-            acts.push(i);
-        } else if f(i).is_observation() && obs.len() < 4 {
-            obs.push(i);
-        }
-        if acts.len() == 4 && obs.len() == 4 {
-            break;
-        }
-    }
+    let acts = newest(&pos.acts, 4);
+    let obs = newest(&pos.obs, 4);
     // 1. repeating action/observation
     if acts.len() == 4
         && obs.len() == 4
@@ -630,43 +683,17 @@ fn analyze<E: Borrow<OhEvent>>(
         }
     }
     // 3. monologue: the last 3 agent messages equal, no observation between.
-    let mut msgs: Vec<usize> = Vec::with_capacity(3);
-    for i in (0..len).rev() {
-        if matches!(
-            f(i),
-            OhEvent::Message {
-                source: Some(Source::Agent),
-                ..
-            }
-        ) {
-            msgs.push(i);
-            if msgs.len() == 3 {
-                break;
-            }
-        }
-    }
+    let msgs = newest(&pos.agent_msgs, 3);
     if msgs.len() == 3 {
         let (first, last) = (msgs[2], msgs[0]);
-        if msgs.iter().all(|&m| dc_eq(f(first), f(m)))
-            && !(first + 1..last).any(|i| f(i).is_observation())
-        {
+        if msgs.iter().all(|&m| dc_eq(f(first), f(m))) && !pos.observation_between(first, last) {
             return Some(("monologue", 3, Start::At(first)));
         }
     }
     // 4. alternating pattern over the last six actions and observations
     if len >= 6 {
-        let mut a6: Vec<usize> = Vec::with_capacity(6);
-        let mut o6: Vec<usize> = Vec::with_capacity(6);
-        for i in (0..len).rev() {
-            if f(i).is_action() && a6.len() < 6 {
-                a6.push(i);
-            } else if f(i).is_observation() && o6.len() < 6 {
-                o6.push(i);
-            }
-            if a6.len() == 6 && o6.len() == 6 {
-                break;
-            }
-        }
+        let a6 = newest(&pos.acts, 6);
+        let o6 = newest(&pos.obs, 6);
         let alt = |v: &[usize]| {
             eq_no_pid(f(v[0]), f(v[2]))
                 && eq_no_pid(f(v[0]), f(v[4]))
@@ -682,11 +709,8 @@ fn analyze<E: Borrow<OhEvent>>(
         }
     }
     // 5. condensation loop: among the last 10 condensations, two adjacent ones.
-    if len >= 10 && condensations >= 10 {
-        let cond: Vec<usize> = (0..len)
-            .filter(|&i| matches!(f(i), OhEvent::Condensation { .. }))
-            .collect();
-        let last10 = &cond[cond.len() - 10..];
+    if len >= 10 && pos.conds.len() >= 10 {
+        let last10 = &pos.conds[pos.conds.len() - 10..];
         for w in last10.windows(2) {
             if w[1] == w[0] + 1 {
                 return Some(("context_window_error", 2, Start::At(w[0])));
@@ -720,11 +744,7 @@ pub fn is_stuck_v0(history: &[OhEvent], headless: bool) -> Option<StuckAnalysis>
         .iter()
         .filter(|e| !e.filtered_out())
         .collect();
-    let cond = filtered
-        .iter()
-        .filter(|e| matches!(e, OhEvent::Condensation { .. }))
-        .count();
-    let (loop_type, times, start) = analyze(&filtered, cond)?;
+    let (loop_type, times, start) = analyze(&filtered, &Positions::of(&filtered))?;
     let idx = match start {
         // list.index uses plain ==, so it finds the first equal event.
         Start::FirstEqual(i) => filtered
@@ -817,7 +837,7 @@ impl Check for V0Check {
         let mut found = Found::new(s, limit);
         // The filtered history, kept as is_stuck would rebuild it each time.
         let mut filtered: Vec<OhEvent> = Vec::new();
-        let mut condensations = 0;
+        let mut pos = Positions::default();
         let mut users = 0u32;
         for (i, m) in map_session(s) {
             let ev = to_v0(&m);
@@ -825,18 +845,16 @@ impl Check for V0Check {
                 users += 1;
                 if !self.s.headless {
                     filtered.clear();
-                    condensations = 0;
+                    pos.clear();
                 }
             }
             if ev.filtered_out() {
                 // Still a call of is_stuck, on an unchanged filtered history.
             } else {
-                if matches!(ev, OhEvent::Condensation { .. }) {
-                    condensations += 1;
-                }
+                pos.add(filtered.len(), &ev);
                 filtered.push(ev);
             }
-            if let Some((kind, _, _)) = analyze(&filtered, condensations) {
+            if let Some((kind, _, _)) = analyze(&filtered, &pos) {
                 let prompt = if self.s.headless {
                     0
                 } else {

@@ -32,6 +32,7 @@ use crate::event::Record;
 use crate::js::{is_js_space, stringify_sorted, utf16};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 const SRC: &str = "QwenLM/qwen-code packages/core/src/services/loopDetectionService.ts @00aa71b4";
 
@@ -245,13 +246,46 @@ pub struct QwenService {
     in_flight: HashMap<String, u32>,
     last_type: Option<&'static str>,
     logged: Vec<&'static str>,
+    /// Repeat keys made once per session and shared by every configuration:
+    /// by the address of a call's arguments, with its name.
+    keys: Option<Arc<RepeatKeys>>,
+}
+
+/// The repeat key of every tool call of a session, by the address of its
+/// arguments (stable while the session lives): a sweep's configurations
+/// share them instead of each writing every argument object again.
+#[derive(Debug, Default)]
+pub struct RepeatKeys(HashMap<usize, (String, String)>);
+
+impl RepeatKeys {
+    fn of(s: &crate::event::Session) -> RepeatKeys {
+        let mut m = HashMap::new();
+        for e in &s.events {
+            if let Record::ToolCall { name, args, .. } = &e.record {
+                let at = &**args as *const Map<String, Value> as usize;
+                m.entry(at)
+                    .or_insert_with(|| (name.clone(), repeat_key(name, args)));
+            }
+        }
+        RepeatKeys(m)
+    }
 }
 
 #[allow(dead_code)] // the original's API: some of it only its ported tests read, some nothing yet
 impl QwenService {
+    /// The repeat key of a call: the session's shared one when known.
+    fn key(&self, name: &str, args: &Map<String, Value>) -> String {
+        let at = args as *const Map<String, Value> as usize;
+        match self.keys.as_ref().and_then(|k| k.0.get(&at)) {
+            Some((n, key)) if n == name => key.clone(),
+            _ => repeat_key(name, args),
+        }
+    }
+
     /// A fresh service (`new LoopDetectionService(config)`).
     pub fn new(s: QwenSettings) -> QwenService {
         QwenService {
+            keys: None,
             s,
             loop_detected: false,
             disabled: false,
@@ -386,7 +420,7 @@ impl QwenService {
         if self.disabled {
             return false;
         }
-        let key = repeat_key(name, args);
+        let key = self.key(name, args);
         let stateful = self.is_stateful(name);
         if stateful {
             self.stateful_keys.insert(key.clone());
@@ -479,7 +513,7 @@ impl QwenService {
                 self.reset_content_tracking();
                 self.thoughts.clear();
                 self.track_tool_call(name);
-                let key = repeat_key(name, args);
+                let key = self.key(name, args);
                 let stateful = self.is_stateful(name);
                 if stateful {
                     self.stateful_keys.insert(key.clone());
@@ -733,7 +767,7 @@ impl QwenService {
         if self.disabled || !self.is_stateful(name) {
             return false;
         }
-        let key = repeat_key(name, args);
+        let key = self.key(name, args);
         self.stateful_since_finished.insert(key.clone());
         if let Some(n) = self.in_flight.get_mut(&key) {
             if *n > 0 {
@@ -816,9 +850,9 @@ impl QwenService {
 
     /// `reset(promptId)`: everything but `inCodeBlock` and the session disable.
     pub fn reset(&mut self) {
-        let keep = (self.in_code_block, self.disabled);
+        let keep = (self.in_code_block, self.disabled, self.keys.take());
         *self = QwenService::new(self.s.clone());
-        (self.in_code_block, self.disabled) = keep;
+        (self.in_code_block, self.disabled, self.keys) = keep;
     }
 
     fn reset_tool_call_count(&mut self) {
@@ -1156,7 +1190,8 @@ impl Check for QwenCheck {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let mut svc = QwenService::new(self.settings.clone());
-        let mut calls: Unanswered<(String, Map<String, Value>)> = Unanswered::default();
+        svc.keys = Some(session.shared("qwen.repeat_keys", RepeatKeys::of));
+        let mut calls: Unanswered<(&String, &Map<String, Value>)> = Unanswered::default();
         // A model response is streaming: its Finished comes before the next
         // turn, user message or tool result.
         let mut streaming = false;
@@ -1181,7 +1216,7 @@ impl Check for QwenCheck {
             match &e.record {
                 Record::ToolCall { name, args, id } => {
                     streaming = true;
-                    calls.push(id.as_deref(), name, (name.clone(), (**args).clone()));
+                    calls.push(id.as_deref(), name, (name, &**args));
                     svc.client_check(QwenEvent::ToolCall { name, args });
                 }
                 Record::Content { text } => {
@@ -1204,7 +1239,7 @@ impl Check for QwenCheck {
                 } => {
                     if let Some((n, args)) = calls.answer(id.as_deref(), name.as_deref()) {
                         let fp = fingerprint(output.as_deref(), *error);
-                        svc.record_tool_result(&n, &args, &fp);
+                        svc.record_tool_result(n, args, &fp);
                         answered = Some(n);
                     }
                 }

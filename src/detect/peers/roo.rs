@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::event::Record;
 use crate::js::{stringify, stringify_sorted};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 const SRC: &str = "RooCodeInc/Roo-Code src/core/tools/ToolRepetitionDetector.ts @cb83656718";
 
@@ -79,29 +79,23 @@ impl RooDetector {
     /// or its `JSON.stringify`, and `nativeArgs` is the argument object.
     /// Returns whether the call may execute.
     pub fn check_call(&mut self, name: &str, args: &Map<String, Value>) -> bool {
-        let params: BTreeMap<String, String> = args
-            .iter()
-            .map(|(k, v)| {
-                let s = match v {
-                    Value::String(s) => s.clone(),
-                    other => stringify(other),
-                };
-                (k.clone(), s)
-            })
-            .collect();
-        let native = Value::Object(args.clone());
-        self.check_block(name, &params, Some(&native))
+        self.check_signature(call_signature(name, args))
     }
 
     /// `check(block)` on a block given by its parts, as the original's tests
     /// build them. Returns whether the call may execute.
+    #[cfg_attr(not(test), allow(dead_code))] // read by the original's ported tests
     pub fn check_block(
         &mut self,
         name: &str,
         params: &BTreeMap<String, String>,
         native_args: Option<&Value>,
     ) -> bool {
-        let sig = serialize(name, params, native_args);
+        self.check_signature(serialize(name, params, native_args))
+    }
+
+    /// `check(block)` on a block's signature.
+    fn check_signature(&mut self, sig: String) -> bool {
         if self.previous.as_deref() == Some(sig.as_str()) {
             self.count += 1;
         } else {
@@ -115,6 +109,36 @@ impl RooDetector {
         }
         true
     }
+}
+
+/// The signature of a native tool call (see [`RooDetector::check_call`]).
+fn call_signature(name: &str, args: &Map<String, Value>) -> String {
+    let params: BTreeMap<String, String> = args
+        .iter()
+        .map(|(k, v)| {
+            let s = match v {
+                Value::String(s) => s.clone(),
+                other => stringify(other),
+            };
+            (k.clone(), s)
+        })
+        .collect();
+    serialize(name, &params, Some(&Value::Object(args.clone())))
+}
+
+/// The signature of every call of a session, by the address of its
+/// arguments (stable while the session lives), with its name: made once and
+/// shared by every configuration of a sweep.
+fn signatures(s: &crate::event::Session) -> HashMap<usize, (String, String)> {
+    let mut m = HashMap::new();
+    for e in &s.events {
+        if let Record::ToolCall { name, args, .. } = &e.record {
+            let at = &**args as *const Map<String, Value> as usize;
+            m.entry(at)
+                .or_insert_with(|| (name.clone(), call_signature(name, args)));
+        }
+    }
+    m
 }
 
 /// safe-stable-stringify of `{name, params, nativeArgs?}`: keys sorted at
@@ -159,9 +183,15 @@ impl Check for RooCheck {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let mut det = RooDetector::new(self.s.limit);
+        let sigs = session.shared("roo.signatures", signatures);
         each_record(&session.session, limit, |at, found| {
             if let Record::ToolCall { name, args, .. } = &at.event.record {
-                if !det.check_call(name, args) {
+                let at_args = &**args as *const Map<String, Value> as usize;
+                let ok = match sigs.get(&at_args) {
+                    Some((n, sig)) if n == name => det.check_signature(sig.clone()),
+                    _ => det.check_call(name, args),
+                };
+                if !ok {
                     found.push(
                         at.i,
                         "tool_repetition",
