@@ -285,7 +285,8 @@ CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL REFERENCES mess
   session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
 CREATE INDEX part_message_id_id_idx ON part (message_id, id);
 CREATE TABLE session_message (id text PRIMARY KEY, session_id text NOT NULL REFERENCES session(id) ON DELETE cascade,
-  type text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+  type text NOT NULL, seq integer NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL,
+  data text NOT NULL);
 CREATE TABLE todo (session_id text NOT NULL, content text NOT NULL, status text NOT NULL,
   priority text NOT NULL, position integer NOT NULL, time_created integer NOT NULL,
   time_updated integer NOT NULL, PRIMARY KEY(session_id, position));
@@ -512,10 +513,12 @@ fn opencode_database_sessions_parts_and_provenance() {
     assert!(line.contains("\"pointer\":\"/part/prt_19\""), "{line}");
 }
 
-/// A session whose history only the newer `session_message` table holds is
-/// not mapped, and says so by its count of unknown records.
+/// A session whose history only the newer `session_message` table holds
+/// (OpenCode V2: one row per message, an assistant's tool calls inside its
+/// `content`) is read in order of `seq`, its places named by table and row;
+/// a session kept in both layouts is read once, from `message`/`part`.
 #[test]
-fn opencode_projected_history_is_counted_not_lost_silently() {
+fn opencode_projected_history_is_read() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("opencode.db");
     let conn = opencode_db(&db, false);
@@ -525,16 +528,146 @@ fn opencode_projected_history_is_counted_not_lost_silently() {
         [],
     )
     .unwrap();
-    for i in 0..2 {
+    let row = |id: &str, sid: &str, kind: &str, seq: i64, data: Value| {
         conn.execute(
-            "INSERT INTO session_message VALUES (?1, 'ses_new', 'user', 1, 1, '{}')",
-            [format!("sm_{i}")],
+            "INSERT INTO session_message VALUES (?1, ?2, ?3, ?4, 1, 1, ?5)",
+            rusqlite::params![id, sid, kind, seq, data.to_string()],
         )
         .unwrap();
+    };
+    // Ids sort against `seq`: the order must come from `seq`.
+    row(
+        "msg_z1",
+        "ses_new",
+        "user",
+        1,
+        json!({"text": "fix the port", "time": {"created": 1}}),
+    );
+    row(
+        "msg_y0",
+        "ses_new",
+        "model-switched",
+        2,
+        json!({"model": {"id": "m", "providerID": "p"}, "time": {"created": 2}}),
+    );
+    for k in 0..3 {
+        let mut content = vec![
+            json!({"type": "tool", "id": format!("t{k}"), "callID": format!("call_{k}"),
+            "name": "read",
+            "state": {"status": "error", "input": {"filePath": "/w/app.toml"},
+                      "error": {"message": "File not found: /w/app.toml"}},
+            "time": {"created": 3}}),
+        ];
+        if k == 0 {
+            content.insert(
+                0,
+                json!({"type": "text", "id": "x", "text": "Reading the config."}),
+            );
+        }
+        row(
+            &format!("msg_a{k}"),
+            "ses_new",
+            "assistant",
+            3 + k,
+            json!({"agent": "build", "model": {"id": "claude-opus-4-5", "providerID": "anthropic"},
+                   "content": content, "time": {"created": 3, "completed": 4}}),
+        );
     }
+    row(
+        "msg_q",
+        "ses_new",
+        "mystery",
+        9,
+        json!({"time": {"created": 9}}),
+    );
+    // The same history in both layouts: `message`/`part` wins.
+    row(
+        "msg_dup",
+        "ses_loop",
+        "user",
+        1,
+        json!({"text": "fix the port", "time": {"created": 1}}),
+    );
     drop(conn);
-    let c = read(&[db], false).unwrap();
-    assert_eq!(c.files[0].unknown_records, 2);
+    let c = read(std::slice::from_ref(&db), false).unwrap();
+    assert_eq!(c.files[0].unknown_records, 1, "the `mystery` row");
+    let s = session(&c, "ses_new");
+    assert_eq!(
+        types(s),
+        vec![
+            "session",
+            "user",
+            "turn",
+            "content",
+            "tool_call",
+            "tool_result",
+            "turn",
+            "tool_call",
+            "tool_result",
+            "turn",
+            "tool_call",
+            "tool_result",
+        ]
+    );
+    assert!(
+        matches!(&s.events[1].record, Record::User { text, prompt_id }
+        if text == "fix the port" && prompt_id.as_deref() == Some("msg_z1"))
+    );
+    assert!(
+        matches!(&s.events[4].record, Record::ToolCall { name, id, .. }
+        if name == "read" && id.as_deref() == Some("call_0"))
+    );
+    assert!(
+        matches!(&s.events[5].record, Record::ToolResult { output, error, .. }
+        if output.as_deref() == Some("File not found: /w/app.toml") && *error == Some(true))
+    );
+    assert_eq!(s.meta.model.as_deref(), Some("claude-opus-4-5"));
+    assert_eq!(session(&c, "ses_loop").events.len(), 15);
+    let at = c.sessions.iter().position(|s| s.id == "ses_new").unwrap();
+    let p = c.provenance(at, 4).unwrap();
+    assert_eq!(p.file, db.display().to_string());
+    assert_eq!(p.pointer, Some("/session_message/msg_a0"));
+    // Kilo Code's doom loop fires on the third identical call, named by its row.
+    let db_s = db.display().to_string();
+    let (code, out, err) = stdout(&["replay", "--format", "json", "--profile", "kilo", &db_s]);
+    assert_eq!(code, 0, "{err}");
+    let line = out.lines().find(|l| l.contains("ses_new")).unwrap();
+    let dets = detections(line);
+    assert_eq!(dets.len(), 1, "{line}");
+    assert_eq!((dets[0].2, dets[0].3), (3, 11));
+    assert!(
+        line.contains("\"pointer\":\"/session_message/msg_a2\""),
+        "{line}"
+    );
+}
+
+/// A bad `session_message` row is named by its table and row (strict) or
+/// skipped (lenient).
+#[test]
+fn opencode_bad_projected_row_is_named_or_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("opencode.db");
+    let conn = opencode_db(&db, false);
+    conn.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated)
+         VALUES ('ses_new', 'prj', 's', '/w', 'new form', '2.0.0', 30, 30)",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO session_message VALUES ('msg_bad', 'ses_new', 'user', 1, 1, 1, '{not json')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = read(std::slice::from_ref(&db), false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("table `session_message`, row msg_bad"),
+        "{err}"
+    );
+    let c = read(std::slice::from_ref(&db), true).unwrap();
     assert_eq!(session(&c, "ses_new").events.len(), 1);
 }
 
