@@ -922,6 +922,31 @@ fn sweep_counts_live_detections_the_stock_profile_reproduces() {
     // The live turn is kept in summary.json, so a merge or diff still has it.
     let summary = std::fs::read_to_string(out_dir.join("summary.json")).unwrap();
     assert!(summary.contains("\"live_turn\":5"), "no live turn");
+    // The report says the same, in the recommendation section, and
+    // `looptune report DIR` draws it again from summary.json.
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("<h3 id=\"live\">Live detections</h3>"),
+        "no live section"
+    );
+    assert!(
+        html.contains("The agent's own detector fired in 2 sessions"),
+        "no live count"
+    );
+    assert!(
+        html.contains("The baseline <b>gemini-latest</b> reproduces 1 of them at the same turn"),
+        "no baseline count"
+    );
+    assert!(html.contains("<td class=\"n\">1 of 2</td>"), "no table row");
+    let at = html.find("id=\"live\"").unwrap();
+    assert!(
+        html.find("id=\"recommendation\"").unwrap() < at,
+        "live detections belong to the recommendation"
+    );
+    let (code, _, err) = stdout(&["report", out_dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let again = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert_eq!(html, again, "report DIR draws the same page");
     // A run with --baseline another stock profile counts for that one.
     let (_, out, _) = stdout(&[
         "sweep",
