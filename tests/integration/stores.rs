@@ -845,6 +845,39 @@ fn telemetry_records_become_calls_and_live_detections() {
     );
 }
 
+/// Gemini CLI's docs name the telemetry outfile `.gemini/telemetry.log`: a
+/// walk picks it up by its first bytes, and passes over every other `.log`
+/// (plain text, telemetry only past the sniffed head, a dangling link, a
+/// compressed one) without a note or an error.
+#[test]
+fn a_walk_picks_up_a_telemetry_log_by_its_first_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let gem = d.path().join("proj/.gemini");
+    std::fs::create_dir_all(&gem).unwrap();
+    let telemetry = std::fs::read(fx("gemini-telemetry.json")).unwrap();
+    std::fs::write(gem.join("telemetry.log"), &telemetry).unwrap();
+    std::fs::write(d.path().join("build.log"), "Compiling looptune\nFinished\n").unwrap();
+    // Telemetry only after the first 64 KiB: not looked at.
+    let mut late = vec![b'#'; 70 << 10];
+    late.push(b'\n');
+    late.extend_from_slice(&telemetry);
+    std::fs::write(d.path().join("late.log"), late).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(d.path().join("nowhere"), d.path().join("gone.log")).unwrap();
+    let (code, out, err) = stdout(&["replay", "--format", "json", d.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.contains("s-telemetry-1"), "{out}");
+    assert!(out.contains("telemetry.log"), "{out}");
+    for other in ["build.log", "late.log", "gone.log"] {
+        assert!(!err.contains(other), "{other} noted: {err}");
+    }
+    let c = read(&[d.path().to_path_buf()], false).unwrap();
+    assert_eq!(c.files.len(), 1);
+    assert_eq!(c.files[0].format, "gemini-telemetry");
+    assert!(c.files[0].path.ends_with("telemetry.log"));
+}
+
 #[test]
 fn telemetry_bad_record_is_named_by_its_line_or_skipped() {
     let d = tempfile::tempdir().unwrap();
