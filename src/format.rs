@@ -123,6 +123,18 @@ pub trait Format: Sync {
     fn extensions(&self) -> &'static [&'static str] {
         &[".jsonl", ".json"]
     }
+    /// File name endings a folder walk picks up for this format only when
+    /// the file's first bytes say so ([`Format::sniff_head`]): names as
+    /// common as `.log`, which a walk must not read whole.
+    fn head_extensions(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Whether a file with one of [`Format::head_extensions`] is in this
+    /// format, from its first bytes alone (at most
+    /// `import::WALK_HEAD_BYTES`, uncompressed).
+    fn sniff_head(&self, _head: &[u8]) -> bool {
+        false
+    }
     /// Whether a file's raw bytes are in this format, before any JSON is
     /// parsed: binary containers (a ZIP) and documents that are not strict
     /// JSON (bare `NaN`). Detection asks this first.

@@ -1065,12 +1065,16 @@ impl Walk<'_> {
                 }
                 continue;
             }
-            if !is_candidate(&path) {
+            // Not a candidate by name alone: perhaps by its first bytes.
+            let by_head = !is_candidate(&path);
+            if by_head && !head_candidate(&path) {
                 continue;
             }
             let ft = if ft.is_symlink() {
                 match std::fs::metadata(&path) {
                     Ok(m) => m.file_type(),
+                    // A `*.log` link is not known to be input: passed over.
+                    Err(_) if by_head => continue,
                     Err(e) => {
                         self.unreadable(&path, "dangling or looping symbolic link", e)?;
                         continue;
@@ -1080,8 +1084,9 @@ impl Walk<'_> {
                 ft
             };
             // Only regular files: a FIFO would block the read forever, and
-            // a link to a folder is not followed.
-            if ft.is_file() {
+            // a link to a folder is not followed. A name some format picks up
+            // by content (`*.log`) is kept if its first bytes say so.
+            if ft.is_file() && (!by_head || crate::import::walk_head_claims(&path)) {
                 self.found.push(path);
             }
         }
@@ -1109,6 +1114,16 @@ fn is_candidate(path: &Path) -> bool {
         .unwrap_or_default();
     let name = strip_codec(&name);
     name.ends_with(".jsonl") || crate::import::walk_extension(name)
+}
+
+/// Files a walk picks up only by their first bytes (`Format::head_extensions`;
+/// uncompressed: the head is read as stored).
+fn head_candidate(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    crate::import::walk_head_extension(&name)
 }
 
 /// Read a file's bytes as stored, and its display name.

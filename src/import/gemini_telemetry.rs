@@ -20,7 +20,9 @@
 //! records (spans, metrics, other events) give nothing. Records are found
 //! by their first line: a `{` (or `null`) at the start of a line opens a
 //! record, so a damaged record is skipped alone with `--lenient`.
-//! Provenance: the record's first line.
+//! Provenance: the record's first line. A folder walk picks up `*.log`
+//! (the docs' `.gemini/telemetry.log`) only when the file's first bytes
+//! are such records.
 
 use super::common::{args_from_value, s, session_rec, Ctx, Out};
 use crate::error::Result;
@@ -42,6 +44,25 @@ impl Format for GeminiTelemetry {
     }
     fn expected(&self) -> &'static str {
         "a Gemini CLI telemetry file (`telemetry.outfile`: pretty-printed OpenTelemetry records with `gemini_cli.*` events)"
+    }
+    fn head_extensions(&self) -> &'static [&'static str] {
+        // Gemini CLI's docs name the outfile `.gemini/telemetry.log`.
+        &[".log"]
+    }
+    fn sniff_head(&self, head: &[u8]) -> bool {
+        let body = head.strip_prefix(&[0xef, 0xbb, 0xbf]).unwrap_or(head);
+        let body = body.trim_ascii_start();
+        // Every record carries the resource (`service.name` is Gemini CLI's
+        // own), and log records their `gemini_cli.*` event; written by
+        // `JSON.stringify(record, null, 2)`, so the spacing is fixed.
+        (body.starts_with(b"{") || body.starts_with(b"null"))
+            && [
+                &b"\"service.name\": \"gemini-cli\""[..],
+                &b"\"event.name\": \"gemini_cli."[..],
+                &b"\"event.name\": \"loop_detected\""[..],
+            ]
+            .iter()
+            .any(|needle| memchr::memmem::find(body, needle).is_some())
     }
     fn sniff_doc(&self, doc: &Value) -> bool {
         doc.as_object().is_some_and(is_gemini_log)

@@ -71,6 +71,51 @@ pub fn walk_extension(name: &str) -> bool {
         .any(|f| f.extensions().iter().any(|e| name.ends_with(e)))
 }
 
+/// How many leading bytes of a file with a [`Format::head_extensions`] name a
+/// walk reads to decide whether to pick it up.
+pub const WALK_HEAD_BYTES: usize = 64 << 10;
+
+/// Whether a folder walk should look at the first bytes of a file with this
+/// (lowercase) name: an ending some format picks up only by
+/// content ([`walk_head_claims`]).
+pub fn walk_head_extension(name: &str) -> bool {
+    REGISTRY
+        .iter()
+        .any(|f| f.head_extensions().iter().any(|e| name.ends_with(e)))
+}
+
+/// Whether a format whose [`Format::head_extensions`] match this regular
+/// file's name claims it by its first [`WALK_HEAD_BYTES`] bytes (the rest
+/// is not read). A file that cannot be opened is not claimed: a walk never
+/// stopped on such names before.
+pub fn walk_head_claims(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let wanting: Vec<&dyn Format> = REGISTRY
+        .iter()
+        .copied()
+        .filter(|f| f.head_extensions().iter().any(|e| name.ends_with(e)))
+        .collect();
+    if wanting.is_empty() {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::with_capacity(WALK_HEAD_BYTES);
+    if file
+        .take(WALK_HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .is_err()
+    {
+        return false;
+    }
+    wanting.iter().any(|f| f.sniff_head(&head))
+}
+
 /// Whether a JSON line that names a canonical record type is in fact a native
 /// record (Claude Code and Gemini CLI JSONL reuse `"type":"user"`).
 pub fn claims_line(m: &Map<String, Value>) -> bool {

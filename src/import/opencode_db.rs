@@ -4,11 +4,14 @@
 //! a JSON `data` column holding what `opencode export` writes as `info` and
 //! `parts`. One session per `session` row, its messages in order of
 //! `time_created` then `id`, each message's parts in order of `id`; the
-//! records are those of the export reader (`opencode.rs`). History that
-//! only newer builds' `session_message` table holds is not mapped (its rows
-//! are counted as unknown records). Opened
-//! read-only (`sqlite.rs`). Provenance: the database and `/part/<id>` (or
-//! `/message/<id>`, `/session/<id>`).
+//! records are those of the export reader (`opencode.rs`). Newer builds
+//! (OpenCode V2) keep a session's history in `session_message` instead:
+//! one row per message (`id`, `session_id`, `type`, `seq`, `data`: the
+//! message without `id` and `type`; an assistant's `content` holds its
+//! texts, reasoning and tool calls with their state), read in order of
+//! `seq` for sessions that have no `message` rows. Opened read-only
+//! (`sqlite.rs`). Provenance: the database and `/part/<id>` (or
+//! `/message/<id>`, `/session_message/<id>`, `/session/<id>`).
 
 use super::common::{pointer, session_rec, Ctx, Out};
 use super::{opencode, sqlite};
@@ -176,22 +179,40 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
             }
         }
     }
-    // Newer builds also project a session's history into `session_message`
-    // (`packages/core/src/session/sql.ts`), a form this reader does not map:
-    // rows of sessions without `message` rows are counted as unknown records.
+    // Newer builds (OpenCode V2, `packages/core/src/session/sql.ts`) keep a
+    // session's history in `session_message`: one row per message, its
+    // content inside the row. Read for the sessions `message` does not hold
+    // (a session kept in both is the same history twice).
     let projected: bool = conn.query_row(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'session_message'",
         [],
         |r| r.get::<_, i64>(0).map(|n| n > 0),
     )?;
+    let mut history: HashMap<String, Vec<Projected>> = HashMap::new();
     if projected {
-        let n: i64 = conn.query_row(
-            "SELECT count(*) FROM session_message WHERE session_id NOT IN (SELECT session_id FROM message)",
-            [],
-            |r| r.get(0),
-        )?;
-        for _ in 0..n {
-            out.unknown();
+        let cols = sqlite::columns(conn, ctx.display, "session_message")?;
+        let order = if cols.iter().any(|c| c == "seq") {
+            "ORDER BY session_id, seq, id"
+        } else {
+            "ORDER BY session_id, time_created, id"
+        };
+        let mut stmt = conn.prepare(&format!(
+            "SELECT id, session_id, type, data FROM session_message {order}"
+        ))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let (id, session, kind, data): (String, String, String, String) =
+                (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+            if messages.contains_key(&session) {
+                continue;
+            }
+            match json_object(&data, "data") {
+                Ok(data) => history
+                    .entry(session)
+                    .or_default()
+                    .push(Projected { id, kind, data }),
+                Err(why) => bad_row(&mut out, ctx, "session_message", &id, why)?,
+            }
         }
     }
     conn.execute_batch("COMMIT")?;
@@ -204,6 +225,16 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
                 .or_else(|| m.get("model").and_then(|x| x.get("modelID")))
                 .and_then(Value::as_str)
                 .map(str::to_string)
+        });
+        let projected = history.remove(&sid).unwrap_or_default();
+        let model = model.or_else(|| {
+            projected.iter().rev().find_map(|m| {
+                m.data
+                    .get("model")
+                    .and_then(|x| x.get("id"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
         });
         if let Some(p) = sess.parent {
             out.meta(&sid, "parent_session", Value::String(p));
@@ -236,6 +267,112 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
                 _ => out.unknown(),
             }
         }
+        for m in projected {
+            out.at(Some(pointer(&["session_message", m.id.as_str()])));
+            projected_message(&mut out, &sid, &m);
+        }
     }
     Ok(out.finish())
+}
+
+/// A row of `session_message`: its id, `type` and `data` (the message
+/// without `id` and `type`).
+struct Projected {
+    id: String,
+    kind: String,
+    data: Map<String, Value>,
+}
+
+/// One `session_message` row as records. `user` is the prompt (`text`);
+/// `assistant` is one model step: a turn, then its `content` (`text`,
+/// `reasoning`, `tool` with the call's `state`), each item given to the
+/// export reader's part mapping in the part shape it reads. Rows that are
+/// no conversation (`system`, `synthetic`, `shell`, `compaction`, agent and
+/// model switches) are skipped; any other type is counted as unknown.
+fn projected_message(out: &mut Out, sid: &str, m: &Projected) {
+    match m.kind.as_str() {
+        "user" => out.push(
+            sid,
+            Record::User {
+                text: m
+                    .data
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                prompt_id: Some(m.id.clone()),
+            },
+            0,
+        ),
+        "assistant" => {
+            out.push(sid, Record::Turn, 0);
+            let content = m.data.get("content").and_then(Value::as_array);
+            for item in content.into_iter().flatten() {
+                if let Some(p) = item.as_object().map(as_part) {
+                    opencode::part(out, sid, 0, &p);
+                }
+            }
+            if let Some(tokens) = m.data.get("tokens").filter(|t| t.is_object()) {
+                let mut p = Map::new();
+                p.insert("type".into(), Value::String("step-finish".into()));
+                p.insert("tokens".into(), tokens.clone());
+                opencode::part(out, sid, 0, &p);
+            }
+        }
+        "system" | "synthetic" | "shell" | "compaction" | "agent-switched" | "model-switched"
+        | "agent-selected" | "model-selected" | "location-switched" => {}
+        _ => out.unknown(),
+    }
+}
+
+/// An assistant content item of `session_message` in the part shape of
+/// `message`/`part` (`opencode.rs`): a tool's `name` becomes `tool`, its
+/// `callID` (else `id`) the call id, and its state's `content` texts (or an
+/// error's `message`) the `output` / `error`.
+fn as_part(item: &Map<String, Value>) -> Map<String, Value> {
+    if item.get("type").and_then(Value::as_str) != Some("tool") {
+        return item.clone();
+    }
+    let mut p = Map::new();
+    p.insert("type".into(), Value::String("tool".into()));
+    let name = item.get("name").or_else(|| item.get("tool")).cloned();
+    p.insert("tool".into(), name.unwrap_or(Value::Null));
+    if let Some(id) = item.get("callID").or_else(|| item.get("id")) {
+        p.insert("callID".into(), id.clone());
+    }
+    let state = item.get("state").and_then(Value::as_object);
+    if let Some(st) = state {
+        let mut out = Map::new();
+        for k in ["status", "input"] {
+            if let Some(v) = st.get(k) {
+                out.insert(k.into(), v.clone());
+            }
+        }
+        let text = |v: &Value| -> Option<String> {
+            match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Array(items) => Some(
+                    items
+                        .iter()
+                        .filter_map(|c| c.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+                Value::Object(o) => o.get("message").and_then(Value::as_str).map(str::to_string),
+                _ => None,
+            }
+        };
+        if let Some(o) = st
+            .get("output")
+            .or_else(|| st.get("content"))
+            .and_then(text)
+        {
+            out.insert("output".into(), Value::String(o));
+        }
+        if let Some(e) = st.get("error").and_then(text) {
+            out.insert("error".into(), Value::String(e));
+        }
+        p.insert("state".into(), Value::Object(out));
+    }
+    p
 }

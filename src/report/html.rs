@@ -342,6 +342,7 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
             esc(d.label(base)),
             int(base.score("detections"))
         );
+        live(h, d);
         return Ok(());
     }
     let _ = writeln!(
@@ -382,6 +383,7 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
         );
     }
     h.push_str("</tbody></table></div>\n");
+    live(h, d);
     let mut bars: Vec<charts::IntervalRow> = shown
         .iter()
         .map(|(role, r, _)| charts::interval_row(d, role, r))
@@ -454,6 +456,59 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
     }
     across_groups(h, d);
     Ok(())
+}
+
+/// The agent's own detections (`loop_detected` records, e.g. Gemini CLI's
+/// telemetry) beside the replay: how many the baseline and the other stock
+/// profiles reproduce at the same turn, as the terminal says it. Nothing
+/// when no session kept one.
+fn live(h: &mut String, d: &ReportData) {
+    let Some(l) = &d.summary.live else {
+        return;
+    };
+    let mut kinds: Vec<(&String, &usize)> = l.kinds.iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let kinds: Vec<String> = kinds
+        .into_iter()
+        .map(|(k, n)| {
+            let k = if k.is_empty() { "unnamed" } else { k };
+            format!("{n} <code>{}</code>", esc(k))
+        })
+        .collect();
+    let _ = writeln!(
+        h,
+        "<h3 id=\"live\">Live detections</h3>\n<p>The agent's own detector fired in {} {} \
+         (the first <code>loop_detected</code> record of each: {}). The baseline <b>{}</b> \
+         reproduces {} of them at the same turn; below it, every other stock profile that reproduces any.</p>",
+        l.sessions,
+        if l.sessions == 1 { "session" } else { "sessions" },
+        kinds.join(", "),
+        esc(&l.baseline.label),
+        l.baseline.reproduced,
+    );
+    let _ = writeln!(
+        h,
+        "<div class=\"scroll\"><table class=\"live\"><thead><tr><th></th><th>configuration</th>\
+         <th class=\"n\">reproduced at the same turn</th></tr></thead><tbody>"
+    );
+    let rows =
+        std::iter::once(("baseline", &l.baseline)).chain(l.stock.iter().map(|k| ("stock", k)));
+    for (role, k) in rows {
+        let class = if role == "baseline" {
+            " class=\"base\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            h,
+            "<tr{class}><td>{role}</td><td><a href=\"#cfg-{}\">{}</a></td><td class=\"n\">{} of {}</td></tr>",
+            esc(&k.config),
+            esc(&k.label),
+            k.reproduced,
+            l.sessions,
+        );
+    }
+    h.push_str("</tbody></table></div>\n");
 }
 
 /// Whether the choices carry across groups, said with the decision (the
@@ -1362,6 +1417,55 @@ mod tests {
         );
         // The session id also reaches SVG text (timeline lanes carry labels): escaped there too.
         assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    }
+
+    /// The live detections: a paragraph and a small table in the
+    /// recommendation section, escaped; nothing when none were kept.
+    #[test]
+    fn live_detections_are_shown_beside_the_baseline() {
+        use crate::report::model::{LiveCount, LiveView};
+        let mut d = ReportData::new(
+            serde_json::from_value(crate::report::charts::tests::sample_summary()).unwrap(),
+            super::super::model::parse_sweep_csv(&crate::report::charts::tests::sample_csv()),
+        );
+        let html = render(&d).unwrap();
+        assert!(!html.contains("Live detections"), "no live detections kept");
+        let count = |config: &str, label: &str, reproduced| LiveCount {
+            config: config.into(),
+            label: label.into(),
+            reproduced,
+        };
+        d.summary.live = Some(LiveView {
+            sessions: 3,
+            kinds: [
+                ("consecutive_identical_tool_calls".to_string(), 2),
+                (String::new(), 1),
+            ]
+            .into_iter()
+            .collect(),
+            baseline: count("c1", "gemini-latest", 2),
+            stock: vec![count("c2", "<b>kilo</b>", 1)],
+        });
+        let html = render(&d).unwrap();
+        assert!(
+            html.contains(
+                "The agent's own detector fired in 3 sessions (the first <code>loop_detected</code> record of each: \
+                 2 <code>consecutive_identical_tool_calls</code>, 1 <code>unnamed</code>). \
+                 The baseline <b>gemini-latest</b> reproduces 2 of them at the same turn"
+            ),
+            "{html}"
+        );
+        assert!(html.contains(
+            "<tr class=\"base\"><td>baseline</td><td><a href=\"#cfg-c1\">gemini-latest</a></td><td class=\"n\">2 of 3</td></tr>"
+        ));
+        assert!(html.contains(
+            "<tr><td>stock</td><td><a href=\"#cfg-c2\">&lt;b&gt;kilo&lt;/b&gt;</a></td><td class=\"n\">1 of 3</td></tr>"
+        ));
+        let (rec, live) = (
+            html.find("id=\"recommendation\"").unwrap(),
+            html.find("id=\"live\"").unwrap(),
+        );
+        assert!(rec < live);
     }
 
     #[test]

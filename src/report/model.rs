@@ -106,6 +106,87 @@ pub struct Summary {
     /// Scores per group, the guard, leave-one-group-out and the test split.
     #[serde(skip)]
     pub groups: GroupsView,
+    /// The agent's own detections the record kept, and how many the stock
+    /// profiles reproduce (none kept: `None`).
+    #[serde(skip)]
+    pub live: Option<LiveView>,
+}
+
+/// The live detections of a sweep: each session's first `loop_detected`
+/// record (`live_turn`, `live_kind` in `summary.json`), and how many of them
+/// the baseline and the other stock configurations reproduce, their first
+/// detection falling on the same turn. The terminal and the report both say
+/// it from here.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveView {
+    /// Sessions with a live detection.
+    pub sessions: usize,
+    /// Those sessions by the kind of their first live detection.
+    pub kinds: BTreeMap<String, usize>,
+    /// The baseline.
+    pub baseline: LiveCount,
+    /// Every other stock configuration that reproduces at least one, most
+    /// first, then in grid order.
+    pub stock: Vec<LiveCount>,
+}
+
+/// How many live detections one configuration reproduces.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveCount {
+    /// Configuration id.
+    pub config: String,
+    /// Readable label.
+    pub label: String,
+    /// Live detections at whose turn its first detection falls.
+    pub reproduced: usize,
+}
+
+impl LiveView {
+    /// The live detections of a result; `None` when no session kept one.
+    pub fn of(r: &SweepResult) -> Option<LiveView> {
+        let sessions = &r.record.sessions;
+        let live: Vec<(usize, u32)> = sessions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.live_turn.map(|t| (i, t)))
+            .collect();
+        if live.is_empty() {
+            return None;
+        }
+        let mut kinds = BTreeMap::new();
+        for &(i, _) in &live {
+            let kind = sessions[i].live_kind.clone().unwrap_or_default();
+            *kinds.entry(kind).or_insert(0) += 1;
+        }
+        let count = |c: usize| -> LiveCount {
+            let dense = r.dense(c);
+            let reproduced = live
+                .iter()
+                .filter(|(i, t)| {
+                    dense[*i]
+                        .and_then(|h| h.first.as_ref())
+                        .is_some_and(|d| d.turn == *t)
+                })
+                .count();
+            LiveCount {
+                config: r.config(c).id.clone(),
+                label: r.label(c).to_string(),
+                reproduced,
+            }
+        };
+        let mut stock: Vec<(usize, LiveCount)> = (0..r.record.grid.configs.len())
+            .filter(|&c| r.record.grid.configs[c].stock && c != r.baseline)
+            .map(|c| (c, count(c)))
+            .filter(|(_, k)| k.reproduced > 0)
+            .collect();
+        stock.sort_by(|a, b| b.1.reproduced.cmp(&a.1.reproduced).then(a.0.cmp(&b.0)));
+        Some(LiveView {
+            sessions: live.len(),
+            kinds,
+            baseline: count(r.baseline),
+            stock: stock.into_iter().map(|(_, k)| k).collect(),
+        })
+    }
 }
 
 /// The report's "By KEY" section: the summary's rows counted per group, the
@@ -640,6 +721,7 @@ impl ReportData {
             note: NOTE.to_string(),
             wall_time_ms: rec.wall_time_ms,
             groups: GroupsView::of(r),
+            live: LiveView::of(r),
         };
         let mut rows: Vec<Row> = rec
             .grid

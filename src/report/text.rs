@@ -281,44 +281,21 @@ pub fn live_table(
 /// their first detection falls on the same turn. Nothing when no session
 /// kept a live detection.
 pub fn live_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::Result<()> {
-    let sessions = &r.record.sessions;
-    let live: Vec<(usize, u32)> = sessions
-        .iter()
-        .enumerate()
-        .filter_map(|(i, s)| s.live_turn.map(|t| (i, t)))
-        .collect();
-    if live.is_empty() {
+    let Some(live) = crate::report::model::LiveView::of(r) else {
         return Ok(());
-    }
-    let reproduced = |c: usize| -> usize {
-        let dense = r.dense(c);
-        live.iter()
-            .filter(|(i, t)| {
-                dense[*i]
-                    .and_then(|h| h.first.as_ref())
-                    .is_some_and(|d| d.turn == *t)
-            })
-            .count()
     };
-    let n = live.len();
-    let mut stock: Vec<(usize, usize)> = (0..r.record.grid.configs.len())
-        .filter(|&c| r.record.grid.configs[c].stock && c != r.baseline)
-        .map(|c| (reproduced(c), c))
-        .filter(|(k, _)| *k > 0)
-        .map(|(k, c)| (c, k))
-        .collect();
-    stock.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let others: Vec<String> = stock
+    let others: Vec<String> = live
+        .stock
         .iter()
         .take(5)
-        .map(|(c, k)| format!("{} {k}", r.label(*c)))
+        .map(|k| format!("{} {}", k.label, k.reproduced))
         .collect();
     writeln!(
         out,
         "\nlive detections: the agent's own detector fired in {} (first `loop_detected` record); the baseline {} reproduces {} of them at the same turn{}",
-        plural(n, "session", "sessions"),
-        r.label(r.baseline),
-        reproduced(r.baseline),
+        plural(live.sessions, "session", "sessions"),
+        live.baseline.label,
+        live.baseline.reproduced,
         if others.is_empty() {
             String::new()
         } else {

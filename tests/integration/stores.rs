@@ -285,7 +285,8 @@ CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL REFERENCES mess
   session_id text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
 CREATE INDEX part_message_id_id_idx ON part (message_id, id);
 CREATE TABLE session_message (id text PRIMARY KEY, session_id text NOT NULL REFERENCES session(id) ON DELETE cascade,
-  type text NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+  type text NOT NULL, seq integer NOT NULL, time_created integer NOT NULL, time_updated integer NOT NULL,
+  data text NOT NULL);
 CREATE TABLE todo (session_id text NOT NULL, content text NOT NULL, status text NOT NULL,
   priority text NOT NULL, position integer NOT NULL, time_created integer NOT NULL,
   time_updated integer NOT NULL, PRIMARY KEY(session_id, position));
@@ -512,10 +513,12 @@ fn opencode_database_sessions_parts_and_provenance() {
     assert!(line.contains("\"pointer\":\"/part/prt_19\""), "{line}");
 }
 
-/// A session whose history only the newer `session_message` table holds is
-/// not mapped, and says so by its count of unknown records.
+/// A session whose history only the newer `session_message` table holds
+/// (OpenCode V2: one row per message, an assistant's tool calls inside its
+/// `content`) is read in order of `seq`, its places named by table and row;
+/// a session kept in both layouts is read once, from `message`/`part`.
 #[test]
-fn opencode_projected_history_is_counted_not_lost_silently() {
+fn opencode_projected_history_is_read() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("opencode.db");
     let conn = opencode_db(&db, false);
@@ -525,16 +528,146 @@ fn opencode_projected_history_is_counted_not_lost_silently() {
         [],
     )
     .unwrap();
-    for i in 0..2 {
+    let row = |id: &str, sid: &str, kind: &str, seq: i64, data: Value| {
         conn.execute(
-            "INSERT INTO session_message VALUES (?1, 'ses_new', 'user', 1, 1, '{}')",
-            [format!("sm_{i}")],
+            "INSERT INTO session_message VALUES (?1, ?2, ?3, ?4, 1, 1, ?5)",
+            rusqlite::params![id, sid, kind, seq, data.to_string()],
         )
         .unwrap();
+    };
+    // Ids sort against `seq`: the order must come from `seq`.
+    row(
+        "msg_z1",
+        "ses_new",
+        "user",
+        1,
+        json!({"text": "fix the port", "time": {"created": 1}}),
+    );
+    row(
+        "msg_y0",
+        "ses_new",
+        "model-switched",
+        2,
+        json!({"model": {"id": "m", "providerID": "p"}, "time": {"created": 2}}),
+    );
+    for k in 0..3 {
+        let mut content = vec![
+            json!({"type": "tool", "id": format!("t{k}"), "callID": format!("call_{k}"),
+            "name": "read",
+            "state": {"status": "error", "input": {"filePath": "/w/app.toml"},
+                      "error": {"message": "File not found: /w/app.toml"}},
+            "time": {"created": 3}}),
+        ];
+        if k == 0 {
+            content.insert(
+                0,
+                json!({"type": "text", "id": "x", "text": "Reading the config."}),
+            );
+        }
+        row(
+            &format!("msg_a{k}"),
+            "ses_new",
+            "assistant",
+            3 + k,
+            json!({"agent": "build", "model": {"id": "claude-opus-4-5", "providerID": "anthropic"},
+                   "content": content, "time": {"created": 3, "completed": 4}}),
+        );
     }
+    row(
+        "msg_q",
+        "ses_new",
+        "mystery",
+        9,
+        json!({"time": {"created": 9}}),
+    );
+    // The same history in both layouts: `message`/`part` wins.
+    row(
+        "msg_dup",
+        "ses_loop",
+        "user",
+        1,
+        json!({"text": "fix the port", "time": {"created": 1}}),
+    );
     drop(conn);
-    let c = read(&[db], false).unwrap();
-    assert_eq!(c.files[0].unknown_records, 2);
+    let c = read(std::slice::from_ref(&db), false).unwrap();
+    assert_eq!(c.files[0].unknown_records, 1, "the `mystery` row");
+    let s = session(&c, "ses_new");
+    assert_eq!(
+        types(s),
+        vec![
+            "session",
+            "user",
+            "turn",
+            "content",
+            "tool_call",
+            "tool_result",
+            "turn",
+            "tool_call",
+            "tool_result",
+            "turn",
+            "tool_call",
+            "tool_result",
+        ]
+    );
+    assert!(
+        matches!(&s.events[1].record, Record::User { text, prompt_id }
+        if text == "fix the port" && prompt_id.as_deref() == Some("msg_z1"))
+    );
+    assert!(
+        matches!(&s.events[4].record, Record::ToolCall { name, id, .. }
+        if name == "read" && id.as_deref() == Some("call_0"))
+    );
+    assert!(
+        matches!(&s.events[5].record, Record::ToolResult { output, error, .. }
+        if output.as_deref() == Some("File not found: /w/app.toml") && *error == Some(true))
+    );
+    assert_eq!(s.meta.model.as_deref(), Some("claude-opus-4-5"));
+    assert_eq!(session(&c, "ses_loop").events.len(), 15);
+    let at = c.sessions.iter().position(|s| s.id == "ses_new").unwrap();
+    let p = c.provenance(at, 4).unwrap();
+    assert_eq!(p.file, db.display().to_string());
+    assert_eq!(p.pointer, Some("/session_message/msg_a0"));
+    // Kilo Code's doom loop fires on the third identical call, named by its row.
+    let db_s = db.display().to_string();
+    let (code, out, err) = stdout(&["replay", "--format", "json", "--profile", "kilo", &db_s]);
+    assert_eq!(code, 0, "{err}");
+    let line = out.lines().find(|l| l.contains("ses_new")).unwrap();
+    let dets = detections(line);
+    assert_eq!(dets.len(), 1, "{line}");
+    assert_eq!((dets[0].2, dets[0].3), (3, 11));
+    assert!(
+        line.contains("\"pointer\":\"/session_message/msg_a2\""),
+        "{line}"
+    );
+}
+
+/// A bad `session_message` row is named by its table and row (strict) or
+/// skipped (lenient).
+#[test]
+fn opencode_bad_projected_row_is_named_or_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("opencode.db");
+    let conn = opencode_db(&db, false);
+    conn.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated)
+         VALUES ('ses_new', 'prj', 's', '/w', 'new form', '2.0.0', 30, 30)",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO session_message VALUES ('msg_bad', 'ses_new', 'user', 1, 1, 1, '{not json')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = read(std::slice::from_ref(&db), false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("table `session_message`, row msg_bad"),
+        "{err}"
+    );
+    let c = read(std::slice::from_ref(&db), true).unwrap();
     assert_eq!(session(&c, "ses_new").events.len(), 1);
 }
 
@@ -712,6 +845,39 @@ fn telemetry_records_become_calls_and_live_detections() {
     );
 }
 
+/// Gemini CLI's docs name the telemetry outfile `.gemini/telemetry.log`: a
+/// walk picks it up by its first bytes, and passes over every other `.log`
+/// (plain text, telemetry only past the sniffed head, a dangling link, a
+/// compressed one) without a note or an error.
+#[test]
+fn a_walk_picks_up_a_telemetry_log_by_its_first_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let gem = d.path().join("proj/.gemini");
+    std::fs::create_dir_all(&gem).unwrap();
+    let telemetry = std::fs::read(fx("gemini-telemetry.json")).unwrap();
+    std::fs::write(gem.join("telemetry.log"), &telemetry).unwrap();
+    std::fs::write(d.path().join("build.log"), "Compiling looptune\nFinished\n").unwrap();
+    // Telemetry only after the first 64 KiB: not looked at.
+    let mut late = vec![b'#'; 70 << 10];
+    late.push(b'\n');
+    late.extend_from_slice(&telemetry);
+    std::fs::write(d.path().join("late.log"), late).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(d.path().join("nowhere"), d.path().join("gone.log")).unwrap();
+    let (code, out, err) = stdout(&["replay", "--format", "json", d.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.contains("s-telemetry-1"), "{out}");
+    assert!(out.contains("telemetry.log"), "{out}");
+    for other in ["build.log", "late.log", "gone.log"] {
+        assert!(!err.contains(other), "{other} noted: {err}");
+    }
+    let c = read(&[d.path().to_path_buf()], false).unwrap();
+    assert_eq!(c.files.len(), 1);
+    assert_eq!(c.files[0].format, "gemini-telemetry");
+    assert!(c.files[0].path.ends_with("telemetry.log"));
+}
+
 #[test]
 fn telemetry_bad_record_is_named_by_its_line_or_skipped() {
     let d = tempfile::tempdir().unwrap();
@@ -789,6 +955,31 @@ fn sweep_counts_live_detections_the_stock_profile_reproduces() {
     // The live turn is kept in summary.json, so a merge or diff still has it.
     let summary = std::fs::read_to_string(out_dir.join("summary.json")).unwrap();
     assert!(summary.contains("\"live_turn\":5"), "no live turn");
+    // The report says the same, in the recommendation section, and
+    // `looptune report DIR` draws it again from summary.json.
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("<h3 id=\"live\">Live detections</h3>"),
+        "no live section"
+    );
+    assert!(
+        html.contains("The agent's own detector fired in 2 sessions"),
+        "no live count"
+    );
+    assert!(
+        html.contains("The baseline <b>gemini-latest</b> reproduces 1 of them at the same turn"),
+        "no baseline count"
+    );
+    assert!(html.contains("<td class=\"n\">1 of 2</td>"), "no table row");
+    let at = html.find("id=\"live\"").unwrap();
+    assert!(
+        html.find("id=\"recommendation\"").unwrap() < at,
+        "live detections belong to the recommendation"
+    );
+    let (code, _, err) = stdout(&["report", out_dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let again = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert_eq!(html, again, "report DIR draws the same page");
     // A run with --baseline another stock profile counts for that one.
     let (_, out, _) = stdout(&[
         "sweep",
