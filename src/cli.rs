@@ -463,17 +463,22 @@ struct SweepArgs {
     /// guard and leave-one-group-out validation: `agent` (the agent that
     /// recorded it, else its log format), `model`, `source` (the first folder
     /// under the input path), or any column of the labels file (`repo`, `split`...).
-    #[arg(long, value_name = "KEY", default_value = "agent")]
+    #[arg(
+        help_heading = "Scoring",
+        long,
+        value_name = "KEY",
+        default_value = "agent"
+    )]
     group_by: String,
     /// `per-group`: a candidate may not catch fewer of any group's loops, nor
     /// give any group more false positives, than the baseline (the union
     /// search too); `pooled`: only the pooled counts matter.
-    #[arg(long, value_name = "RULE", default_value = "per-group", value_parser = ["per-group", "pooled"])]
+    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "per-group", value_parser = ["per-group", "pooled"])]
     guard: String,
     /// Test sessions: recommendation, family bests and unions are chosen on
     /// PATHS only, then scored once on these (also: a `split` column in the
     /// labels file, `train` or `test`).
-    #[arg(long, value_name = "PATH", num_args = 1..)]
+    #[arg(help_heading = "Input", long, value_name = "PATH", num_args = 1..)]
     test: Vec<PathBuf>,
     /// Cross-validation folds for the out-of-sample estimate (stratified; fewer
     /// when there are fewer labelled loops).

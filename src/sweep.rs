@@ -304,6 +304,16 @@ impl SweepResult {
             .collect()
     }
 
+    /// [`SweepResult::group_scores`] of configuration `c`; with one group,
+    /// its pooled scores as they are.
+    pub fn config_group_scores(&self, c: usize) -> Vec<Scores> {
+        if self.groups.names.len() <= 1 {
+            vec![self.scores[c].clone()]
+        } else {
+            self.group_scores(&self.dense(c))
+        }
+    }
+
     /// The rows the summary shows, in its order: role, grid index (`None`
     /// for the union), and hits per session.
     pub fn shown(&self) -> Vec<ShownRow<'_>> {
@@ -1028,19 +1038,30 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     let own_family: Vec<usize> = (0..n)
         .filter(|&c| family[c] == baseline_cfg.family)
         .collect();
+    let in_family_mask: Vec<bool> = (0..n)
+        .map(|c| in_family.binary_search(&c).is_ok())
+        .collect();
     let choose_single = |keep: &(dyn Fn(usize) -> bool + Sync)| {
-        let tallies: Vec<Tally> = (0..n)
+        // Each configuration's turns are found once per fold, for its tally
+        // and the guard alike (a 10,000-session table per configuration).
+        let guard = guard_on(keep);
+        let (tallies, passes): (Vec<Tally>, Vec<bool>) = (0..n)
             .into_par_iter()
-            .map(|c| recommend::tally(&labelled, &turns(c), keep))
-            .collect();
-        let mut candidates = admitted(&in_family, keep);
+            .map(|c| {
+                let h = turns(c);
+                let passes = in_family_mask[c]
+                    && guard.as_ref().is_none_or(|g| g.admits(&labelled, &h, keep));
+                (recommend::tally(&labelled, &h, keep), passes)
+            })
+            .unzip();
+        let mut candidates: Vec<usize> = (0..n).filter(|&c| passes[c]).collect();
         // Across families, the guard's reference for another family is also
         // the best of the baseline's own family: switching detectors must not
         // cost any group what tuning the one you ship would give it (a rule
         // that sees one kind of loop can look best on logs that hold few of
         // the others).
         if opts.across_families && opts.guard == recommend::Guard::PerGroup {
-            let own = admitted(&own_family, keep);
+            let own: Vec<usize> = own_family.iter().copied().filter(|&c| passes[c]).collect();
             if let Some(o) = recommend::pick(&own, &tallies, &dist, objective, &tallies[base]) {
                 let g = recommend::GroupGuard::new(&labelled, &group, n_groups, &turns(o), keep);
                 candidates.retain(|&c| {

@@ -111,7 +111,7 @@ pub fn groups_csv(r: &SweepResult) -> Vec<u8> {
         .configs
         .par_iter()
         .enumerate()
-        .map(|(i, v)| (v.id.as_str(), r.group_scores(&r.dense(i))))
+        .map(|(i, v)| (v.id.as_str(), r.config_group_scores(i)))
         .collect();
     if let Some(u) = &r.advice.union {
         let view: Vec<Option<&crate::result::Hit>> = u.hits.iter().map(Option::as_ref).collect();

@@ -220,6 +220,9 @@ fn options_sit_under_headings_and_each_subcommand_describes_its_own() {
     under(&sweep, "Input", "--lenient");
     under(&sweep, "Scoring", "--labels");
     under(&sweep, "Scoring", "--strict-labels");
+    under(&sweep, "Scoring", "--group-by");
+    under(&sweep, "Scoring", "--guard");
+    under(&sweep, "Input", "--test");
     under(&sweep, "CI gates", "--require");
     under(&sweep, "Outputs", "--markdown");
     let replay = help("replay");
