@@ -1182,7 +1182,7 @@ pub fn report_command(dir: &std::path::Path, err: &mut dyn Write) -> Result<i32>
                 .collect()
         })
         .unwrap_or_default();
-    guard_outputs(&[files.report_html.clone()], &inputs)?;
+    guard_outputs(std::slice::from_ref(&files.report_html), &inputs)?;
     let p = crate::report::html::write_report_dir(dir)?;
     writeln!(err, "wrote {}", p.display()).ok();
     Ok(EXIT_OK)
