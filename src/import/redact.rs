@@ -6,6 +6,84 @@ use std::sync::OnceLock;
 /// What a masked credential becomes.
 const MASK: &str = "[REDACTED]";
 
+/// gitleaks' further rules for tokens that carry their own prefix or shape
+/// (no name needed): rule id and the token's shape. Each must stand alone,
+/// with no letter, digit, `_` or `-` on either side. (Slack's configuration
+/// tokens, `xoxe…`, are masked by the `xox` rule above.)
+const PREFIXED: &[(&str, &str)] = &[
+    (
+        "1password-secret-key",
+        r#"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}"#,
+    ),
+    ("alibaba-access-key-id", r#"LTAI(?i:[a-z0-9]{20})"#),
+    ("artifactory-api-key", r#"AKCp[A-Za-z0-9]{69}"#),
+    ("artifactory-reference-token", r#"cmVmd[A-Za-z0-9]{59}"#),
+    (
+        "authress-service-client-access-key",
+        r#"(?:sc|ext|scauth|authress)_(?i:[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.)acc[_-](?i:[a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120})"#,
+    ),
+    (
+        "aws-amazon-bedrock-api-key-long-lived",
+        r#"ABSK[A-Za-z0-9+/]{109,269}={0,2}"#,
+    ),
+    (
+        "aws-amazon-bedrock-api-key-short-lived",
+        r#"bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%]*"#,
+    ),
+    (
+        "azure-ad-client-secret",
+        r#"[a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.-]{31,34}"#,
+    ),
+    (
+        "dynatrace-api-token",
+        r#"dt0c01\.(?i:[a-z0-9]{24}\.[a-z0-9]{64})"#,
+    ),
+    ("easypost-test-api-token", r#"EZTK(?i:[a-z0-9]{54})"#),
+    (
+        "facebook-page-access-token",
+        r#"EAA[MC](?i:[a-z0-9]{100,})"#,
+    ),
+    (
+        "flutterwave-public-key",
+        r#"FLWPUBK_TEST-(?i:[a-h0-9]{32})-X"#,
+    ),
+    (
+        "flutterwave-encryption-key",
+        r#"FLWSECK_TEST-(?i:[a-h0-9]{12})"#,
+    ),
+    (
+        "gitlab-feature-flag-client-token",
+        r#"glffct-[0-9a-zA-Z_\-]{20}"#,
+    ),
+    ("gitlab-oauth-app-secret", r#"gloas-[0-9a-zA-Z_\-]{64}"#),
+    ("gitlab-rrt", r#"GR1348941[\w-]{20}"#),
+    ("gitlab-session-cookie", r#"_gitlab_session=[0-9a-z]{32}"#),
+    ("grafana-api-key", r#"eyJrIjoi[A-Za-z0-9]{70,400}={0,3}"#),
+    (
+        "intra42-client-secret",
+        r#"s-s4t2(?:ud|af)-(?i:[a-f0-9]{64})"#,
+    ),
+    (
+        "maxmind-license-key",
+        r#"[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk"#,
+    ),
+    (
+        "microsoft-teams-webhook",
+        r#"https://[a-z0-9]+\.webhook\.office\.com/webhookb2/[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}@[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}/IncomingWebhook/[a-z0-9]{32}/[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}"#,
+    ),
+    ("notion-api-token", r#"ntn_[0-9]{11}[A-Za-z0-9]{35}"#),
+    ("octopus-deploy-api-key", r#"API-[A-Z0-9]{26}"#),
+    ("openshift-user-token", r#"sha256~[\w-]{43}"#),
+    (
+        "settlemint-access-token",
+        r#"sm_(?:aat|pat|sat)_[a-zA-Z0-9]{16}"#,
+    ),
+    (
+        "stripe-prod-access-token",
+        r#"(?:sk|rk)_prod_[a-zA-Z0-9]{10,99}"#,
+    ),
+];
+
 /// gitleaks' rules keyed by a name (`keywords`): the value's shape counts
 /// only after the name, within the same assignment (`NAME... = VALUE`, `:`,
 /// `=>`, `:=`, `||`, `,`), ended by a quote, space, `;` or the end, as
@@ -449,6 +527,12 @@ fn patterns() -> &'static [(Regex, &'static str)] {
             (format!(r"{B}sntr[ysu]s?_[A-Za-z0-9=_+/]{{40,}}"), "${1}[REDACTED]"),
         ];
         let mut specs = specs;
+        specs.extend(PREFIXED.iter().map(|(_, token)| {
+            (
+                format!(r"(^|[^A-Za-z0-9_\-])(?:{token})(?P<t>[^A-Za-z0-9_\-]|$)"),
+                "${1}[REDACTED]${t}",
+            )
+        }));
         // Keyed rules before the URL, header and generic ones below.
         specs.extend(
             KEYED
@@ -1205,5 +1289,118 @@ mod tests {
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
         assert_eq!(samples.len(), KEYED.len(), "a rule without a sample");
+    }
+
+    /// Every further prefixed rule masks a token of its shape standing
+    /// alone, and not one glued inside a longer word.
+    #[test]
+    fn masks_each_prefixed_rule_standing_alone() {
+        let samples: &[(&str, &str)] = &[
+            (
+                "1password-secret-key",
+                r#"A3-A4HZJC-IH8OIJCDIO8-270NF-HBZVM-NVZXP"#,
+            ),
+            ("alibaba-access-key-id", r#"LTAInn09ddlwinjybf72nn1x"#),
+            (
+                "artifactory-api-key",
+                r#"AKCpMVp0OeCQVSVkZepp1U9NvGyxT5Ljn7i1rSFLMB6ymXs9GqZS6Tp14MHdMzVcZyDjtHRG3"#,
+            ),
+            (
+                "artifactory-reference-token",
+                r#"cmVmdoH9MMVKt2JeDfnygR3XnfolC2HfIzumsf1xBQfwyeWPAGYlScLCIHk3nD7n"#,
+            ),
+            (
+                "authress-service-client-access-key",
+                r#"sc_nmtl93.9676z.acc_7m3t3uixh7w.msykch1njpytn1t8prcc4rq8m1xnzc2"#,
+            ),
+            (
+                "aws-amazon-bedrock-api-key-long-lived",
+                r#"ABSKYtMPNUWTs9XHxNEP4nse4fc7pRqLaCEeJTze1AARYRwST46PlTZ5xOPmJ2oixU2GqktMBX6if8Treh82QTyYZrNj4OxaD0kP9tPD29ar6URGyj="#,
+            ),
+            (
+                "aws-amazon-bedrock-api-key-short-lived",
+                r#"bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29tDUP"#,
+            ),
+            (
+                "azure-ad-client-secret",
+                r#"UFW6Q~jXdtuZc7AoI3CIjebFZECrEWEQRa5R0U"#,
+            ),
+            (
+                "dynatrace-api-token",
+                r#"dt0c01.vpkf3wdzuym0od2c02zi7u1p.9qf3ditmiy3orvv0ur20veloqkhgtr21mf6gv854wj14jdquut9duho96lqi8ty2"#,
+            ),
+            (
+                "easypost-test-api-token",
+                r#"EZTK8uqekjj48j13ll36iwy5m4va5xmi4tkng35wieskegbdwlpex00t7d"#,
+            ),
+            (
+                "facebook-page-access-token",
+                r#"EAACzgegzk6skcwe8jzsgupp4w701kqa9pnbjgrm5ow3ks3xorwr3vym108cb38v740f635979bap6dzszrf2pk2pzl5oi8rvcqrgbzz"#,
+            ),
+            (
+                "flutterwave-public-key",
+                r#"FLWPUBK_TEST-b69d6d8641fc23f130ede0ccg7b196g0-X"#,
+            ),
+            ("flutterwave-encryption-key", r#"FLWSECK_TEST-db48bbbge0d6"#),
+            (
+                "gitlab-feature-flag-client-token",
+                r#"glffct-z5544R8koNRik7QNnQDW"#,
+            ),
+            (
+                "gitlab-oauth-app-secret",
+                r#"gloas-3TaUrRUyUveFuOHUeAxFQ1Q3IARmXCxfDe93tW9AACTT7IypEBn5MgulxOiGzCWp"#,
+            ),
+            ("gitlab-rrt", r#"GR13489416wgy9djxajph5imwmvbq"#),
+            (
+                "gitlab-session-cookie",
+                r#"_gitlab_session=hpoixndkc5rkgy9fzt42xjmwlggmwr0d"#,
+            ),
+            (
+                "grafana-api-key",
+                r#"eyJrIjoic7kUEh1pT46UXZ8Au2ZCsoAFmlvTNabt6ebnUvv1LGm10vDOnF5MYFbkhtfrRiKrGipPb6W="#,
+            ),
+            (
+                "intra42-client-secret",
+                r#"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"#,
+            ),
+            (
+                "maxmind-license-key",
+                r#"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"#,
+            ),
+            (
+                "microsoft-teams-webhook",
+                r#"https://5.webhook.office.com/webhookb2/d2dhnaw1-dyyl-43qs-5wij-siip3ay9yr8f@w6d53ewt-3rip-w0as-dzd8-7w6mlo0l2p3o/IncomingWebhook/ocg08plgy4i4lt7qb6rwndy8b725yx5k/f8iu88ld-y2ej-nyfp-lygy-awe8fw7h2k5b"#,
+            ),
+            (
+                "notion-api-token",
+                r#"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"#,
+            ),
+            (
+                "octopus-deploy-api-key",
+                r#"API-V0SXIVURA0AT124YHPPHO9NYWF"#,
+            ),
+            (
+                "openshift-user-token",
+                r#"sha256~33cju33rxj1njbqr28bwbug426it9pehn8gbw55cmp2"#,
+            ),
+            ("settlemint-access-token", r#"sm_aat_aBTERhOblSZaAj33"#),
+            ("stripe-prod-access-token", r#"sk_prod_8lvJjmYBZhC"#),
+        ];
+        let ids: Vec<&str> = PREFIXED.iter().map(|(id, _)| *id).collect();
+        let mut wrong = Vec::new();
+        for (id, token) in samples {
+            assert!(ids.contains(id), "{id}: no such rule");
+            let line = format!("export X=\"{token}\" # set");
+            let got = redact(&line);
+            if got != "export X=\"[REDACTED]\" # set" {
+                wrong.push(format!("{id}: {line} -> {got}"));
+            }
+            let glued = format!("word{token}word");
+            if redact(&glued) != glued {
+                wrong.push(format!("{id}: masked inside a word: {glued}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert_eq!(samples.len(), PREFIXED.len(), "a rule without a sample");
     }
 }
