@@ -403,7 +403,7 @@ const KEYED: &[(&str, &str, &str)] = &[
 /// the value (masked) and what ends it (`t`, kept).
 fn keyed(name: &str, value: &str) -> String {
     format!(
-        r#"(?i)(?P<k>[\w.-]{{0,50}}?(?:{name})(?:[ \t\w.-]{{0,20}})[\s'"]{{0,3}}(?:=|>|:{{1,3}}=|\|\||:|=>|\?=|,)[\x60'"\s=]{{0,5}}){value}(?P<t>[\x60'"\s;]|\\[nr]|$)"#
+        r#"(?i)(?P<k>(?:{name})(?:[ \t\w.-]{{0,20}})[\s'"]{{0,3}}(?:=|>|:{{1,3}}=|\|\||:|=>|\?=|,)[\x60'"\s=]{{0,5}}){value}(?P<t>[\x60'"\s;]|\\[nr]|$)"#
     )
 }
 
