@@ -6,7 +6,8 @@
 #  2. Argument size per configuration: one session whose tool calls carry
 #     MB-sized arguments, replayed once and swept under the default grid
 #     (474 configurations); configurations that share a check's per-session
-#     work (qwen's repeat keys, crush's step signatures) no longer redo it.
+#     work (qwen's repeat keys, crush's step signatures, the calls' argument
+#     texts of opencode and blade-legacy) no longer redo it.
 # Usage: benches/long-session.sh   (release build; figures on stderr, one per line)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1169,7 +1169,20 @@ fn sanitize(name: &str) -> String {
 }
 
 /// `looptune report DIR`: regenerate `report.html` from the files of a sweep.
+/// `report.html` must not be any other file of the folder (the `summary.json`
+/// it reads above all): a link there is refused before anything is written.
 pub fn report_command(dir: &std::path::Path, err: &mut dyn Write) -> Result<i32> {
+    let files = crate::outdir::OutputFiles::of(dir);
+    let inputs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.file_name() != files.report_html.file_name())
+                .collect()
+        })
+        .unwrap_or_default();
+    guard_outputs(std::slice::from_ref(&files.report_html), &inputs)?;
     let p = crate::report::html::write_report_dir(dir)?;
     writeln!(err, "wrote {}", p.display()).ok();
     Ok(EXIT_OK)

@@ -53,4 +53,11 @@ impl Prepared {
         held.push((name, made.clone()));
         made
     }
+
+    /// Whether a check has made the value under `name` (tests of sharing).
+    #[cfg(test)]
+    pub(crate) fn holds(&self, name: &str) -> bool {
+        let held = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        held.iter().any(|(n, _)| *n == name)
+    }
 }

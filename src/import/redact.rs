@@ -6,6 +6,407 @@ use std::sync::OnceLock;
 /// What a masked credential becomes.
 const MASK: &str = "[REDACTED]";
 
+/// gitleaks' further rules for tokens that carry their own prefix or shape
+/// (no name needed): rule id and the token's shape. Each must stand alone,
+/// with no letter, digit, `_` or `-` on either side. (Slack's configuration
+/// tokens, `xoxe…`, are masked by the `xox` rule above.)
+const PREFIXED: &[(&str, &str)] = &[
+    (
+        "1password-secret-key",
+        r#"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}"#,
+    ),
+    ("alibaba-access-key-id", r#"LTAI(?i:[a-z0-9]{20})"#),
+    ("artifactory-api-key", r#"AKCp[A-Za-z0-9]{69}"#),
+    ("artifactory-reference-token", r#"cmVmd[A-Za-z0-9]{59}"#),
+    (
+        "authress-service-client-access-key",
+        r#"(?:sc|ext|scauth|authress)_(?i:[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.)acc[_-](?i:[a-z0-9-]{10,32}\.[a-z0-9+/_=-]{30,120})"#,
+    ),
+    (
+        "aws-amazon-bedrock-api-key-long-lived",
+        r#"ABSK[A-Za-z0-9+/]{109,269}={0,2}"#,
+    ),
+    (
+        "aws-amazon-bedrock-api-key-short-lived",
+        r#"bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%]*"#,
+    ),
+    (
+        "azure-ad-client-secret",
+        r#"[a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.-]{31,34}"#,
+    ),
+    (
+        "dynatrace-api-token",
+        r#"dt0c01\.(?i:[a-z0-9]{24}\.[a-z0-9]{64})"#,
+    ),
+    ("easypost-test-api-token", r#"EZTK(?i:[a-z0-9]{54})"#),
+    (
+        "facebook-page-access-token",
+        r#"EAA[MC](?i:[a-z0-9]{100,})"#,
+    ),
+    (
+        "flutterwave-public-key",
+        r#"FLWPUBK_TEST-(?i:[a-h0-9]{32})-X"#,
+    ),
+    (
+        "flutterwave-encryption-key",
+        r#"FLWSECK_TEST-(?i:[a-h0-9]{12})"#,
+    ),
+    (
+        "gitlab-feature-flag-client-token",
+        r#"glffct-[0-9a-zA-Z_\-]{20}"#,
+    ),
+    ("gitlab-oauth-app-secret", r#"gloas-[0-9a-zA-Z_\-]{64}"#),
+    ("gitlab-rrt", r#"GR1348941[\w-]{20}"#),
+    ("gitlab-session-cookie", r#"_gitlab_session=[0-9a-z]{32}"#),
+    ("grafana-api-key", r#"eyJrIjoi[A-Za-z0-9]{70,400}={0,3}"#),
+    (
+        "intra42-client-secret",
+        r#"s-s4t2(?:ud|af)-(?i:[a-f0-9]{64})"#,
+    ),
+    (
+        "maxmind-license-key",
+        r#"[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk"#,
+    ),
+    (
+        "microsoft-teams-webhook",
+        r#"https://[a-z0-9]+\.webhook\.office\.com/webhookb2/[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}@[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}/IncomingWebhook/[a-z0-9]{32}/[a-z0-9]{8}-(?:[a-z0-9]{4}-){3}[a-z0-9]{12}"#,
+    ),
+    ("notion-api-token", r#"ntn_[0-9]{11}[A-Za-z0-9]{35}"#),
+    ("octopus-deploy-api-key", r#"API-[A-Z0-9]{26}"#),
+    ("openshift-user-token", r#"sha256~[\w-]{43}"#),
+    (
+        "settlemint-access-token",
+        r#"sm_(?:aat|pat|sat)_[a-zA-Z0-9]{16}"#,
+    ),
+    (
+        "stripe-prod-access-token",
+        r#"(?:sk|rk)_prod_[a-zA-Z0-9]{10,99}"#,
+    ),
+];
+
+/// gitleaks' rules keyed by a name (`keywords`): the value's shape counts
+/// only after the name, within the same assignment (`NAME... = VALUE`, `:`,
+/// `=>`, `:=`, `||`, `,`), ended by a quote, space, `;` or the end, as
+/// gitleaks anchors them. Rule id, the name (a regex), the value's shape.
+const KEYED: &[(&str, &str, &str)] = &[
+    ("adafruit-api-key", r#"adafruit"#, r#"([a-z0-9_-]{32})"#),
+    ("adobe-client-id", r#"adobe"#, r#"([a-f0-9]{32})"#),
+    ("airtable-api-key", r#"airtable"#, r#"([a-z0-9]{17})"#),
+    ("algolia-api-key", r#"algolia"#, r#"([a-z0-9]{32})"#),
+    ("alibaba-secret-key", r#"alibaba"#, r#"([a-z0-9]{30})"#),
+    ("asana-client-id", r#"asana"#, r#"([0-9]{16})"#),
+    ("asana-client-secret", r#"asana"#, r#"([a-z0-9]{32})"#),
+    (
+        "atlassian-api-token",
+        r#"(?-i:ATLASSIAN|[Aa]tlassian)|(?-i:CONFLUENCE|[Cc]onfluence)|(?-i:JIRA|[Jj]ira)"#,
+        r#"([a-z0-9]{20}[a-f0-9]{4})"#,
+    ),
+    ("beamer-api-token", r#"beamer"#, r#"(b_[a-z0-9=_\-]{44})"#),
+    ("bitbucket-client-id", r#"bitbucket"#, r#"([a-z0-9]{32})"#),
+    (
+        "bitbucket-client-secret",
+        r#"bitbucket"#,
+        r#"([a-z0-9=_\-]{64})"#,
+    ),
+    ("bittrex-access-key", r#"bittrex"#, r#"([a-z0-9]{32})"#),
+    ("bittrex-secret-key", r#"bittrex"#, r#"([a-z0-9]{32})"#),
+    (
+        "cisco-meraki-api-key",
+        r#"(?-i:[Mm]eraki|MERAKI)"#,
+        r#"(?-i:([0-9a-f]{40}))"#,
+    ),
+    ("cloudflare-api-key", r#"cloudflare"#, r#"([a-z0-9_-]{40})"#),
+    (
+        "cloudflare-global-api-key",
+        r#"cloudflare"#,
+        r#"([a-f0-9]{37})"#,
+    ),
+    ("codecov-access-token", r#"codecov"#, r#"([a-z0-9]{32})"#),
+    (
+        "cohere-api-token",
+        r#"cohere|CO_API_KEY"#,
+        r#"(?-i:([a-zA-Z0-9]{40}))"#,
+    ),
+    (
+        "coinbase-access-token",
+        r#"coinbase"#,
+        r#"([a-z0-9_-]{64})"#,
+    ),
+    (
+        "confluent-access-token",
+        r#"confluent"#,
+        r#"([a-z0-9]{16})"#,
+    ),
+    ("confluent-secret-key", r#"confluent"#, r#"([a-z0-9]{64})"#),
+    (
+        "contentful-delivery-api-token",
+        r#"contentful"#,
+        r#"([a-z0-9=_\-]{43})"#,
+    ),
+    ("datadog-access-token", r#"datadog"#, r#"([a-z0-9]{40})"#),
+    (
+        "defined-networking-api-token",
+        r#"dnkey"#,
+        r#"(dnkey-[a-z0-9=_\-]{26}-[a-z0-9=_\-]{52})"#,
+    ),
+    ("discord-api-token", r#"discord"#, r#"([a-f0-9]{64})"#),
+    ("discord-client-id", r#"discord"#, r#"([0-9]{18})"#),
+    (
+        "discord-client-secret",
+        r#"discord"#,
+        r#"([a-z0-9=_\-]{32})"#,
+    ),
+    ("droneci-access-token", r#"droneci"#, r#"([a-z0-9]{32})"#),
+    ("dropbox-api-token", r#"dropbox"#, r#"([a-z0-9]{15})"#),
+    (
+        "dropbox-long-lived-api-token",
+        r#"dropbox"#,
+        r#"([a-z0-9]{11}(AAAAAAAAAA)[a-z0-9\-_=]{43})"#,
+    ),
+    (
+        "dropbox-short-lived-api-token",
+        r#"dropbox"#,
+        r#"(sl\.[a-z0-9\-=_]{135})"#,
+    ),
+    (
+        "etsy-access-token",
+        r#"(?-i:ETSY|[Ee]tsy)"#,
+        r#"([a-z0-9]{24})"#,
+    ),
+    ("facebook-secret", r#"facebook"#, r#"([a-f0-9]{32})"#),
+    ("fastly-api-token", r#"fastly"#, r#"([a-z0-9=_\-]{32})"#),
+    ("finicity-api-token", r#"finicity"#, r#"([a-f0-9]{32})"#),
+    ("finicity-client-secret", r#"finicity"#, r#"([a-z0-9]{20})"#),
+    ("finnhub-access-token", r#"finnhub"#, r#"([a-z0-9]{20})"#),
+    ("flickr-access-token", r#"flickr"#, r#"([a-z0-9]{32})"#),
+    (
+        "freshbooks-access-token",
+        r#"freshbooks"#,
+        r#"([a-z0-9]{64})"#,
+    ),
+    ("gitter-access-token", r#"gitter"#, r#"([a-z0-9_-]{40})"#),
+    (
+        "gocardless-api-token",
+        r#"gocardless"#,
+        r#"(live_(?i)[a-z0-9\-_=]{40})"#,
+    ),
+    (
+        "hubspot-api-key",
+        r#"hubspot"#,
+        r#"([0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12})"#,
+    ),
+    ("intercom-api-key", r#"intercom"#, r#"([a-z0-9=_\-]{60})"#),
+    (
+        "jfrog-api-key",
+        r#"jfrog|artifactory|bintray|xray"#,
+        r#"([a-z0-9]{73})"#,
+    ),
+    (
+        "jfrog-identity-token",
+        r#"jfrog|artifactory|bintray|xray"#,
+        r#"([a-z0-9]{64})"#,
+    ),
+    (
+        "kraken-access-token",
+        r#"kraken"#,
+        r#"([a-z0-9\/=_\+\-]{80,90})"#,
+    ),
+    ("kucoin-access-token", r#"kucoin"#, r#"([a-f0-9]{24})"#),
+    (
+        "kucoin-secret-key",
+        r#"kucoin"#,
+        r#"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#,
+    ),
+    (
+        "launchdarkly-access-token",
+        r#"launchdarkly"#,
+        r#"([a-z0-9=_\-]{40})"#,
+    ),
+    ("linear-client-secret", r#"linear"#, r#"([a-f0-9]{32})"#),
+    (
+        "linkedin-client-id",
+        r#"linked[_-]?in"#,
+        r#"([a-z0-9]{14})"#,
+    ),
+    (
+        "linkedin-client-secret",
+        r#"linked[_-]?in"#,
+        r#"([a-z0-9]{16})"#,
+    ),
+    ("lob-api-key", r#"lob"#, r#"((live|test)_[a-f0-9]{35})"#),
+    (
+        "lob-pub-api-key",
+        r#"lob"#,
+        r#"((test|live)_pub_[a-f0-9]{31})"#,
+    ),
+    ("looker-client-id", r#"looker"#, r#"([a-z0-9]{20})"#),
+    ("looker-client-secret", r#"looker"#, r#"([a-z0-9]{24})"#),
+    (
+        "mailchimp-api-key",
+        r#"MailchimpSDK.initialize|mailchimp"#,
+        r#"([a-f0-9]{32}-us\d\d)"#,
+    ),
+    (
+        "mailgun-private-api-token",
+        r#"mailgun"#,
+        r#"(key-[a-f0-9]{32})"#,
+    ),
+    ("mailgun-pub-key", r#"mailgun"#, r#"(pubkey-[a-f0-9]{32})"#),
+    (
+        "mailgun-signing-key",
+        r#"mailgun"#,
+        r#"([a-h0-9]{32}-[a-h0-9]{8}-[a-h0-9]{8})"#,
+    ),
+    (
+        "mapbox-api-token",
+        r#"mapbox"#,
+        r#"(pk\.[a-z0-9]{60}\.[a-z0-9]{22})"#,
+    ),
+    (
+        "mattermost-access-token",
+        r#"mattermost"#,
+        r#"([a-z0-9]{26})"#,
+    ),
+    (
+        "messagebird-api-token",
+        r#"message[_-]?bird"#,
+        r#"([a-z0-9]{25})"#,
+    ),
+    (
+        "messagebird-client-id",
+        r#"message[_-]?bird"#,
+        r#"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#,
+    ),
+    (
+        "netlify-access-token",
+        r#"netlify"#,
+        r#"([a-z0-9=_\-]{40,46})"#,
+    ),
+    (
+        "new-relic-browser-api-token",
+        r#"new-relic|newrelic|new_relic"#,
+        r#"(NRJS-[a-f0-9]{19})"#,
+    ),
+    (
+        "new-relic-insert-key",
+        r#"new-relic|newrelic|new_relic"#,
+        r#"(NRII-[a-z0-9-]{32})"#,
+    ),
+    (
+        "new-relic-user-api-id",
+        r#"new-relic|newrelic|new_relic"#,
+        r#"([a-z0-9]{64})"#,
+    ),
+    (
+        "nytimes-access-token",
+        r#"nytimes|new-york-times,|newyorktimes"#,
+        r#"([a-z0-9=_\-]{32})"#,
+    ),
+    (
+        "okta-access-token",
+        r#"(?-i:[Oo]kta|OKTA)"#,
+        r#"(?-i:(00[\w=\-]{40}))"#,
+    ),
+    (
+        "plaid-api-token",
+        r#"plaid"#,
+        r#"(access-(?:sandbox|development|production)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#,
+    ),
+    ("plaid-client-id", r#"plaid"#, r#"([a-z0-9]{24})"#),
+    ("plaid-secret-key", r#"plaid"#, r#"([a-z0-9]{30})"#),
+    (
+        "privateai-api-token",
+        r#"private[_-]?ai"#,
+        r#"(?-i:([a-z0-9]{32}))"#,
+    ),
+    (
+        "rapidapi-access-token",
+        r#"rapidapi"#,
+        r#"([a-z0-9_-]{50})"#,
+    ),
+    (
+        "sendbird-access-id",
+        r#"sendbird"#,
+        r#"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#,
+    ),
+    ("sendbird-access-token", r#"sendbird"#, r#"([a-f0-9]{40})"#),
+    ("sentry-access-token", r#"sentry"#, r#"([a-f0-9]{64})"#),
+    (
+        "sidekiq-secret",
+        r#"BUNDLE_ENTERPRISE__CONTRIBSYS__COM|BUNDLE_GEMS__CONTRIBSYS__COM"#,
+        r#"([a-f0-9]{8}:[a-f0-9]{8})"#,
+    ),
+    (
+        "snyk-api-token",
+        r#"snyk[_.-]?(?:(?:api|oauth)[_.-]?)?(?:key|token)"#,
+        r#"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#,
+    ),
+    (
+        "sonar-api-token",
+        r#"sonar[_.-]?(login|token)"#,
+        r#"((?:squ_|sqp_|sqa_)?[a-z0-9=_\-]{40})"#,
+    ),
+    (
+        "squarespace-access-token",
+        r#"squarespace"#,
+        r#"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#,
+    ),
+    (
+        "sumologic-access-id",
+        r#"(?-i:[Ss]umo|SUMO)"#,
+        r#"(?-i:(su[a-zA-Z0-9]{12}))"#,
+    ),
+    (
+        "sumologic-access-token",
+        r#"(?-i:[Ss]umo|SUMO)"#,
+        r#"([a-z0-9]{64})"#,
+    ),
+    (
+        "telegram-bot-api-token",
+        r#"telegr"#,
+        r#"([0-9]{5,16}:(?-i:A)[a-z0-9_\-]{34})"#,
+    ),
+    ("travisci-access-token", r#"travis"#, r#"([a-z0-9]{22})"#),
+    ("twitch-api-token", r#"twitch"#, r#"([a-z0-9]{30})"#),
+    ("twitter-access-secret", r#"twitter"#, r#"([a-z0-9]{45})"#),
+    (
+        "twitter-access-token",
+        r#"twitter"#,
+        r#"([0-9]{15,25}-[a-zA-Z0-9]{20,40})"#,
+    ),
+    ("twitter-api-key", r#"twitter"#, r#"([a-z0-9]{25})"#),
+    ("twitter-api-secret", r#"twitter"#, r#"([a-z0-9]{50})"#),
+    (
+        "twitter-bearer-token",
+        r#"twitter"#,
+        r#"(A{22}[a-zA-Z0-9%]{80,100})"#,
+    ),
+    (
+        "yandex-access-token",
+        r#"yandex"#,
+        r#"(t1\.[A-Z0-9a-z_-]+[=]{0,2}\.[A-Z0-9a-z_-]{86}[=]{0,2})"#,
+    ),
+    (
+        "yandex-api-key",
+        r#"yandex"#,
+        r#"(AQVN[A-Za-z0-9_\-]{35,38})"#,
+    ),
+    (
+        "yandex-aws-access-token",
+        r#"yandex"#,
+        r#"(YC[a-zA-Z0-9_\-]{38})"#,
+    ),
+    ("zendesk-secret-key", r#"zendesk"#, r#"([a-z0-9]{40})"#),
+];
+
+/// A keyed rule as one regex: the name and what leads to the value (`k`, kept),
+/// the value (masked) and what ends it (`t`, kept).
+fn keyed(name: &str, value: &str) -> String {
+    format!(
+        r#"(?i)(?P<k>(?:{name})(?:[ \t\w.-]{{0,20}})[\s'"]{{0,3}}(?:=|>|:{{1,3}}=|\|\||:|=>|\?=|,)[\x60'"\s=]{{0,5}}){value}(?P<t>[\x60'"\s;]|\\[nr]|$)"#
+    )
+}
+
 fn patterns() -> &'static [(Regex, &'static str)] {
     static P: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
     P.get_or_init(|| {
@@ -124,6 +525,21 @@ fn patterns() -> &'static [(Regex, &'static str)] {
             (format!(r"{B}ico-[A-Za-z0-9]{{32}}"), "${1}[REDACTED]"),
             (format!(r"{B}(?:pat|sat)\.[A-Za-z0-9_\-]{{22}}\.[A-Za-z0-9]{{24}}\.[A-Za-z0-9]{{20}}"), "${1}[REDACTED]"),
             (format!(r"{B}sntr[ysu]s?_[A-Za-z0-9=_+/]{{40,}}"), "${1}[REDACTED]"),
+        ];
+        let mut specs = specs;
+        specs.extend(PREFIXED.iter().map(|(_, token)| {
+            (
+                format!(r"(^|[^A-Za-z0-9_\-])(?:{token})(?P<t>[^A-Za-z0-9_\-]|$)"),
+                "${1}[REDACTED]${t}",
+            )
+        }));
+        // Keyed rules before the URL, header and generic ones below.
+        specs.extend(
+            KEYED
+                .iter()
+                .map(|(_, name, value)| (keyed(name, value), "${k}[REDACTED]${t}")),
+        );
+        let rest: Vec<(String, &str)> = vec![
             // Passwords in URLs (scheme://user:password@host): the user is kept.
             (
                 r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+@".into(),
@@ -147,6 +563,7 @@ fn patterns() -> &'static [(Regex, &'static str)] {
                 "${1}${2}[REDACTED]",
             ),
         ];
+        specs.extend(rest);
         specs
             .iter()
             .map(|(p, r)| (Regex::new(p).expect("valid credential pattern"), *r))
@@ -369,5 +786,621 @@ mod tests {
         ] {
             assert_eq!(redact(keep), keep);
         }
+    }
+
+    /// Every keyed rule masks a value of its shape after its name, and
+    /// leaves the same value alone when no name of the rule is near.
+    #[test]
+    fn masks_each_keyed_rule_only_after_its_name() {
+        let samples: &[(&str, &str, &str)] = &[
+            (
+                "adafruit-api-key",
+                r#"adafruit_token = "a4hzjcih8oijcdio8270nfhbzvmnvzxp""#,
+                r#"a4hzjcih8oijcdio8270nfhbzvmnvzxp"#,
+            ),
+            (
+                "adobe-client-id",
+                r#"adobe_token = "007bbf5e0e6ac800750419b24346940d""#,
+                r#"007bbf5e0e6ac800750419b24346940d"#,
+            ),
+            (
+                "airtable-api-key",
+                r#"airtable_token = "tl98sflmbxgzstmh3""#,
+                r#"tl98sflmbxgzstmh3"#,
+            ),
+            (
+                "algolia-api-key",
+                r#"algolia_token = "mv2zd9hrghmmvkj4d56rx5ch5i5bq54w""#,
+                r#"mv2zd9hrghmmvkj4d56rx5ch5i5bq54w"#,
+            ),
+            (
+                "alibaba-secret-key",
+                r#"alibaba_token = "pagys2lcihdnmtl939676zo7m3t3ui""#,
+                r#"pagys2lcihdnmtl939676zo7m3t3ui"#,
+            ),
+            (
+                "asana-client-id",
+                r#"asana_token = "5185346920163236""#,
+                r#"5185346920163236"#,
+            ),
+            (
+                "asana-client-secret",
+                r#"asana_token = "tn1t8prcc4rq8m1xnzc2ympnuwtxhnep""#,
+                r#"tn1t8prcc4rq8m1xnzc2ympnuwtxhnep"#,
+            ),
+            (
+                "atlassian-api-token",
+                r#"atlassian_token = "452rl0ce4jt4aaryrstp3611""#,
+                r#"452rl0ce4jt4aaryrstp3611"#,
+            ),
+            (
+                "beamer-api-token",
+                r#"beamer_token = "b_j8ugmbx85t47qtyzn9o0dppd0urg9dup51jdtuc0o828""#,
+                r#"b_j8ugmbx85t47qtyzn9o0dppd0urg9dup51jdtuc0o828"#,
+            ),
+            (
+                "bitbucket-client-id",
+                r#"bitbucket_token = "jeb542r44avpkf3wdzuym0od2c02zi7u""#,
+                r#"jeb542r44avpkf3wdzuym0od2c02zi7u"#,
+            ),
+            (
+                "bitbucket-client-secret",
+                r#"bitbucket_token = "1p9qf3ditmiy3orvv0ur20veloqkhgtr21mf6gv854wj14jdquut9duho96lqi8t""#,
+                r#"1p9qf3ditmiy3orvv0ur20veloqkhgtr21mf6gv854wj14jdquut9duho96lqi8t"#,
+            ),
+            (
+                "bittrex-access-key",
+                r#"bittrex_token = "y28uqekjj48j13ll36iwy5m4va5xmi4t""#,
+                r#"y28uqekjj48j13ll36iwy5m4va5xmi4t"#,
+            ),
+            (
+                "bittrex-secret-key",
+                r#"bittrex_token = "kng35wieskegbdwlpex00t7dtzgegzk6""#,
+                r#"kng35wieskegbdwlpex00t7dtzgegzk6"#,
+            ),
+            (
+                "cisco-meraki-api-key",
+                r#"meraki_token = "951b24c93a77fbdd5807604386f7be59eb78b8ea""#,
+                r#"951b24c93a77fbdd5807604386f7be59eb78b8ea"#,
+            ),
+            (
+                "cloudflare-api-key",
+                r#"cloudflare_token = "ym108cb38v740f635979bap6dzszrf2pk2pzl5oi""#,
+                r#"ym108cb38v740f635979bap6dzszrf2pk2pzl5oi"#,
+            ),
+            (
+                "cloudflare-global-api-key",
+                r#"cloudflare_token = "24b22da66b8d8d863fc45f352ede2cc09b380""#,
+                r#"24b22da66b8d8d863fc45f352ede2cc09b380"#,
+            ),
+            (
+                "codecov-access-token",
+                r#"codecov_token = "qgdy7dccmjqh29ffeeiuysuhxdk185o4""#,
+                r#"qgdy7dccmjqh29ffeeiuysuhxdk185o4"#,
+            ),
+            (
+                "cohere-api-token",
+                r#"cohere_token = "YR4oKHP0b0dSK1w7MHpNojdD6jKKM33hSIzOLxfW""#,
+                r#"YR4oKHP0b0dSK1w7MHpNojdD6jKKM33hSIzOLxfW"#,
+            ),
+            (
+                "coinbase-access-token",
+                r#"coinbase_token = "q4v7s9z6wgy9djxajph5imwmvbqrzys7xnumf1uq8jp93ec7tw6vqqw61an2ue7t""#,
+                r#"q4v7s9z6wgy9djxajph5imwmvbqrzys7xnumf1uq8jp93ec7tw6vqqw61an2ue7t"#,
+            ),
+            (
+                "confluent-access-token",
+                r#"confluent_token = "uxzazcaftn0141ul""#,
+                r#"uxzazcaftn0141ul"#,
+            ),
+            (
+                "confluent-secret-key",
+                r#"confluent_token = "gdofmyf175r8kg8p1w0d6rqlbugvz96jxmsb1k2k969sm3e3c36vtlq60giubm4a""#,
+                r#"gdofmyf175r8kg8p1w0d6rqlbugvz96jxmsb1k2k969sm3e3c36vtlq60giubm4a"#,
+            ),
+            (
+                "contentful-delivery-api-token",
+                r#"contentful_token = "dx5bts4ixgopby4prvryjt5uiw85mpwssq6q8drroel""#,
+                r#"dx5bts4ixgopby4prvryjt5uiw85mpwssq6q8drroel"#,
+            ),
+            (
+                "datadog-access-token",
+                r#"datadog_token = "nw5d2dhnaw1dyyl43qs5wijsiip3ay9yr8fw6d53""#,
+                r#"nw5d2dhnaw1dyyl43qs5wijsiip3ay9yr8fw6d53"#,
+            ),
+            (
+                "defined-networking-api-token",
+                r#"dnkey_token = "dnkey-ewt3ripw0asdzd87w6mlo0l2p3-oocg08plgy4i4lt7qb6rwndy8b725yx5kf8iu88ldy2ejnyfplyg""#,
+                r#"dnkey-ewt3ripw0asdzd87w6mlo0l2p3-oocg08plgy4i4lt7qb6rwndy8b725yx5kf8iu88ldy2ejnyfplyg"#,
+            ),
+            (
+                "discord-api-token",
+                r#"discord_token = "6a5cc5d8f9a06e827bba8552b7c3af27ab4735e442a7a37896d11d1065c88be4""#,
+                r#"6a5cc5d8f9a06e827bba8552b7c3af27ab4735e442a7a37896d11d1065c88be4"#,
+            ),
+            (
+                "discord-client-id",
+                r#"discord_token = "779452632044780505""#,
+                r#"779452632044780505"#,
+            ),
+            (
+                "discord-client-secret",
+                r#"discord_token = "g426it9pehn8gbw55cmp2a14hbla0jai""#,
+                r#"g426it9pehn8gbw55cmp2a14hbla0jai"#,
+            ),
+            (
+                "droneci-access-token",
+                r#"droneci_token = "kxlnv3vz61l1t6wf3zbbnx54qicwbpux""#,
+                r#"kxlnv3vz61l1t6wf3zbbnx54qicwbpux"#,
+            ),
+            (
+                "dropbox-api-token",
+                r#"dropbox_token = "miyaq41uqvea7fi""#,
+                r#"miyaq41uqvea7fi"#,
+            ),
+            (
+                "dropbox-long-lived-api-token",
+                r#"dropbox_token = "a3pgl1tipk5AAAAAAAAAA0ovumdt2dzb6t6jm6jmabspvicl51eik40himwcbb4x""#,
+                r#"a3pgl1tipk5AAAAAAAAAA0ovumdt2dzb6t6jm6jmabspvicl51eik40himwcbb4x"#,
+            ),
+            (
+                "dropbox-short-lived-api-token",
+                r#"dropbox_token = "sl.4atoiehaq1dk8i194m1vuu5i1341l9jj0xp0tfc8hk4rhq51yvtloz89xseh5kulv9jm1h25aad24zt56fhe64iem6vam8k24bhbceuk3f40ebvrrlvw2gmidh79zsupznam6jj""#,
+                r#"sl.4atoiehaq1dk8i194m1vuu5i1341l9jj0xp0tfc8hk4rhq51yvtloz89xseh5kulv9jm1h25aad24zt56fhe64iem6vam8k24bhbceuk3f40ebvrrlvw2gmidh79zsupznam6jj"#,
+            ),
+            (
+                "etsy-access-token",
+                r#"etsy_token = "1f1p8axq3yjvq1w6a8crs2lf""#,
+                r#"1f1p8axq3yjvq1w6a8crs2lf"#,
+            ),
+            (
+                "facebook-secret",
+                r#"facebook_token = "1760708e7f059c56ade9200353479f04""#,
+                r#"1760708e7f059c56ade9200353479f04"#,
+            ),
+            (
+                "fastly-api-token",
+                r#"fastly_token = "ery4hdtjm429nrxexvy1b37969esz3s0""#,
+                r#"ery4hdtjm429nrxexvy1b37969esz3s0"#,
+            ),
+            (
+                "finicity-api-token",
+                r#"finicity_token = "6b28be943abafbb1cb6bf213fb13d611""#,
+                r#"6b28be943abafbb1cb6bf213fb13d611"#,
+            ),
+            (
+                "finicity-client-secret",
+                r#"finicity_token = "vwv23z25pqwvok3oeto3""#,
+                r#"vwv23z25pqwvok3oeto3"#,
+            ),
+            (
+                "finnhub-access-token",
+                r#"finnhub_token = "u6kq6s6du29pf833a69r""#,
+                r#"u6kq6s6du29pf833a69r"#,
+            ),
+            (
+                "flickr-access-token",
+                r#"flickr_token = "clbh251j6yri028q1o8ja1et8dahtc8i""#,
+                r#"clbh251j6yri028q1o8ja1et8dahtc8i"#,
+            ),
+            (
+                "freshbooks-access-token",
+                r#"freshbooks_token = "if3sry8yq5oe0qixdptqwbk0jd58haium6ji4uo48440vwn168vwfsflp9kn63x2""#,
+                r#"if3sry8yq5oe0qixdptqwbk0jd58haium6ji4uo48440vwn168vwfsflp9kn63x2"#,
+            ),
+            (
+                "gitter-access-token",
+                r#"gitter_token = "g5eierjgkn3g0pbaewp9u8a9hw3spborcr58v5zp""#,
+                r#"g5eierjgkn3g0pbaewp9u8a9hw3spborcr58v5zp"#,
+            ),
+            (
+                "gocardless-api-token",
+                r#"gocardless_token = "live_eqjbwt8hv6z0zftbwk6q8fhow8em65r91w3dnvib""#,
+                r#"live_eqjbwt8hv6z0zftbwk6q8fhow8em65r91w3dnvib"#,
+            ),
+            (
+                "hubspot-api-key",
+                r#"hubspot_token = "8845DB31-A888-6145-21C4-02BC7B3F1F56""#,
+                r#"8845DB31-A888-6145-21C4-02BC7B3F1F56"#,
+            ),
+            (
+                "intercom-api-key",
+                r#"intercom_token = "vxevm9zev32fhuo1me7z5ozdhn784ifig5iiogmck4bzsp9uozdt4a5i4pye""#,
+                r#"vxevm9zev32fhuo1me7z5ozdhn784ifig5iiogmck4bzsp9uozdt4a5i4pye"#,
+            ),
+            (
+                "jfrog-api-key",
+                r#"jfrog_token = "s19oi5tf7vretvayua9cl9w0jvwa5o1u70zurkpt0tt280ku6w3p3gkr579r5jti2fmxbx1sf""#,
+                r#"s19oi5tf7vretvayua9cl9w0jvwa5o1u70zurkpt0tt280ku6w3p3gkr579r5jti2fmxbx1sf"#,
+            ),
+            (
+                "jfrog-identity-token",
+                r#"jfrog_token = "sgcwap74clxfdbva00gpz16av3kh66xeiq9ijklofubiexl9khv376qyo8zmu28t""#,
+                r#"sgcwap74clxfdbva00gpz16av3kh66xeiq9ijklofubiexl9khv376qyo8zmu28t"#,
+            ),
+            (
+                "kraken-access-token",
+                r#"kraken_token = "vwlv6z6m9siamjtlf9uk64km7i1br3ooerxdqsqh26l71vm3709h8uw1kbh0rfa38afp59spg9y94tux7""#,
+                r#"vwlv6z6m9siamjtlf9uk64km7i1br3ooerxdqsqh26l71vm3709h8uw1kbh0rfa38afp59spg9y94tux7"#,
+            ),
+            (
+                "kucoin-access-token",
+                r#"kucoin_token = "635d9f6588f2e63b4e526b45""#,
+                r#"635d9f6588f2e63b4e526b45"#,
+            ),
+            (
+                "kucoin-secret-key",
+                r#"kucoin_token = "d233b73d-6e86-a2ef-2b8a-1d7f969c8601""#,
+                r#"d233b73d-6e86-a2ef-2b8a-1d7f969c8601"#,
+            ),
+            (
+                "launchdarkly-access-token",
+                r#"launchdarkly_token = "uyb16duutnh2fdnt14p9wheadjs4xsdrbitfxvt2""#,
+                r#"uyb16duutnh2fdnt14p9wheadjs4xsdrbitfxvt2"#,
+            ),
+            (
+                "linear-client-secret",
+                r#"linear_token = "fcc3c1975edea342d8184f9f1a4b4f83""#,
+                r#"fcc3c1975edea342d8184f9f1a4b4f83"#,
+            ),
+            (
+                "linkedin-client-id",
+                r#"linkedin_token = "alcjo9znw6u2p5""#,
+                r#"alcjo9znw6u2p5"#,
+            ),
+            (
+                "linkedin-client-secret",
+                r#"linkedin_token = "vp2ueyqfidcm2oih""#,
+                r#"vp2ueyqfidcm2oih"#,
+            ),
+            (
+                "lob-api-key",
+                r#"lob_token = "live_78db314ef913295827c0d910dd06c3c6f48""#,
+                r#"live_78db314ef913295827c0d910dd06c3c6f48"#,
+            ),
+            (
+                "lob-pub-api-key",
+                r#"lob_token = "test_pub_240851ee1b066e716938e3d2a081acd""#,
+                r#"test_pub_240851ee1b066e716938e3d2a081acd"#,
+            ),
+            (
+                "looker-client-id",
+                r#"looker_token = "l5fqt4wd84vssqkkggr6""#,
+                r#"l5fqt4wd84vssqkkggr6"#,
+            ),
+            (
+                "looker-client-secret",
+                r#"looker_token = "ocl3p3inyg301umexqwirvc3""#,
+                r#"ocl3p3inyg301umexqwirvc3"#,
+            ),
+            (
+                "mailchimp-api-key",
+                r#"mailchimp_token = "a9ec5d43b1dafe908388ce3e2f45b272-us12""#,
+                r#"a9ec5d43b1dafe908388ce3e2f45b272-us12"#,
+            ),
+            (
+                "mailgun-private-api-token",
+                r#"mailgun_token = "key-4c59c6868ab3953bb041871bcffaf149""#,
+                r#"key-4c59c6868ab3953bb041871bcffaf149"#,
+            ),
+            (
+                "mailgun-pub-key",
+                r#"mailgun_token = "pubkey-6cf8c47903bae6d5f23ed95779d22f21""#,
+                r#"pubkey-6cf8c47903bae6d5f23ed95779d22f21"#,
+            ),
+            (
+                "mailgun-signing-key",
+                r#"mailgun_token = "1c7g943cd35437548eb44603f47h63g2-4c50518h-fb5b5414""#,
+                r#"1c7g943cd35437548eb44603f47h63g2-4c50518h-fb5b5414"#,
+            ),
+            (
+                "mapbox-api-token",
+                r#"mapbox_token = "pk.f9414g54bjfysnma5hpv81wknbsafn7hzsr7uoa4c2a34jqe3f64ixnd2qva.q7hvlqkbminc9imuqa6yzc""#,
+                r#"pk.f9414g54bjfysnma5hpv81wknbsafn7hzsr7uoa4c2a34jqe3f64ixnd2qva.q7hvlqkbminc9imuqa6yzc"#,
+            ),
+            (
+                "mattermost-access-token",
+                r#"mattermost_token = "whn6l36amqqw4ymsx3ygrbug0w""#,
+                r#"whn6l36amqqw4ymsx3ygrbug0w"#,
+            ),
+            (
+                "messagebird-api-token",
+                r#"messagebird_token = "x6nzxxebzzyhduk45bethfuz4""#,
+                r#"x6nzxxebzzyhduk45bethfuz4"#,
+            ),
+            (
+                "messagebird-client-id",
+                r#"messagebird_token = "2aeec156-ccf4-5735-b69e-8a22dbfeb5bd""#,
+                r#"2aeec156-ccf4-5735-b69e-8a22dbfeb5bd"#,
+            ),
+            (
+                "netlify-access-token",
+                r#"netlify_token = "mf9nmwmtw0fc6t75mvvrbb37oouz4azwmp4jflemh""#,
+                r#"mf9nmwmtw0fc6t75mvvrbb37oouz4azwmp4jflemh"#,
+            ),
+            (
+                "new-relic-browser-api-token",
+                r#"newrelic_token = "NRJS-ea8d5bec328be905949""#,
+                r#"NRJS-ea8d5bec328be905949"#,
+            ),
+            (
+                "new-relic-insert-key",
+                r#"newrelic_token = "NRII-24cuzdom2n4hxl7suvectypkb9f56xqy""#,
+                r#"NRII-24cuzdom2n4hxl7suvectypkb9f56xqy"#,
+            ),
+            (
+                "new-relic-user-api-id",
+                r#"new-relic_token = "0rre61jld9ao9zgko4m2l9dks0azvpt7gjglvwztgnuh6zw9fuyjthqy3rsudr8o""#,
+                r#"0rre61jld9ao9zgko4m2l9dks0azvpt7gjglvwztgnuh6zw9fuyjthqy3rsudr8o"#,
+            ),
+            (
+                "nytimes-access-token",
+                r#"nytimes_token = "mz24jbheedpasjgafmqd40ruxm4a2cda""#,
+                r#"mz24jbheedpasjgafmqd40ruxm4a2cda"#,
+            ),
+            (
+                "okta-access-token",
+                r#"okta_token = "00y2yatlq1bdpmdauzzig46vxtvsb16p9ym8otwxte""#,
+                r#"00y2yatlq1bdpmdauzzig46vxtvsb16p9ym8otwxte"#,
+            ),
+            (
+                "plaid-api-token",
+                r#"plaid_token = "access-sandbox-d7f777c7-9f5f-697d-70c8-d5dc7c7546f8""#,
+                r#"access-sandbox-d7f777c7-9f5f-697d-70c8-d5dc7c7546f8"#,
+            ),
+            (
+                "plaid-client-id",
+                r#"plaid_token = "y6n990t14evt2xac97i07cgw""#,
+                r#"y6n990t14evt2xac97i07cgw"#,
+            ),
+            (
+                "plaid-secret-key",
+                r#"plaid_token = "umgq0lp6vpaf391zgcyp6hu0xb3qa3""#,
+                r#"umgq0lp6vpaf391zgcyp6hu0xb3qa3"#,
+            ),
+            (
+                "privateai-api-token",
+                r#"privateai_token = "ntf0d9exrrmq29xfbf4detodewby4jm1""#,
+                r#"ntf0d9exrrmq29xfbf4detodewby4jm1"#,
+            ),
+            (
+                "rapidapi-access-token",
+                r#"rapidapi_token = "e17d4uv76ro9c55scslwewb40tflov07o1nslrbwf47r5vm20j""#,
+                r#"e17d4uv76ro9c55scslwewb40tflov07o1nslrbwf47r5vm20j"#,
+            ),
+            (
+                "sendbird-access-id",
+                r#"sendbird_token = "0eb9ee69-9e58-d2e4-252f-383f8e16e26c""#,
+                r#"0eb9ee69-9e58-d2e4-252f-383f8e16e26c"#,
+            ),
+            (
+                "sendbird-access-token",
+                r#"sendbird_token = "e57eabd90724712c8c852ae7838cdd22f87ac1c9""#,
+                r#"e57eabd90724712c8c852ae7838cdd22f87ac1c9"#,
+            ),
+            (
+                "sentry-access-token",
+                r#"sentry_token = "a367e39e5776458afd189bb82b953e8844974a3a4168b971d43bf9a38ab84a3b""#,
+                r#"a367e39e5776458afd189bb82b953e8844974a3a4168b971d43bf9a38ab84a3b"#,
+            ),
+            (
+                "sidekiq-secret",
+                r#"BUNDLE_ENTERPRISE__CONTRIBSYS__COM_token = "54cc144e:18737b11""#,
+                r#"54cc144e:18737b11"#,
+            ),
+            (
+                "snyk-api-token",
+                r#"snyk_token = "08b2f7fa-3c82-c676-4b4d-db71ba669e68""#,
+                r#"08b2f7fa-3c82-c676-4b4d-db71ba669e68"#,
+            ),
+            (
+                "sonar-api-token",
+                r#"sonar_token = "squ_okwi4kabu5law4e3ctym7s4iuzlejfmi6hzhnoyh""#,
+                r#"squ_okwi4kabu5law4e3ctym7s4iuzlejfmi6hzhnoyh"#,
+            ),
+            (
+                "squarespace-access-token",
+                r#"squarespace_token = "977c138f-ba2f-dcad-ed31-e17830973c24""#,
+                r#"977c138f-ba2f-dcad-ed31-e17830973c24"#,
+            ),
+            (
+                "sumologic-access-id",
+                r#"sumo_token = "suunEFPwpp0E9B""#,
+                r#"suunEFPwpp0E9B"#,
+            ),
+            (
+                "sumologic-access-token",
+                r#"sumo_token = "ishkj6k3vyu4hruw4od6eip3z52uo0z1pyz476c14q0ixnntpoc6e7wnyue9yx0t""#,
+                r#"ishkj6k3vyu4hruw4od6eip3z52uo0z1pyz476c14q0ixnntpoc6e7wnyue9yx0t"#,
+            ),
+            (
+                "telegram-bot-api-token",
+                r#"telegr_token = "596008:A3wnbq2s6ubfw73dctuwypcwsckku6nfj62""#,
+                r#"596008:A3wnbq2s6ubfw73dctuwypcwsckku6nfj62"#,
+            ),
+            (
+                "travisci-access-token",
+                r#"travis_token = "o7gz4j7x402bi2it6z2lky""#,
+                r#"o7gz4j7x402bi2it6z2lky"#,
+            ),
+            (
+                "twitch-api-token",
+                r#"twitch_token = "xhrqh3ub0c1dju7tx7j10lwgvofi36""#,
+                r#"xhrqh3ub0c1dju7tx7j10lwgvofi36"#,
+            ),
+            (
+                "twitter-access-secret",
+                r#"twitter_token = "2a1ekg8xa4of5asj4xjgka3j7raxudpsw4hnxkj7s8sns""#,
+                r#"2a1ekg8xa4of5asj4xjgka3j7raxudpsw4hnxkj7s8sns"#,
+            ),
+            (
+                "twitter-access-token",
+                r#"twitter_token = "6689988762228674-IUOZvcb5cvDhgmWkSqRgi""#,
+                r#"6689988762228674-IUOZvcb5cvDhgmWkSqRgi"#,
+            ),
+            (
+                "twitter-api-key",
+                r#"twitter_token = "glv6n186tedqfobvczfjwaw0z""#,
+                r#"glv6n186tedqfobvczfjwaw0z"#,
+            ),
+            (
+                "twitter-api-secret",
+                r#"twitter_token = "iydezmz98ks0zhqc5fdgi8v9ncqutmmtx1dknarc9cx22qpjxf""#,
+                r#"iydezmz98ks0zhqc5fdgi8v9ncqutmmtx1dknarc9cx22qpjxf"#,
+            ),
+            (
+                "twitter-bearer-token",
+                r#"twitter_token = "AAAAAAAAAAAAAAAAAAAAAAp0f1sh0xRsHugAB9V1RsJNzhvu24CvW7vHvv8itTY7tes3mEqUa51M0qWs84MpWUk0VLRd174v4RjaBDY""#,
+                r#"AAAAAAAAAAAAAAAAAAAAAAp0f1sh0xRsHugAB9V1RsJNzhvu24CvW7vHvv8itTY7tes3mEqUa51M0qWs84MpWUk0VLRd174v4RjaBDY"#,
+            ),
+            (
+                "yandex-access-token",
+                r#"yandex_token = "t1.C=.6OXfUgA8T4Ip7PSCeHQKVgr4jdrAU3d3qgugcjUAqvaEEiYVxAu87ReEU3uZwl44GhmM6CbcLIug5tCxLr0xP2=""#,
+                r#"t1.C=.6OXfUgA8T4Ip7PSCeHQKVgr4jdrAU3d3qgugcjUAqvaEEiYVxAu87ReEU3uZwl44GhmM6CbcLIug5tCxLr0xP2="#,
+            ),
+            (
+                "yandex-api-key",
+                r#"yandex_token = "AQVNZ6V5qcjMOF0RDLwnv2ZcyTHmBx3ePUvDtSs6""#,
+                r#"AQVNZ6V5qcjMOF0RDLwnv2ZcyTHmBx3ePUvDtSs6"#,
+            ),
+            (
+                "yandex-aws-access-token",
+                r#"yandex_token = "YCDFjWplDN9qLmc27AfhnedO9QKlBhRDLwivqv0D""#,
+                r#"YCDFjWplDN9qLmc27AfhnedO9QKlBhRDLwivqv0D"#,
+            ),
+            (
+                "zendesk-secret-key",
+                r#"zendesk_token = "0xtr5qswa8e47bdtgblhkwf0qm6umw1flw9wuja7""#,
+                r#"0xtr5qswa8e47bdtgblhkwf0qm6umw1flw9wuja7"#,
+            ),
+        ];
+        let ids: Vec<&str> = KEYED.iter().map(|(id, _, _)| *id).collect();
+        let mut wrong = Vec::new();
+        for (id, line, value) in samples {
+            assert!(ids.contains(id), "{id}: no such rule");
+            let got = redact(line);
+            if got.contains(value) || !got.contains(MASK) {
+                wrong.push(format!("{id}: {line} -> {got}"));
+            }
+            let unnamed = format!("note = \"{value}\"");
+            if redact(&unnamed) != unnamed {
+                wrong.push(format!("{id}: masked without its name: {unnamed}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert_eq!(samples.len(), KEYED.len(), "a rule without a sample");
+    }
+
+    /// Every further prefixed rule masks a token of its shape standing
+    /// alone, and not one glued inside a longer word.
+    #[test]
+    fn masks_each_prefixed_rule_standing_alone() {
+        let samples: &[(&str, &str)] = &[
+            (
+                "1password-secret-key",
+                r#"A3-A4HZJC-IH8OIJCDIO8-270NF-HBZVM-NVZXP"#,
+            ),
+            ("alibaba-access-key-id", r#"LTAInn09ddlwinjybf72nn1x"#),
+            (
+                "artifactory-api-key",
+                r#"AKCpMVp0OeCQVSVkZepp1U9NvGyxT5Ljn7i1rSFLMB6ymXs9GqZS6Tp14MHdMzVcZyDjtHRG3"#,
+            ),
+            (
+                "artifactory-reference-token",
+                r#"cmVmdoH9MMVKt2JeDfnygR3XnfolC2HfIzumsf1xBQfwyeWPAGYlScLCIHk3nD7n"#,
+            ),
+            (
+                "authress-service-client-access-key",
+                r#"sc_nmtl93.9676z.acc_7m3t3uixh7w.msykch1njpytn1t8prcc4rq8m1xnzc2"#,
+            ),
+            (
+                "aws-amazon-bedrock-api-key-long-lived",
+                r#"ABSKYtMPNUWTs9XHxNEP4nse4fc7pRqLaCEeJTze1AARYRwST46PlTZ5xOPmJ2oixU2GqktMBX6if8Treh82QTyYZrNj4OxaD0kP9tPD29ar6URGyj="#,
+            ),
+            (
+                "aws-amazon-bedrock-api-key-short-lived",
+                r#"bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29tDUP"#,
+            ),
+            (
+                "azure-ad-client-secret",
+                r#"UFW6Q~jXdtuZc7AoI3CIjebFZECrEWEQRa5R0U"#,
+            ),
+            (
+                "dynatrace-api-token",
+                r#"dt0c01.vpkf3wdzuym0od2c02zi7u1p.9qf3ditmiy3orvv0ur20veloqkhgtr21mf6gv854wj14jdquut9duho96lqi8ty2"#,
+            ),
+            (
+                "easypost-test-api-token",
+                r#"EZTK8uqekjj48j13ll36iwy5m4va5xmi4tkng35wieskegbdwlpex00t7d"#,
+            ),
+            (
+                "facebook-page-access-token",
+                r#"EAACzgegzk6skcwe8jzsgupp4w701kqa9pnbjgrm5ow3ks3xorwr3vym108cb38v740f635979bap6dzszrf2pk2pzl5oi8rvcqrgbzz"#,
+            ),
+            (
+                "flutterwave-public-key",
+                r#"FLWPUBK_TEST-b69d6d8641fc23f130ede0ccg7b196g0-X"#,
+            ),
+            ("flutterwave-encryption-key", r#"FLWSECK_TEST-db48bbbge0d6"#),
+            (
+                "gitlab-feature-flag-client-token",
+                r#"glffct-z5544R8koNRik7QNnQDW"#,
+            ),
+            (
+                "gitlab-oauth-app-secret",
+                r#"gloas-3TaUrRUyUveFuOHUeAxFQ1Q3IARmXCxfDe93tW9AACTT7IypEBn5MgulxOiGzCWp"#,
+            ),
+            ("gitlab-rrt", r#"GR13489416wgy9djxajph5imwmvbq"#),
+            (
+                "gitlab-session-cookie",
+                r#"_gitlab_session=hpoixndkc5rkgy9fzt42xjmwlggmwr0d"#,
+            ),
+            (
+                "grafana-api-key",
+                r#"eyJrIjoic7kUEh1pT46UXZ8Au2ZCsoAFmlvTNabt6ebnUvv1LGm10vDOnF5MYFbkhtfrRiKrGipPb6W="#,
+            ),
+            (
+                "intra42-client-secret",
+                r#"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"#,
+            ),
+            (
+                "maxmind-license-key",
+                r#"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"#,
+            ),
+            (
+                "microsoft-teams-webhook",
+                r#"https://5.webhook.office.com/webhookb2/d2dhnaw1-dyyl-43qs-5wij-siip3ay9yr8f@w6d53ewt-3rip-w0as-dzd8-7w6mlo0l2p3o/IncomingWebhook/ocg08plgy4i4lt7qb6rwndy8b725yx5k/f8iu88ld-y2ej-nyfp-lygy-awe8fw7h2k5b"#,
+            ),
+            (
+                "notion-api-token",
+                r#"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"#,
+            ),
+            (
+                "octopus-deploy-api-key",
+                r#"API-V0SXIVURA0AT124YHPPHO9NYWF"#,
+            ),
+            (
+                "openshift-user-token",
+                r#"sha256~33cju33rxj1njbqr28bwbug426it9pehn8gbw55cmp2"#,
+            ),
+            ("settlemint-access-token", r#"sm_aat_aBTERhOblSZaAj33"#),
+            ("stripe-prod-access-token", r#"sk_prod_8lvJjmYBZhC"#),
+        ];
+        let ids: Vec<&str> = PREFIXED.iter().map(|(id, _)| *id).collect();
+        let mut wrong = Vec::new();
+        for (id, token) in samples {
+            assert!(ids.contains(id), "{id}: no such rule");
+            let line = format!("export X=\"{token}\" # set");
+            let got = redact(&line);
+            if got != "export X=\"[REDACTED]\" # set" {
+                wrong.push(format!("{id}: {line} -> {got}"));
+            }
+            let glued = format!("word{token}word");
+            if redact(&glued) != glued {
+                wrong.push(format!("{id}: masked inside a word: {glued}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert_eq!(samples.len(), PREFIXED.len(), "a rule without a sample");
     }
 }

@@ -628,3 +628,32 @@ fn a_walk_reads_every_canonical_shape_and_stops_on_unknown_json_lines() {
     write(&dir, "notes.json", "{\"total\": 3}");
     looptune().arg("replay").arg(&dir).assert().success();
 }
+
+/// `report DIR` writes `report.html` into DIR: a `report.html` that is a
+/// link to the `summary.json` it reads, or to another file of the folder,
+/// is refused (exit 2) and nothing is written.
+#[cfg(unix)]
+#[test]
+fn report_refuses_a_report_html_that_is_one_of_its_inputs() {
+    let d = tempfile::tempdir().unwrap();
+    let grid = small_grid(d.path());
+    let out = d.path().join("out");
+    sweep(&grid, &out, &[]).success();
+    let html = out.join("report.html");
+    for target in ["summary.json", "sweep.csv"] {
+        let file = out.join(target);
+        let before = std::fs::read(&file).unwrap();
+        std::fs::remove_file(&html).unwrap();
+        std::os::unix::fs::symlink(&file, &html).unwrap();
+        refused_unchanged(looptune().arg("report").arg(&out).assert(), &file, &before);
+        assert!(std::fs::symlink_metadata(&html)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    // A plain report.html is rewritten as before.
+    std::fs::remove_file(&html).unwrap();
+    std::fs::write(&html, "old").unwrap();
+    looptune().arg("report").arg(&out).assert().success();
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
+}

@@ -378,6 +378,7 @@ impl LegacyConfig {
         turn: &Turn,
         skip_content: bool,
         judged: &mut Option<bool>,
+        digests: &HashMap<usize, [u8; 16]>,
     ) -> Option<(&'static str, String)> {
         // Layer 1: identical calls. The layer returns at its first hit, so
         // the turn's later calls are never recorded.
@@ -386,7 +387,11 @@ impl LegacyConfig {
             if self.whitelist.iter().any(|w| w == c.name) {
                 continue;
             }
-            let h = md5(&stringify_object(c.args));
+            let at = c.args as *const Map<String, Value> as usize;
+            let h = match digests.get(&at) {
+                Some(h) => *h,
+                None => md5(&stringify_object(c.args)),
+            };
             r.tools.push((c.name.to_string(), h));
             if r.tools.len() >= t
                 && r.tools[r.tools.len() - t..]
@@ -508,6 +513,7 @@ impl LegacyCheck {
         let cfg = &self.cfg;
         let mut found = Found::new(s, limit);
         let mut r: Option<LegacyRun> = None;
+        let digests = session.shared("blade.args_md5", args_md5);
         for rt in run_turns(s, cfg.max_turns) {
             if rt.n == 1 {
                 // A new Agent and service: messages start as [system, user].
@@ -540,7 +546,7 @@ impl LegacyCheck {
                 run.push(content);
             }
             let mut judged = None;
-            let hit = cfg.detect(run, rt.n, t, plan, &mut judged);
+            let hit = cfg.detect(run, rt.n, t, plan, &mut judged, &digests);
             if let Some(had) = judged {
                 due.push((t.at as u32 + 1, had));
             }
@@ -560,6 +566,20 @@ impl LegacyCheck {
         }
         found.into_vec()
     }
+}
+
+/// The MD5 of every call's `JSON.stringify` arguments in a session, by the
+/// address of its arguments (stable while the session lives): made once and
+/// shared by every configuration of a sweep.
+fn args_md5(s: &Session) -> HashMap<usize, [u8; 16]> {
+    let mut m = HashMap::new();
+    for e in &s.events {
+        if let Record::ToolCall { args, .. } = &e.record {
+            let at = &**args as *const Map<String, Value> as usize;
+            m.entry(at).or_insert_with(|| md5(&stringify_object(args)));
+        }
+    }
+    m
 }
 
 impl LegacyRun {

@@ -110,10 +110,50 @@ enum Part {
     Reasoning,
     Tool {
         name: String,
-        input: String,
+        /// The input's id in the session's `Inputs` (equal ids, equal texts).
+        input: u32,
         /// Completed or errored (a result arrived).
         finished: bool,
     },
+}
+
+/// Every call's `JSON.stringify` input, made once per session and shared by
+/// a sweep's configurations (the text grows with the arguments): an id per
+/// record, the same for equal texts, so parts compare ids, not texts.
+#[derive(Debug, Default)]
+struct Inputs {
+    /// By record index: the input's id (`u32::MAX` for a record that is no call).
+    ids: Vec<u32>,
+    /// By id: the text.
+    texts: Vec<String>,
+}
+
+impl Inputs {
+    fn of(session: &crate::event::Session) -> Inputs {
+        let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        let mut out = Inputs::default();
+        for e in &session.events {
+            let id = match &e.record {
+                Record::ToolCall { args, .. } => {
+                    let text = stringify_object(args);
+                    let next = out.texts.len() as u32;
+                    *seen.entry(text).or_insert_with_key(|t| {
+                        out.texts.push(t.clone());
+                        next
+                    })
+                }
+                _ => u32::MAX,
+            };
+            out.ids.push(id);
+        }
+        out
+    }
+
+    /// The id and text of record `i`'s input (a call).
+    fn at(&self, i: usize) -> (u32, &str) {
+        let id = self.ids[i];
+        (id, &self.texts[id as usize])
+    }
 }
 
 /// What OpenCode's step rule reads.
@@ -136,6 +176,7 @@ impl Check for StepCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let inputs = session.shared("opencode.inputs", Inputs::of);
         let mut parts = vec![Part::Other]; // step-start
         each_record(&session.session, limit, |at, found| {
             let e = at.event;
@@ -152,13 +193,13 @@ impl Check for StepCheck {
                 Record::Thought { .. } if parts.last() != Some(&Part::Reasoning) => {
                     parts.push(Part::Reasoning);
                 }
-                Record::ToolCall { name, args, .. } => {
-                    let input = stringify_object(args);
+                Record::ToolCall { name, .. } => {
+                    let (input, text) = inputs.at(at.i);
                     // Status is "running" now; completed or errored later:
                     // never "pending", so every tool part qualifies.
                     parts.push(Part::Tool {
                         name: name.clone(),
-                        input: input.clone(),
+                        input,
                         finished: false,
                     });
                     let n = self.s.threshold;
@@ -171,7 +212,7 @@ impl Check for StepCheck {
                             at.i,
                             "doom_loop",
                             0,
-                            format!("{name} called {n} times in a row with input {input}"),
+                            format!("{name} called {n} times in a row with input {text}"),
                         );
                     }
                 }
@@ -205,6 +246,7 @@ impl Check for SessionCheck {
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         // Session-wide parts. A step is step-start .. step-finish; the user's
         // message contributes one text part.
+        let inputs = session.shared("opencode.inputs", Inputs::of);
         let mut parts: Vec<Part> = Vec::new();
         let mut step_open = false;
         let mut step_empty = false;
@@ -249,20 +291,20 @@ impl Check for SessionCheck {
                     parts.push(kind);
                     step_empty = false;
                 }
-                Record::ToolCall { name, args, id } => {
+                Record::ToolCall { name, id, .. } => {
                     if !step_open {
                         open_step(&mut parts, &mut step_open, &mut step_empty);
                     }
-                    let input = stringify_object(args);
+                    let (input, _) = inputs.at(at.i);
                     pending.push(id.as_deref(), name, parts.len());
                     parts.push(Part::Tool {
                         name: name.clone(),
-                        input: input.clone(),
+                        input,
                         finished: false,
                     });
                     step_empty = false;
                     let from = parts.len().saturating_sub(self.s.scan);
-                    let run = self.run_length(&parts[from..], name, &input);
+                    let run = self.run_length(&parts[from..], name, input);
                     if run + 1 >= self.s.threshold {
                         found.push(
                             at.i,
@@ -290,7 +332,7 @@ impl Check for SessionCheck {
 
 impl SessionCheck {
     /// `checkToolCall`'s count of earlier finished identical calls, oldest to newest.
-    fn run_length(&self, window: &[Part], name: &str, input: &str) -> usize {
+    fn run_length(&self, window: &[Part], name: &str, input: u32) -> usize {
         let mut run = 0;
         let mut matched = false;
         for p in window {
@@ -303,13 +345,13 @@ impl SessionCheck {
                 continue;
             };
             let is_write = self.s.write_tools.iter().any(|w| w == t);
-            let same_tool_other_input = t == name && *finished && x != input;
+            let same_tool_other_input = t == name && *finished && *x != input;
             if (is_write || same_tool_other_input) && matched {
                 run = 0;
                 matched = false;
                 continue;
             }
-            if *finished && t == name && x == input {
+            if *finished && t == name && *x == input {
                 run += 1;
                 matched = true;
             }

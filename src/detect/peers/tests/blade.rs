@@ -214,3 +214,26 @@ fn legacy_policy_must_agree_with_max_warnings() {
     .unwrap();
     assert!(bad.checks().is_err());
 }
+
+/// The legacy service's argument digests are made once per session and
+/// shared by every configuration run over it, with the verdicts of a
+/// session prepared afresh for each.
+#[test]
+fn legacy_argument_digests_are_shared_by_configurations() {
+    let big = "x".repeat(4096);
+    let s = session(&vec![("read", json!({"p": 1, "body": big}), "x"); 6], "");
+    let shared = Prepared::new(s.clone());
+    for profile in ["blade-legacy", "blade-legacy-service-default"] {
+        let cfg = DetectorConfig::resolve(None, Some(profile), &[]).unwrap();
+        let checks = cfg.checks().unwrap();
+        let fresh = run_checks(&checks, &Prepared::new(s.clone()), None);
+        let reused = run_checks(&checks, &shared, None);
+        assert!(!fresh.is_empty(), "{profile}");
+        assert_eq!(
+            format!("{fresh:?}"),
+            format!("{reused:?}"),
+            "{profile}: a shared session changed the verdicts"
+        );
+        assert!(shared.holds("blade.args_md5"), "{profile}");
+    }
+}

@@ -8,6 +8,7 @@ mod cline;
 mod crush;
 mod goose;
 mod kimi;
+mod opencode;
 mod openhands;
 mod qwen;
 mod roo;
