@@ -304,7 +304,7 @@ pub fn export(
             w.write_record(&header).ok();
             for (id, l) in labels {
                 let target = if l.is_loop { "true" } else { "false" };
-                let cell = crate::report::safe_cell(id);
+                let cell = crate::escape::safe_cell(id);
                 let mut row = vec![cell.as_ref(), target];
                 if with_split {
                     row.push(splits.get(id).map_or("", String::as_str));

@@ -1,6 +1,5 @@
 //! Escaping of untrusted text (session ids, detection details, labels, paths
-//! from logs) for every output: terminal, Markdown, JUnit and HTML (CSV cells
-//! in `report::safe_cell`).
+//! from logs) for every output: terminal, Markdown, JUnit, HTML and CSV cells.
 
 use std::borrow::Cow;
 
@@ -96,6 +95,16 @@ pub fn md_text(s: &str) -> String {
         }
     }
     out
+}
+
+/// Make a text cell safe for spreadsheets: a cell that starts with `=`, `+`,
+/// `-`, `@`, tab or carriage return would be evaluated as a formula, so it gets
+/// a leading apostrophe (session ids and excerpts come from untrusted logs).
+pub fn safe_cell(s: &str) -> Cow<'_, str> {
+    match s.as_bytes().first() {
+        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') => format!("'{s}").into(),
+        _ => s.into(),
+    }
 }
 
 #[cfg(test)]

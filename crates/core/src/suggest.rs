@@ -24,7 +24,7 @@ pub(crate) fn closest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) 
 }
 
 /// ` (did you mean `X`?)`, or nothing.
-pub(crate) fn hint<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+pub fn hint<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     closest(name, known)
         .map(|k| format!(" (did you mean `{k}`?)"))
         .unwrap_or_default()

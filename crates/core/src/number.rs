@@ -50,7 +50,7 @@ mod tests {
 
 /// An interval as every output writes it: `[lo, hi]`, so a negative bound
 /// reads right (`[-7, 11]`, never `[-7-11]`).
-pub(crate) fn interval(lo: impl std::fmt::Display, hi: impl std::fmt::Display) -> String {
+pub fn interval(lo: impl std::fmt::Display, hi: impl std::fmt::Display) -> String {
     format!("[{lo}, {hi}]")
 }
 

@@ -630,7 +630,8 @@ mod tests {
     /// family under every kind of policy, on the fixtures.
     #[test]
     fn briefs_agree_with_outcomes() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        // The workspace root's fixtures (this crate is crates/core).
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
         let corpus = crate::input::read_corpus(&[dir], &ReadOptions::default()).unwrap();
         let mut configs = Vec::new();
         for fam in crate::detect::families() {
