@@ -9,14 +9,10 @@
 #![warn(missing_docs)]
 
 #[doc(hidden)]
-pub use looptune_core::synth;
-pub use looptune_core::{
-    detect, error, event, grid, import, input, labels, metrics, replay, result, sweep,
-};
-// The core's internal modules, reachable as `crate::...` here.
-use looptune_core::{
-    diff, escape, gates, limits, logdirs, number, outdir, pool, recommend, stats, suggest,
-};
+pub use looptune_core::input::synth;
+pub use looptune_core::{detect, error, event, input, replay, result, score, sweep};
+// The core's shared pieces, reachable as `crate::util::...` here.
+use looptune_core::util;
 
 // The binary's argument parsing (clap help text, not rustdoc, in its doc comments).
 #[doc(hidden)]

@@ -4,7 +4,7 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
-pub use looptune_core::progress::{rate, NoProgress, Progress};
+pub use looptune_core::util::progress::{rate, NoProgress, Progress};
 
 /// An indicatif bar on stderr.
 pub struct TerminalProgress(ProgressBar);

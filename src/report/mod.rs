@@ -15,11 +15,11 @@ pub mod text;
 #[cfg(test)]
 mod end_to_end;
 
-pub use crate::outdir::{write_atomic, write_atomic_with};
+pub use crate::util::outdir::{write_atomic, write_atomic_with};
 
-pub use crate::escape::safe_cell;
+pub use crate::util::escape::safe_cell;
 
-pub use crate::number::fixed;
+pub use crate::util::number::fixed;
 
 #[cfg(test)]
 mod tests {

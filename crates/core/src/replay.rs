@@ -7,11 +7,11 @@
 //! indexed parallel iterator keeps job order, so results never depend on
 //! `--jobs`. Policies are applied afterwards, per configuration and session.
 
-use crate::detect::{Check, Detection, DetectorConfig, Policy, Prepared};
+use crate::detect::{Check, DetectorConfig, Policy, Prepared};
 use crate::error::Result;
 use crate::event::{Corpus, Label, Located, Provenance, Session};
 use crate::input::{FileNames, ReadOptions, Streamed};
-use crate::progress::Progress;
+use crate::util::progress::Progress;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -76,7 +76,10 @@ pub struct Replay {
 /// One check on one session: its detections and, for judges, the due checks.
 type CheckRun = (Vec<Detection>, Option<Vec<(u32, bool)>>);
 
-pub use crate::pool::pool;
+/// What an [`Outcome`] holds of each firing (so a reader of outcomes need
+/// not reach into `detect`).
+pub use crate::detect::Detection;
+pub use crate::util::pool::pool;
 
 /// A replay planned once for a list of configurations: their checks,
 /// decomposed and shared (equal keys run once per session), batched, each with
@@ -252,7 +255,10 @@ pub fn replay(
     let n_sessions = corpus.sessions.len();
     progress.set_length((n_sessions * n_checks) as u64);
     // Never more threads than work items (`-j 5000` on 16 sessions took 35 s).
-    let pool = pool(crate::limits::threads_for(opts.jobs, n_sessions * n_checks))?;
+    let pool = pool(crate::util::limits::threads_for(
+        opts.jobs,
+        n_sessions * n_checks,
+    ))?;
     // One task per session: its prepared data (UTF-16 content, tool keys) is
     // built once, shared by all checks, and dropped when the session is done,
     // so memory holds the parsed corpus once plus the sessions in flight.

@@ -157,7 +157,7 @@ pub fn family(name: &str) -> Result<&'static dyn Family> {
         .ok_or_else(|| {
             Error::Config(format!(
                 "unknown detector family `{name}`{} (known: {})",
-                crate::suggest::hint(name, families().iter().map(|f| f.name())),
+                crate::util::suggest::hint(name, families().iter().map(|f| f.name())),
                 families()
                     .iter()
                     .map(|f| f.name())
@@ -179,7 +179,7 @@ pub fn family_of_profile(profile: &str) -> Result<&'static dyn Family> {
                 .collect();
             Error::Config(format!(
                 "unknown profile `{profile}`{} (known: {})",
-                crate::suggest::hint(profile, all.iter().map(String::as_str)),
+                crate::util::suggest::hint(profile, all.iter().map(String::as_str)),
                 all.join(", ")
             ))
         })
@@ -249,7 +249,7 @@ impl DetectorConfig {
                 Error::Config(format!(
                     "unknown parameter `{k}` for family `{}`{} (known: {})",
                     fam.name(),
-                    crate::suggest::hint(k, specs.iter().map(|s| s.name)),
+                    crate::util::suggest::hint(k, specs.iter().map(|s| s.name)),
                     specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
                 ))
             })?;
@@ -276,7 +276,7 @@ impl DetectorConfig {
                     Error::Config(format!(
                         "--set `{s}`: unknown parameter `{k}` for family `{}`{} (known: {})",
                         fam.name(),
-                        crate::suggest::hint(k, specs.iter().map(|s| s.name)),
+                        crate::util::suggest::hint(k, specs.iter().map(|s| s.name)),
                         specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
                     ))
                 })?;

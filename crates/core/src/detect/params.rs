@@ -24,7 +24,7 @@ impl fmt::Display for ParamValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ParamValue::Int(i) => write!(f, "{i}"),
-            ParamValue::Float(x) => write!(f, "{}", crate::js::number_to_string(*x)),
+            ParamValue::Float(x) => write!(f, "{}", crate::util::js::number_to_string(*x)),
             ParamValue::Bool(b) => write!(f, "{b}"),
             ParamValue::Str(s) => write!(f, "{s}"),
             ParamValue::List(items) => write!(f, "{}", items.join(";")),

@@ -10,7 +10,7 @@ use super::{Found, Pass1, ReadOptions, Streamed1, KEEP_SKIPPED};
 use crate::error::{Error, Result};
 use crate::event::{Event, Session};
 use crate::input::FileNames;
-use crate::progress::Progress;
+use crate::util::progress::Progress;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
@@ -39,7 +39,7 @@ const MAX_SNIFF: usize = 16 << 20;
 
 /// Whether a file of this size is read in batches.
 pub(super) fn streams(path: &Path, opts: &ReadOptions) -> bool {
-    use crate::import::InputFormat;
+    use crate::input::import::InputFormat;
     if !matches!(opts.format, InputFormat::Auto | InputFormat::Canonical) {
         return false;
     }
@@ -83,7 +83,7 @@ pub(super) fn stream<T: Send>(
     let min_piece = if opts.jobs == 1 {
         usize::MAX
     } else {
-        crate::canonical::MIN_PIECE
+        crate::input::canonical::MIN_PIECE
     };
     // Batches of half the size above which files stream, per thread (tests
     // set it low to read small files in many batches).
@@ -92,7 +92,7 @@ pub(super) fn stream<T: Send>(
         .clamp(1, BATCH_PER_THREAD)
         * rayon::current_num_threads())
     .min(MAX_BATCH);
-    if matches!(opts.format, crate::import::InputFormat::Auto) {
+    if matches!(opts.format, crate::input::import::InputFormat::Auto) {
         let mut head = Source::open(path, &display, opts, false, want)?;
         if !super::looks_canonical(&head.first_line_prefix(SNIFF, MAX_SNIFF)?) {
             return Ok(None);
@@ -103,11 +103,13 @@ pub(super) fn stream<T: Send>(
     let mut src = Source::open(path, &display, opts, opts.digests, want)?;
     let stored = src.stored;
     // Each session's first and last line.
-    let mut spans: crate::canonical::Spans = FxHashMap::default();
+    let mut spans: crate::input::canonical::Spans = FxHashMap::default();
     let mut at = 1u64;
     let mut counted = 0u64;
     while let Some(batch) = src.batch(want)? {
-        for (sid, first, last) in crate::canonical::session_spans(&batch, at, &stem, min_piece) {
+        for (sid, first, last) in
+            crate::input::canonical::session_spans(&batch, at, &stem, min_piece)
+        {
             spans.entry(sid).or_insert((first, last)).1 = last;
         }
         at += memchr::memchr_iter(b'\n', &batch).count() as u64 + 1;
@@ -121,7 +123,7 @@ pub(super) fn stream<T: Send>(
         .tally()
         .sha
         .take()
-        .map(|h| crate::number::hex(&h.finalize()))
+        .map(|h| crate::util::number::hex(&h.finalize()))
         .unwrap_or_default();
     let lines_first_pass = at;
 
@@ -162,11 +164,11 @@ pub(super) fn stream<T: Send>(
     loop {
         let handing = std::mem::take(&mut ready);
         let (next, made) = rayon::join(
-            || -> Result<Option<crate::canonical::Batch>> {
+            || -> Result<Option<crate::input::canonical::Batch>> {
                 let Some(bytes) = src.batch(want)? else {
                     return Ok(None);
                 };
-                let batch = crate::canonical::parse_batch(
+                let batch = crate::input::canonical::parse_batch(
                     &display,
                     &stem,
                     &bytes,
@@ -179,7 +181,9 @@ pub(super) fn stream<T: Send>(
                 let batch = batch.map_err(|e| match e {
                     // A session given at its last line went on: the file
                     // is not what the first pass read.
-                    Error::Line { message, .. } if message == crate::canonical::HANDED_OUT => {
+                    Error::Line { message, .. }
+                        if message == crate::input::canonical::HANDED_OUT =>
+                    {
                         changed()
                     }
                     e => e,
@@ -504,7 +508,7 @@ mod tests {
         let got = stream_sessions(
             &[path.to_path_buf()],
             opts,
-            &crate::progress::NoProgress,
+            &crate::util::progress::NoProgress,
             &|s, names| format!("{:?} {:?}", *s, names.0),
         );
         match got {
@@ -607,7 +611,7 @@ mod tests {
         same_both_ways(&path, false);
 
         struct Count(AtomicU64);
-        impl crate::progress::Progress for Count {
+        impl crate::util::progress::Progress for Count {
             fn set_length(&self, _: u64) {}
             fn inc(&self, n: u64) {
                 self.0.fetch_add(n, Relaxed);

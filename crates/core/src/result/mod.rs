@@ -273,7 +273,10 @@ impl SessionRecord {
 
     /// A session chosen on (not held out as a test session).
     pub fn is_test(&self) -> bool {
-        self.groups.get(crate::labels::SPLIT).map(String::as_str) == Some(crate::labels::TEST)
+        self.groups
+            .get(crate::input::labels::SPLIT)
+            .map(String::as_str)
+            == Some(crate::input::labels::TEST)
     }
 
     /// The label as the scorer reads it.
@@ -717,7 +720,7 @@ impl SweepRecord {
         options: OptionsRecord,
         shard: Option<Shard>,
         inputs: &Corpus,
-        labels: &crate::labels::Labels,
+        labels: &crate::input::labels::Labels,
         sessions: Vec<SessionRecord>,
         outcomes: Vec<ConfigOutcomes>,
         material: Vec<SessionMaterial>,
@@ -926,7 +929,7 @@ impl SweepRecord {
     /// Load the record a sweep wrote (`DIR/summary.json`, or the file itself).
     pub fn load(path: &Path) -> Result<SweepRecord> {
         let file = if path.is_dir() {
-            crate::outdir::OutputFiles::of(path).summary_json
+            crate::util::outdir::OutputFiles::of(path).summary_json
         } else {
             path.to_path_buf()
         };
@@ -1218,7 +1221,7 @@ pub fn record_text(r: &Record) -> String {
             text.clone()
         }
         Record::ToolCall { name, args, .. } => {
-            format!("{name} {}", crate::js::stringify_object(args))
+            format!("{name} {}", crate::util::js::stringify_object(args))
         }
         Record::ToolResult { output, error, .. } => format!(
             "{}{}",
@@ -1237,6 +1240,56 @@ pub fn record_text(r: &Record) -> String {
 
 pub mod compact;
 pub(crate) mod json_text;
+
+/// Find the baseline: a stock configuration of `profile` (default: the grid's base profile).
+pub fn find_baseline(grid: &GridRecord, profile: Option<&str>) -> Result<usize> {
+    let name = profile.unwrap_or(&grid.base_profile);
+    if let Some(i) = grid
+        .configs
+        .iter()
+        .position(|v| v.stock && v.profile == name)
+    {
+        return Ok(i);
+    }
+    match profile {
+        Some(p) => {
+            crate::detect::family_of_profile(p)?;
+            Err(Error::Usage(format!(
+                "--baseline `{p}`: the grid has no stock configuration of this profile (add it as an [[extra]])"
+            )))
+        }
+        // A grid without its own base profile unchanged: compare with its first configuration.
+        None => Ok(0),
+    }
+}
+
+/// Find a configuration of a recorded grid by id, exact label or stock profile name.
+pub fn find_config(grid: &GridRecord, key: &str) -> Result<usize> {
+    grid.configs
+        .iter()
+        .position(|v| v.id == key || v.label == key)
+        .or_else(|| {
+            grid.configs
+                .iter()
+                .position(|v| v.stock && v.profile == key)
+        })
+        .ok_or_else(|| {
+            let names = grid.configs.iter().flat_map(|v| {
+                [v.id.as_str(), v.label.as_str()]
+                    .into_iter()
+                    .chain(v.stock.then_some(v.profile.as_str()))
+            });
+            unknown_config(key, names)
+        })
+}
+
+/// `--config KEY` names no configuration: the error, with the closest name.
+pub(crate) fn unknown_config<'a>(key: &str, names: impl IntoIterator<Item = &'a str>) -> Error {
+    Error::Usage(format!(
+        "--config `{key}`: no configuration of the grid has this id, label or profile{}",
+        crate::util::suggest::hint(key, names)
+    ))
+}
 
 #[cfg(test)]
 mod tests {

@@ -682,10 +682,10 @@ impl<'a> State<'a> {
     fn detail(&self) -> String {
         let from = self.last.saturating_sub(20).max(self.head);
         let to = (self.last + self.s.chunk).min(self.end());
-        let units = crate::js::js_trim(&self.buf[from - self.base..to - self.base]);
+        let units = crate::util::js::js_trim(&self.buf[from - self.base..to - self.base]);
         format!(
             "Repeating content detected: \"{}...\"",
-            crate::js::from_utf16_lossy(units)
+            crate::util::js::from_utf16_lossy(units)
         )
     }
 }
@@ -868,7 +868,7 @@ mod tests {
     /// A random session of content built from `pieces`, with tool calls and
     /// prompts (resets) every `reset_every` records on average.
     fn random_session(
-        r: &mut crate::synth::Rng,
+        r: &mut crate::input::synth::Rng,
         pieces: &[&str],
         records: usize,
         reset_every: usize,
@@ -910,7 +910,7 @@ mod tests {
     /// truncation, DeepV's filter and units that encode alike.
     #[test]
     fn filter_changes_no_verdict() {
-        let mut r = crate::synth::Rng::new(9);
+        let mut r = crate::input::synth::Rng::new(9);
         let pieces = [
             "ab",
             "abc ",
@@ -1042,7 +1042,7 @@ mod tests {
     /// prompts, fences, surrogate pairs).
     #[test]
     fn shared_pass_equals_separate_runs() {
-        let mut r = crate::synth::Rng::new(42);
+        let mut r = crate::input::synth::Rng::new(42);
         let (mut fired, mut refired) = (0, 0);
         let pieces = [
             "ab",

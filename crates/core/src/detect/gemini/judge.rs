@@ -96,7 +96,10 @@ pub fn run(
                             prompt: st.prompt,
                             strike: 0,
                             detail: analysis.clone().unwrap_or_else(|| {
-                                format!("judge confidence {}", crate::js::number_to_string(*c1))
+                                format!(
+                                    "judge confidence {}",
+                                    crate::util::js::number_to_string(*c1)
+                                )
                             }),
                         });
                         if limit.is_some_and(|l| {

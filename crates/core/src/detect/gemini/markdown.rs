@@ -4,7 +4,7 @@
 //! whole chunk, `.` excluding the four line terminators, `\s` and `\d` as JS
 //! defines them. Each function names the literal it reproduces.
 
-use crate::js::is_js_space;
+use crate::util::js::is_js_space;
 
 const NL: u16 = b'\n' as u16;
 const PIPE: u16 = b'|' as u16;
@@ -214,7 +214,7 @@ impl AsciiDigit for u16 {
 /// `hasSignificantContent`: trimmed length >= 15, and not only whitespace,
 /// only `[\s\-=*_+|#.`\/\\~]`, or only `[\s\u2500-\u257F]`.
 pub fn deepv_significant(w: &[u16]) -> bool {
-    if crate::js::js_trim(w).len() < 15 {
+    if crate::util::js::js_trim(w).len() < 15 {
         return false;
     }
     let symbols = |u: u16| {
@@ -334,7 +334,7 @@ pub fn deepv_common(w: &[u16]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::js::utf16;
+    use crate::util::js::utf16;
 
     fn f(s: &str) -> ChunkFlags {
         ChunkFlags::of(&utf16(s))
@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn one_pass_flags_equal_each_pattern() {
         let alphabet: Vec<u16> = "\n |-+*#>```1.aZ\t\u{2500}\r=".encode_utf16().collect();
-        let mut r = crate::synth::Rng::new(3);
+        let mut r = crate::input::synth::Rng::new(3);
         let mut seen = [0usize; 6];
         let mut ascii = 0;
         for _ in 0..20_000 {

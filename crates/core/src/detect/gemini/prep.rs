@@ -141,9 +141,9 @@ impl GeminiPrep {
             }
             match &e.record {
                 Record::ToolCall { name, args, .. } => {
-                    let json = crate::js::stringify_object(args);
+                    let json = crate::util::js::stringify_object(args);
                     let trimmed = name.trim_matches(|c: char| {
-                        c.len_utf16() == 1 && crate::js::is_js_space(c as u32 as u16)
+                        c.len_utf16() == 1 && crate::util::js::is_js_space(c as u32 as u16)
                     });
                     let trimmed = if trimmed.is_empty() {
                         "generic_tool"
@@ -191,7 +191,7 @@ impl GeminiPrep {
                             *d = u16::from(b);
                         }
                     } else {
-                        crate::js::push_utf16(&mut p.units, text);
+                        crate::util::js::push_utf16(&mut p.units, text);
                     }
                     let units = &p.units[start..];
                     let flags = if ascii {

@@ -283,7 +283,7 @@ mod tests {
     /// alphabets (many repeats) with a moving history start.
     #[test]
     fn never_misses_a_repeat() {
-        let mut r = crate::synth::Rng::new(7);
+        let mut r = crate::input::synth::Rng::new(7);
         let (mut repeats, mut found) = (0, 0);
         for case in 0..400 {
             let chunk = [1, 2, 3, 4, 5, 8, 13, 50][case % 8];

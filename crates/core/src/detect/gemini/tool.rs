@@ -182,8 +182,9 @@ pub fn run(s: &ToolSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detect
 }
 
 fn trimmed_name(name: &str) -> &str {
-    let t =
-        name.trim_matches(|c: char| c.len_utf16() == 1 && crate::js::is_js_space(c as u32 as u16));
+    let t = name.trim_matches(|c: char| {
+        c.len_utf16() == 1 && crate::util::js::is_js_space(c as u32 as u16)
+    });
     if t.is_empty() {
         "generic_tool"
     } else {

@@ -10,7 +10,9 @@ use crate::detect::{
 };
 use crate::error::{Error, Result};
 use crate::event::{Record, Session};
-use crate::js::{lone_surrogate_unit, stringify, stringify_object, stringify_sorted, write_string};
+use crate::util::js::{
+    lone_surrogate_unit, stringify, stringify_object, stringify_sorted, write_string,
+};
 use md5::{Digest, Md5};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -420,7 +422,7 @@ impl LegacyConfig {
                     .map(String::as_str)
                     .collect::<Vec<_>>()
                     .join("\n");
-                md5(&crate::js::node_utf8(&snapshot))
+                md5(&crate::util::js::node_utf8(&snapshot))
             } else {
                 let mut h = Md5::new();
                 for (i, m) in r.messages.iter().enumerate() {

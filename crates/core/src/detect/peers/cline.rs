@@ -9,7 +9,7 @@ use crate::detect::{
 };
 use crate::error::Result;
 use crate::event::Record;
-use crate::js::stringify_sorted;
+use crate::util::js::stringify_sorted;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

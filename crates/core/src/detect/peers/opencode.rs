@@ -9,7 +9,7 @@ use crate::detect::{
 };
 use crate::error::Result;
 use crate::event::Record;
-use crate::js::stringify_object;
+use crate::util::js::stringify_object;
 
 const SRC_OPENCODE: &str = "anomalyco/opencode packages/opencode/src/session/processor.ts @36160ef28f (same rule @002d98228a)";
 const SRC_KILO: &str =

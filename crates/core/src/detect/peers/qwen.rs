@@ -29,7 +29,7 @@ use crate::detect::{
 };
 use crate::error::Result;
 use crate::event::Record;
-use crate::js::{is_js_space, stringify_sorted, utf16};
+use crate::util::js::{is_js_space, stringify_sorted, utf16};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -942,7 +942,7 @@ pub fn is_git_overview_inspection(command: &str) -> bool {
     segments.push(&u[start..]);
     let segments: Vec<&[u16]> = segments
         .into_iter()
-        .map(crate::js::js_trim)
+        .map(crate::util::js::js_trim)
         .filter(|s| !s.is_empty())
         .collect();
     !segments.is_empty()
@@ -1022,7 +1022,7 @@ fn git_subcommand(u: &[u16]) -> Option<(&'static str, usize)> {
 
 /// `isOverviewGitDiff(args)`.
 fn is_overview_git_diff(args: &[u16]) -> bool {
-    let t = crate::js::js_trim(args);
+    let t = crate::util::js::js_trim(args);
     if t.is_empty() {
         return true;
     }

@@ -8,7 +8,7 @@ use crate::detect::{
 };
 use crate::error::Result;
 use crate::event::Record;
-use crate::js::{stringify, stringify_sorted};
+use crate::util::js::{stringify, stringify_sorted};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 
