@@ -155,6 +155,147 @@ impl Filling {
 /// by: `(disagreement, unlabelled, id, material)`, in report order.
 type Disagreeing = Vec<(u32, bool, String, crate::result::SessionMaterial)>;
 
+/// What a sweep keeps of one session as it streams by: its label and turns
+/// (for every session, so labels resolve against all of them) and, for a
+/// session of this shard, what the record holds of it.
+struct Reduced {
+    inline_label: Option<crate::event::Label>,
+    turns: u32,
+    swept: Option<Swept>,
+}
+
+/// The per-session step of a sweep: replay the grid over one session and
+/// reduce it to what the record keeps (its hits into `filling`, the lines
+/// that explain it when labelled, its material into `disagreeing` when the
+/// stock profiles disagree on it). Called on the reading threads, once per
+/// session, in any order.
+struct Reducer<'a> {
+    plan: &'a crate::replay::Plan,
+    shard: Option<Shard>,
+    labels_file: &'a crate::input::labels::LabelsFile,
+    configs: &'a [ConfigRecord],
+    /// The stock profiles' configurations.
+    stock: &'a [usize],
+    disagreeing: &'a std::sync::Mutex<Disagreeing>,
+    filling: &'a std::sync::Mutex<Filling>,
+}
+
+impl Reducer<'_> {
+    fn reduce(
+        &self,
+        s: std::sync::Arc<crate::event::Session>,
+        names: &crate::input::FileNames,
+    ) -> Reduced {
+        if self.shard.is_some_and(|sh| !sh.owns(&s.id)) {
+            return Reduced {
+                inline_label: s.inline_label,
+                turns: s.turns,
+                swept: None,
+            };
+        }
+        let label = self.labels_file.label(&s.id, s.inline_label);
+        let (hits, fired) = self.replay(&s, names);
+        let first_events = |stock_only: bool| -> Vec<u32> {
+            let mut events: Vec<u32> = hits
+                .iter()
+                .filter(|(c, _)| !stock_only || self.configs[*c as usize].stock)
+                .filter_map(|(_, h)| h.first.as_ref().map(|d| d.event))
+                .collect();
+            events.sort_unstable();
+            events.dedup();
+            events
+        };
+        let place = |o: &crate::event::Origin| crate::result::PlaceRecord::of(names.provenance(o));
+        let d = fired.min(self.stock.len() as u32 - fired);
+        if d > 0 {
+            self.offer_disagreement(&s, d, label.is_none(), || {
+                crate::result::material(&s, &place, d, first_events(true))
+            });
+        }
+        let explain = label
+            .map(|l| crate::result::explain_lines(&s, &place, first_events(false), l.onset_turn));
+        let slot = self
+            .filling
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(hits);
+        Reduced {
+            inline_label: s.inline_label,
+            turns: s.turns,
+            swept: Some(Swept {
+                session: crate::result::SessionRecord::of(&s, label),
+                slot,
+                explain,
+                disagreement: (d > 0).then_some((d, label.is_none())),
+                first_file: s.events.first().map(|e| e.origin.file),
+                agent: s.meta.agent.clone(),
+                model: s.meta.model.clone(),
+            }),
+        }
+    }
+
+    /// The grid over one session: each configuration's hit (detections
+    /// shared between configurations that agree), and how many stock
+    /// profiles fired.
+    fn replay(
+        &self,
+        s: &std::sync::Arc<crate::event::Session>,
+        names: &crate::input::FileNames,
+    ) -> (Vec<(u32, Hit)>, u32) {
+        let sb = self.plan.session_briefs(s.clone());
+        let mut sharing = crate::result::SessionHits::default();
+        let hits = sb
+            .briefs
+            .iter()
+            .enumerate()
+            .filter_map(|(c, b)| {
+                let hit = sharing.hit(b, |source| {
+                    let det = sb.detection(source);
+                    let mut d = FirstDetection::of(det);
+                    d.place = names
+                        .event_provenance(s, det.event)
+                        .and_then(crate::result::PlaceRecord::of);
+                    d
+                });
+                hit.map(|h| (c as u32, h))
+            })
+            .collect();
+        let fired = self
+            .stock
+            .iter()
+            .filter(|&&c| sb.briefs[c].first.is_some())
+            .count() as u32;
+        (hits, fired)
+    }
+
+    /// Keep a session among the ones the stock profiles disagree on most, if
+    /// it ranks there; its material is made only then.
+    fn offer_disagreement(
+        &self,
+        s: &crate::event::Session,
+        d: u32,
+        unlabelled: bool,
+        material: impl FnOnce() -> crate::result::SessionMaterial,
+    ) {
+        let key = (d, unlabelled, s.id.clone());
+        let mut top = self.disagreeing.lock().unwrap_or_else(|e| e.into_inner());
+        // A session read again whole (its id spread over files) comes
+        // after its parts: it takes their place.
+        top.retain(|x| x.2 != key.2);
+        let rank = |x: &(u32, bool, String, crate::result::SessionMaterial)| {
+            (std::cmp::Reverse(x.0), x.1, x.2.clone())
+        };
+        let mine = (std::cmp::Reverse(key.0), key.1, key.2.clone());
+        let enters = top.len() < crate::result::DISAGREEMENTS
+            || top.last().is_some_and(|last| mine < rank(last));
+        if enters {
+            top.push((key.0, key.1, key.2, material()));
+            top.sort_by_key(rank);
+            top.truncate(crate::result::DISAGREEMENTS);
+        }
+    }
+}
+
 /// Replay a grid over the inputs (only the sessions `shard` owns, if given)
 /// and record the result. Each session is replayed under the
 /// whole grid as soon as it is read, reduced to what the record keeps (its
@@ -192,82 +333,17 @@ pub fn run_sweep(
         jobs,
         ..read.clone()
     };
-    let one = |s: std::sync::Arc<crate::event::Session>,
-               names: &crate::input::FileNames|
-     -> (Option<crate::event::Label>, u32, Option<Swept>) {
-        if shard.is_some_and(|sh| !sh.owns(&s.id)) {
-            return (s.inline_label, s.turns, None);
-        }
-        let label = labels_file.label(&s.id, s.inline_label);
-        let sb = plan.session_briefs(s.clone());
-        let mut sharing = crate::result::SessionHits::default();
-        let hits: Vec<(u32, Hit)> = sb
-            .briefs
-            .iter()
-            .enumerate()
-            .filter_map(|(c, b)| {
-                let hit = sharing.hit(b, |source| {
-                    let det = sb.detection(source);
-                    let mut d = FirstDetection::of(det);
-                    d.place = names
-                        .event_provenance(&s, det.event)
-                        .and_then(crate::result::PlaceRecord::of);
-                    d
-                });
-                hit.map(|h| (c as u32, h))
-            })
-            .collect();
-        let first_events = |stock_only: bool| -> Vec<u32> {
-            let mut events: Vec<u32> = hits
-                .iter()
-                .filter(|(c, _)| !stock_only || record_grid.configs[*c as usize].stock)
-                .filter_map(|(_, h)| h.first.as_ref().map(|d| d.event))
-                .collect();
-            events.sort_unstable();
-            events.dedup();
-            events
-        };
-        let place = |o: &crate::event::Origin| crate::result::PlaceRecord::of(names.provenance(o));
-        let fired = stock
-            .iter()
-            .filter(|&&c| sb.briefs[c].first.is_some())
-            .count() as u32;
-        let d = fired.min(stock.len() as u32 - fired);
-        if d > 0 {
-            let key = (d, label.is_none(), s.id.clone());
-            let mut top = disagreeing.lock().unwrap_or_else(|e| e.into_inner());
-            // A session read again whole (its id spread over files) comes
-            // after its parts: it takes their place.
-            top.retain(|x| x.2 != key.2);
-            let rank = |x: &(u32, bool, String, crate::result::SessionMaterial)| {
-                (std::cmp::Reverse(x.0), x.1, x.2.clone())
-            };
-            let mine = (std::cmp::Reverse(key.0), key.1, key.2.clone());
-            let enters = top.len() < crate::result::DISAGREEMENTS
-                || top.last().is_some_and(|last| mine < rank(last));
-            if enters {
-                let m = crate::result::material(&s, &place, d, first_events(true));
-                top.push((key.0, key.1, key.2, m));
-                top.sort_by_key(rank);
-                top.truncate(crate::result::DISAGREEMENTS);
-            }
-        }
-        let explain = label
-            .map(|l| crate::result::explain_lines(&s, &place, first_events(false), l.onset_turn));
-        let slot = filling.lock().unwrap_or_else(|e| e.into_inner()).push(hits);
-        (
-            s.inline_label,
-            s.turns,
-            Some(Swept {
-                session: crate::result::SessionRecord::of(&s, label),
-                slot,
-                explain,
-                disagreement: (d > 0).then_some((d, label.is_none())),
-                first_file: s.events.first().map(|e| e.origin.file),
-                agent: s.meta.agent.clone(),
-                model: s.meta.model.clone(),
-            }),
-        )
+    let reducer = Reducer {
+        plan: &plan,
+        shard,
+        labels_file,
+        configs: &record_grid.configs,
+        stock: &stock,
+        disagreeing: &disagreeing,
+        filling: &filling,
+    };
+    let one = |s: std::sync::Arc<crate::event::Session>, names: &crate::input::FileNames| {
+        reducer.reduce(s, names)
     };
     let mut all_paths = paths.to_vec();
     all_paths.extend_from_slice(test_paths);
@@ -280,20 +356,20 @@ pub fn run_sweep(
         streamed
             .sessions
             .iter()
-            .map(|(id, (_, turns, _))| (id.as_str(), *turns)),
+            .map(|(id, r)| (id.as_str(), r.turns)),
     )?;
     let ids: Vec<(&str, Option<crate::event::Label>)> = streamed
         .sessions
         .iter()
-        .map(|(id, (inline, _, _))| (id.as_str(), *inline))
+        .map(|(id, r)| (id.as_str(), r.inline_label))
         .collect();
     let all_labels = labels_file.resolve(&ids)?;
     drop(ids);
     let mut by_session = Vec::new();
     let mut swept: Vec<Swept> = Vec::new();
     let files = &inputs.files;
-    for ((_, (_, _, sw)), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
-        if let Some(mut sw) = sw {
+    for ((_, reduced), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
+        if let Some(mut sw) = reduced.swept {
             sw.session.groups = session_groups(&sw, files, paths, test_paths.len(), labels_file);
             swept.push(sw);
             by_session.push(*l);
