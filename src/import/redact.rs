@@ -784,6 +784,9 @@ fn kubernetes_secret(text: &str) -> Option<String> {
 }
 
 #[cfg(test)]
+mod gitleaks;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
