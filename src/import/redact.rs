@@ -372,6 +372,13 @@ const KEYED: &[(&str, &str, &str)] = &[
         r#"sonar[_.-]?(login|token)"#,
         r#"((?:squ_|sqp_|sqa_)?[a-z0-9=_\-]{40})"#,
     ),
+    // Sourcegraph's bare form (its `sgp_` ones are in PREFIXED): 40 hex
+    // digits, a git hash's shape too, so only after the name.
+    (
+        "sourcegraph-access-token",
+        r#"sourcegraph"#,
+        r#"([a-f0-9]{40})"#,
+    ),
     (
         "squarespace-access-token",
         r#"squarespace"#,
@@ -1406,6 +1413,11 @@ mod tests {
                 "sonar-api-token",
                 r#"sonar_token = "squ_okwi4kabu5law4e3ctym7s4iuzlejfmi6hzhnoyh""#,
                 r#"squ_okwi4kabu5law4e3ctym7s4iuzlejfmi6hzhnoyh"#,
+            ),
+            (
+                "sourcegraph-access-token",
+                r#"sourcegraph: 6d2FabeB6ADd229Bc199FabA28fD3efb57dF0bD3"#,
+                r#"6d2FabeB6ADd229Bc199FabA28fD3efb57dF0bD3"#,
             ),
             (
                 "squarespace-access-token",
