@@ -685,11 +685,16 @@ fn generic(text: &str) -> Option<String> {
     let mut last = 0;
     for c in re.captures_iter(text) {
         let (k, v) = (c.name("k").expect("k"), c.name("v").expect("v"));
-        // The name with up to 20 characters before it (`primary_key`).
-        let mut from = k.start().saturating_sub(20);
-        while !text.is_char_boundary(from) {
-            from -= 1;
-        }
+        // The whole name (`primary_key`, `MY_API_VERSION`): the word
+        // characters, `.` and `-` right before the keyword, up to 50.
+        let before = &text.as_bytes()[..k.start()];
+        let lead = before
+            .iter()
+            .rev()
+            .take(50)
+            .take_while(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b))
+            .count();
+        let from = k.start() - lead;
         let value = v.as_str();
         if value
             .bytes()

@@ -582,6 +582,18 @@ fn leaves_look_alikes_of_the_broad_rules() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The harmless-name check looks at the name before the value only, not at
+/// an earlier assignment on the same line.
+#[test]
+fn generic_judges_each_name_alone() {
+    assert_eq!(
+        redact("key_file=a.pem token=Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB"),
+        "key_file=a.pem token=[REDACTED]"
+    );
+    let keep = "public_key = 9f8e7d6c5b4a39281706aabb";
+    assert_eq!(redact(keep), keep);
+}
+
 /// A Secret's `stringData` and block values are masked line by line, its
 /// keys and comments kept.
 #[test]
