@@ -641,7 +641,9 @@ fn patterns() -> &'static [(Regex, &'static str)] {
 /// `text` with credentials replaced by `[REDACTED]`: API keys and tokens
 /// (`sk-…`, `AKIA…`, `ghp_…`, `xox…`, `AIza…`, `glpat-…`, ...), JWTs, AWS
 /// secret access keys, passwords in URLs, bearer tokens, secret-named
-/// assignments and PEM private key blocks (with or without their END line).
+/// assignments and PEM private key blocks (with or without their END line),
+/// curl's `-u`/`-H` credentials and a Kubernetes Secret's data: gitleaks'
+/// default rule set but `pkcs12-file` (see `redact/gitleaks.rs`).
 pub fn redact(text: &str) -> String {
     let mut out = std::borrow::Cow::Borrowed(text);
     for (re, rep) in patterns() {
