@@ -1,4 +1,4 @@
-//! Throughput of looptune on a generated corpus (seeded, `looptune::synth`):
+//! Throughput of looptune on a generated corpus (seeded, `looptune::input::synth`):
 //! parsing, one configuration's replay on one core, a 1,000-configuration grid
 //! on one core, and SHA-256 over the same bytes as the yardstick.
 //!
@@ -9,10 +9,10 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use looptune::detect::DetectorConfig;
-use looptune::grid::parse_grid;
 use looptune::input::{read_corpus, ReadOptions};
 use looptune::progress::NoProgress;
 use looptune::replay::{replay, ReplayOptions};
+use looptune::sweep::grid::parse_grid;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
@@ -38,8 +38,8 @@ fn benches(c: &mut Criterion) {
     let sessions = env("LOOPTUNE_BENCH_SESSIONS", 10_000);
     let bytes_per = env("LOOPTUNE_BENCH_BYTES", 11_000);
     let dir = tempfile::tempdir().expect("temp dir");
-    let total =
-        looptune::synth::write_corpus(dir.path(), sessions, bytes_per, 1).expect("corpus written");
+    let total = looptune::input::synth::write_corpus(dir.path(), sessions, bytes_per, 1)
+        .expect("corpus written");
     let paths = vec![dir.path().to_path_buf()];
     let corpus = read_corpus(&paths, &ReadOptions::default()).expect("corpus parses");
     let events = corpus.events() as u64;

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 /// `--input-format` values: `auto`, `canonical` and every importer (aliases
 /// hidden), listed in `--help` and checked by clap, then typed.
-fn input_formats() -> impl TypedValueParser<Value = crate::import::InputFormat> {
+fn input_formats() -> impl TypedValueParser<Value = crate::input::import::InputFormat> {
     let mut v = vec![
         PossibleValue::new("auto").help("detect the format per file, by content"),
         PossibleValue::new("canonical"),
@@ -18,11 +18,11 @@ fn input_formats() -> impl TypedValueParser<Value = crate::import::InputFormat> 
     // Every importer's name and alias from the one registry; the short
     // aliases are accepted but not listed.
     v.extend(
-        crate::import::format_names()
+        crate::input::import::format_names()
             .into_iter()
             .map(|f| PossibleValue::new(f).hide(matches!(f, "openai" | "chat"))),
     );
-    PossibleValuesParser::new(v).try_map(|name| name.parse::<crate::import::InputFormat>())
+    PossibleValuesParser::new(v).try_map(|name| name.parse::<crate::input::import::InputFormat>())
 }
 
 /// `--detector` and `--family` values: every detector family.
@@ -272,7 +272,7 @@ struct InputArgs {
     lenient: bool,
     /// Input format for every file: `auto` detects it per file by content.
     #[arg(help_heading = "Input", long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
-    input_format: crate::import::InputFormat,
+    input_format: crate::input::import::InputFormat,
     /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
     #[arg(help_heading = "Input", long)]
     allow_empty: bool,
@@ -392,8 +392,8 @@ struct CiOpts {
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable, or comma-separated.
-    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::gates::Gate::parse)]
-    requires: Vec<crate::gates::Gate>,
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::score::gates::Gate::parse)]
+    requires: Vec<crate::score::gates::Gate>,
     /// The configuration gates and JUnit evaluate: an id, label or profile name (default: the stock profile).
     #[arg(help_heading = "CI gates", long, value_name = "ID")]
     config: Option<String>,
@@ -422,7 +422,7 @@ struct SweepArgs {
     lenient: bool,
     /// Input format for every file: `auto` detects it per file by content.
     #[arg(help_heading = "Input", long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
-    input_format: crate::import::InputFormat,
+    input_format: crate::input::import::InputFormat,
     /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
     #[arg(help_heading = "Input", long)]
     allow_empty: bool,
@@ -447,8 +447,8 @@ struct SweepArgs {
     /// positives than the baseline, then highest recall, then lowest median
     /// turns-to-detection, then closest to the baseline's values), `f1`, or
     /// `max-fp=N` (at most N false positives, then as default).
-    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "default", value_parser = crate::metrics::Objective::parse)]
-    objective: crate::metrics::Objective,
+    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "default", value_parser = crate::score::metrics::Objective::parse)]
+    objective: crate::score::metrics::Objective,
     /// The profile the recommendation is compared with and whose family it is
     /// chosen from (default: the profile of the grid's first [[grid]];
     /// gemini-latest for the embedded grid). A folder an earlier sweep wrote
@@ -506,7 +506,7 @@ struct SweepArgs {
     #[arg(long, short = 'q')]
     quiet: bool,
     /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default; at most what this machine's memory holds, at about 16 KiB per configuration).
-    #[arg(help_heading = "Detectors", long, value_name = "N", default_value_t = crate::limits::DEFAULT_MAX_CONFIGS)]
+    #[arg(help_heading = "Detectors", long, value_name = "N", default_value_t = crate::util::limits::DEFAULT_MAX_CONFIGS)]
     max_configs: usize,
     #[command(flatten, next_help_heading = "Outputs")]
     shape: DiffShapeArgs,
@@ -589,8 +589,8 @@ struct DiffArgs {
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     markdown: Option<PathBuf>,
     /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable, or comma-separated.
-    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::gates::Gate::parse)]
-    requires: Vec<crate::gates::Gate>,
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::score::gates::Gate::parse)]
+    requires: Vec<crate::score::gates::Gate>,
     /// The configuration gates check and the only one listed: an id, label
     /// or stock profile of the new run (default: its chosen configuration).
     #[arg(help_heading = "CI gates", long, value_name = "ID")]
@@ -618,8 +618,8 @@ struct MergeArgs {
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable, or comma-separated.
-    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::gates::Gate::parse)]
-    requires: Vec<crate::gates::Gate>,
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::score::gates::Gate::parse)]
+    requires: Vec<crate::score::gates::Gate>,
     /// Print one JSON object on stdout (baseline, recommendation, gates and
     /// their verdicts) instead of the text summary, for scripts.
     #[arg(help_heading = "Outputs", long)]
@@ -673,10 +673,10 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         | Command::Label(LabelArgs { input, .. })
             if input.paths.is_empty() && !exporting =>
         {
-            input.paths = crate::logdirs::default_paths(&mut std::io::stderr())?;
+            input.paths = crate::input::logdirs::default_paths(&mut std::io::stderr())?;
         }
         Command::Sweep(a) if a.paths.is_empty() && !a.print_default_grid => {
-            a.paths = crate::logdirs::default_paths(&mut std::io::stderr())?;
+            a.paths = crate::input::logdirs::default_paths(&mut std::io::stderr())?;
         }
         _ => {}
     }
@@ -684,7 +684,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
     let mut out = stdout.lock();
     match cli.command {
         Command::Replay(a) => {
-            crate::limits::check_jobs(a.jobs)?;
+            crate::util::limits::check_jobs(a.jobs)?;
             let req = run::ReplayRequest {
                 paths: a.input.paths.clone(),
                 read: a.input.read_options(false, a.jobs),
@@ -705,11 +705,11 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         Command::Sweep(a) => {
             if a.print_default_grid {
                 use std::io::Write;
-                out.write_all(crate::grid::DEFAULT_GRID.as_bytes())
+                out.write_all(crate::sweep::grid::DEFAULT_GRID.as_bytes())
                     .map_err(|e| Error::io("<stdout>", e))?;
                 return Ok(0);
             }
-            crate::limits::check_jobs(a.jobs)?;
+            crate::util::limits::check_jobs(a.jobs)?;
             let req = run::SweepRequest {
                 paths: a.paths.clone(),
                 read: ReadOptions {
@@ -724,7 +724,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 grid: a.grid.clone(),
                 labels: a.ci.labels.clone(),
                 out: a.out.clone(),
-                options: crate::sweep::SweepOptions {
+                options: crate::score::SweepOptions {
                     objective: a.objective.clone(),
                     baseline: a.baseline.clone().filter(|b| !is_run_dir(b)),
                     across_families: a.across_families,
@@ -734,7 +734,8 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                     chosen: a.ci.config.clone(),
                     jobs: a.jobs,
                     group_by: a.group_by.clone(),
-                    guard: crate::recommend::Guard::parse(&a.guard).expect("clap checked it"),
+                    guard: crate::score::recommend::Guard::parse(&a.guard)
+                        .expect("clap checked it"),
                 },
                 test: a.test.clone(),
                 shard: a.shard,
@@ -799,7 +800,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
             &mut std::io::stderr(),
         ),
         Command::Synth(a) => {
-            let total = crate::synth::write_corpus(&a.out, a.sessions, a.bytes, a.seed)
+            let total = crate::input::synth::write_corpus(&a.out, a.sessions, a.bytes, a.seed)
                 .map_err(|e| Error::io(&a.out, e))?;
             eprintln!(
                 "wrote {} sessions, {} bytes, to {}",
@@ -867,7 +868,7 @@ fn write_man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
     cmd.build();
     let mut pages = vec![cmd.clone()];
     pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
-    let mut set = crate::outdir::OutputSet::new();
+    let mut set = crate::util::outdir::OutputSet::new();
     for page in pages {
         let man = clap_mangen::Man::new(page);
         let target = dir.join(man.get_filename());
@@ -919,12 +920,15 @@ fn is_broken_pipe(e: &Error) -> bool {
 /// quoted: no control character reaches the terminal.
 fn report(e: &Error) {
     let mut shown = e.to_string();
-    eprintln!("error: {}", crate::escape::terminal_lines(&shown));
+    eprintln!("error: {}", crate::util::escape::terminal_lines(&shown));
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
         let text = cause.to_string();
         if !shown.contains(&text) {
-            eprintln!("  caused by: {}", crate::escape::terminal_lines(&text));
+            eprintln!(
+                "  caused by: {}",
+                crate::util::escape::terminal_lines(&text)
+            );
             shown.push_str(&text);
         }
         source = cause.source();

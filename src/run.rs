@@ -66,7 +66,7 @@ impl Selection {
                         return Err(Error::Config(format!(
                             "--set `{s}`: unknown parameter `{key}` for family `{}`{} (see `looptune detectors --family {}`)",
                             family.name(),
-                            crate::suggest::hint(key, specs.iter().map(|p| p.name)),
+                            crate::util::suggest::hint(key, specs.iter().map(|p| p.name)),
                             family.name()
                         )))
                     }
@@ -97,7 +97,7 @@ impl Selection {
                 .collect();
             return Err(Error::Config(format!(
                 "--set `{text}`: unknown parameter `{key}` for the selected detectors{} (see `looptune detectors`)",
-                crate::suggest::hint(key, known.iter().map(String::as_str))
+                crate::util::suggest::hint(key, known.iter().map(String::as_str))
             )));
         }
         Ok(configs)
@@ -190,7 +190,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     // Every input is checked before anything is printed: the labels file
     // now, the sessions it names once they are read.
     let labels_file = if wants_scores {
-        Some(crate::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels))
+        Some(crate::input::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels))
     } else {
         None
     };
@@ -240,7 +240,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let names: Vec<ConfigName> = configs.iter().map(config_name).collect();
     let io = |e| Error::io("<stdout>", e);
     if req.json {
-        let pool = crate::pool::pool(req.jobs)?;
+        let pool = crate::util::pool::pool(req.jobs)?;
         crate::report::text::replay_json(&sessions, &names, req.all, &pool, out).map_err(io)?;
     } else {
         crate::report::text::replay_table(&sessions, &names, req.all, out).map_err(io)?;
@@ -267,12 +267,12 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
                 })
                 .collect()
         };
-        let scores: Vec<crate::metrics::Scores> = (0..configs.len())
+        let scores: Vec<crate::score::metrics::Scores> = (0..configs.len())
             .map(|ci| {
                 let hits = hits_of(ci);
                 let view: Vec<Option<&crate::result::Hit>> =
                     hits.iter().map(Option::as_ref).collect();
-                crate::metrics::score_hits(&view, |i| {
+                crate::score::metrics::score_hits(&view, |i| {
                     (
                         sessions[i].turns,
                         labels.by_session.get(i).copied().flatten(),
@@ -295,7 +295,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
                     Error::Usage(format!("--config `{c}`: not one of the selected profiles"))
                 })?,
         };
-        let gate_results: Vec<crate::gates::GateResult> =
+        let gate_results: Vec<crate::score::gates::GateResult> =
             gates.iter().map(|g| g.check(&scores[chosen])).collect();
         let records: Vec<crate::result::SessionRecord> = sessions
             .iter()
@@ -317,7 +317,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         };
         let mut written = Vec::new();
         let mut err = std::io::stderr();
-        let mut set = crate::outdir::OutputSet::new();
+        let mut set = crate::util::outdir::OutputSet::new();
         let mut failed = write_ci(&req.ci, &view, &mut set, &mut err);
         // Whole or not at all: one report failing keeps the other out too.
         let committed = if failed { Ok(Vec::new()) } else { set.commit() };
@@ -364,7 +364,8 @@ pub fn import_command(
     warn_skipped(&corpus, err);
     require_sessions(&corpus, corpus.sessions.len(), paths, allow_empty)?;
     let mut buf: Vec<u8> = Vec::new();
-    crate::import::write_canonical(&corpus, &mut buf, redact).map_err(|e| Error::io(output, e))?;
+    crate::input::import::write_canonical(&corpus, &mut buf, redact)
+        .map_err(|e| Error::io(output, e))?;
     let bytes = if output.extension().is_some_and(|e| e == "gz") {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         enc.write_all(&buf).map_err(|e| Error::io(output, e))?;
@@ -372,7 +373,7 @@ pub fn import_command(
     } else {
         buf
     };
-    if crate::outdir::is_stdout(output) {
+    if crate::util::outdir::is_stdout(output) {
         let mut stdout = std::io::stdout().lock();
         stdout
             .write_all(&bytes)
@@ -387,7 +388,7 @@ pub fn import_command(
         "wrote {} ({}) to {}{}",
         crate::report::text::plural(corpus.sessions.len(), "session", "sessions"),
         crate::report::text::plural(corpus.events(), "event", "events"),
-        if crate::outdir::is_stdout(output) {
+        if crate::util::outdir::is_stdout(output) {
             "standard output".to_string()
         } else {
             output.display().to_string()
@@ -415,7 +416,7 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         writeln!(
             err,
             "warning: {}: skipped {}{first}",
-            crate::escape::terminal(&f.path),
+            crate::util::escape::terminal(&f.path),
             crate::report::text::plural(f.skipped_lines as usize, "bad line", "bad lines")
         )
         .ok();
@@ -425,7 +426,7 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         .iter()
         .filter(|m| m.contains(": skipped file ("))
     {
-        writeln!(err, "warning: {}", crate::escape::terminal(m)).ok();
+        writeln!(err, "warning: {}", crate::util::escape::terminal(m)).ok();
     }
     if corpus.unreadable > 0 {
         writeln!(
@@ -450,7 +451,7 @@ pub fn detectors_command(only: Option<&str>, json: bool, out: &mut dyn Write) ->
         writeln!(
             out,
             "input formats (--input-format; detected per file by content by default): canonical, {}",
-            crate::import::format_names().join(", ")
+            crate::input::import::format_names().join(", ")
         )
         .map_err(|e| Error::io("<stdout>", e))?;
     }
@@ -506,7 +507,7 @@ pub struct CiArgs {
     /// JUnit XML file.
     pub junit: Option<PathBuf>,
     /// Gates such as `recall>=0.9` (parsed by clap, `--require`).
-    pub requires: Vec<crate::gates::Gate>,
+    pub requires: Vec<crate::score::gates::Gate>,
     /// Appended to the Markdown summary (`sweep --baseline`: what changed).
     pub append_markdown: String,
     /// `--json`: one object on stdout instead of the text summary.
@@ -534,7 +535,7 @@ pub struct SweepRequest {
     /// Output folder (default `reports/sweep-<grid name>/`).
     pub out: Option<PathBuf>,
     /// How to choose (objective, baseline, folds, seed, unions, gate configuration, jobs).
-    pub options: crate::sweep::SweepOptions,
+    pub options: crate::score::SweepOptions,
     /// Test sessions (`--test`): scored once with what was chosen on the others.
     pub test: Vec<PathBuf>,
     /// Replay only this shard's sessions (`--shard I/N`).
@@ -560,14 +561,16 @@ pub struct SweepRequest {
 pub fn load_grid_limited(
     path: Option<&std::path::Path>,
     max_configs: usize,
-) -> Result<crate::grid::Grid> {
-    let max = crate::limits::check_max_configs(max_configs)?;
+) -> Result<crate::sweep::grid::Grid> {
+    let max = crate::util::limits::check_max_configs(max_configs)?;
     match path {
         Some(p) => {
             let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
-            crate::grid::parse_grid_limited(&text, &p.display().to_string(), max)
+            crate::sweep::grid::parse_grid_limited(&text, &p.display().to_string(), max)
         }
-        None => crate::grid::parse_grid_limited(crate::grid::DEFAULT_GRID, "default", max),
+        None => {
+            crate::sweep::grid::parse_grid_limited(crate::sweep::grid::DEFAULT_GRID, "default", max)
+        }
     }
 }
 
@@ -576,7 +579,7 @@ pub fn load_grid_limited(
 fn result_inputs(path: &std::path::Path) -> Vec<PathBuf> {
     vec![
         path.to_path_buf(),
-        crate::outdir::OutputFiles::of(path).summary_json,
+        crate::util::outdir::OutputFiles::of(path).summary_json,
     ]
 }
 
@@ -602,7 +605,7 @@ fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
     }
     let reads_stdin = inputs.iter().any(|i| i.as_os_str() == "-");
     for o in outputs {
-        if reads_stdin && crate::outdir::stdin_is(o) {
+        if reads_stdin && crate::util::outdir::stdin_is(o) {
             return Err(Error::Usage(format!(
                 "refusing to overwrite {}: it is standard input (`-`)",
                 o.display()
@@ -642,12 +645,12 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     if let Some(c) = &opts.chosen {
         crate::sweep::find_variant(&grid, c)?;
     }
-    crate::sweep::find_baseline(&crate::sweep::grid_record(&grid), opts.baseline.as_deref())?;
+    crate::result::find_baseline(&crate::sweep::grid_record(&grid), opts.baseline.as_deref())?;
     let out_dir = req.out.clone().unwrap_or_else(|| {
         PathBuf::from("reports").join(format!("sweep-{}", sanitize(&grid.name)))
     });
     check_out_dir(&out_dir)?;
-    let files = crate::outdir::OutputFiles::of(&out_dir);
+    let files = crate::util::outdir::OutputFiles::of(&out_dir);
     let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
     outputs.extend(req.ci.outputs());
     let mut protected = req.paths.clone();
@@ -660,7 +663,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     guard_outputs(&outputs, &protected)?;
     // An earlier run to compare with (`--baseline DIR`), loaded before any work.
     let earlier = match &req.baseline_run {
-        Some(dir) => Some(crate::sweep::analyze(crate::result::SweepRecord::load(
+        Some(dir) => Some(crate::score::analyze(crate::result::SweepRecord::load(
             dir,
         )?)?),
         None => {
@@ -676,7 +679,8 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 
     let mut read = req.read.clone();
     read.digests = true;
-    let labels_file = crate::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels);
+    let labels_file =
+        crate::input::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels);
     crate::sweep::check_group_key(&opts.group_by, &labels_file, !req.test.is_empty())?;
     // One bar over the bytes: every session is replayed under the whole grid
     // as soon as it is read.
@@ -687,7 +691,8 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         &read,
         grid,
         &labels_file,
-        opts,
+        opts.record(),
+        opts.jobs,
         req.shard,
         progress.as_ref(),
     )?;
@@ -708,9 +713,10 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     }
     record.wall_time_ms = started.elapsed().as_millis() as u64;
     // Scoring and choosing run per configuration on the sweep's threads.
-    let result = crate::pool::pool(opts.jobs)?.install(|| crate::sweep::analyze(record))?;
-    let plain: Vec<crate::gates::Gate> = gates.iter().filter(|g| !g.is_diff()).cloned().collect();
-    if req.out.is_none() && crate::outdir::is_output_folder(&out_dir) {
+    let result = crate::util::pool::pool(opts.jobs)?.install(|| crate::score::analyze(record))?;
+    let plain: Vec<crate::score::gates::Gate> =
+        gates.iter().filter(|g| !g.is_diff()).cloned().collect();
+    if req.out.is_none() && crate::util::outdir::is_output_folder(&out_dir) {
         writeln!(
             err,
             "note: replacing the previous outputs in {} (give --out to keep them)",
@@ -720,7 +726,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     }
     // The comparison with an earlier run, whose summary (in the same shape
     // as on the terminal) ends the Markdown summary.
-    let compared = earlier.map(|earlier| crate::diff::diff(&earlier, &result));
+    let compared = earlier.map(|earlier| crate::score::diff::diff(&earlier, &result));
     let mut ci = req.ci.clone();
     if let Some(d) = &compared {
         ci.append_markdown = crate::report::diff_out::markdown_within(
@@ -780,22 +786,22 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 /// `jobs` caps the writing threads (0: every core).
 #[allow(clippy::too_many_arguments)]
 fn finish_sweep(
-    result: &crate::sweep::SweepResult,
+    result: &crate::score::SweepResult,
     jobs: usize,
     out_dir: &std::path::Path,
     ci: &CiArgs,
-    gates: &[crate::gates::Gate],
+    gates: &[crate::score::gates::Gate],
     started: std::time::Instant,
     progress: &dyn crate::progress::Progress,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(i32, Option<serde_json::Value>)> {
     let began = std::time::Instant::now();
-    let files = crate::outdir::OutputFiles::of(out_dir);
+    let files = crate::util::outdir::OutputFiles::of(out_dir);
     // Every file is staged beside its target and moved into place at the end
     // (src/outdir.rs): an error or a signal before then leaves the previous
     // outputs as they were.
-    let mut set = crate::outdir::OutputSet::new();
+    let mut set = crate::util::outdir::OutputSet::new();
     let sweep_csv = set.stage(&files.sweep_csv)?;
     let detections_csv = set.stage(&files.detections_csv)?;
     let summary_json = set.stage(&files.summary_json)?;
@@ -811,7 +817,7 @@ fn finish_sweep(
     // Longest first (summary.json, then detections.csv): the short ones go to
     // whichever thread is free first.
     let (summary_done, (detections_done, (report_done, (sweep_done, groups_done)))) =
-        crate::pool::pool(jobs)?.install(|| {
+        crate::util::pool::pool(jobs)?.install(|| {
             rayon::join(
                 || {
                     written_one(crate::report::write_atomic_with(&summary_json, |w| {
@@ -868,10 +874,10 @@ fn finish_sweep(
         writeln!(err, "error: {msg}").ok();
     }
     let chosen = &result.scores[result.chosen];
-    let gate_results: Vec<crate::gates::GateResult> =
+    let gate_results: Vec<crate::score::gates::GateResult> =
         gates.iter().map(|g| g.check(chosen)).collect();
     let rec = &result.record;
-    let session_labels = crate::labels::Labels {
+    let session_labels = crate::input::labels::Labels {
         by_session: rec.sessions.iter().map(|s| s.label()).collect(),
         ..Default::default()
     };
@@ -943,7 +949,7 @@ fn print_json(value: &serde_json::Value, out: &mut dyn Write) -> Result<()> {
 }
 
 /// The configuration gates check, as gate lines name it.
-fn checked_name(result: &crate::sweep::SweepResult) -> String {
+fn checked_name(result: &crate::score::SweepResult) -> String {
     let c = result.config(result.chosen);
     format!("{} {}", c.id, c.label)
 }
@@ -960,9 +966,9 @@ pub enum DiffFormat {
 
 /// Evaluate the diff gates on the new run's chosen configuration.
 fn diff_gates(
-    d: &crate::diff::Diff,
-    gates: &[crate::gates::Gate],
-) -> Vec<crate::gates::GateResult> {
+    d: &crate::score::diff::Diff,
+    gates: &[crate::score::gates::Gate],
+) -> Vec<crate::score::gates::GateResult> {
     // The diff lists the new run's configurations first, in grid order.
     let chosen = d.configs.get(d.chosen);
     gates
@@ -973,9 +979,9 @@ fn diff_gates(
 }
 
 /// A warning on `err` when the two runs come from different grids.
-fn warn_grids(d: &crate::diff::Diff, err: &mut dyn Write) {
+fn warn_grids(d: &crate::score::diff::Diff, err: &mut dyn Write) {
     if let Some(w) = crate::report::diff_out::grid_warning(d) {
-        writeln!(err, "warning: {}", crate::escape::terminal(&w)).ok();
+        writeln!(err, "warning: {}", crate::util::escape::terminal(&w)).ok();
     }
 }
 
@@ -1006,21 +1012,21 @@ pub fn diff_command(
         return Err(Error::Usage(format!(
             "--require `{}`: diff gates take {}",
             g.score,
-            crate::diff::DIFF_SCORES.join(", ")
+            crate::score::diff::DIFF_SCORES.join(", ")
         )));
     }
     let mut inputs = result_inputs(base);
     inputs.extend(result_inputs(new));
     guard_outputs(&ci.outputs(), &inputs)?;
-    let base = crate::sweep::analyze(crate::result::SweepRecord::load(base)?)?;
-    let mut new = crate::sweep::analyze(crate::result::SweepRecord::load(new)?)?;
+    let base = crate::score::analyze(crate::result::SweepRecord::load(base)?)?;
+    let mut new = crate::score::analyze(crate::result::SweepRecord::load(new)?)?;
     let mut shape = req.shape;
     if let Some(c) = &req.config {
-        new.chosen = crate::sweep::find_config(&new.record.grid, c)?;
+        new.chosen = crate::result::find_config(&new.record.grid, c)?;
         // The new run's configurations come first in the diff, in grid order.
         shape.only = Some(new.chosen);
     }
-    let d = crate::diff::diff(&base, &new);
+    let d = crate::score::diff::diff(&base, &new);
     warn_grids(&d, err);
     let io = |e| Error::io("<stdout>", e);
     match format {
@@ -1031,7 +1037,7 @@ pub fn diff_command(
     let mut failed = false;
     if let Some(p) = &ci.markdown {
         let text = crate::report::diff_out::markdown(&d, &shape);
-        let written = if crate::outdir::is_stdout(p) {
+        let written = if crate::util::outdir::is_stdout(p) {
             std::io::stdout().lock().write_all(text.as_bytes())
         } else {
             crate::report::write_atomic(p, text.as_bytes())
@@ -1068,7 +1074,7 @@ pub fn merge_command(
         .iter()
         .map(|p| crate::result::SweepRecord::load(p))
         .collect::<Result<_>>()?;
-    let files = crate::outdir::OutputFiles::of(out_dir);
+    let files = crate::util::outdir::OutputFiles::of(out_dir);
     let inputs: Vec<PathBuf> = parts.iter().flat_map(|p| result_inputs(p)).collect();
     let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
     outputs.extend(ci.outputs());
@@ -1078,7 +1084,7 @@ pub fn merge_command(
     for g in gates {
         g.needs_labels(labelled)?;
     }
-    let result = crate::sweep::analyze(record)?;
+    let result = crate::score::analyze(record)?;
     let writing = crate::progress::for_stderr(false, "writing outputs");
     let (code, brief) = finish_sweep(
         &result,
@@ -1101,7 +1107,7 @@ pub fn merge_command(
 fn write_ci(
     ci: &CiArgs,
     view: &crate::report::ci::CiView,
-    set: &mut crate::outdir::OutputSet,
+    set: &mut crate::util::outdir::OutputSet,
     err: &mut dyn Write,
 ) -> bool {
     let mut failed = false;
@@ -1114,7 +1120,7 @@ fn write_ci(
     ];
     for (path, text) in outputs {
         let Some(p) = path else { continue };
-        if crate::outdir::is_stdout(p) {
+        if crate::util::outdir::is_stdout(p) {
             if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
                 failed = true;
                 writeln!(err, "error: failed to write to standard output: {e}").ok();
@@ -1132,7 +1138,7 @@ fn write_ci(
 /// Print gate results, each naming the configuration it checked; the exit
 /// code (report failure wins over a gate).
 fn finish_gates(
-    results: &[crate::gates::GateResult],
+    results: &[crate::score::gates::GateResult],
     config: &str,
     report_failed: bool,
     err: &mut dyn Write,
@@ -1143,7 +1149,7 @@ fn finish_gates(
             err,
             "gate {mark} {} (configuration {})",
             g.describe(),
-            crate::escape::terminal(config)
+            crate::util::escape::terminal(config)
         )
         .ok();
     }
@@ -1172,7 +1178,7 @@ fn sanitize(name: &str) -> String {
 /// `report.html` must not be any other file of the folder (the `summary.json`
 /// it reads above all): a link there is refused before anything is written.
 pub fn report_command(dir: &std::path::Path, err: &mut dyn Write) -> Result<i32> {
-    let files = crate::outdir::OutputFiles::of(dir);
+    let files = crate::util::outdir::OutputFiles::of(dir);
     let inputs: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| {
             entries
@@ -1227,13 +1233,13 @@ pub fn export_labels_command(
             labels.display()
         )));
     }
-    let (set, splits) = crate::labels::scout::read_for_export(labels)?;
+    let (set, splits) = crate::input::labels::scout::read_for_export(labels)?;
     let ext = file
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    let text = crate::labels::scout::export(&set, &splits, &ext);
-    crate::outdir::write_atomic(file, text.as_bytes()).map_err(|e| Error::io(file, e))?;
+    let text = crate::input::labels::scout::export(&set, &splits, &ext);
+    crate::util::outdir::write_atomic(file, text.as_bytes()).map_err(|e| Error::io(file, e))?;
     let without = set
         .values()
         .filter(|l| l.is_loop && l.onset_turn.is_some())

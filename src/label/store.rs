@@ -3,7 +3,7 @@
 //! extra columns such as `confidence` or `note`, the header, quoting) is kept
 //! byte for byte unless the row itself changes.
 //!
-//! The file is read first with [`crate::labels::read_labels_file`], so what
+//! The file is read first with [`crate::input::labels::read_labels_file`], so what
 //! the labeller accepts is exactly what `sweep --labels` accepts, with the
 //! same `FILE:LINE: field` errors.
 
@@ -84,7 +84,7 @@ impl LabelStore {
             return Ok(store);
         }
         // Validate exactly as the sweep will.
-        crate::labels::read_labels_file(path, false, &mut Vec::new())?;
+        crate::input::labels::read_labels_file(path, false, &mut Vec::new())?;
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         match kind {
             Kind::Csv => store.parse_csv(&text)?,
@@ -452,7 +452,7 @@ mod tests {
              b,clean,,low,kept\n\
              c,loop,3,,\n"
         );
-        let (m, _) = crate::labels::read_labels_file(&p, false, &mut vec![]).unwrap();
+        let (m, _) = crate::input::labels::read_labels_file(&p, false, &mut vec![]).unwrap();
         assert_eq!(m["c"], label(true, Some(3)));
         assert_eq!(m["b"], label(false, None));
         assert_eq!(m["a"], label(false, None));
@@ -490,7 +490,7 @@ mod tests {
         s.set("b", label(true, Some(1))).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert_eq!(text, "session,label,onset_turn\na,clean\nb,loop,1\n");
-        let (m, _) = crate::labels::read_labels_file(&p, false, &mut vec![]).unwrap();
+        let (m, _) = crate::input::labels::read_labels_file(&p, false, &mut vec![]).unwrap();
         assert_eq!(m.len(), 2);
     }
 
@@ -512,7 +512,7 @@ mod tests {
              {\"session\":\"b\",\"label\":\"clean\",\"onset_turn\":null,\"confidence\":\"high\"}\n\
              {\"session\":\"c\",\"label\":\"loop\",\"onset_turn\":9}\n"
         );
-        let (m, _) = crate::labels::read_labels_file(&p, false, &mut vec![]).unwrap();
+        let (m, _) = crate::input::labels::read_labels_file(&p, false, &mut vec![]).unwrap();
         assert_eq!(m["c"], label(true, Some(9)));
         assert!(!m["b"].is_loop);
     }

@@ -1102,7 +1102,7 @@ mod tests {
         );
         a.key(Key::Char('c'));
         assert_eq!(a.progress(), (2, 2));
-        let (m, _) = crate::labels::read_labels_file(&p, false, &mut vec![]).unwrap();
+        let (m, _) = crate::input::labels::read_labels_file(&p, false, &mut vec![]).unwrap();
         assert!(!m["calm"].is_loop);
         a.key(Key::Char('u'));
         assert_eq!(a.pos, 1);

@@ -5,10 +5,10 @@
 
 use super::diff_out::Shape;
 use super::summary::num;
-use crate::diff::{ConfigDiff, Diff, DIFF_SCORES};
-use crate::gates::GateResult;
-use crate::metrics::{Scores, SCORE_NAMES};
-use crate::sweep::SweepResult;
+use crate::score::diff::{ConfigDiff, Diff, DIFF_SCORES};
+use crate::score::gates::GateResult;
+use crate::score::metrics::{Scores, SCORE_NAMES};
+use crate::score::SweepResult;
 use serde_json::{json, Map, Value};
 
 /// Every score of a configuration by name.

@@ -6,10 +6,10 @@
 //! so it renders the same on a machine without fonts. Each point or cell that
 //! stands for a configuration is also recorded as a [`Mark`] and written as a
 //! last, transparent layer: a link to the configuration's table row and a
-//! tooltip (`<title>`, escaped with [`crate::escape::html`]).
+//! tooltip (`<title>`, escaped with [`crate::util::escape::html`]).
 
 use super::model::{Disagreement, ReportData, Row};
-use crate::metrics::{score_info, ScoreInfo, Unit};
+use crate::score::metrics::{score_info, ScoreInfo, Unit};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -176,7 +176,7 @@ impl Mark {
 /// The marks as one SVG group. Hit areas are filled but fully transparent
 /// (still hit-tested); the page's CSS shows them on hover and focus.
 fn marks_layer(marks: &[Mark]) -> String {
-    let esc = crate::escape::html;
+    let esc = crate::util::escape::html;
     let mut o = String::from(
         "<g class=\"marks\" fill=\"#222222\" fill-opacity=\"0\" stroke=\"#222222\" stroke-opacity=\"0\" stroke-width=\"2\">\n",
     );
@@ -1245,7 +1245,7 @@ pub struct SubGrid {
 /// The sub-grids of the grid source, with ranges expanded. A source that does
 /// not parse gives none (the heatmaps are then left out; the source is still shown).
 pub fn subgrids(d: &ReportData) -> Vec<SubGrid> {
-    crate::grid::axis_blocks(&d.summary.grid.source)
+    crate::sweep::grid::axis_blocks(&d.summary.grid.source)
         .into_iter()
         .map(|(profile, axes)| SubGrid {
             profile,
@@ -1909,7 +1909,7 @@ fn pct_ci((x, (lo, hi)): (f64, (f64, f64))) -> String {
     format!(
         "{:.1}% {}",
         x * 100.0,
-        crate::number::interval(format!("{:.1}%", lo * 100.0), format!("{:.1}%", hi * 100.0))
+        crate::util::number::interval(format!("{:.1}%", lo * 100.0), format!("{:.1}%", hi * 100.0))
     )
 }
 

@@ -3,11 +3,11 @@
 
 use super::fixed;
 use super::text::plural;
-use crate::escape::md_text as md_escape;
-use crate::gates::GateResult;
-use crate::labels::Labels;
-use crate::metrics::{score_info, verdict_at, Scores, Verdict};
+use crate::input::labels::Labels;
 use crate::result::{Hit, SessionRecord};
+use crate::score::gates::GateResult;
+use crate::score::metrics::{score_info, verdict_at, Scores, Verdict};
+use crate::util::escape::md_text as md_escape;
 
 /// What the CI writers read.
 pub struct CiView<'a> {
@@ -31,7 +31,7 @@ pub struct CiView<'a> {
     pub hits: &'a [Option<&'a Hit>],
 }
 
-/// The scores of the Markdown table, in order; their labels come from [`crate::metrics::SCORES`].
+/// The scores of the Markdown table, in order; their labels come from [`crate::score::metrics::SCORES`].
 const ROWS: &[&str] = &[
     "recall",
     "precision",

@@ -4,8 +4,8 @@
 //! for spreadsheets.
 
 use super::safe_cell;
-use crate::metrics::{verdict_at, SCORES, SCORE_NAMES};
-use crate::sweep::SweepResult;
+use crate::score::metrics::{verdict_at, SCORES, SCORE_NAMES};
+use crate::score::SweepResult;
 
 /// The columns of `sweep.csv` after the parameters.
 pub fn score_header() -> Vec<&'static str> {
@@ -20,7 +20,7 @@ pub fn score_header() -> Vec<&'static str> {
 /// rows are 10,000 x 60 cells.
 fn write_score_cells<W: std::io::Write>(
     w: &mut csv::Writer<W>,
-    s: &crate::metrics::Scores,
+    s: &crate::score::metrics::Scores,
     buf: &mut String,
 ) -> csv::Result<()> {
     use std::fmt::Write;
@@ -30,7 +30,7 @@ fn write_score_cells<W: std::io::Write>(
             Some(x) if info.whole => {
                 let _ = write!(buf, "{}", x as i64);
             }
-            Some(x) => crate::number::push_fixed(buf, x),
+            Some(x) => crate::util::number::push_fixed(buf, x),
             None => {}
         }
         w.write_field(buf.as_str())?;
@@ -105,7 +105,7 @@ pub fn groups_csv(r: &SweepResult) -> Vec<u8> {
     header.push("detection_kinds");
     w.write_record(&header).expect("in-memory write");
     // Configurations are scored apart, a group at a time, on every thread.
-    let mut rows: Vec<(&str, Vec<crate::metrics::Scores>)> = r
+    let mut rows: Vec<(&str, Vec<crate::score::metrics::Scores>)> = r
         .record
         .grid
         .configs

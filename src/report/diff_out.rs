@@ -1,8 +1,8 @@
 //! Writers of a [`Diff`]: JSON lines for scripts, a table for people and
 //! Markdown for CI summary pages. They render; they never compute verdicts.
 
-use crate::diff::{ConfigDiff, Diff};
-use crate::metrics::Scores;
+use crate::score::diff::{ConfigDiff, Diff};
+use crate::score::metrics::Scores;
 use std::io::{self, Write};
 
 /// Changes listed per configuration before "... and N more".
@@ -24,7 +24,7 @@ fn share(x: f64, ci: Option<(f64, f64)>) -> String {
     match ci {
         Some((a, b)) => format!(
             "{x:.2} {}",
-            crate::number::interval(format!("{a:.2}"), format!("{b:.2}"))
+            crate::util::number::interval(format!("{a:.2}"), format!("{b:.2}"))
         ),
         None => format!("{x:.2}"),
     }
@@ -219,7 +219,7 @@ pub fn grid_warning(d: &Diff) -> Option<String> {
 pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
     let (common, _, _) = d.config_counts();
     let (shown, total) = listed(d, shape);
-    let quote = |s: &str| format!("`{}`", crate::escape::terminal(s));
+    let quote = |s: &str| format!("`{}`", crate::util::escape::terminal(s));
     writeln!(out, "sessions: {}", sessions_line(d, &quote))?;
     writeln!(out, "configurations: {}", configs_line(d))?;
     writeln!(
@@ -234,7 +234,7 @@ pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
             out,
             "  {} {}  ({})  {}{}",
             if i == d.chosen { "gated" } else { "     " },
-            crate::escape::terminal(&c.label),
+            crate::util::escape::terminal(&c.label),
             c.config,
             verdicts(c),
             if scores.is_empty() {
@@ -263,7 +263,7 @@ pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "\nsessions whose verdict changed under {}  ({}):",
-            crate::escape::terminal(&c.label),
+            crate::util::escape::terminal(&c.label),
             c.config
         )?;
         let cap = if shape.verbose { usize::MAX } else { LIST };
@@ -271,7 +271,7 @@ pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 "  {:<40} {:>9} -> {:<9} turn {} -> {}",
-                crate::escape::terminal(&ch.session),
+                crate::util::escape::terminal(&ch.session),
                 ch.base,
                 ch.new,
                 turn(ch.base_turn),
@@ -297,7 +297,7 @@ pub fn markdown(d: &Diff, shape: &Shape) -> String {
 
 /// [`markdown`] under `max` bytes.
 pub fn markdown_within(d: &Diff, shape: &Shape, max: usize) -> String {
-    let esc = crate::escape::md_text;
+    let esc = crate::util::escape::md_text;
     let (common, _, _) = d.config_counts();
     let (shown, total) = listed(d, shape);
     let quote = |s: &str| format!("`{}`", esc(s).replace('`', "'"));

@@ -24,7 +24,10 @@ const FONT_MONO: &[u8] = include_bytes!("assets/dejavu-sans-mono-subset.woff2");
 /// Rebuild `DIR/report.html` from the result saved in `DIR/summary.json`.
 pub fn write_report_dir(dir: &Path) -> Result<PathBuf> {
     let data = ReportData::load(dir)?;
-    write_report(&data, &crate::outdir::OutputFiles::of(dir).report_html)
+    write_report(
+        &data,
+        &crate::util::outdir::OutputFiles::of(dir).report_html,
+    )
 }
 
 /// Render the report of a result to `out`.
@@ -39,7 +42,7 @@ pub fn write_report(data: &ReportData, out: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-pub use crate::escape::html as esc;
+pub use crate::util::escape::html as esc;
 
 /// Standard base64 with padding (fonts as `data:` URLs, the CSP script hash).
 pub fn base64(bytes: &[u8]) -> String {
@@ -81,7 +84,7 @@ const CI: &str = " [95% CI]";
 
 /// A numeric column's header, as the score table names the score.
 fn th(score: &str, suffix: &str) -> String {
-    let short = crate::metrics::score_info(score).map_or(score, |s| s.short);
+    let short = crate::score::metrics::score_info(score).map_or(score, |s| s.short);
     format!("<th class=\"n\">{}{suffix}</th>", esc(short))
 }
 
@@ -283,14 +286,17 @@ fn with_ci(r: &Row, name: &str) -> String {
         r.score(&format!("{name}_lo")),
         r.score(&format!("{name}_hi")),
     ) {
-        (Some(a), Some(b)) => format!(" {}", crate::number::interval(pct(Some(a)), pct(Some(b)))),
+        (Some(a), Some(b)) => format!(
+            " {}",
+            crate::util::number::interval(pct(Some(a)), pct(Some(b)))
+        ),
         _ => String::new(),
     };
     format!("{}{ci}", pct(r.score(name)))
 }
 
 fn pair_text(ci: Option<[f64; 2]>, show: impl Fn(f64) -> String) -> String {
-    ci.map(|[a, b]| format!(" {}", crate::number::interval(show(a), show(b))))
+    ci.map(|[a, b]| format!(" {}", crate::util::number::interval(show(a), show(b))))
         .unwrap_or_default()
 }
 
@@ -397,7 +403,7 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
                 format!(
                     "{} {}",
                     pct(Some(v)),
-                    crate::number::interval(pct(Some(lo)), pct(Some(hi)))
+                    crate::util::number::interval(pct(Some(lo)), pct(Some(hi)))
                 )
             }
             None => "–".into(),
@@ -684,7 +690,7 @@ fn list(names: &[String]) -> String {
 }
 
 /// `2/6 · 0/20`: loops caught of loops and false positives of clean sessions.
-fn group_cell(c: &crate::recommend::GroupCount) -> String {
+fn group_cell(c: &crate::score::recommend::GroupCount) -> String {
     if c.loops + c.clean == 0 {
         "–".into()
     } else {
@@ -693,7 +699,7 @@ fn group_cell(c: &crate::recommend::GroupCount) -> String {
 }
 
 /// Recall, precision, false positives and F1 of a held-out tally, with intervals.
-fn tally_cells(p: &crate::recommend::Tally) -> String {
+fn tally_cells(p: &crate::score::recommend::Tally) -> String {
     let ci = |c: Option<(f64, f64)>| {
         c.map_or(String::new(), |(a, b)| {
             format!(" [{}, {}]", pct(Some(a)), pct(Some(b)))
@@ -702,16 +708,16 @@ fn tally_cells(p: &crate::recommend::Tally) -> String {
     format!(
         "<td>{}{}</td><td>{}{}</td><td>{}/{}{}</td><td>{}</td>",
         pct(Some(p.recall())),
-        ci(crate::stats::wilson(p.tp, p.loops)),
+        ci(crate::score::stats::wilson(p.tp, p.loops)),
         if p.tp + p.fp > 0 {
             pct(Some(p.precision()))
         } else {
             "–".into()
         },
-        ci(crate::stats::wilson(p.tp, p.tp + p.fp)),
+        ci(crate::score::stats::wilson(p.tp, p.tp + p.fp)),
         p.fp,
         p.clean,
-        ci(crate::stats::wilson(p.fp, p.clean)),
+        ci(crate::score::stats::wilson(p.fp, p.clean)),
         dec(Some(p.f1()))
     )
 }

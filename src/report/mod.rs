@@ -15,19 +15,11 @@ pub mod text;
 #[cfg(test)]
 mod end_to_end;
 
-pub use crate::outdir::{write_atomic, write_atomic_with};
+pub use crate::util::outdir::{write_atomic, write_atomic_with};
 
-/// Make a text cell safe for spreadsheets: a cell that starts with `=`, `+`,
-/// `-`, `@`, tab or carriage return would be evaluated as a formula, so it gets
-/// a leading apostrophe (session ids and excerpts come from untrusted logs).
-pub fn safe_cell(s: &str) -> std::borrow::Cow<'_, str> {
-    match s.as_bytes().first() {
-        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') => format!("'{s}").into(),
-        _ => s.into(),
-    }
-}
+pub use crate::util::escape::safe_cell;
 
-pub use crate::number::fixed;
+pub use crate::util::number::fixed;
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::result::{ConfigRecord, Excerpt, ExcerptLine, GridRecord, InputsRecord, SweepRecord};
-use crate::sweep::SweepResult;
+use crate::score::SweepResult;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -223,7 +223,7 @@ pub struct GroupRow {
     /// Its label.
     pub label: String,
     /// Per group (as `names`).
-    pub counts: Vec<crate::recommend::GroupCount>,
+    pub counts: Vec<crate::score::recommend::GroupCount>,
 }
 
 /// Leave-one-group-out of one choosing procedure.
@@ -232,11 +232,11 @@ pub struct GroupValidationView {
     /// `recommendation` or `union`.
     pub what: String,
     /// Held-out groups' tallies added up.
-    pub pooled: crate::recommend::Tally,
+    pub pooled: crate::score::recommend::Tally,
     /// In-sample recall and false-positive rate of the choice, for the verdict.
     pub in_sample: Option<(f64, Option<f64>)>,
     /// Per group: name, its held-out tally, and the label of what was chosen without it.
-    pub groups: Vec<(String, crate::recommend::Tally, String)>,
+    pub groups: Vec<(String, crate::score::recommend::Tally, String)>,
 }
 
 /// What was chosen, scored on the test sessions.
@@ -245,7 +245,7 @@ pub struct TestView {
     /// Test sessions.
     pub sessions: usize,
     /// Rows: role, label, tally on the test sessions.
-    pub rows: Vec<(String, String, crate::recommend::Tally)>,
+    pub rows: Vec<(String, String, crate::score::recommend::Tally)>,
 }
 
 /// The rows whose gain over the baseline comes mostly from one group, one
@@ -294,8 +294,8 @@ impl GroupValidationView {
         let outside = |x: f64, ci: Option<(f64, f64)>| {
             ci.is_some_and(|(lo, hi)| x < lo - 1e-12 || x > hi + 1e-12)
         };
-        outside(recall, crate::stats::wilson(p.tp, p.loops))
-            || fp_rate.is_some_and(|f| outside(f, crate::stats::wilson(p.fp, p.clean)))
+        outside(recall, crate::score::stats::wilson(p.tp, p.loops))
+            || fp_rate.is_some_and(|f| outside(f, crate::score::stats::wilson(p.fp, p.clean)))
     }
 }
 
@@ -325,7 +325,7 @@ impl GroupsView {
                 counts: r
                     .group_scores(hits)
                     .iter()
-                    .map(|s| crate::recommend::GroupCount {
+                    .map(|s| crate::score::recommend::GroupCount {
                         loops: s.labeled_loops as u64,
                         clean: s.labeled_clean as u64,
                         tp: s.true_positives as u64,
@@ -336,8 +336,8 @@ impl GroupsView {
             .collect();
         let concentrated = concentration_sentences(r);
         let view = |what: &str,
-                    gv: &crate::recommend::GroupValidation,
-                    s: Option<&crate::metrics::Scores>| {
+                    gv: &crate::score::recommend::GroupValidation,
+                    s: Option<&crate::score::metrics::Scores>| {
             GroupValidationView {
                 what: what.to_string(),
                 pooled: gv.pooled.clone(),
@@ -754,7 +754,7 @@ impl ReportData {
 
     /// Load a sweep's result (`DIR/summary.json`) and derive the report's view.
     pub fn load(dir: &Path) -> Result<ReportData> {
-        let sp = crate::outdir::OutputFiles::of(dir).summary_json;
+        let sp = crate::util::outdir::OutputFiles::of(dir).summary_json;
         if !sp.is_file() {
             return Err(Error::Usage(format!(
                 "{}: no summary.json here; run `looptune sweep` first",
@@ -762,7 +762,7 @@ impl ReportData {
             )));
         }
         let record = crate::result::SweepRecord::load(&sp)?;
-        Ok(ReportData::from_result(&crate::sweep::analyze(record)?))
+        Ok(ReportData::from_result(&crate::score::analyze(record)?))
     }
 
     /// The `sweep.csv` row of a configuration.
@@ -801,8 +801,8 @@ impl ReportData {
 }
 
 /// Every defined score of a configuration, by `sweep.csv` column name.
-fn score_map(s: &crate::metrics::Scores) -> BTreeMap<&'static str, f64> {
-    crate::metrics::SCORE_NAMES
+fn score_map(s: &crate::score::metrics::Scores) -> BTreeMap<&'static str, f64> {
+    crate::score::metrics::SCORE_NAMES
         .iter()
         .filter_map(|n| Some((*n, s.get(n)?)))
         .collect()
@@ -847,7 +847,7 @@ fn config_ref(r: &SweepResult, i: usize) -> ConfigRef {
 /// A score as `summary.json` writes it (six decimals; `None` when not finite).
 fn rounded(x: f64) -> Option<f64> {
     x.is_finite()
-        .then(|| crate::number::fixed(x).parse().unwrap_or(x))
+        .then(|| crate::util::number::fixed(x).parse().unwrap_or(x))
 }
 
 /// The recommendation with what qualifies it.
@@ -889,7 +889,10 @@ pub(super) fn fold_choice(r: &SweepResult, members: &[usize]) -> String {
 
 /// Pooled held-out scores of a choosing procedure with their intervals, and
 /// how many folds chose each configuration (`none`, or ids joined by `|`).
-fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> CrossValidation {
+fn cross_validation(
+    r: &SweepResult,
+    cv: &crate::score::recommend::CrossValidation,
+) -> CrossValidation {
     let p = &cv.pooled;
     let pair = |c: Option<(f64, f64)>| c.and_then(|(a, b)| Some([rounded(a)?, rounded(b)?]));
     let mut chosen: BTreeMap<String, u64> = BTreeMap::new();
@@ -902,12 +905,12 @@ fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> 
         labeled_loops: p.loops,
         labeled_clean: p.clean,
         recall: rounded(p.recall()),
-        recall_ci: pair(crate::stats::wilson(p.tp, p.loops)),
+        recall_ci: pair(crate::score::stats::wilson(p.tp, p.loops)),
         precision: rounded(p.precision()),
-        precision_ci: pair(crate::stats::wilson(p.tp, p.tp + p.fp)),
+        precision_ci: pair(crate::score::stats::wilson(p.tp, p.tp + p.fp)),
         false_positives: p.fp,
         fp_rate: p.fp_rate().and_then(rounded),
-        fp_rate_ci: pair(crate::stats::wilson(p.fp, p.clean)),
+        fp_rate_ci: pair(crate::score::stats::wilson(p.fp, p.clean)),
         f1: rounded(p.f1()),
         chosen,
     }
@@ -917,8 +920,8 @@ fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> 
 /// recommendation: where it is, the records around it (around the labelled
 /// onset for a miss) and what every family's default profile did there.
 pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
-    use crate::metrics::{verdict_at, Verdict};
     use crate::result::Hit;
+    use crate::score::metrics::{verdict_at, Verdict};
     let rec = &r.record;
     let mut configs = vec![r.baseline];
     configs.extend(r.recommended.filter(|&c| c != r.baseline));
@@ -1100,7 +1103,7 @@ pub fn parse_sweep_csv(text: &str) -> Vec<Row> {
                 let x: f64 = v.parse().unwrap_or_else(|_| {
                     panic!("row {}: column `{name}`: `{v}` is not a number", n + 2)
                 });
-                let name = crate::metrics::SCORE_NAMES
+                let name = crate::score::metrics::SCORE_NAMES
                     .iter()
                     .find(|n| **n == name.as_str())
                     .unwrap_or_else(|| panic!("column `{name}` is not a score"));
@@ -1113,7 +1116,7 @@ pub fn parse_sweep_csv(text: &str) -> Vec<Row> {
 }
 
 /// The configurations charts compare: stock profiles and the recommendation.
-fn selected(r: &crate::sweep::SweepResult) -> Vec<usize> {
+fn selected(r: &crate::score::SweepResult) -> Vec<usize> {
     let mut sel: Vec<usize> = (0..r.record.grid.configs.len())
         .filter(|&i| r.config(i).stock)
         .collect();

@@ -11,9 +11,9 @@
 //! the stock profiles disagree most, with timelines and excerpts.
 
 use super::fixed;
-use crate::metrics::SCORE_NAMES;
 use crate::result::SweepRecord;
-use crate::sweep::SweepResult;
+use crate::score::metrics::SCORE_NAMES;
+use crate::score::SweepResult;
 use serde_json::{json, Map, Value};
 
 pub(crate) fn num(x: Option<f64>) -> Value {
@@ -83,7 +83,7 @@ struct Scores<'a>(&'a SweepResult);
 impl serde::Serialize for Scores<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{SerializeMap, SerializeSeq};
-        struct One<'a>(&'a str, &'a crate::metrics::Scores);
+        struct One<'a>(&'a str, &'a crate::score::metrics::Scores);
         impl serde::Serialize for One<'_> {
             fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
                 let mut m = ser.serialize_map(None)?;
@@ -178,15 +178,15 @@ pub(crate) fn recommendation(r: &SweepResult) -> Value {
 }
 
 /// A tally's recall, precision, false positives and F1 with intervals.
-fn tally_scores(p: &crate::recommend::Tally) -> Map<String, Value> {
-    let (lo, hi) =
-        crate::stats::wilson(p.tp, p.loops).map_or((None, None), |(a, b)| (Some(a), Some(b)));
+fn tally_scores(p: &crate::score::recommend::Tally) -> Map<String, Value> {
+    let (lo, hi) = crate::score::stats::wilson(p.tp, p.loops)
+        .map_or((None, None), |(a, b)| (Some(a), Some(b)));
     let pair = |c: Option<(f64, f64)>| c.map(|(a, b)| json!([num(Some(a)), num(Some(b))]));
     let v = json!({
         "loops": p.loops, "clean": p.clean, "true_positives": p.tp,
         "recall": num(Some(p.recall())), "recall_lo": num(lo), "recall_hi": num(hi),
-        "precision": num(Some(p.precision())), "precision_ci": pair(crate::stats::wilson(p.tp, p.tp + p.fp)),
-        "false_positives": p.fp, "fp_rate": num(p.fp_rate()), "fp_rate_ci": pair(crate::stats::wilson(p.fp, p.clean)),
+        "precision": num(Some(p.precision())), "precision_ci": pair(crate::score::stats::wilson(p.tp, p.tp + p.fp)),
+        "false_positives": p.fp, "fp_rate": num(p.fp_rate()), "fp_rate_ci": pair(crate::score::stats::wilson(p.fp, p.clean)),
         "f1": num(Some(p.f1())),
     });
     match v {
@@ -197,7 +197,7 @@ fn tally_scores(p: &crate::recommend::Tally) -> Map<String, Value> {
 
 /// Leave-one-group-out: pooled held-out scores, and per group what was
 /// chosen without it and what that caught there.
-fn group_validation(r: &SweepResult, gv: &crate::recommend::GroupValidation) -> Value {
+fn group_validation(r: &SweepResult, gv: &crate::score::recommend::GroupValidation) -> Value {
     let mut m = tally_scores(&gv.pooled);
     m.insert("by".into(), json!(gv.by));
     let groups: Map<String, Value> = gv
@@ -265,7 +265,7 @@ fn groups(r: &SweepResult) -> Value {
 }
 
 /// The test sessions and what was chosen, scored on them.
-fn test(r: &SweepResult, t: &crate::sweep::TestScores) -> Value {
+fn test(r: &SweepResult, t: &crate::score::TestScores) -> Value {
     json!({
         "sessions": t.sessions, "loops": t.loops, "clean": t.clean,
         "rows": t.rows.iter().map(|(role, c, p)| {
@@ -282,7 +282,7 @@ fn test(r: &SweepResult, t: &crate::sweep::TestScores) -> Value {
 
 /// A cross-validation as `summary.json` records it: pooled held-out scores
 /// with their intervals, and how many folds chose each configuration.
-fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> Value {
+fn cross_validation(r: &SweepResult, cv: &crate::score::recommend::CrossValidation) -> Value {
     let p = &cv.pooled;
     let pair = |c: Option<(f64, f64)>| c.map(|(a, b)| json!([num(Some(a)), num(Some(b))]));
     let mut chosen: Map<String, Value> = Map::new();
@@ -295,9 +295,9 @@ fn cross_validation(r: &SweepResult, cv: &crate::recommend::CrossValidation) -> 
         "folds": cv.folds, "seed": cv.seed,
         "labeled_loops": p.loops, "labeled_clean": p.clean,
         "true_positives": p.tp,
-        "recall": num(Some(p.recall())), "recall_ci": pair(crate::stats::wilson(p.tp, p.loops)),
-        "precision": num(Some(p.precision())), "precision_ci": pair(crate::stats::wilson(p.tp, p.tp + p.fp)),
-        "false_positives": p.fp, "fp_rate": num(p.fp_rate()), "fp_rate_ci": pair(crate::stats::wilson(p.fp, p.clean)),
+        "recall": num(Some(p.recall())), "recall_ci": pair(crate::score::stats::wilson(p.tp, p.loops)),
+        "precision": num(Some(p.precision())), "precision_ci": pair(crate::score::stats::wilson(p.tp, p.tp + p.fp)),
+        "false_positives": p.fp, "fp_rate": num(p.fp_rate()), "fp_rate_ci": pair(crate::score::stats::wilson(p.fp, p.clean)),
         "f1": num(Some(p.f1())),
         "ttd_median": num(p.ttd_median()), "ttd_n": p.ttd.len(),
         "chosen": chosen,

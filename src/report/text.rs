@@ -226,11 +226,11 @@ pub fn live_table(
                 });
             }
             rows.push([
-                crate::escape::terminal(&s.id).into_owned(),
-                crate::escape::terminal(l.kind.as_deref().unwrap_or("")).into_owned(),
+                crate::util::escape::terminal(&s.id).into_owned(),
+                crate::util::escape::terminal(l.kind.as_deref().unwrap_or("")).into_owned(),
                 l.turn.to_string(),
                 s.place(l.event).map_or(String::new(), |p| p.to_string()),
-                crate::escape::terminal(&port.join(", ")).into_owned(),
+                crate::util::escape::terminal(&port.join(", ")).into_owned(),
             ]);
         }
     }
@@ -280,7 +280,7 @@ pub fn live_table(
 /// `loop_detected` record) the stock configurations of a sweep reproduce:
 /// their first detection falls on the same turn. Nothing when no session
 /// kept a live detection.
-pub fn live_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::Result<()> {
+pub fn live_summary(r: &crate::score::SweepResult, out: &mut dyn Write) -> io::Result<()> {
     let Some(live) = crate::report::model::LiveView::of(r) else {
         return Ok(());
     };
@@ -306,7 +306,7 @@ pub fn live_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::R
 
 /// The detections a replay shows of an outcome: every one with `--all`,
 /// else the first.
-fn shown(o: &crate::replay::Outcome, all: bool) -> &[crate::detect::Detection] {
+fn shown(o: &crate::replay::Outcome, all: bool) -> &[crate::replay::Detection] {
     if all {
         &o.detections[..]
     } else {
@@ -341,9 +341,9 @@ pub fn replay_table(
                     detail.push('…');
                 }
                 // Ids and details come from logs: no control character reaches the terminal.
-                let detail = crate::escape::terminal(&detail).into_owned();
+                let detail = crate::util::escape::terminal(&detail).into_owned();
                 rows.push([
-                    crate::escape::terminal(&s.id).into_owned(),
+                    crate::util::escape::terminal(&s.id).into_owned(),
                     if multi {
                         cfg.profile.clone()
                     } else {
@@ -510,12 +510,12 @@ pub fn detectors(fams: &[FamilyListing], json: bool, out: &mut dyn Write) -> io:
 
 /// A column header: the score table's short name.
 fn short(score: &str) -> &str {
-    crate::metrics::score_info(score).map_or(score, |s| s.short)
+    crate::score::metrics::score_info(score).map_or(score, |s| s.short)
 }
 
 /// `[lo, hi]` of an interval at two decimals.
 fn interval(ci: Option<(f64, f64)>) -> String {
-    ci.map(|(a, b)| crate::number::interval(format!("{a:.2}"), format!("{b:.2}")))
+    ci.map(|(a, b)| crate::util::number::interval(format!("{a:.2}"), format!("{b:.2}")))
         .unwrap_or_default()
 }
 
@@ -538,7 +538,7 @@ fn median_text(m: Option<f64>, ci: Option<(f64, f64)>, n: usize) -> String {
         .map(|(a, b)| {
             format!(
                 " {}",
-                crate::number::interval(super::fixed(a), super::fixed(b))
+                crate::util::number::interval(super::fixed(a), super::fixed(b))
             )
         })
         .unwrap_or_default();
@@ -552,7 +552,7 @@ fn median_text(m: Option<f64>, ci: Option<(f64, f64)>, n: usize) -> String {
 fn summary_row(
     out: &mut dyn Write,
     role: &str,
-    s: &crate::metrics::Scores,
+    s: &crate::score::metrics::Scores,
     ttd_ci: Option<(f64, f64)>,
     label: &str,
     id: &str,
@@ -574,7 +574,7 @@ fn summary_row(
 /// recommendation in its family, every other family's best and the union, each
 /// with its intervals; then the cross-validated estimate beside the in-sample
 /// one, said plainly when they disagree.
-pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::Result<()> {
+pub fn sweep_summary(r: &crate::score::SweepResult, out: &mut dyn Write) -> io::Result<()> {
     let a = &r.advice;
     let sessions = &r.record.sessions;
     let loops = sessions
@@ -729,11 +729,11 @@ pub fn sweep_summary(r: &crate::sweep::SweepResult, out: &mut dyn Write) -> io::
         "rule: {}{}{}",
         r.objective.describe(),
         match a.guard {
-            crate::recommend::Guard::PerGroup => format!(
+            crate::score::recommend::Guard::PerGroup => format!(
                 ", and no {} worse off than with the baseline (fewer of its loops caught or more false positives; --guard pooled drops this)",
                 r.groups.by
             ),
-            crate::recommend::Guard::Pooled => String::new(),
+            crate::score::recommend::Guard::Pooled => String::new(),
         },
         if a.across_families {
             " (any family)"
@@ -749,7 +749,7 @@ const GROUP_COLUMNS: usize = 6;
 
 /// Caught of labelled loops and false positives of labelled clean sessions,
 /// compact: `2/6 0/20` (`-` without labelled sessions).
-fn group_cell(s: &crate::metrics::Scores) -> String {
+fn group_cell(s: &crate::score::metrics::Scores) -> String {
     if s.labeled_loops + s.labeled_clean == 0 {
         "-".into()
     } else {
@@ -763,13 +763,13 @@ fn group_cell(s: &crate::metrics::Scores) -> String {
 /// The summary's rows per group: one line per group, a column per row of the
 /// table above (loops caught of loops, false positives of clean), then the
 /// rows whose gain over the baseline comes mostly from one group, by name.
-fn group_block(out: &mut dyn Write, r: &crate::sweep::SweepResult) -> io::Result<()> {
+fn group_block(out: &mut dyn Write, r: &crate::score::SweepResult) -> io::Result<()> {
     let g = &r.groups;
     if g.names.len() < 2 {
         return Ok(());
     }
     let shown = r.shown();
-    let scores: Vec<Vec<crate::metrics::Scores>> =
+    let scores: Vec<Vec<crate::score::metrics::Scores>> =
         shown.iter().map(|(_, _, h)| r.group_scores(h)).collect();
     let width = g
         .names
@@ -792,7 +792,11 @@ fn group_block(out: &mut dyn Write, r: &crate::sweep::SweepResult) -> io::Result
         writeln!(out)?;
         for (gi, name) in g.names.iter().enumerate() {
             let n = g.of.iter().filter(|&&x| x as usize == gi).count();
-            write!(out, "{:<width$} {n:>8} ", crate::escape::terminal(name))?;
+            write!(
+                out,
+                "{:<width$} {n:>8} ",
+                crate::util::escape::terminal(name)
+            )?;
             for &k in block {
                 write!(out, " {:<13}", group_cell(&scores[k][gi]))?;
             }
@@ -800,7 +804,7 @@ fn group_block(out: &mut dyn Write, r: &crate::sweep::SweepResult) -> io::Result
         }
     }
     for line in super::model::concentration_sentences(r) {
-        writeln!(out, "{}", crate::escape::terminal(&line))?;
+        writeln!(out, "{}", crate::util::escape::terminal(&line))?;
     }
     Ok(())
 }
@@ -809,10 +813,10 @@ fn group_block(out: &mut dyn Write, r: &crate::sweep::SweepResult) -> io::Result
 /// per group held out, and plainly whether the choice carries across groups.
 fn group_validation_text(
     out: &mut dyn Write,
-    r: &crate::sweep::SweepResult,
-    gv: &crate::recommend::GroupValidation,
+    r: &crate::score::SweepResult,
+    gv: &crate::score::recommend::GroupValidation,
     what: &str,
-    in_sample: Option<&crate::metrics::Scores>,
+    in_sample: Option<&crate::score::metrics::Scores>,
 ) -> io::Result<()> {
     writeln!(
         out,
@@ -842,7 +846,7 @@ fn group_validation_text(
         writeln!(
             out,
             "  {:<width$} caught {}/{} loops, {}/{} false positives with {chosen}{}",
-            crate::escape::terminal(&f.name),
+            crate::util::escape::terminal(&f.name),
             f.tally.tp,
             f.tally.loops,
             f.tally.fp,
@@ -873,8 +877,8 @@ fn group_validation_text(
 /// What was chosen, scored once on the test sessions.
 fn test_text(
     out: &mut dyn Write,
-    r: &crate::sweep::SweepResult,
-    t: &crate::sweep::TestScores,
+    r: &crate::score::SweepResult,
+    t: &crate::score::TestScores,
 ) -> io::Result<()> {
     writeln!(
         out,
@@ -907,16 +911,16 @@ fn test_text(
             "{role:<18} {:<18} {:<18} {:<18} {name}",
             share(
                 (p.loops > 0).then(|| p.recall()),
-                crate::stats::wilson(p.tp, p.loops)
+                crate::score::stats::wilson(p.tp, p.loops)
             ),
             share(
                 (p.tp + p.fp > 0).then(|| p.precision()),
-                crate::stats::wilson(p.tp, p.tp + p.fp)
+                crate::score::stats::wilson(p.tp, p.tp + p.fp)
             ),
             false_positives(
                 p.fp as usize,
                 p.clean as usize,
-                crate::stats::wilson(p.fp, p.clean)
+                crate::score::stats::wilson(p.fp, p.clean)
             ),
         )?;
     }
@@ -929,8 +933,8 @@ fn test_text(
 fn held_out_rows(
     out: &mut dyn Write,
     label: &str,
-    in_sample: Option<&crate::metrics::Scores>,
-    p: &crate::recommend::Tally,
+    in_sample: Option<&crate::score::metrics::Scores>,
+    p: &crate::score::recommend::Tally,
 ) -> io::Result<Option<&'static str>> {
     writeln!(
         out,
@@ -955,9 +959,9 @@ fn held_out_rows(
             s.f1
         )?;
     }
-    let recall_ci = crate::stats::wilson(p.tp, p.loops);
-    let precision_ci = crate::stats::wilson(p.tp, p.tp + p.fp);
-    let fp_ci = crate::stats::wilson(p.fp, p.clean);
+    let recall_ci = crate::score::stats::wilson(p.tp, p.loops);
+    let precision_ci = crate::score::stats::wilson(p.tp, p.tp + p.fp);
+    let fp_ci = crate::score::stats::wilson(p.fp, p.clean);
     writeln!(
         out,
         "{:<18} {:<18} {:<18} {:<18} {:.2}",
@@ -984,10 +988,10 @@ fn held_out_rows(
 /// The in-sample figures of a choice beside the cross-validated ones.
 fn cross_validation_text(
     out: &mut dyn Write,
-    r: &crate::sweep::SweepResult,
-    cv: &crate::recommend::CrossValidation,
+    r: &crate::score::SweepResult,
+    cv: &crate::score::recommend::CrossValidation,
     what: &str,
-    in_sample: Option<&crate::metrics::Scores>,
+    in_sample: Option<&crate::score::metrics::Scores>,
 ) -> io::Result<()> {
     writeln!(
         out,

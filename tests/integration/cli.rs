@@ -330,7 +330,7 @@ fn printed_default_grid_is_a_valid_grid() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    let g = looptune::grid::parse_grid(&text, "printed").unwrap();
+    let g = looptune::sweep::grid::parse_grid(&text, "printed").unwrap();
     assert!(g.variants.len() > 100);
 }
 

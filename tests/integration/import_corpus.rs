@@ -578,7 +578,7 @@ fn whole_corpus_round_trips_through_the_canonical_writer() {
     let Some(root) = shared_corpus() else { return };
     let c = read(&[root], true);
     let mut buf = Vec::new();
-    looptune::import::write_canonical(&c, &mut buf, false).unwrap();
+    looptune::input::import::write_canonical(&c, &mut buf, false).unwrap();
     let back = looptune::input::parse_canonical("out.jsonl", "out", &buf, false).unwrap();
     assert_eq!(back.sessions.len(), c.sessions.len());
     let by: HashMap<&str, &Vec<looptune::event::Event>> = back

@@ -287,7 +287,7 @@ fn walked_unknown_files_are_skipped_but_named_ones_fail() {
     let forced = read_corpus(
         &[fx("goose-session.jsonl")],
         &ReadOptions {
-            format: looptune::import::InputFormat::Native("codex"),
+            format: looptune::input::import::InputFormat::Native("codex"),
             ..Default::default()
         },
     )
@@ -331,7 +331,7 @@ fn writer_round_trips_imported_fixtures() {
     )
     .unwrap();
     let mut buf = Vec::new();
-    looptune::import::write_canonical(&c, &mut buf, false).unwrap();
+    looptune::input::import::write_canonical(&c, &mut buf, false).unwrap();
     let back = looptune::input::parse_canonical("out.jsonl", "out", &buf, false).unwrap();
     assert_eq!(back.sessions.len(), c.sessions.len());
     for ((id, recs), s) in back.sessions.iter().zip(&c.sessions) {

@@ -109,8 +109,8 @@ proptest! {
         }
         let bytes = &text.as_bytes()[..(cut as usize % (text.len() + 1))];
         for r in [
-            looptune::import::import_as("gemini-telemetry", "t.log", "t", bytes, lenient),
-            looptune::import::import_auto("t.log", "t", bytes, lenient),
+            looptune::input::import::import_as("gemini-telemetry", "t.log", "t", bytes, lenient),
+            looptune::input::import::import_auto("t.log", "t", bytes, lenient),
         ] {
             if let Err(e) = r {
                 check_error(&e, "t.log", bytes);
@@ -120,11 +120,11 @@ proptest! {
 
     #[test]
     fn native_import_never_panics(text in log_text(), lenient in any::<bool>()) {
-        if let Err(e) = looptune::import::import_auto("n.jsonl", "n", text.as_bytes(), lenient) {
+        if let Err(e) = looptune::input::import::import_auto("n.jsonl", "n", text.as_bytes(), lenient) {
             check_error(&e, "n.jsonl", text.as_bytes());
         }
-        for format in looptune::import::format_names() {
-            let _ = looptune::import::import_as(format, "n.json", "n", text.as_bytes(), lenient);
+        for format in looptune::input::import::format_names() {
+            let _ = looptune::input::import::import_as(format, "n.json", "n", text.as_bytes(), lenient);
         }
     }
 
@@ -148,7 +148,7 @@ proptest! {
         for (name, value) in &axes {
             text.push_str(&format!("{name} = {value}\n"));
         }
-        if let Err(e) = looptune::grid::parse_grid_limited(&text, "g.toml", 1000) {
+        if let Err(e) = looptune::sweep::grid::parse_grid_limited(&text, "g.toml", 1000) {
             prop_assert!(e.to_string().starts_with("grid g.toml") || e.to_string().contains("unknown detector family"), "{}", e);
         }
     }
@@ -179,7 +179,7 @@ proptest! {
             t
         };
         let mut warnings = Vec::new();
-        if let Err(e) = looptune::labels::parse_labels("l.csv", &text, jsonl, lenient, &mut warnings) {
+        if let Err(e) = looptune::input::labels::parse_labels("l.csv", &text, jsonl, lenient, &mut warnings) {
             check_error(&e, "l.csv", text.as_bytes());
         }
     }

@@ -1,0 +1,241 @@
+//! What every Gemini-family configuration reads from a session, computed once:
+//! the stream of detector inputs (new prompt, turn start, tool call, content
+//! chunk) with tool keys interned and content in UTF-16 with its pre-filter flags.
+
+use super::markdown::ChunkFlags;
+use crate::event::{Record, Session};
+use rustc_hash::FxHashMap;
+use std::collections::HashMap;
+
+/// One input to the detector, in session order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Op {
+    /// A `user` record that starts a new prompt: `reset(promptId)`.
+    NewPrompt,
+    /// A turn starts at this record: `turnStarted()`.
+    TurnStart,
+    /// A tool call: `ToolCallRequest`.
+    Tool {
+        /// Interned `name + ":" + JSON.stringify(args)`.
+        key: u32,
+        /// The same with the name trimmed (`generic_tool` when empty), as turn.ts does since 2026-05-08.
+        key_trimmed: u32,
+        /// Interned raw name (the DeepV fork counts names).
+        name: u32,
+        /// Index into [`GeminiPrep::calls`].
+        call: u32,
+    },
+    /// A content chunk: index into [`GeminiPrep::chunks`].
+    Content(u32),
+}
+
+/// A detector input with its position.
+#[derive(Debug, Clone, Copy)]
+pub struct Step {
+    /// The input.
+    pub op: Op,
+    /// 1-based event index.
+    pub event: u32,
+    /// Turn of the record.
+    pub turn: u32,
+    /// Prompt ordinal (0 before the first prompt).
+    pub prompt: u32,
+}
+
+/// A content chunk in UTF-16 with its flags.
+#[derive(Debug)]
+pub struct Chunk {
+    /// Range into [`GeminiPrep::units`].
+    pub start: usize,
+    /// Length in UTF-16 units.
+    pub len: usize,
+    /// Pre-filter flags.
+    pub flags: ChunkFlags,
+    /// Holds a surrogate or U+FFFD: windows that differ in such units can be
+    /// equal as the original hashes them (UTF-8, lone surrogates as U+FFFD).
+    pub lossy: bool,
+}
+
+/// Per-session Gemini data shared by all configurations.
+#[derive(Debug)]
+pub struct GeminiPrep {
+    /// Detector inputs in order.
+    pub steps: Vec<Step>,
+    /// All content, concatenated, in UTF-16 units.
+    pub units: Vec<u16>,
+    /// Content chunks.
+    pub chunks: Vec<Chunk>,
+    /// Tool calls: (name, JSON.stringify(args)) for detail strings.
+    pub calls: Vec<(String, String)>,
+    /// Interned names, by id.
+    pub names: Vec<String>,
+    /// Recorded judge confidences per turn (first and second `judge` record of the turn).
+    pub verdicts: HashMap<u32, (f64, Option<f64>, Option<String>)>,
+    /// The session's model (last `session` record that names one).
+    pub model: Option<String>,
+}
+
+/// `name + ":" + json`, in one allocation (`format!` costs more per call).
+fn tool_key(name: &str, json: &str) -> String {
+    let mut k = String::with_capacity(name.len() + 1 + json.len());
+    k.push_str(name);
+    k.push(':');
+    k.push_str(json);
+    k
+}
+
+impl GeminiPrep {
+    /// Build from a session.
+    pub fn new(s: &Session) -> GeminiPrep {
+        let mut keys: FxHashMap<String, u32> = FxHashMap::default();
+        let mut names: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut name_list = Vec::new();
+        let intern = |map: &mut FxHashMap<String, u32>, k: String| -> u32 {
+            let n = map.len() as u32;
+            *map.entry(k).or_insert(n)
+        };
+        // One allocation for all content, and for the steps.
+        let content_bytes: usize = s
+            .events
+            .iter()
+            .map(|e| match &e.record {
+                Record::Content { text } => text.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut p = GeminiPrep {
+            steps: Vec::with_capacity(s.events.len() + 8),
+            units: Vec::with_capacity(content_bytes),
+            chunks: Vec::new(),
+            calls: Vec::new(),
+            names: Vec::new(),
+            verdicts: HashMap::new(),
+            model: s.meta.model.clone(),
+        };
+        let mut prompt = 0u32;
+        let mut prompt_id: Option<&str> = None;
+        let mut in_prompt = false;
+        for (i, e) in s.events.iter().enumerate() {
+            let event = i as u32 + 1;
+            let push = |steps: &mut Vec<Step>, op: Op, prompt: u32| {
+                steps.push(Step {
+                    op,
+                    event,
+                    turn: e.turn,
+                    prompt,
+                })
+            };
+            // Gemini CLI resets only when the prompt id changes; a user message
+            // without an id is always a new prompt.
+            if let Record::User { prompt_id: pid, .. } = &e.record {
+                let same = in_prompt && pid.is_some() && pid.as_deref() == prompt_id;
+                if !same {
+                    prompt += 1;
+                    push(&mut p.steps, Op::NewPrompt, prompt);
+                }
+                in_prompt = true;
+                prompt_id = pid.as_deref();
+            }
+            if e.starts_turn {
+                push(&mut p.steps, Op::TurnStart, prompt);
+            }
+            match &e.record {
+                Record::ToolCall { name, args, .. } => {
+                    let json = crate::util::js::stringify_object(args);
+                    let trimmed = name.trim_matches(|c: char| {
+                        c.len_utf16() == 1 && crate::util::js::is_js_space(c as u32 as u16)
+                    });
+                    let trimmed = if trimmed.is_empty() {
+                        "generic_tool"
+                    } else {
+                        trimmed
+                    };
+                    // Before 2026-05-08 turn.ts used `name || 'undefined_tool_name'`.
+                    let untrimmed = if name.is_empty() {
+                        "undefined_tool_name"
+                    } else {
+                        name.as_str()
+                    };
+                    let key = intern(&mut keys, tool_key(untrimmed, &json));
+                    let key_trimmed = if trimmed == untrimmed {
+                        key
+                    } else {
+                        intern(&mut keys, tool_key(trimmed, &json))
+                    };
+                    let next = names.len() as u32;
+                    let name_id = *names.entry(name.as_str()).or_insert_with(|| {
+                        name_list.push(name.clone());
+                        next
+                    });
+                    let call = p.calls.len() as u32;
+                    p.calls.push((name.clone(), json));
+                    push(
+                        &mut p.steps,
+                        Op::Tool {
+                            key,
+                            key_trimmed,
+                            name: name_id,
+                            call,
+                        },
+                        prompt,
+                    );
+                }
+                Record::Content { text } => {
+                    let start = p.units.len();
+                    let ascii = text.is_ascii();
+                    if ascii {
+                        // Widen in place (vectorised); push_utf16 would test
+                        // is_ascii again.
+                        p.units.resize(start + text.len(), 0);
+                        for (d, &b) in p.units[start..].iter_mut().zip(text.as_bytes()) {
+                            *d = u16::from(b);
+                        }
+                    } else {
+                        crate::util::js::push_utf16(&mut p.units, text);
+                    }
+                    let units = &p.units[start..];
+                    let flags = if ascii {
+                        ChunkFlags::of_ascii(units, text.as_bytes())
+                    } else {
+                        ChunkFlags::of(units)
+                    };
+                    let lossy = !ascii
+                        && units
+                            .iter()
+                            .any(|&u| (0xd800..0xe000).contains(&u) || u == 0xfffd);
+                    let idx = p.chunks.len() as u32;
+                    p.chunks.push(Chunk {
+                        start,
+                        len: units.len(),
+                        flags,
+                        lossy,
+                    });
+                    push(&mut p.steps, Op::Content(idx), prompt);
+                }
+                Record::Judge {
+                    confidence,
+                    analysis,
+                    ..
+                } => {
+                    p.verdicts
+                        .entry(e.turn)
+                        .and_modify(|v| {
+                            if v.1.is_none() {
+                                v.1 = Some(*confidence)
+                            }
+                        })
+                        .or_insert((*confidence, None, analysis.clone()));
+                }
+                _ => {}
+            }
+        }
+        p.names = name_list;
+        p
+    }
+
+    /// The UTF-16 units of a chunk.
+    pub fn chunk(&self, i: u32) -> &[u16] {
+        let c = &self.chunks[i as usize];
+        &self.units[c.start..c.start + c.len]
+    }
+}

@@ -1,0 +1,211 @@
+//! What changed between two results of the same grid: per configuration, the
+//! sessions whose verdict changed, and the score deltas with their intervals.
+//! Used by `looptune diff BASE NEW` and by `sweep --baseline DIR`, so a
+//! nightly job can fail when a detector regresses on the same logs.
+
+use crate::result::{Hit, SweepRecord};
+use crate::score::metrics::{verdict_at, Scores};
+use crate::score::SweepResult;
+use std::collections::BTreeMap;
+
+/// Counts a diff gate can check (`--require 'new_false_positives==0'`).
+pub const DIFF_SCORES: &[&str] = &[
+    "changed_verdicts",
+    "new_false_positives",
+    "new_missed_loops",
+    "fixed_false_positives",
+    "new_catches",
+];
+
+/// One session whose verdict changed under one configuration.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Change {
+    /// Configuration id.
+    pub config: String,
+    /// Session id.
+    pub session: String,
+    /// Verdict before: `tp`, `early`, `fp`, `fn`, `tn`, `unlabeled`, `quiet` or `absent`.
+    pub base: &'static str,
+    /// Verdict after.
+    pub new: &'static str,
+    /// First detection turn before.
+    pub base_turn: Option<u32>,
+    /// First detection turn after.
+    pub new_turn: Option<u32>,
+}
+
+/// One configuration's side of the diff.
+#[derive(Debug, Clone)]
+pub struct ConfigDiff {
+    /// Configuration id.
+    pub config: String,
+    /// Its label.
+    pub label: String,
+    /// Scores before (`None`: not in the base run).
+    pub base: Option<Scores>,
+    /// Scores after (`None`: not in the new run).
+    pub new: Option<Scores>,
+    /// Sessions whose verdict changed.
+    pub changes: Vec<Change>,
+}
+
+impl ConfigDiff {
+    /// A diff count by name (see [`DIFF_SCORES`]).
+    pub fn count(&self, name: &str) -> Option<f64> {
+        let n = |pred: &dyn Fn(&Change) -> bool| self.changes.iter().filter(|c| pred(c)).count();
+        Some(match name {
+            "changed_verdicts" => self.changes.len(),
+            "new_false_positives" => n(&|c| c.new == "fp" && c.base != "fp"),
+            "new_missed_loops" => n(&|c| c.new == "fn" && c.base != "fn"),
+            "fixed_false_positives" => n(&|c| c.base == "fp" && c.new != "fp"),
+            "new_catches" => n(&|c| matches!(c.new, "tp" | "early") && c.base == "fn"),
+            _ => return None,
+        } as f64)
+    }
+}
+
+/// The diff of two results.
+#[derive(Debug, Clone)]
+pub struct Diff {
+    /// Per configuration present in either run, in the new run's grid order
+    /// (then configurations only the base run has).
+    pub configs: Vec<ConfigDiff>,
+    /// Sessions only in the base run.
+    pub sessions_removed: Vec<String>,
+    /// Sessions only in the new run.
+    pub sessions_added: Vec<String>,
+    /// The configuration gates check (the new run's chosen one).
+    pub chosen: usize,
+    /// The grids' names: base, new.
+    pub grids: (String, String),
+}
+
+impl Diff {
+    /// Configurations in both runs, only in the base run, only in the new run.
+    pub fn config_counts(&self) -> (usize, usize, usize) {
+        let mut n = (0, 0, 0);
+        for c in &self.configs {
+            match (&c.base, &c.new) {
+                (Some(_), Some(_)) => n.0 += 1,
+                (Some(_), None) => n.1 += 1,
+                _ => n.2 += 1,
+            }
+        }
+        n
+    }
+
+    /// The runs come from different grids: some configuration is in one only.
+    pub fn grids_differ(&self) -> bool {
+        let (_, only_base, only_new) = self.config_counts();
+        only_base + only_new > 0
+    }
+}
+
+fn verdict_name(hit: Option<&Hit>, s: Option<&crate::result::SessionRecord>) -> &'static str {
+    let Some(s) = s else { return "absent" };
+    let (v, _) = verdict_at(hit.and_then(Hit::turn), s.label());
+    v.as_str()
+}
+
+/// Compare two analysed results.
+pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
+    let (b, n) = (&base.record, &new.record);
+    let b_sessions: BTreeMap<&str, usize> = index(b);
+    let n_sessions: BTreeMap<&str, usize> = index(n);
+    let mut ids: Vec<&str> = b_sessions
+        .keys()
+        .chain(n_sessions.keys())
+        .copied()
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let b_configs: BTreeMap<&str, usize> = b
+        .grid
+        .configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.as_str(), i))
+        .collect();
+    let mut order: Vec<(Option<usize>, Option<usize>)> = n
+        .grid
+        .configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (b_configs.get(c.id.as_str()).copied(), Some(i)))
+        .collect();
+    let n_configs: std::collections::HashSet<&str> =
+        n.grid.configs.iter().map(|c| c.id.as_str()).collect();
+    for (i, c) in b.grid.configs.iter().enumerate() {
+        if !n_configs.contains(c.id.as_str()) {
+            order.push((Some(i), None));
+        }
+    }
+    let configs = order
+        .into_iter()
+        .map(|(bi, ni)| {
+            let bd = bi.map(|i| base.dense(i));
+            let nd = ni.map(|i| new.dense(i));
+            let c = ni
+                .map(|i| &n.grid.configs[i])
+                .or(bi.map(|i| &b.grid.configs[i]))
+                .expect("in one run at least");
+            let mut changes = Vec::new();
+            for id in &ids {
+                let bs = b_sessions.get(id).copied();
+                let ns = n_sessions.get(id).copied();
+                let bh = bd.as_ref().zip(bs).and_then(|(d, s)| d[s]);
+                let nh = nd.as_ref().zip(ns).and_then(|(d, s)| d[s]);
+                let bv = if bd.is_some() {
+                    verdict_name(bh, bs.map(|s| &b.sessions[s]))
+                } else {
+                    "absent"
+                };
+                let nv = if nd.is_some() {
+                    verdict_name(nh, ns.map(|s| &n.sessions[s]))
+                } else {
+                    "absent"
+                };
+                if bv != nv {
+                    changes.push(Change {
+                        config: c.id.clone(),
+                        session: id.to_string(),
+                        base: bv,
+                        new: nv,
+                        base_turn: bh.and_then(Hit::turn),
+                        new_turn: nh.and_then(Hit::turn),
+                    });
+                }
+            }
+            ConfigDiff {
+                config: c.id.clone(),
+                label: c.label.clone(),
+                base: bi.map(|i| base.scores[i].clone()),
+                new: ni.map(|i| new.scores[i].clone()),
+                changes,
+            }
+        })
+        .collect();
+    Diff {
+        configs,
+        sessions_removed: ids
+            .iter()
+            .filter(|i| !n_sessions.contains_key(*i))
+            .map(|s| s.to_string())
+            .collect(),
+        sessions_added: ids
+            .iter()
+            .filter(|i| !b_sessions.contains_key(*i))
+            .map(|s| s.to_string())
+            .collect(),
+        chosen: new.chosen,
+        grids: (b.grid.name.clone(), n.grid.name.clone()),
+    }
+}
+
+fn index(r: &SweepRecord) -> BTreeMap<&str, usize> {
+    r.sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect()
+}

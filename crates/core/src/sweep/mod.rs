@@ -1,0 +1,670 @@
+//! A sweep: every configuration of a grid replayed over a corpus, scored
+//! against labels, with the Pareto front and a recommendation a person can
+//! check: against a baseline, with intervals, each family's best, an
+//! optional union of detectors, and a cross-validated estimate of how the
+//! choice does on sessions it never saw.
+
+pub mod grid;
+use crate::detect::{self, DetectorConfig};
+use crate::error::{Error, Result};
+use crate::event::Corpus;
+use crate::input::labels::Labels;
+use crate::replay::ReplayOptions;
+use crate::result::{
+    ConfigRecord, FirstDetection, GridRecord, Hit, OptionsRecord, Shard, SweepRecord,
+};
+use crate::sweep::grid::Grid;
+use crate::util::progress::Progress;
+use std::collections::{BTreeMap, HashMap};
+
+/// The group keys every session has (the labels files add their columns).
+pub const AGENT: &str = "agent";
+/// The model that recorded a session (`unknown` when not recorded).
+pub const MODEL: &str = "model";
+/// The first folder under the input path given on the command line.
+pub const SOURCE: &str = "source";
+
+/// The grid as a result records it.
+pub fn grid_record(grid: &Grid) -> GridRecord {
+    let text = |v: &crate::detect::ParamValue| match v {
+        crate::detect::ParamValue::Float(f) => crate::util::number::fixed(*f),
+        other => other.to_string(),
+    };
+    GridRecord {
+        name: grid.name.clone(),
+        base_profile: grid.base_profile.clone(),
+        axes: grid.axes.clone(),
+        source: grid.source.clone(),
+        param_columns: param_columns(grid).iter().map(|s| s.to_string()).collect(),
+        configs: grid
+            .variants
+            .iter()
+            .map(|v| ConfigRecord {
+                id: v.id.clone(),
+                label: v.label.clone(),
+                family: v.config.family.to_string(),
+                profile: v.config.profile.clone(),
+                stock: v.stock,
+                params: v
+                    .config
+                    .params
+                    .0
+                    .iter()
+                    .map(|(k, x)| (k.clone(), text(x)))
+                    .collect(),
+                overrides: v
+                    .overrides
+                    .iter()
+                    .map(|(k, x)| (k.clone(), text(x)))
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// One session of a streamed sweep, once its records are gone.
+struct Swept {
+    session: crate::result::SessionRecord,
+    /// Its arrival number: what its hits carry as their session until every
+    /// session is known (see [`Filling`]).
+    slot: u32,
+    explain: Option<crate::result::SessionLines>,
+    /// How much the stock profiles disagree on it, and whether it is
+    /// unlabelled (the report's order), when they do.
+    disagreement: Option<(u32, bool)>,
+    /// The file its first record came from, and the agent and model it
+    /// names, for its groups (the file's format and place are known once
+    /// every file is read).
+    first_file: Option<u32>,
+    agent: Option<String>,
+    model: Option<String>,
+}
+
+/// Every configuration's hits, filled as sessions stream by. A hit's
+/// `session` is its session's arrival number until [`Filling::finish`]
+/// renumbers it in sorted session order: the hits are most of a large
+/// sweep's memory and are held once, never copied into a second layout.
+/// They fill blocks that never move rather than a growing vector per
+/// configuration: growing copied every hit about twice onto fresh pages, a
+/// tenth of a 1,000-configuration sweep; a configuration's blocks become one
+/// vector of the exact size at the end.
+struct Filling {
+    arrived: u32,
+    hits: Vec<Vec<Vec<Hit>>>,
+}
+
+/// Hits per block at most (32 KiB), and in a configuration's first block.
+const BLOCK_HITS: usize = 1024;
+const FIRST_BLOCK_HITS: usize = 64;
+
+impl Filling {
+    fn new(configs: usize) -> Filling {
+        Filling {
+            arrived: 0,
+            hits: vec![Vec::new(); configs],
+        }
+    }
+
+    /// Take one session's `(configuration, hit)`s; returns its arrival number.
+    fn push(&mut self, hits: Vec<(u32, Hit)>) -> u32 {
+        let slot = self.arrived;
+        self.arrived += 1;
+        for (c, mut h) in hits {
+            h.session = slot;
+            let blocks = &mut self.hits[c as usize];
+            match blocks.last_mut() {
+                Some(b) if b.len() < b.capacity() => b.push(h),
+                _ => {
+                    // Blocks double up to BLOCK_HITS, so a configuration
+                    // with few hits holds little room it does not use.
+                    let held: usize = blocks.iter().map(Vec::len).sum();
+                    let mut b = Vec::with_capacity(held.clamp(FIRST_BLOCK_HITS, BLOCK_HITS));
+                    b.push(h);
+                    blocks.push(b);
+                }
+            }
+        }
+        slot
+    }
+
+    /// Renumber every hit by `index[arrival number]` (`None`: a session
+    /// the stream dropped, e.g. one read again to merge an id spread over
+    /// several files) and put each configuration's hits in session order.
+    fn finish(self, index: &[Option<u32>]) -> Vec<Vec<Hit>> {
+        self.hits
+            .into_iter()
+            .map(|blocks| {
+                let mut hits: Vec<Hit> = Vec::with_capacity(blocks.iter().map(Vec::len).sum());
+                for block in blocks {
+                    hits.extend(block.into_iter().filter_map(|mut h| {
+                        index[h.session as usize].map(|i| {
+                            h.session = i;
+                            h
+                        })
+                    }));
+                }
+                // A configuration has at most one hit per session: the order is total.
+                hits.sort_unstable_by_key(|h| h.session);
+                hits
+            })
+            .collect()
+    }
+}
+
+/// The sessions where the stock profiles disagree most, kept as they stream
+/// by: `(disagreement, unlabelled, id, material)`, in report order.
+type Disagreeing = Vec<(u32, bool, String, crate::result::SessionMaterial)>;
+
+/// Replay a grid over the inputs (only the sessions `shard` owns, if given)
+/// and record the result. Each session is replayed under the
+/// whole grid as soon as it is read, reduced to what the record keeps (its
+/// hits, the lines that explain it when labelled, its material when the stock
+/// profiles disagree on it) and dropped, so memory holds the record, never the
+/// corpus.
+/// Sessions read from `test_paths` are test sessions (`split` = `test`):
+/// scored once the choice is made, never chosen on.
+/// Returns the record, the inputs (files and skips) and the labels.
+#[allow(clippy::too_many_arguments)]
+pub fn run_sweep(
+    paths: &[std::path::PathBuf],
+    test_paths: &[std::path::PathBuf],
+    read: &crate::input::ReadOptions,
+    grid: Grid,
+    labels_file: &crate::input::labels::LabelsFile,
+    options: OptionsRecord,
+    jobs: usize,
+    shard: Option<Shard>,
+    progress: &dyn Progress,
+) -> Result<(SweepRecord, Corpus, Labels)> {
+    let record_grid = grid_record(&grid);
+    crate::result::find_baseline(&record_grid, options.baseline.as_deref())?;
+    if let Some(c) = &options.chosen {
+        find_variant(&grid, c)?;
+    }
+    let configs: Vec<DetectorConfig> = grid.variants.iter().map(|v| v.config.clone()).collect();
+    let plan = crate::replay::Plan::new(configs, &ReplayOptions { jobs, all: false })?;
+    let stock: Vec<usize> = (0..record_grid.configs.len())
+        .filter(|&c| record_grid.configs[c].stock)
+        .collect();
+    let disagreeing = std::sync::Mutex::new(Disagreeing::new());
+    let filling = std::sync::Mutex::new(Filling::new(record_grid.configs.len()));
+    let read = crate::input::ReadOptions {
+        jobs,
+        ..read.clone()
+    };
+    let one = |s: std::sync::Arc<crate::event::Session>,
+               names: &crate::input::FileNames|
+     -> (Option<crate::event::Label>, u32, Option<Swept>) {
+        if shard.is_some_and(|sh| !sh.owns(&s.id)) {
+            return (s.inline_label, s.turns, None);
+        }
+        let label = labels_file.label(&s.id, s.inline_label);
+        let sb = plan.session_briefs(s.clone());
+        let mut sharing = crate::result::SessionHits::default();
+        let hits: Vec<(u32, Hit)> = sb
+            .briefs
+            .iter()
+            .enumerate()
+            .filter_map(|(c, b)| {
+                let hit = sharing.hit(b, |source| {
+                    let det = sb.detection(source);
+                    let mut d = FirstDetection::of(det);
+                    d.place = names
+                        .event_provenance(&s, det.event)
+                        .and_then(crate::result::PlaceRecord::of);
+                    d
+                });
+                hit.map(|h| (c as u32, h))
+            })
+            .collect();
+        let first_events = |stock_only: bool| -> Vec<u32> {
+            let mut events: Vec<u32> = hits
+                .iter()
+                .filter(|(c, _)| !stock_only || record_grid.configs[*c as usize].stock)
+                .filter_map(|(_, h)| h.first.as_ref().map(|d| d.event))
+                .collect();
+            events.sort_unstable();
+            events.dedup();
+            events
+        };
+        let place = |o: &crate::event::Origin| crate::result::PlaceRecord::of(names.provenance(o));
+        let fired = stock
+            .iter()
+            .filter(|&&c| sb.briefs[c].first.is_some())
+            .count() as u32;
+        let d = fired.min(stock.len() as u32 - fired);
+        if d > 0 {
+            let key = (d, label.is_none(), s.id.clone());
+            let mut top = disagreeing.lock().unwrap_or_else(|e| e.into_inner());
+            // A session read again whole (its id spread over files) comes
+            // after its parts: it takes their place.
+            top.retain(|x| x.2 != key.2);
+            let rank = |x: &(u32, bool, String, crate::result::SessionMaterial)| {
+                (std::cmp::Reverse(x.0), x.1, x.2.clone())
+            };
+            let mine = (std::cmp::Reverse(key.0), key.1, key.2.clone());
+            let enters = top.len() < crate::result::DISAGREEMENTS
+                || top.last().is_some_and(|last| mine < rank(last));
+            if enters {
+                let m = crate::result::material(&s, &place, d, first_events(true));
+                top.push((key.0, key.1, key.2, m));
+                top.sort_by_key(rank);
+                top.truncate(crate::result::DISAGREEMENTS);
+            }
+        }
+        let explain = label
+            .map(|l| crate::result::explain_lines(&s, &place, first_events(false), l.onset_turn));
+        let slot = filling.lock().unwrap_or_else(|e| e.into_inner()).push(hits);
+        (
+            s.inline_label,
+            s.turns,
+            Some(Swept {
+                session: crate::result::SessionRecord::of(&s, label),
+                slot,
+                explain,
+                disagreement: (d > 0).then_some((d, label.is_none())),
+                first_file: s.events.first().map(|e| e.origin.file),
+                agent: s.meta.agent.clone(),
+                model: s.meta.model.clone(),
+            }),
+        )
+    };
+    let mut all_paths = paths.to_vec();
+    all_paths.extend_from_slice(test_paths);
+    let paths = &all_paths[..];
+    let streamed = crate::input::stream_sessions(paths, &read, progress, &one)?;
+    let inputs = streamed.inputs();
+    // Labels are resolved against every session read, as without shards (a
+    // shard's labels file names every shard's sessions), then kept for its own.
+    labels_file.check_onsets(
+        streamed
+            .sessions
+            .iter()
+            .map(|(id, (_, turns, _))| (id.as_str(), *turns)),
+    )?;
+    let ids: Vec<(&str, Option<crate::event::Label>)> = streamed
+        .sessions
+        .iter()
+        .map(|(id, (inline, _, _))| (id.as_str(), *inline))
+        .collect();
+    let all_labels = labels_file.resolve(&ids)?;
+    drop(ids);
+    let mut by_session = Vec::new();
+    let mut swept: Vec<Swept> = Vec::new();
+    let files = &inputs.files;
+    for ((_, (_, _, sw)), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
+        if let Some(mut sw) = sw {
+            sw.session.groups = session_groups(&sw, files, paths, test_paths.len(), labels_file);
+            swept.push(sw);
+            by_session.push(*l);
+        }
+    }
+    let labels = Labels {
+        by_session,
+        files: all_labels.files.clone(),
+        warnings: all_labels.warnings.clone(),
+    };
+    let material = disagreement_material(
+        &swept,
+        disagreeing.into_inner().unwrap_or_else(|e| e.into_inner()),
+        |missing| {
+            // A part of a session spread over files held a place in the list
+            // and pushed out a session that belongs there: read the inputs
+            // again for the few sessions whose material is missing.
+            let again = crate::input::stream_sessions(
+                paths,
+                &read,
+                &crate::util::progress::NoProgress,
+                &|s, names| {
+                    let (d, _) = missing.get(&s.id)?;
+                    let outcomes = plan.session(s.clone());
+                    // The stock profiles' first detections, as `one` takes them.
+                    let stock_events = stock
+                        .iter()
+                        .filter_map(|&c| outcomes[c].first().map(|x| x.event))
+                        .collect::<std::collections::BTreeSet<u32>>();
+                    let place = |o: &crate::event::Origin| {
+                        crate::result::PlaceRecord::of(names.provenance(o))
+                    };
+                    Some(crate::result::material(
+                        &s,
+                        &place,
+                        *d,
+                        stock_events.into_iter().collect(),
+                    ))
+                },
+            )?;
+            Ok(again.sessions.into_iter().filter_map(|(_, m)| m).collect())
+        },
+    )?;
+    let filling = filling.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut index = vec![None; filling.arrived as usize];
+    let mut sessions = Vec::with_capacity(swept.len());
+    let mut explain = Vec::new();
+    for (si, sw) in swept.into_iter().enumerate() {
+        index[sw.slot as usize] = Some(si as u32);
+        sessions.push(sw.session);
+        explain.extend(sw.explain);
+    }
+    let outcomes: Vec<crate::result::ConfigOutcomes> = record_grid
+        .configs
+        .iter()
+        .zip(filling.finish(&index))
+        .map(|(c, hits)| crate::result::ConfigOutcomes {
+            config: c.id.clone(),
+            hits,
+        })
+        .collect();
+    let record = SweepRecord::assemble(
+        record_grid,
+        options,
+        shard,
+        &inputs,
+        &labels,
+        sessions,
+        outcomes,
+        material,
+        explain,
+    );
+    Ok((record, inputs, all_labels))
+}
+
+/// Refuse a `--group-by` key that sessions cannot have, naming the keys
+/// there are (and the nearest one), before any work: a typo would otherwise
+/// put every session in one group, `unknown`, and validate nothing. The keys
+/// are `agent`, `model`, `source`, `split` with `--test`, and the labels
+/// files' columns.
+pub fn check_group_key(
+    key: &str,
+    labels_file: &crate::input::labels::LabelsFile,
+    has_test: bool,
+) -> Result<()> {
+    let mut keys: std::collections::BTreeSet<String> = [AGENT, MODEL, SOURCE]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    if has_test {
+        keys.insert(crate::input::labels::SPLIT.into());
+    }
+    keys.extend(labels_file.columns());
+    if keys.contains(key) {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "--group-by `{key}`: no session can have this key{}; the keys are {}",
+        crate::util::suggest::hint(key, keys.iter().map(String::as_str)),
+        keys.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+/// A session's groups: its agent (the log's own name, else its format), its
+/// model, its source (the first folder under the input path it was found
+/// in), every column the labels files give it, and with `--test` paths its
+/// split (sessions under the last `tests` of `args` are `test`).
+fn session_groups(
+    sw: &Swept,
+    files: &[crate::event::SourceFile],
+    args: &[std::path::PathBuf],
+    tests: usize,
+    labels_file: &crate::input::labels::LabelsFile,
+) -> BTreeMap<String, String> {
+    let mut g = labels_file.extra(&sw.session.id);
+    let file = sw.first_file.and_then(|f| files.get(f as usize));
+    let agent = sw
+        .agent
+        .clone()
+        .filter(|a| !a.trim().is_empty())
+        .or_else(|| file.map(|f| f.format.clone()));
+    let unknown = || crate::result::UNKNOWN_GROUP.to_string();
+    g.insert(AGENT.into(), agent.unwrap_or_else(unknown));
+    g.insert(
+        MODEL.into(),
+        sw.model
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(unknown),
+    );
+    let (arg, source) = match file {
+        Some(f) => source_of(&f.path, args),
+        None => (None, unknown()),
+    };
+    g.insert(SOURCE.into(), source);
+    if tests > 0 {
+        let test = arg.is_some_and(|a| a >= args.len() - tests);
+        let split = if test {
+            crate::input::labels::TEST
+        } else {
+            crate::input::labels::TRAIN
+        };
+        g.insert(crate::input::labels::SPLIT.into(), split.into());
+    }
+    g
+}
+
+/// Which input argument a file was found under (the first that holds it),
+/// and its source: the first folder under that argument, else the
+/// argument's own name (a file given directly, or one at a folder's top).
+fn source_of(file: &str, args: &[std::path::PathBuf]) -> (Option<usize>, String) {
+    let path = std::path::Path::new(file);
+    for (i, a) in args.iter().enumerate() {
+        if file == "-" && a.as_os_str() == "-" {
+            return (Some(i), "-".into());
+        }
+        if let Ok(rest) = path.strip_prefix(a) {
+            let mut parts = rest.components();
+            let first = parts.next();
+            let source = match (first, parts.next()) {
+                (Some(dir), Some(_)) => dir.as_os_str().to_string_lossy().into_owned(),
+                // The file itself, or a file at the folder's top level.
+                _ => a.file_name().map_or_else(
+                    || a.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                ),
+            };
+            return (Some(i), source);
+        }
+    }
+    (None, crate::result::UNKNOWN_GROUP.into())
+}
+
+/// The material of the sessions where the stock profiles disagree most,
+/// ranked over the sessions as finally read (`swept`). `held` is what the
+/// stream kept of its best candidates; a session missing from it (pushed out
+/// by a part of a session spread over files, replaced later by the whole)
+/// gets its material from `again`, given those sessions' `(disagreement,
+/// unlabelled)` by id.
+fn disagreement_material(
+    swept: &[Swept],
+    mut held: Disagreeing,
+    again: impl FnOnce(&HashMap<String, (u32, bool)>) -> Result<Vec<crate::result::SessionMaterial>>,
+) -> Result<Vec<crate::result::SessionMaterial>> {
+    let mut ranked: Vec<(std::cmp::Reverse<u32>, bool, &str)> = swept
+        .iter()
+        .filter_map(|sw| {
+            sw.disagreement
+                .map(|(d, unlabelled)| (std::cmp::Reverse(d), unlabelled, sw.session.id.as_str()))
+        })
+        .collect();
+    ranked.sort_unstable();
+    ranked.truncate(crate::result::DISAGREEMENTS);
+    let mut found: Vec<Option<crate::result::SessionMaterial>> = Vec::new();
+    let mut missing: HashMap<String, (u32, bool)> = HashMap::new();
+    for &(std::cmp::Reverse(d), unlabelled, id) in &ranked {
+        match held
+            .iter()
+            .position(|x| x.0 == d && x.1 == unlabelled && x.2 == id)
+        {
+            Some(i) => found.push(Some(held.swap_remove(i).3)),
+            None => {
+                missing.insert(id.to_string(), (d, unlabelled));
+                found.push(None);
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let mut got: HashMap<String, crate::result::SessionMaterial> = again(&missing)?
+            .into_iter()
+            .map(|m| (m.session.clone(), m))
+            .collect();
+        for (slot, &(_, _, id)) in found.iter_mut().zip(&ranked) {
+            if slot.is_none() {
+                *slot = got.remove(id);
+            }
+        }
+    }
+    Ok(found.into_iter().flatten().collect())
+}
+
+/// Find a configuration by id, exact label or stock profile name.
+pub fn find_variant(grid: &Grid, key: &str) -> Result<usize> {
+    grid.variants
+        .iter()
+        .position(|v| v.id == key || v.label == key)
+        .or_else(|| {
+            grid.variants
+                .iter()
+                .position(|v| v.stock && v.config.profile == key)
+        })
+        .ok_or_else(|| {
+            let names = grid.variants.iter().flat_map(|v| {
+                [v.id.as_str(), v.label.as_str()]
+                    .into_iter()
+                    .chain(v.stock.then_some(v.config.profile.as_str()))
+            });
+            crate::result::unknown_config(key, names)
+        })
+}
+
+/// Parameter columns for a grid: every parameter of every family present, in family order.
+pub fn param_columns(grid: &Grid) -> Vec<&'static str> {
+    let mut cols: Vec<&'static str> = Vec::new();
+    let mut fams: Vec<&'static str> = Vec::new();
+    for v in &grid.variants {
+        if !fams.contains(&v.config.family) {
+            fams.push(v.config.family);
+        }
+    }
+    for f in fams {
+        if let Ok(fam) = detect::family(f) {
+            for p in fam.params() {
+                if !cols.contains(&p.name) {
+                    cols.push(p.name);
+                }
+            }
+        }
+    }
+    cols
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filled_hits_are_renumbered_in_session_order_and_dropped_sessions_go() {
+        let hit = |judge_due: u32| Hit {
+            judge_due,
+            ..Default::default()
+        };
+        let mut f = Filling::new(2);
+        // Arrival order c, a, x (dropped: read again later), b.
+        assert_eq!(f.push(vec![(0, hit(30)), (1, hit(31))]), 0);
+        assert_eq!(f.push(vec![(1, hit(11))]), 1);
+        assert_eq!(f.push(vec![(0, hit(99)), (1, hit(99))]), 2);
+        assert_eq!(f.push(vec![(0, hit(20))]), 3);
+        // Sorted: a = 0, b = 1, c = 2.
+        let out = f.finish(&[Some(2), Some(0), None, Some(1)]);
+        let seen = |c: usize| -> Vec<(u32, u32)> {
+            out[c].iter().map(|h| (h.session, h.judge_due)).collect()
+        };
+        assert_eq!(seen(0), vec![(1, 20), (2, 30)]);
+        assert_eq!(seen(1), vec![(0, 11), (2, 31)]);
+    }
+
+    /// The disagreement list is ranked over the sessions as finally read:
+    /// what the stream held for them is used, what it lost is asked for
+    /// again, and nothing else (a part read before its whole) is kept.
+    #[test]
+    fn disagreement_material_ranks_final_sessions_and_fills_what_was_lost() {
+        let m = |id: &str, d: u32| crate::result::SessionMaterial {
+            session: id.into(),
+            disagreement: d,
+            timeline: vec![[d, 0, 0]],
+            excerpts: Vec::new(),
+        };
+        let swept = |id: &str, d: Option<(u32, bool)>| Swept {
+            session: crate::result::SessionRecord::of(
+                &crate::event::Session::from_events(id.into(), Vec::new()),
+                None,
+            ),
+            slot: 0,
+            explain: None,
+            disagreement: d,
+            first_file: None,
+            agent: None,
+            model: None,
+        };
+        let mut all: Vec<Swept> = (0..9)
+            .map(|i| swept(&format!("s{i}"), Some((1 + i % 3, true))))
+            .collect();
+        all.push(swept("quiet", None));
+        // The stream held s8 and s5 (d = 3), s7 (d = 2) and a stale part.
+        let held: Disagreeing = vec![
+            (3, true, "s8".into(), m("s8", 3)),
+            (3, true, "s5".into(), m("s5", 3)),
+            (3, true, "part".into(), m("part", 3)),
+            (2, true, "s7".into(), m("s7", 2)),
+        ];
+        let mut asked = Vec::new();
+        let got = disagreement_material(&all, held, |missing| {
+            let mut ids: Vec<&String> = missing.keys().collect();
+            ids.sort();
+            asked = ids.iter().map(|s| s.to_string()).collect();
+            Ok(missing.iter().map(|(id, (d, _))| m(id, *d)).collect())
+        })
+        .unwrap();
+        let order: Vec<(&str, u32)> = got
+            .iter()
+            .map(|x| (x.session.as_str(), x.disagreement))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("s2", 3),
+                ("s5", 3),
+                ("s8", 3),
+                ("s1", 2),
+                ("s4", 2),
+                ("s7", 2)
+            ]
+        );
+        assert_eq!(asked, ["s1", "s2", "s4"]);
+    }
+
+    /// Over several blocks, every hit comes back once, in session order.
+    #[test]
+    fn hits_over_many_blocks_come_back_whole() {
+        let n = 3 * BLOCK_HITS as u32 + 17;
+        let mut f = Filling::new(1);
+        for i in 0..n {
+            let h = Hit {
+                judge_due: i,
+                ..Default::default()
+            };
+            f.push(vec![(0, h)]);
+        }
+        // Arrivals in reverse session order; every tenth dropped.
+        let index: Vec<Option<u32>> = (0..n).map(|i| (i % 10 != 3).then_some(n - 1 - i)).collect();
+        let out = f.finish(&index);
+        let kept: Vec<(u32, u32)> = out[0].iter().map(|h| (h.session, h.judge_due)).collect();
+        let want: Vec<(u32, u32)> = (0..n)
+            .rev()
+            .filter(|i| i % 10 != 3)
+            .map(|i| (n - 1 - i, i))
+            .collect();
+        assert_eq!(kept, want);
+    }
+}
