@@ -16,6 +16,7 @@ const PREFIXED: &[(&str, &str)] = &[
         r#"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}"#,
     ),
     ("alibaba-access-key-id", r#"LTAI(?i:[a-z0-9]{20})"#),
+    ("clickhouse-cloud-api-secret-key", r#"4b1d[A-Za-z0-9]{38}"#),
     ("artifactory-api-key", r#"AKCp[A-Za-z0-9]{69}"#),
     ("artifactory-reference-token", r#"cmVmd[A-Za-z0-9]{59}"#),
     (
@@ -39,6 +40,11 @@ const PREFIXED: &[(&str, &str)] = &[
         r#"dt0c01\.(?i:[a-z0-9]{24}\.[a-z0-9]{64})"#,
     ),
     ("easypost-test-api-token", r#"EZTK(?i:[a-z0-9]{54})"#),
+    // An app id, `|` (or `%7C` escaped, the `%` as gitleaks has it) and the app secret.
+    (
+        "facebook-access-token",
+        r#"\d{15,16}(?:\||%7[Cc]|%)[0-9A-Za-z_-]{27,40}"#,
+    ),
     (
         "facebook-page-access-token",
         r#"EAA[MC](?i:[a-z0-9]{100,})"#,
@@ -63,6 +69,8 @@ const PREFIXED: &[(&str, &str)] = &[
         "intra42-client-secret",
         r#"s-s4t2(?:ud|af)-(?i:[a-f0-9]{64})"#,
     ),
+    // A JWT base64-encoded once more (`eyJ` becomes `ZXlK`).
+    ("jwt-base64", r#"ZXlK[A-Za-z0-9/+_-]{40,}={0,2}"#),
     (
         "maxmind-license-key",
         r#"[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk"#,
@@ -75,12 +83,24 @@ const PREFIXED: &[(&str, &str)] = &[
     ("octopus-deploy-api-key", r#"API-[A-Z0-9]{26}"#),
     ("openshift-user-token", r#"sha256~[\w-]{43}"#),
     (
-        "settlemint-access-token",
-        r#"sm_(?:aat|pat|sat)_[a-zA-Z0-9]{16}"#,
+        "settlemint-application-access-token",
+        r#"sm_aat_[a-zA-Z0-9]{16}"#,
     ),
     (
-        "stripe-prod-access-token",
-        r#"(?:sk|rk)_prod_[a-zA-Z0-9]{10,99}"#,
+        "settlemint-personal-access-token",
+        r#"sm_pat_[a-zA-Z0-9]{16}"#,
+    ),
+    (
+        "settlemint-service-access-token",
+        r#"sm_sat_[a-zA-Z0-9]{16}"#,
+    ),
+    (
+        "sourcegraph-access-token",
+        r#"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}"#,
+    ),
+    (
+        "stripe-access-token",
+        r#"(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}"#,
     ),
 ];
 
@@ -179,6 +199,12 @@ const KEYED: &[(&str, &str, &str)] = &[
     ("finicity-client-secret", r#"finicity"#, r#"([a-z0-9]{20})"#),
     ("finnhub-access-token", r#"finnhub"#, r#"([a-z0-9]{20})"#),
     ("flickr-access-token", r#"flickr"#, r#"([a-z0-9]{32})"#),
+    // Freemius' PHP SDK configuration (`"secret_key" => "sk_…"`).
+    (
+        "freemius-secret-key",
+        r#"secret_key"#,
+        r#"(sk_[!#-&(-~]{29})"#,
+    ),
     (
         "freshbooks-access-token",
         r#"freshbooks"#,
@@ -243,7 +269,7 @@ const KEYED: &[(&str, &str, &str)] = &[
     ("looker-client-secret", r#"looker"#, r#"([a-z0-9]{24})"#),
     (
         "mailchimp-api-key",
-        r#"MailchimpSDK.initialize|mailchimp"#,
+        r#"MailchimpSDK\.initialize|mailchimp"#,
         r#"([a-f0-9]{32}-us\d\d)"#,
     ),
     (
@@ -346,6 +372,13 @@ const KEYED: &[(&str, &str, &str)] = &[
         r#"sonar[_.-]?(login|token)"#,
         r#"((?:squ_|sqp_|sqa_)?[a-z0-9=_\-]{40})"#,
     ),
+    // Sourcegraph's bare form (its `sgp_` ones are in PREFIXED): 40 hex
+    // digits, a git hash's shape too, so only after the name.
+    (
+        "sourcegraph-access-token",
+        r#"sourcegraph"#,
+        r#"([a-f0-9]{40})"#,
+    ),
     (
         "squarespace-access-token",
         r#"squarespace"#,
@@ -401,9 +434,12 @@ const KEYED: &[(&str, &str, &str)] = &[
 
 /// A keyed rule as one regex: the name and what leads to the value (`k`, kept),
 /// the value (masked) and what ends it (`t`, kept).
+/// ASCII classes and case folding (`(?i-u)`), as gitleaks' Go regexes have
+/// them: Unicode `\w` and `(?i)` made these regexes several times slower
+/// to build and run.
 fn keyed(name: &str, value: &str) -> String {
     format!(
-        r#"(?i)(?P<k>(?:{name})(?:[ \t\w.-]{{0,20}})[\s'"]{{0,3}}(?:=|>|:{{1,3}}=|\|\||:|=>|\?=|,)[\x60'"\s=]{{0,5}}){value}(?P<t>[\x60'"\s;]|\\[nr]|$)"#
+        r#"(?i-u)(?P<k>(?:{name})(?:[ \t\w.-]{{0,20}})[\s'"]{{0,3}}(?:=|>|:{{1,3}}=|\|\||:|=>|\?=|,)[\x60'"\s=]{{0,5}}){value}(?P<t>[\x60'"\s;]|\\[nr]|$)"#
     )
 }
 
@@ -443,14 +479,16 @@ fn patterns() -> &'static [(Regex, &'static str)] {
             (format!(r"{B}gh[pousr]_[A-Za-z0-9]{{30,}}"), "${1}[REDACTED]"),
             (format!(r"{B}github_pat_[A-Za-z0-9_]{{22,}}"), "${1}[REDACTED]"),
             // GitLab, npm, PyPI, Hugging Face tokens.
-            (format!(r"{B}glpat-[A-Za-z0-9_\-]{{20,}}"), "${1}[REDACTED]"),
+            // (A routable token ends in `.` and nine more characters.)
+            (format!(r"{B}glpat-[A-Za-z0-9_\-]{{20,}}(?:\.[0-9a-z]{{9}})?"), "${1}[REDACTED]"),
             (format!(r"{B}npm_[A-Za-z0-9]{{36}}"), "${1}[REDACTED]"),
             (format!(r"{B}pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{{50,}}"), "${1}[REDACTED]"),
             (format!(r"{B}hf_[A-Za-z]{{34}}"), "${1}[REDACTED]"),
             // Slack tokens and webhooks.
-            (format!(r"{B}xox[abposre]-[A-Za-z0-9\-]{{10,}}"), "${1}[REDACTED]"),
+            // (A configuration access token is `xoxe.` and a `xoxb-`/`xoxp-` token.)
+            (format!(r"{B}(?:xoxe\.)?xox[abposre]-[A-Za-z0-9\-]{{8,}}"), "${1}[REDACTED]"),
             (
-                r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{20,}".into(),
+                r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{20,}".into(),
                 MASK,
             ),
             // Google API keys and OAuth access tokens.
@@ -484,7 +522,7 @@ fn patterns() -> &'static [(Regex, &'static str)] {
             // CA, Adobe, New Relic, Brevo, Pulumi, Prefect, ReadMe, Scalingo,
             // Duffel, EasyPost, Frame.io, Flutterwave, Shippo, Typeform,
             // Clojars, Infracost, Harness, Sentry.
-            (format!(r"{B}gl(?:ptt|dt|rt|cbt|ft|soat|imt|agent)-[A-Za-z0-9_\-]{{20,}}"), "${1}[REDACTED]"),
+            (format!(r"{B}gl(?:ptt|dt|rt|cbt|ft|soat|imt|agent)-[A-Za-z0-9_\-]{{20,}}(?:\.[0-9a-z]{{9}})?"), "${1}[REDACTED]"),
             (format!(r"{B}xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+"), "${1}[REDACTED]"),
             (format!(r"{B}AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{{58}}"), "${1}[REDACTED]"),
             (format!(r"(?i){B}dp\.(?:pt|st|sa|ct|scim|audit)\.[a-z0-9]{{40,44}}"), "${1}[REDACTED]"),
@@ -495,7 +533,7 @@ fn patterns() -> &'static [(Regex, &'static str)] {
             (format!(r"{B}dckr_pat_[A-Za-z0-9_\-]{{27,}}"), "${1}[REDACTED]"),
             (format!(r"{B}glc_[A-Za-z0-9+/]{{32,400}}={{0,2}}"), "${1}[REDACTED]"),
             (format!(r"{B}glsa_[A-Za-z0-9]{{32}}_[A-Fa-f0-9]{{8}}"), "${1}[REDACTED]"),
-            (format!(r"(?i){B}pscale_(?:tkn|pw|oauth)_[\w=.\-]{{32,64}}"), "${1}[REDACTED]"),
+            (format!(r"(?i){B}pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_=.\-]{{32,64}}"), "${1}[REDACTED]"),
             (format!(r"{B}rubygems_[a-f0-9]{{48}}"), "${1}[REDACTED]"),
             (format!(r"{B}(?:EAAA|sq0atp-)[0-9A-Za-z_\-]{{22,60}}"), "${1}[REDACTED]"),
             (format!(r"{B}sq0csp-[0-9A-Za-z_\-]{{43}}"), "${1}[REDACTED]"),
@@ -540,10 +578,39 @@ fn patterns() -> &'static [(Regex, &'static str)] {
                 .map(|(_, name, value)| (keyed(name, value), "${k}[REDACTED]${t}")),
         );
         let rest: Vec<(String, &str)> = vec![
+            // Sidekiq's gem server credentials: the user is half the secret.
+            (
+                r"(?i)\b(https?://)[a-f0-9]{8}:[a-f0-9]{8}(@(?:gems|enterprise)\.contribsys\.com)".into(),
+                "${1}[REDACTED]${2}",
+            ),
             // Passwords in URLs (scheme://user:password@host): the user is kept.
             (
                 r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+@".into(),
                 "${1}[REDACTED]@",
+            ),
+            // A credential header given to curl (`-H 'Authorization: …'`,
+            // `--header "X-Api-Key: …"`), the header's name and scheme kept.
+            // Any command's `-H` counts: the header says what the value is.
+            (
+                r#"(?i)((?:^|[ \t\n])(?:-H|--header)(?:=|[ \t]{0,5})["'](?:authorization:[ \t]{0,5}(?:(?:basic|bearer|(?:api-)?token)[ \t]+)?|(?:x-(?:[a-z]+-)?)?(?:api-?)?(?:key|token):[ \t]{0,5}))[\w=~@.+/-]{8,}(["'])"#.into(),
+                "${1}[REDACTED]${2}",
+            ),
+            // curl's `-u`/`--user` credentials (`user:password`, both masked:
+            // either may be the secret), up to five lines after `curl`.
+            (
+                r#"(\bcurl\b(?:[^\n]*\n){0,5}?[^\n]*?[ \t](?:-u|--user)(?:=|[ \t]{0,5}))(?:"[^"\n]*:[^"\n]*"|'[^'\n]*:[^'\n]*'|(?:"[^"\n]{3,}"|'[^'\n]{3,}'|[\w$@.-]+):(?:"[^"\n]{3,}"|'[^'\n]{3,}'|[\w${}@.!~-]+))(?P<t>\s|$)"#.into(),
+                "${1}[REDACTED]${t}",
+            ),
+            // NuGet's stored source password.
+            (
+                r#"(?i)(<add key="(?:ClearText)?Password"\s*value=")[^"]{8,}(")"#.into(),
+                "${1}[REDACTED]${2}",
+            ),
+            // HashiCorp Vault's legacy service token, `s.` and 24 characters,
+            // standing after a space, quote, `=`, `:` or `,`.
+            (
+                r#"(^|[\s'"\x60=:(,>])s\.[A-Za-z0-9]{24}(?P<t>[\s'"\x60;,)<]|\\[nr]|$)"#.into(),
+                "${1}[REDACTED]${t}",
             ),
             // Bearer and Basic credentials in headers; the scheme word is kept.
             (
@@ -574,7 +641,9 @@ fn patterns() -> &'static [(Regex, &'static str)] {
 /// `text` with credentials replaced by `[REDACTED]`: API keys and tokens
 /// (`sk-…`, `AKIA…`, `ghp_…`, `xox…`, `AIza…`, `glpat-…`, ...), JWTs, AWS
 /// secret access keys, passwords in URLs, bearer tokens, secret-named
-/// assignments and PEM private key blocks (with or without their END line).
+/// assignments and PEM private key blocks (with or without their END line),
+/// curl's `-u`/`-H` credentials and a Kubernetes Secret's data: gitleaks'
+/// default rule set but `pkcs12-file` (see `redact/gitleaks.rs`).
 pub fn redact(text: &str) -> String {
     let mut out = std::borrow::Cow::Borrowed(text);
     for (re, rep) in patterns() {
@@ -582,8 +651,157 @@ pub fn redact(text: &str) -> String {
             out = std::borrow::Cow::Owned(re.replace_all(&out, *rep).into_owned());
         }
     }
+    if let Some(masked) = generic(&out) {
+        out = std::borrow::Cow::Owned(masked);
+    }
+    if let Some(masked) = kubernetes_secret(&out) {
+        out = std::borrow::Cow::Owned(masked);
+    }
     out.into_owned()
 }
+
+/// gitleaks' generic-api-key: a value assigned to a name with `access`,
+/// `auth`, `api`, `credential`, `creds`, `key`, `passw(or)d`, `secret` or
+/// `token` in it, masked only when it looks random (not letters and `_.-`
+/// alone, Shannon entropy of at least 3.5 bits a character, as gitleaks
+/// asks) and the name is not one of the harmless ones (`key_id`,
+/// `primary_key`, `token_url`, `secret_name`, `csrf_token`...).
+fn generic(text: &str) -> Option<String> {
+    static RE: OnceLock<(Regex, Regex)> = OnceLock::new();
+    let (re, harmless) = RE.get_or_init(|| {
+        (
+            Regex::new(
+                r#"(?i-u)(?P<k>(?:access|auth|(?-i:[Aa]pi|API)|credential|creds|key|passw(?:or)?d|secret|token)[ \t\w.-]{0,20}[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5})(?P<v>[\w.=-]{10,150}|[a-z0-9][a-z0-9+/]{11,}={0,3})(?:[\x60'"\s;]|\\[nr]|$)"#,
+            )
+            .expect("valid generic pattern"),
+            Regex::new(
+                r"(?i)(?:access(?:ibility|or)|access[_.-]?id|random[_.-]?access|api[_.-]?(?:id|name|version)|rapid|capital|author|credentials?[_.-]?id|withcredentials|(?:bucket|foreign|hot|idx|natural|primary|pub(?:lic)?|schema|sequence)[_.-]?key|key[_.-]?(?:alias|board|code|frame|id|length|mesh|name|pair|press(?:ed)?|ring|selector|signature|size|stone|storetype|word|up|down|left|right)|key(?:store|tab)[_.-]?(?:file|path)|monkey|turkey|keying|secret[_.-]?(?:length|name|size)|csrf[_.-]?token|(?:api|credentials|token)[_.-]?(?:endpoint|ur[il])|public[_.-]?token|(?:key|token)[_.-]?file)",
+            )
+            .expect("valid generic allowlist"),
+        )
+    });
+    if !re.is_match(text) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for c in re.captures_iter(text) {
+        let (k, v) = (c.name("k").expect("k"), c.name("v").expect("v"));
+        // The whole name (`primary_key`, `MY_API_VERSION`): the word
+        // characters, `.` and `-` right before the keyword, up to 50.
+        let before = &text.as_bytes()[..k.start()];
+        let lead = before
+            .iter()
+            .rev()
+            .take(50)
+            .take_while(|b| b.is_ascii_alphanumeric() || b"_.-".contains(b))
+            .count();
+        let from = k.start() - lead;
+        let value = v.as_str();
+        if value
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b"_.-".contains(&b))
+            || entropy(value) < 3.5
+            || harmless.is_match(&text[from..k.end()])
+        {
+            continue;
+        }
+        out.push_str(&text[last..v.start()]);
+        out.push_str(MASK);
+        last = v.end();
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
+}
+
+/// Shannon entropy of `s` in bits per byte.
+fn entropy(s: &str) -> f64 {
+    let mut counts = [0u32; 256];
+    for b in s.bytes() {
+        counts[b as usize] += 1;
+    }
+    let n = s.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// gitleaks' kubernetes-secret-yaml: in a YAML document with `kind: Secret`,
+/// every value under its `data:` or `stringData:` (the lines indented
+/// deeper than that key) is masked; keys and comments are kept.
+fn kubernetes_secret(text: &str) -> Option<String> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let kind =
+        RE.get_or_init(|| Regex::new(r#"(?i)\bkind:[ \t]*["']?secret\b"#).expect("valid pattern"));
+    if !kind.is_match(text) {
+        return None;
+    }
+    let indent = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut mask = |out: &mut String, line: &str, from: usize| {
+        // `line[from..]` is the value: its surrounding blanks are kept.
+        let value = &line[from..];
+        let lead = value.len() - value.trim_start().len();
+        let trail = value.len() - value.trim_end().len();
+        out.push_str(&line[..from + lead]);
+        out.push_str(MASK);
+        out.push_str(&line[line.len() - trail..]);
+        changed = true;
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    // Document by document (`---` lines), so a ConfigMap beside a Secret keeps its data.
+    for doc in lines.split_inclusive(|l| l.trim_end() == "---") {
+        let secret = doc.iter().any(|l| kind.is_match(l));
+        // The `data:` key's indent, and a block scalar's (`key: |`) inside it.
+        let (mut data, mut block): (Option<usize>, Option<usize>) = (None, None);
+        for &line in doc {
+            let body = line.trim_start_matches([' ', '\t']);
+            let depth = indent(line);
+            if let Some(d) = data {
+                if body.trim().is_empty() || body.starts_with('#') {
+                    out.push_str(line);
+                    continue;
+                }
+                if block.is_some_and(|k| depth > k) {
+                    mask(&mut out, line, line.len() - body.len());
+                    continue;
+                }
+                block = None;
+                if depth > d {
+                    if let Some(at) = body.find(':') {
+                        let value = body[at + 1..].trim();
+                        if matches!(value, "|" | ">" | "|-" | ">-" | "|+" | ">+") {
+                            block = Some(depth);
+                        } else if !value.is_empty() && value != "\"\"" && value != "''" {
+                            mask(&mut out, line, line.len() - body.len() + at + 1);
+                            continue;
+                        }
+                    }
+                    out.push_str(line);
+                    continue;
+                }
+                data = None;
+            }
+            if secret && matches!(body.trim_end(), "data:" | "stringData:") {
+                data = Some(depth);
+            }
+            out.push_str(line);
+        }
+    }
+    changed.then_some(out)
+}
+
+#[cfg(test)]
+mod gitleaks;
 
 #[cfg(test)]
 mod tests {
@@ -984,6 +1202,11 @@ mod tests {
                 r#"clbh251j6yri028q1o8ja1et8dahtc8i"#,
             ),
             (
+                "freemius-secret-key",
+                r#""secret_key" => "sk_ubb4yN3mzqGR2x8#P7r5&@*xC$utE","#,
+                r#"sk_ubb4yN3mzqGR2x8#P7r5&@*xC$utE"#,
+            ),
+            (
                 "freshbooks-access-token",
                 r#"freshbooks_token = "if3sry8yq5oe0qixdptqwbk0jd58haium6ji4uo48440vwn168vwfsflp9kn63x2""#,
                 r#"if3sry8yq5oe0qixdptqwbk0jd58haium6ji4uo48440vwn168vwfsflp9kn63x2"#,
@@ -1199,6 +1422,11 @@ mod tests {
                 r#"squ_okwi4kabu5law4e3ctym7s4iuzlejfmi6hzhnoyh"#,
             ),
             (
+                "sourcegraph-access-token",
+                r#"sourcegraph: 6d2FabeB6ADd229Bc199FabA28fD3efb57dF0bD3"#,
+                r#"6d2FabeB6ADd229Bc199FabA28fD3efb57dF0bD3"#,
+            ),
+            (
                 "squarespace-access-token",
                 r#"squarespace_token = "977c138f-ba2f-dcad-ed31-e17830973c24""#,
                 r#"977c138f-ba2f-dcad-ed31-e17830973c24"#,
@@ -1302,6 +1530,10 @@ mod tests {
             ),
             ("alibaba-access-key-id", r#"LTAInn09ddlwinjybf72nn1x"#),
             (
+                "clickhouse-cloud-api-secret-key",
+                r#"4b1dbRdW3rOcB7xLthrM4BTBGK1qPLkHigpN1bXD6z"#,
+            ),
+            (
                 "artifactory-api-key",
                 r#"AKCpMVp0OeCQVSVkZepp1U9NvGyxT5Ljn7i1rSFLMB6ymXs9GqZS6Tp14MHdMzVcZyDjtHRG3"#,
             ),
@@ -1334,6 +1566,10 @@ mod tests {
                 r#"EZTK8uqekjj48j13ll36iwy5m4va5xmi4tkng35wieskegbdwlpex00t7d"#,
             ),
             (
+                "facebook-access-token",
+                r#"1308742762612587|rhoK1cbv0DOU_RTX_87O4MkX7AI"#,
+            ),
+            (
                 "facebook-page-access-token",
                 r#"EAACzgegzk6skcwe8jzsgupp4w701kqa9pnbjgrm5ow3ks3xorwr3vym108cb38v740f635979bap6dzszrf2pk2pzl5oi8rvcqrgbzz"#,
             ),
@@ -1364,6 +1600,10 @@ mod tests {
                 r#"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"#,
             ),
             (
+                "jwt-base64",
+                r#"ZXlKaGJHY2lPaUpJVXpJMU5pSXNJblI1Y0NJNklrcFhWQ0o5LmV5SnpkV0lpT2lJeE1qTTBOVFkzT0Rrd0luMA=="#,
+            ),
+            (
                 "maxmind-license-key",
                 r#"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"#,
             ),
@@ -1383,8 +1623,23 @@ mod tests {
                 "openshift-user-token",
                 r#"sha256~33cju33rxj1njbqr28bwbug426it9pehn8gbw55cmp2"#,
             ),
-            ("settlemint-access-token", r#"sm_aat_aBTERhOblSZaAj33"#),
-            ("stripe-prod-access-token", r#"sk_prod_8lvJjmYBZhC"#),
+            (
+                "settlemint-application-access-token",
+                r#"sm_aat_aBTERhOblSZaAj33"#,
+            ),
+            (
+                "settlemint-personal-access-token",
+                r#"sm_pat_Qk7dZr02mWvNc9Lx"#,
+            ),
+            (
+                "settlemint-service-access-token",
+                r#"sm_sat_H4tPq8sVb1XeRn6J"#,
+            ),
+            (
+                "sourcegraph-access-token",
+                r#"sgp_local_d7dfFD43cF2503B1da673EB560aAa3e80f16FA42"#,
+            ),
+            ("stripe-access-token", r#"sk_prod_8lvJjmYBZhC"#),
         ];
         let ids: Vec<&str> = PREFIXED.iter().map(|(id, _)| *id).collect();
         let mut wrong = Vec::new();
