@@ -146,11 +146,8 @@ pub fn require_sessions(
     if allow_empty || sessions > 0 {
         return Ok(());
     }
-    let not_sessions: Vec<&String> = corpus
-        .skipped
-        .iter()
-        .filter(|m| m.contains(": skipped file ("))
-        .collect();
+    let not_sessions: Vec<&crate::event::Skip> =
+        corpus.skipped.iter().filter(|m| m.is_file()).collect();
     let reason = match (corpus.files.len(), not_sessions.first()) {
         (0, None) => "no session file found (canonical `.jsonl` or a native agent log)".to_string(),
         (_, Some(first)) => format!(
@@ -410,8 +407,8 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         let first = corpus
             .skipped
             .iter()
-            .find(|m| m.starts_with(&format!("{}:", f.path)))
-            .map(|m| format!(" (first: {})", m[f.path.len() + 1..].trim_start()))
+            .find(|m| !m.is_file() && m.file() == f.path)
+            .map(|m| format!(" (first: {})", m.reason()))
             .unwrap_or_default();
         writeln!(
             err,
@@ -421,12 +418,13 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         )
         .ok();
     }
-    for m in corpus
-        .skipped
-        .iter()
-        .filter(|m| m.contains(": skipped file ("))
-    {
-        writeln!(err, "warning: {}", crate::util::escape::terminal(m)).ok();
+    for m in corpus.skipped.iter().filter(|m| m.is_file()) {
+        writeln!(
+            err,
+            "warning: {}",
+            crate::util::escape::terminal(&m.to_string())
+        )
+        .ok();
     }
     if corpus.unreadable > 0 {
         writeln!(

@@ -745,7 +745,7 @@ impl SweepRecord {
                         unknown_records: f.unknown_records,
                     })
                     .collect(),
-                skipped: inputs.skipped.clone(),
+                skipped: inputs.skipped.iter().map(ToString::to_string).collect(),
             },
             labels_file: LabelsRecord {
                 file: labels.files.first().map(|f| f.0.clone()),
