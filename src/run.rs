@@ -2,7 +2,7 @@
 //! The binary calls these; tests call them too.
 
 use crate::detect::{self, DetectorConfig, ParamValue};
-use crate::error::{Error, Result, EXIT_GATE, EXIT_OK};
+use crate::error::{Error, NoSessions, Result, EXIT_GATE, EXIT_OK};
 use crate::input::{read_corpus, read_corpus_with, ReadOptions};
 use crate::replay::ReplayOptions;
 use crate::report::text::{ConfigName, FamilyListing, ParamListing, ProfileListing};
@@ -146,27 +146,20 @@ pub fn require_sessions(
     if allow_empty || sessions > 0 {
         return Ok(());
     }
-    let not_sessions: Vec<&String> = corpus
-        .skipped
-        .iter()
-        .filter(|m| m.contains(": skipped file ("))
-        .collect();
-    let reason = match (corpus.files.len(), not_sessions.first()) {
-        (0, None) => "no session file found (canonical `.jsonl` or a native agent log)".to_string(),
-        (_, Some(first)) => format!(
-            "{} not recognised as a session log (first: {first})",
-            crate::report::text::plural(not_sessions.len(), "file", "files")
-        ),
-        (n, None) => format!(
-            "{} read, none holds a record",
-            crate::report::text::plural(n, "file", "files")
-        ),
+    let not_sessions: Vec<&crate::event::Skip> =
+        corpus.skipped.iter().filter(|m| m.is_file()).collect();
+    let why = match (corpus.files.len(), not_sessions.first()) {
+        (0, None) => NoSessions::NoFile,
+        (_, Some(first)) => NoSessions::NotLogs {
+            files: not_sessions.len(),
+            first: first.to_string(),
+        },
+        (n, None) => NoSessions::NoRecord { files: n },
     };
-    let given: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    Err(Error::Usage(format!(
-        "no sessions read from {}: {reason} (pass --allow-empty to accept an empty input)",
-        given.join(", ")
-    )))
+    Err(Error::NoSessions {
+        inputs: paths.iter().map(|p| p.display().to_string()).collect(),
+        why,
+    })
 }
 
 /// Run `looptune replay`; writes to `out`, returns the exit code.
@@ -410,8 +403,8 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         let first = corpus
             .skipped
             .iter()
-            .find(|m| m.starts_with(&format!("{}:", f.path)))
-            .map(|m| format!(" (first: {})", m[f.path.len() + 1..].trim_start()))
+            .find(|m| !m.is_file() && m.file() == f.path)
+            .map(|m| format!(" (first: {})", m.reason()))
             .unwrap_or_default();
         writeln!(
             err,
@@ -421,12 +414,13 @@ fn warn_skipped(corpus: &crate::event::Corpus, err: &mut dyn Write) {
         )
         .ok();
     }
-    for m in corpus
-        .skipped
-        .iter()
-        .filter(|m| m.contains(": skipped file ("))
-    {
-        writeln!(err, "warning: {}", crate::util::escape::terminal(m)).ok();
+    for m in corpus.skipped.iter().filter(|m| m.is_file()) {
+        writeln!(
+            err,
+            "warning: {}",
+            crate::util::escape::terminal(&m.to_string())
+        )
+        .ok();
     }
     if corpus.unreadable > 0 {
         writeln!(
@@ -1305,4 +1299,63 @@ pub fn label_command(req: &LabelRequest, out: &mut dyn Write) -> Result<i32> {
     let (done, total) = app.progress();
     eprintln!("{done} of {total} sessions labelled");
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_sessions(corpus: &crate::event::Corpus) -> Error {
+        require_sessions(corpus, 0, &[PathBuf::from("a"), PathBuf::from("b")], false).unwrap_err()
+    }
+
+    #[test]
+    fn no_sessions_read_is_its_own_error_with_the_reason_and_exit_2() {
+        use crate::event::{Corpus, Skip, SourceFile};
+        let empty = Corpus::default();
+        assert!(require_sessions(&empty, 0, &[], true).is_ok());
+        let e = no_sessions(&empty);
+        assert!(matches!(
+            &e,
+            Error::NoSessions { inputs, why: NoSessions::NoFile } if inputs == &["a", "b"]
+        ));
+        assert_eq!(e.exit_code(), crate::error::EXIT_INPUT);
+        assert_eq!(
+            e.to_string(),
+            "no sessions read from a, b: no session file found (canonical `.jsonl` or a native agent log) (pass --allow-empty to accept an empty input)"
+        );
+        let file = SourceFile {
+            path: "a/x.jsonl".into(),
+            format: "canonical".into(),
+            sha256: String::new(),
+            bytes: 0,
+            skipped_lines: 0,
+            unknown_records: 0,
+        };
+        let read = Corpus {
+            files: vec![file.clone(), file],
+            ..Default::default()
+        };
+        assert!(no_sessions(&read)
+            .to_string()
+            .contains(": 2 files read, none holds a record ("));
+        let junk = Corpus {
+            skipped: vec![Skip::Unrecognised {
+                file: "a/n.json".into(),
+                detail: String::new(),
+            }],
+            ..Default::default()
+        };
+        let e = no_sessions(&junk);
+        assert!(matches!(
+            &e,
+            Error::NoSessions {
+                why: NoSessions::NotLogs { files: 1, .. },
+                ..
+            }
+        ));
+        assert!(e.to_string().contains(
+            ": 1 file not recognised as a session log (first: a/n.json: skipped file (not a recognised session log)) ("
+        ));
+    }
 }

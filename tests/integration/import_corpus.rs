@@ -465,13 +465,12 @@ fn every_file_imports_and_damaged_claude_lines_are_counted() {
     }
     // A walk over the whole corpus skips the one non-log file with a note.
     let all = read(std::slice::from_ref(&root), true);
-    let notes: Vec<&String> = all
-        .skipped
-        .iter()
-        .filter(|s| s.contains("skipped file"))
-        .collect();
+    let notes: Vec<&looptune::event::Skip> = all.skipped.iter().filter(|s| s.is_file()).collect();
     assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(notes[0].contains("manifest.json"));
+    assert!(notes[0].file().ends_with("manifest.json"));
+    assert!(notes[0]
+        .to_string()
+        .contains("manifest.json: skipped file ("));
     // The README's 105 data files include that manifest.
     assert_eq!(all.files.len(), 104);
     assert_eq!(all.sessions.len(), 106);

@@ -3,7 +3,7 @@
 //! subagent file without its parent, resume copies, clashing stems, walked
 //! files nobody recognises, and the two formats without corpus data.
 
-use looptune::event::{Corpus, Record, Session};
+use looptune::event::{Corpus, Record, Session, Skip};
 use looptune::input::{read_corpus, ReadOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -273,7 +273,14 @@ fn walked_unknown_files_are_skipped_but_named_ones_fail() {
     assert_eq!(c.sessions.len(), 1);
     assert_eq!(c.skipped.len(), 1);
     assert!(
-        c.skipped[0].starts_with("tests/fixtures/import/walk/report.json: skipped file"),
+        matches!(&c.skipped[0], Skip::Unrecognised { file, .. } if file == "tests/fixtures/import/walk/report.json"),
+        "{:?}",
+        c.skipped[0]
+    );
+    assert!(
+        c.skipped[0].to_string().starts_with(
+            "tests/fixtures/import/walk/report.json: skipped file (not a recognised session log"
+        ),
         "{}",
         c.skipped[0]
     );

@@ -22,6 +22,7 @@ mod peers_examples;
 mod properties;
 mod provenance;
 mod qwen_conformance;
+mod rules;
 mod setup;
 mod stores;
 mod walk;

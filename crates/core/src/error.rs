@@ -61,6 +61,19 @@ pub enum Error {
     /// Bad usage of the command line beyond what clap checks.
     #[error("{0}")]
     Usage(String),
+    /// The inputs hold no session (and `--allow-empty` was not given): a
+    /// nightly job whose log format changed must not stay green on
+    /// "0 sessions". Exit 2, as bad input.
+    #[error(
+        "no sessions read from {}: {why} (pass --allow-empty to accept an empty input)",
+        inputs.join(", ")
+    )]
+    NoSessions {
+        /// The paths given, as given.
+        inputs: Vec<String>,
+        /// Why none was read.
+        why: NoSessions,
+    },
     /// Results were written, but a report failed.
     #[error("failed to write {}: {message}", path.display())]
     Report {
@@ -69,6 +82,33 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+}
+
+/// Why an input held no session ([`Error::NoSessions`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoSessions {
+    /// No file to read was found.
+    #[error("no session file found (canonical `.jsonl` or a native agent log)")]
+    NoFile,
+    /// Files were found, but every one was skipped as unrecognised or unreadable.
+    #[error("{} not recognised as a session log (first: {first})", files_count(*.files))]
+    NotLogs {
+        /// How many files were skipped.
+        files: usize,
+        /// The first skip note, as printed.
+        first: String,
+    },
+    /// Files were read, but none holds a record.
+    #[error("{} read, none holds a record", files_count(*.files))]
+    NoRecord {
+        /// How many files were read.
+        files: usize,
+    },
+}
+
+/// `1 file`, `N files`.
+fn files_count(n: usize) -> String {
+    format!("{n} {}", if n == 1 { "file" } else { "files" })
 }
 
 impl Error {

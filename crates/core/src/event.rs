@@ -480,6 +480,130 @@ pub struct SourceFile {
     pub unknown_records: u64,
 }
 
+/// Something a lenient read or a folder walk left out, with the file it
+/// concerns; its text (`Display`) is what warnings and `summary.json` show.
+#[derive(Debug, Clone)]
+pub enum Skip {
+    /// A line or record of a file that was read (`--lenient`).
+    Line {
+        /// File as displayed.
+        file: String,
+        /// 1-based line; `None` when the message names the place itself (an
+        /// event file, a table row).
+        line: Option<u64>,
+        /// What was wrong.
+        message: String,
+    },
+    /// A walked file (or folder, or database) that no reader recognises.
+    Unrecognised {
+        /// File as displayed.
+        file: String,
+        /// What was expected, e.g. ` (expected canonical JSONL or one of: ...)`.
+        detail: String,
+    },
+    /// A walked entry that could not be read or listed (`--lenient`).
+    Unreadable {
+        /// The entry.
+        file: String,
+        /// What failed (`cannot read`, `cannot list folder`, ...).
+        what: &'static str,
+        /// Why.
+        source: Arc<std::io::Error>,
+    },
+}
+
+impl Skip {
+    /// The file it concerns, as displayed.
+    pub fn file(&self) -> &str {
+        match self {
+            Skip::Line { file, .. }
+            | Skip::Unrecognised { file, .. }
+            | Skip::Unreadable { file, .. } => file,
+        }
+    }
+
+    /// A whole file skipped (unrecognised or unreadable), not one of its lines.
+    pub fn is_file(&self) -> bool {
+        !matches!(self, Skip::Line { .. })
+    }
+
+    /// The reason without the file: `LINE: message` or `message` for a
+    /// line, `skipped file (...)` for a file.
+    pub fn reason(&self) -> String {
+        match self {
+            Skip::Line {
+                line: Some(line),
+                message,
+                ..
+            } => format!("{line}: {message}"),
+            Skip::Line {
+                line: None,
+                message,
+                ..
+            } => message.clone(),
+            Skip::Unrecognised { detail, .. } => {
+                format!("skipped file ({}{detail})", crate::error::UNRECOGNISED)
+            }
+            Skip::Unreadable { what, source, .. } => format!("skipped file ({what}: {source})"),
+        }
+    }
+}
+
+/// Equal when of the same kind about the same file and place; an I/O error
+/// compares by its kind and text.
+impl PartialEq for Skip {
+    fn eq(&self, other: &Skip) -> bool {
+        match (self, other) {
+            (
+                Skip::Line {
+                    file,
+                    line,
+                    message,
+                },
+                Skip::Line {
+                    file: f2,
+                    line: l2,
+                    message: m2,
+                },
+            ) => file == f2 && line == l2 && message == m2,
+            (
+                Skip::Unrecognised { file, detail },
+                Skip::Unrecognised {
+                    file: f2,
+                    detail: d2,
+                },
+            ) => file == f2 && detail == d2,
+            (
+                Skip::Unreadable { file, what, source },
+                Skip::Unreadable {
+                    file: f2,
+                    what: w2,
+                    source: s2,
+                },
+            ) => {
+                file == f2
+                    && what == w2
+                    && source.kind() == s2.kind()
+                    && source.to_string() == s2.to_string()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Skip::Line {
+                file,
+                line: Some(line),
+                message,
+            } => write!(f, "{file}:{line}: {message}"),
+            _ => write!(f, "{}: {}", self.file(), self.reason()),
+        }
+    }
+}
+
 /// Everything read in one run.
 #[derive(Debug, Clone, Default)]
 pub struct Corpus {
@@ -487,8 +611,8 @@ pub struct Corpus {
     pub files: Vec<SourceFile>,
     /// Sessions sorted by id.
     pub sessions: Vec<Arc<Session>>,
-    /// First messages of skipped lines (`FILE:LINE: ...`), for the summary.
-    pub skipped: Vec<String>,
+    /// What was skipped: first messages of skipped lines, and skipped files.
+    pub skipped: Vec<Skip>,
     /// Entries of walked folders skipped under `--lenient` because they could
     /// not be read (dangling or looping links, unreadable files or folders);
     /// each also has a note in [`Corpus::skipped`].
@@ -651,5 +775,45 @@ mod tests {
         assert_eq!(s.meta.agent.as_deref(), Some("a"));
         assert_eq!(s.meta.model.as_deref(), Some("m2"));
         assert_eq!(s.meta.mode.as_deref(), Some("plan"));
+    }
+
+    #[test]
+    fn skip_notes_read_as_the_warnings_always_printed_them() {
+        let line = Skip::Line {
+            file: "a.jsonl".into(),
+            line: Some(3),
+            message: "not valid JSON".into(),
+        };
+        assert_eq!(line.to_string(), "a.jsonl:3: not valid JSON");
+        assert_eq!(line.reason(), "3: not valid JSON");
+        assert!(!line.is_file());
+        let named = Skip::Line {
+            file: "conv".into(),
+            line: None,
+            message: "events/e.json: bad".into(),
+        };
+        assert_eq!(named.to_string(), "conv: events/e.json: bad");
+        assert_eq!(named.reason(), "events/e.json: bad");
+        let unrecognised = Skip::Unrecognised {
+            file: "d/r.json".into(),
+            detail: " (expected X)".into(),
+        };
+        assert_eq!(
+            unrecognised.to_string(),
+            "d/r.json: skipped file (not a recognised session log (expected X))"
+        );
+        assert!(unrecognised.is_file());
+        let unreadable = Skip::Unreadable {
+            file: "d/x".into(),
+            what: "cannot read",
+            source: Arc::new(std::io::Error::other("boom")),
+        };
+        assert_eq!(
+            unreadable.to_string(),
+            "d/x: skipped file (cannot read: boom)"
+        );
+        assert!(unreadable.is_file() && unreadable.file() == "d/x");
+        assert_eq!(unreadable, unreadable.clone());
+        assert_ne!(unreadable, unrecognised);
     }
 }

@@ -97,6 +97,18 @@ pub enum RecordError {
     /// A field is missing or of the wrong type.
     #[error(transparent)]
     Field(#[from] FieldError),
+    /// A part of a document is not an object (`a sample`).
+    #[error("{0} must be an object")]
+    NotAnObject(&'static str),
+    /// A field holding JSON text that does not parse.
+    #[error("field `{field}` is not JSON: {source}")]
+    FieldNotJson {
+        /// Path of the field.
+        field: String,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// A field of a record that is missing or of the wrong type; the message
@@ -106,6 +118,24 @@ pub enum FieldError {
     /// A required field is absent.
     #[error("missing field `{0}`")]
     Missing(String),
+    /// A required field is absent, with what it holds (`an array`).
+    #[error("missing field `{field}` ({what})")]
+    MissingA {
+        /// Path of the field.
+        field: String,
+        /// What it holds.
+        what: &'static str,
+    },
+    /// A field names a kind the format does not have.
+    #[error("field `{field}`: unknown {what} `{value}`")]
+    Unknown {
+        /// Path of the field.
+        field: String,
+        /// What it names (`source`, `role`).
+        what: &'static str,
+        /// The value.
+        value: String,
+    },
     /// A field has the wrong JSON type (`expected` reads "a string", ...).
     #[error("field `{field}` must be {expected}")]
     Type {
@@ -126,14 +156,6 @@ impl FieldError {
             field: field.to_string(),
             expected,
         }
-    }
-}
-
-/// Line-level errors are still messages (`FILE:LINE: message`) where they are
-/// reported; a field error becomes its message there.
-impl From<FieldError> for String {
-    fn from(e: FieldError) -> String {
-        e.to_string()
     }
 }
 

@@ -5,7 +5,7 @@
 //! `--lenient` skips and counts bad lines and unreadable entries.
 
 use crate::error::{Error, Result};
-use crate::event::{Corpus, Event, Origin, Session, SourceFile};
+use crate::event::{Corpus, Event, Origin, Session, Skip, SourceFile};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -192,7 +192,7 @@ fn load_file_with(
         }
         // An unreadable file of a walked folder does not stop a lenient run.
         Err(Error::Io { path, source }) if walked && opts.lenient => {
-            return Ok(Loaded::Unreadable(unreadable_note(&path, &source)));
+            return Ok(Loaded::Unreadable(unreadable_note(&path, source)));
         }
         Err(e) => return Err(e),
     };
@@ -219,10 +219,10 @@ fn load_file_with(
         }),
         Err(Error::Unrecognised {
             detail, json_lines, ..
-        }) if walked && (!json_lines || opts.lenient) => Ok(Loaded::Skipped(format!(
-            "{display}: skipped file ({}{detail})",
-            crate::input::format::UNRECOGNISED
-        ))),
+        }) if walked && (!json_lines || opts.lenient) => Ok(Loaded::Skipped(Skip::Unrecognised {
+            file: display,
+            detail,
+        })),
         Err(Error::Unrecognised {
             path,
             detail,
@@ -264,10 +264,10 @@ fn load_path(
         };
         let detail = format!(" ({what} no format reads: expected an OpenHands conversation folder, an OpenCode `opencode.db` or a Goose `sessions.db`)");
         if walked {
-            return Ok(Loaded::Skipped(format!(
-                "{display}: skipped file ({}{detail})",
-                crate::input::format::UNRECOGNISED
-            )));
+            return Ok(Loaded::Skipped(Skip::Unrecognised {
+                file: display,
+                detail,
+            }));
         }
         return Err(Error::Unrecognised {
             path: display,
@@ -280,7 +280,7 @@ fn load_path(
         match crate::input::import::import_path(fmt, path, &display, &found.stem(), opts.lenient) {
             Ok(fs) => fs,
             Err(Error::Io { path, source }) if walked && opts.lenient => {
-                return Ok(Loaded::Unreadable(unreadable_note(&path, &source)));
+                return Ok(Loaded::Unreadable(unreadable_note(&path, source)));
             }
             Err(e) => return Err(e),
         };
@@ -336,8 +336,12 @@ fn path_digest(path: &Path, digests: bool) -> Result<(String, u64)> {
 }
 
 /// The note on a walked file that cannot be read (`--lenient`).
-fn unreadable_note(path: &Path, source: &std::io::Error) -> String {
-    format!("{}: skipped file (cannot read: {source})", path.display())
+fn unreadable_note(path: &Path, source: std::io::Error) -> Skip {
+    Skip::Unreadable {
+        file: path.display().to_string(),
+        what: "cannot read",
+        source: Arc::new(source),
+    }
 }
 
 /// The sessions of files read: native ids told apart across files, records
@@ -429,7 +433,7 @@ pub struct Streamed<T> {
     /// Input files in reading order.
     pub files: Vec<SourceFile>,
     /// Notes on skipped lines and files, as [`Corpus::skipped`].
-    pub skipped: Vec<String>,
+    pub skipped: Vec<Skip>,
     /// Unreadable entries skipped (`--lenient`).
     pub unreadable: u64,
     /// `(session id, what `f` made of it)`, sorted by id.
@@ -473,8 +477,8 @@ struct Streamed1<T> {
 
 enum Pass1<T> {
     File(Box<Streamed1<T>>),
-    Skipped(String),
-    Unreadable(String),
+    Skipped(Skip),
+    Unreadable(Skip),
 }
 
 /// [`read_corpus`] without holding the corpus: every file is parsed, its
@@ -517,7 +521,7 @@ pub fn stream_sessions<T: Send>(
                     // Not canonical: the native importers read it whole.
                     Ok(None) => {}
                     Err(Error::Io { path, source }) if *walked && opts.lenient => {
-                        return Ok(Pass1::Unreadable(unreadable_note(&path, &source)));
+                        return Ok(Pass1::Unreadable(unreadable_note(&path, source)));
                     }
                     Err(e) => return Err(e),
                 }
@@ -722,15 +726,15 @@ pub fn stream_sessions<T: Send>(
 
 /// Notes on a file's skipped lines: its first reason always, more while
 /// under [`KEEP_SKIPPED`].
-fn note_skipped_lines(notes: &mut Vec<String>, display: &str, skipped: &[(u64, String)]) {
+fn note_skipped_lines(notes: &mut Vec<Skip>, display: &str, skipped: &[(u64, String)]) {
     for (i, (line, msg)) in skipped.iter().enumerate() {
         if i == 0 || notes.len() < KEEP_SKIPPED {
-            // Line 0: the message names the place (an event file, a row).
-            if *line == 0 {
-                notes.push(format!("{display}: {msg}"));
-            } else {
-                notes.push(format!("{display}:{line}: {msg}"));
-            }
+            notes.push(Skip::Line {
+                file: display.to_string(),
+                // Line 0: the message names the place (an event file, a row).
+                line: (*line != 0).then_some(*line),
+                message: msg.clone(),
+            });
         }
     }
 }
@@ -783,9 +787,9 @@ enum Loaded {
         fs: Box<FileSessions>,
     },
     /// Walked, but no importer recognises it.
-    Skipped(String),
+    Skipped(Skip),
     /// Walked, but could not be read (lenient).
-    Unreadable(String),
+    Unreadable(Skip),
 }
 
 /// One file as read, before its sessions are merged into the corpus.
@@ -959,7 +963,7 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<Found>> {
 /// or a folder that cannot be listed, is an error; with `lenient` it is
 /// skipped instead, with a note (`PATH: skipped file (...)`) in the second
 /// value.
-pub fn collect_files_with(paths: &[PathBuf], lenient: bool) -> Result<(Vec<Found>, Vec<String>)> {
+pub fn collect_files_with(paths: &[PathBuf], lenient: bool) -> Result<(Vec<Found>, Vec<Skip>)> {
     let mut out = Vec::new();
     let mut notes = Vec::new();
     for p in paths {
@@ -1028,15 +1032,18 @@ fn drop_compressed_twins(found: &mut Vec<PathBuf>) {
 struct Walk<'a> {
     lenient: bool,
     found: &'a mut Vec<PathBuf>,
-    notes: &'a mut Vec<String>,
+    notes: &'a mut Vec<Skip>,
 }
 
 impl Walk<'_> {
     /// Strict: the error; lenient: a note, and the walk goes on.
-    fn unreadable(&mut self, path: &Path, what: &str, e: std::io::Error) -> Result<()> {
+    fn unreadable(&mut self, path: &Path, what: &'static str, e: std::io::Error) -> Result<()> {
         if self.lenient {
-            self.notes
-                .push(format!("{}: skipped file ({what}: {e})", path.display()));
+            self.notes.push(Skip::Unreadable {
+                file: path.display().to_string(),
+                what,
+                source: Arc::new(e),
+            });
             Ok(())
         } else {
             Err(Error::File {

@@ -331,17 +331,20 @@ impl Serialize for AllDetections<'_> {
     }
 }
 
+/// A configuration whose hits are not in session order (a bug in the
+/// caller: the writer refuses it rather than write a record no reader takes).
+#[derive(Debug, thiserror::Error)]
+#[error("configuration {0}: hits out of session order")]
+struct OutOfOrder(String);
+
 /// Where a configuration's hits of each block of sessions start (the
 /// hits must be in session order).
-fn block_starts(c: &ConfigOutcomes) -> Result<Vec<usize>, String> {
+fn block_starts(c: &ConfigOutcomes) -> Result<Vec<usize>, OutOfOrder> {
     let mut starts = Vec::new();
     let mut next = 0u32;
     for (i, h) in c.hits.iter().enumerate() {
         if h.session < next {
-            return Err(format!(
-                "configuration {}: hits out of session order",
-                c.config
-            ));
+            return Err(OutOfOrder(c.config.clone()));
         }
         next = h.session + 1;
         while starts.len() as u64 * SESSIONS_AT_ONCE as u64 <= h.session as u64 {
@@ -357,7 +360,7 @@ pub fn serialize<S: Serializer>(outcomes: &[ConfigOutcomes], ser: S) -> Result<S
     let mut bounds: Vec<Vec<usize>> = outcomes
         .par_iter()
         .map(block_starts)
-        .collect::<Result<_, String>>()
+        .collect::<Result<_, OutOfOrder>>()
         .map_err(serde::ser::Error::custom)?;
     let blocks_n = bounds.iter().map(Vec::len).max().unwrap_or(0);
     let sessions = outcomes

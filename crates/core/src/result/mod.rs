@@ -745,7 +745,7 @@ impl SweepRecord {
                         unknown_records: f.unknown_records,
                     })
                     .collect(),
-                skipped: inputs.skipped.clone(),
+                skipped: inputs.skipped.iter().map(ToString::to_string).collect(),
             },
             labels_file: LabelsRecord {
                 file: labels.files.first().map(|f| f.0.clone()),
@@ -963,9 +963,9 @@ impl SweepRecord {
             path: name.clone(),
             message: format!("not a looptune result ({e})"),
         })?;
-        record.validate().map_err(|message| Error::File {
+        record.validate().map_err(|e| Error::File {
             path: name.clone(),
-            message,
+            message: e.to_string(),
         })?;
         // Every reader indexes sessions by a hit's session and expects them
         // in order: a hand-edited file is refused here, not in a panic later.
@@ -1001,87 +1001,104 @@ impl SweepRecord {
     /// unique, labels that are labels, a shard within `1..=N` that owns
     /// every session it lists, and token counts whose sums cannot overflow.
     /// The error is the message, without the file.
-    fn validate(&mut self) -> std::result::Result<(), String> {
+    fn validate(&mut self) -> std::result::Result<(), Invalid> {
         let mut at: HashMap<&str, usize> = HashMap::with_capacity(self.grid.configs.len());
         for (i, c) in self.grid.configs.iter().enumerate() {
             if at.insert(c.id.as_str(), i).is_some() {
-                return Err(format!("grid: configuration {} is listed twice", c.id));
+                return Err(Invalid::GridTwice(c.id.clone()));
             }
         }
         let mut slots: Vec<Option<ConfigOutcomes>> = vec![None; self.grid.configs.len()];
         for c in std::mem::take(&mut self.outcomes) {
             let Some(&i) = at.get(c.config.as_str()) else {
-                return Err(format!(
-                    "outcomes: configuration {} is not one of the grid's",
-                    c.config
-                ));
+                return Err(Invalid::NotInGrid(c.config));
             };
             if slots[i].is_some() {
-                return Err(format!(
-                    "outcomes: configuration {} is listed twice",
-                    c.config
-                ));
+                return Err(Invalid::OutcomesTwice(c.config));
             }
             slots[i] = Some(c);
         }
         if let Some(i) = slots.iter().position(Option::is_none) {
-            return Err(format!(
-                "outcomes: configuration {} of the grid has no outcomes",
-                self.grid.configs[i].id
-            ));
+            return Err(Invalid::NoOutcomes(self.grid.configs[i].id.clone()));
         }
         self.outcomes = slots.into_iter().flatten().collect();
         if let Some(w) = self.sessions.windows(2).find(|w| w[0].id >= w[1].id) {
-            return Err(format!(
-                "sessions: `{}` {} `{}`: sessions are sorted by id, each once",
-                w[1].id,
-                if w[0].id == w[1].id {
-                    "repeats"
-                } else {
-                    "comes after"
-                },
-                w[0].id
-            ));
+            return Err(Invalid::Unsorted {
+                session: w[1].id.clone(),
+                repeats: w[0].id == w[1].id,
+                before: w[0].id.clone(),
+            });
         }
         for s in &self.sessions {
             match s.label.as_deref() {
                 None | Some("loop") | Some("clean") => {}
                 Some(other) => {
-                    return Err(format!(
-                        "sessions: `{}` has label `{other}` (expected loop or clean)",
-                        s.id
-                    ))
+                    return Err(Invalid::Label {
+                        session: s.id.clone(),
+                        label: other.to_string(),
+                    })
                 }
             }
         }
         if let Some(shard) = self.shard {
             if shard.count == 0 || shard.index == 0 || shard.index > shard.count {
-                return Err(format!(
-                    "shard {}/{}: need 1 <= I <= N",
-                    shard.index, shard.count
-                ));
+                return Err(Invalid::Shard {
+                    index: shard.index,
+                    count: shard.count,
+                });
             }
             if let Some(s) = self.sessions.iter().find(|s| !shard.owns(&s.id)) {
-                return Err(format!(
-                    "sessions: `{}` does not belong to shard {}/{}",
-                    s.id, shard.index, shard.count
-                ));
+                return Err(Invalid::NotInShard {
+                    session: s.id.clone(),
+                    index: shard.index,
+                    count: shard.count,
+                });
             }
         }
         for c in &self.outcomes {
             let mut total = 0u64;
             for h in &c.hits {
-                total = total.checked_add(h.tokens_after_stop()).ok_or_else(|| {
-                    format!(
-                        "outcomes: configuration {}: tokens after stop add up beyond {}",
-                        c.config,
-                        u64::MAX
-                    )
-                })?;
+                total = total
+                    .checked_add(h.tokens_after_stop())
+                    .ok_or_else(|| Invalid::Tokens(c.config.clone()))?;
             }
         }
         Ok(())
     }
+}
+
+/// What a loaded record may not hold ([`SweepRecord::load`] names the file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Invalid {
+    #[error("grid: configuration {0} is listed twice")]
+    GridTwice(String),
+    #[error("outcomes: configuration {0} is not one of the grid's")]
+    NotInGrid(String),
+    #[error("outcomes: configuration {0} is listed twice")]
+    OutcomesTwice(String),
+    #[error("outcomes: configuration {0} of the grid has no outcomes")]
+    NoOutcomes(String),
+    #[error(
+        "sessions: `{session}` {} `{before}`: sessions are sorted by id, each once",
+        if *.repeats { "repeats" } else { "comes after" }
+    )]
+    Unsorted {
+        session: String,
+        repeats: bool,
+        before: String,
+    },
+    #[error("sessions: `{session}` has label `{label}` (expected loop or clean)")]
+    Label { session: String, label: String },
+    #[error("shard {index}/{count}: need 1 <= I <= N")]
+    Shard { index: u32, count: u32 },
+    #[error("sessions: `{session}` does not belong to shard {index}/{count}")]
+    NotInShard {
+        session: String,
+        index: u32,
+        count: u32,
+    },
+    #[error("outcomes: configuration {0}: tokens after stop add up beyond {max}", max = u64::MAX)]
+    Tokens(String),
 }
 
 /// Most detection points kept per labelled session (distinct first-detection events).

@@ -131,11 +131,7 @@ pub enum Verdict {
 /// The tracker's state, usable on its own (for the original's test cases).
 #[derive(Debug, Clone)]
 pub struct ClineTracker {
-    soft: i64,
-    hard: i64,
-    ignored: Vec<String>,
-    rearm: bool,
-    hard_exact: bool,
+    s: ClineSettings,
     last: Option<(String, String)>,
     count: i64,
     at_call: i64,
@@ -160,7 +156,13 @@ impl SharedSignatures {
         if let Some((_, m)) = held.iter().find(|(i, _)| i == ignored) {
             return m.clone();
         }
-        let t = ClineTracker::new(0, 0, ignored.to_vec(), false);
+        let t = ClineTracker::new(ClineSettings {
+            soft: 0,
+            hard: 0,
+            ignored: ignored.to_vec(),
+            rearm: false,
+            hard_exact: false,
+        });
         let mut m = HashMap::new();
         for e in &s.events {
             if let Record::ToolCall { args, .. } = &e.record {
@@ -175,15 +177,10 @@ impl SharedSignatures {
 }
 
 impl ClineTracker {
-    /// A tracker with the given thresholds; `ignored` arguments are dropped
-    /// from signatures, and `rearm` resets the state after a hard verdict.
-    pub fn new(soft: i64, hard: i64, ignored: Vec<String>, rearm: bool) -> ClineTracker {
+    /// A tracker with the given settings.
+    pub fn new(s: ClineSettings) -> ClineTracker {
         ClineTracker {
-            soft,
-            hard,
-            ignored,
-            rearm,
-            hard_exact: false,
+            s,
             last: None,
             count: 0,
             at_call: 0,
@@ -191,17 +188,11 @@ impl ClineTracker {
         }
     }
 
-    /// Fire the hard verdict only when the count equals the threshold.
-    pub fn with_hard_exact(mut self, exact: bool) -> ClineTracker {
-        self.hard_exact = exact;
-        self
-    }
-
     /// The signature of an argument object: JSON with keys sorted recursively.
     pub fn signature(&self, args: &Map<String, Value>) -> String {
         let kept: Map<String, Value> = args
             .iter()
-            .filter(|(k, _)| !self.ignored.iter().any(|i| i == *k))
+            .filter(|(k, _)| !self.s.ignored.iter().any(|i| i == *k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         stringify_sorted(&without_proto(Value::Object(kept)))
@@ -223,18 +214,18 @@ impl ClineTracker {
         self.at_call = self.count;
         self.last = Some((name.to_string(), sig));
         // The hard verdict is checked first, as in the original.
-        let hard = if self.hard_exact {
-            self.count == self.hard
+        let hard = if self.s.hard_exact {
+            self.count == self.s.hard
         } else {
-            self.count >= self.hard
+            self.count >= self.s.hard
         };
         let v = if hard {
-            if self.rearm {
+            if self.s.rearm {
                 self.last = None;
                 self.count = 0;
             }
             Verdict::Hard
-        } else if self.count == self.soft {
+        } else if self.count == self.s.soft {
             Verdict::Soft
         } else {
             Verdict::Ok
@@ -248,14 +239,19 @@ impl ClineTracker {
     }
 }
 
-/// What the check reads.
+/// What the check reads, and the tracker's thresholds.
 #[derive(Debug, Clone, PartialEq)]
-struct ClineSettings {
-    soft: i64,
-    hard: i64,
-    ignored: Vec<String>,
-    rearm: bool,
-    hard_exact: bool,
+pub struct ClineSettings {
+    /// Consecutive identical calls that give the soft notice.
+    pub soft: i64,
+    /// Consecutive identical calls that give the hard verdict.
+    pub hard: i64,
+    /// Arguments dropped from signatures.
+    pub ignored: Vec<String>,
+    /// Reset the state after a hard verdict.
+    pub rearm: bool,
+    /// Fire the hard verdict only when the count equals the threshold.
+    pub hard_exact: bool,
 }
 
 struct ClineCheck {
@@ -273,8 +269,7 @@ impl Check for ClineCheck {
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
         let c = &self.s;
-        let mut t = ClineTracker::new(c.soft, c.hard, c.ignored.clone(), c.rearm)
-            .with_hard_exact(c.hard_exact);
+        let mut t = ClineTracker::new(c.clone());
         let all = session.shared("cline.signatures", |_| SharedSignatures::default());
         t.shared = Some(all.get(&c.ignored, s));
         // Strikes are counted per run of identical calls: the soft notice of a

@@ -23,6 +23,7 @@ use super::common::{
 use crate::error::Result;
 use crate::event::Record;
 use crate::input::format::FileSessions;
+use crate::input::json::{FieldError, RecordError};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -56,7 +57,7 @@ fn trajectory(
     parent: Option<&str>,
     lines: &HashMap<Vec<usize>, u32>,
     part: u32,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let agent = t.get("agent").and_then(Value::as_object);
     let mut meta = Map::new();
     if let Some(a) = agent {
@@ -87,13 +88,17 @@ fn trajectory(
         Some(&format!("atif-session:{sid}")),
     );
     let Some(steps) = t.get("steps").and_then(Value::as_array) else {
-        return Err("missing field `steps` (an array)".into());
+        return Err(FieldError::MissingA {
+            field: "steps".into(),
+            what: "an array",
+        }
+        .into());
     };
     let mut names: HashMap<String, String> = HashMap::new();
     let mut compactions = 0u64;
     for (j, step) in steps.iter().enumerate() {
         let Some(step) = step.as_object() else {
-            return Err(format!("field `steps[{j}]` must be an object"));
+            return Err(FieldError::ty(&format!("steps[{j}]"), "an object").into());
         };
         if step.get("is_copied_context").and_then(Value::as_bool) == Some(true) {
             continue;
@@ -147,14 +152,17 @@ fn trajectory(
                     None | Some(Value::Null) => &[][..],
                     Some(Value::Array(a)) => a.as_slice(),
                     Some(_) => {
-                        return Err(format!("field `steps[{j}].tool_calls` must be an array"))
+                        return Err(
+                            FieldError::ty(&format!("steps[{j}].tool_calls"), "an array").into(),
+                        )
                     }
                 };
                 for (k, c) in calls.iter().enumerate() {
                     let Some(name) = c.get("function_name").and_then(Value::as_str) else {
-                        return Err(format!(
-                            "missing field `steps[{j}].tool_calls[{k}].function_name`"
-                        ));
+                        return Err(FieldError::Missing(format!(
+                            "steps[{j}].tool_calls[{k}].function_name"
+                        ))
+                        .into());
                     };
                     let id = c
                         .get("tool_call_id")
@@ -209,19 +217,20 @@ fn trajectory(
                 }
             }
             Some(other) => {
-                return Err(format!(
-                    "field `steps[{j}].source`: unknown source `{other}`"
-                ))
+                return Err(FieldError::Unknown {
+                    field: format!("steps[{j}].source"),
+                    what: "source",
+                    value: other.to_string(),
+                }
+                .into())
             }
-            None => return Err(format!("missing field `steps[{j}].source`")),
+            None => return Err(FieldError::Missing(format!("steps[{j}].source")).into()),
         }
     }
     let subs = t.get("subagent_trajectories").and_then(Value::as_array);
     for (i, sub) in subs.into_iter().flatten().enumerate() {
         let Some(sub) = sub.as_object() else {
-            return Err(format!(
-                "field `subagent_trajectories[{i}]` must be an object"
-            ));
+            return Err(FieldError::ty(&format!("subagent_trajectories[{i}]"), "an object").into());
         };
         let own = s(sub, "trajectory_id")
             .or_else(|| s(sub, "session_id"))

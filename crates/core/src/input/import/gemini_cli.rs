@@ -55,7 +55,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::format::FileSessions> {
         Ok(Value::Object(doc)) if doc.contains_key("messages") && !doc.contains_key("id") => {
             let msgs = match opt_arr(&doc, "messages", "messages") {
                 Ok(a) => a.to_vec(),
-                Err(e) => return Err(ctx.file_err(e)),
+                Err(e) => return Err(ctx.file_err(e.to_string())),
             };
             let lines = element_lines(ctx.bytes, Some("messages"));
             let msgs = msgs

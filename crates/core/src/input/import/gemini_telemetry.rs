@@ -28,6 +28,7 @@ use super::common::{args_from_value, s, session_rec, Ctx, Out};
 use crate::error::Result;
 use crate::event::Record;
 use crate::input::format::{FileSessions, Format};
+use crate::input::json::{FieldError, RecordError};
 use serde_json::{Map, Value};
 
 /// The Gemini CLI telemetry file.
@@ -174,7 +175,7 @@ fn event(
     line: u32,
     name: &str,
     attrs: &Map<String, Value>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     match name {
         "gemini_cli.user_prompt" => out.push(
             sid,
@@ -212,7 +213,7 @@ fn event(
         }
         "gemini_cli.tool_call" => {
             let Some(fname) = s(attrs, "function_name") else {
-                return Err("missing field `attributes.function_name`".into());
+                return Err(FieldError::Missing("attributes.function_name".into()).into());
             };
             let args = args_from_value(attrs.get("function_args"));
             out.push(sid, Record::tool_call(fname.to_string(), args, None), line);

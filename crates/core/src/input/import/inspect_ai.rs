@@ -25,6 +25,7 @@ use super::common::{pointer, s, session_rec, text_of, value_lines, Ctx, Out, Seg
 use crate::error::{Error, Result};
 use crate::event::{Place, Record};
 use crate::input::format::FileSessions;
+use crate::input::json::{FieldError, RecordError};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::Read;
@@ -178,14 +179,20 @@ fn sample(
     at: &At,
     sample: &Value,
     lines: &HashMap<usize, u32>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let Some(m) = sample.as_object() else {
-        return Err("a sample must be an object".into());
+        return Err(RecordError::NotAnObject("a sample"));
     };
     let id_text = match m.get("id") {
         Some(Value::String(t)) => t.clone(),
         Some(Value::Number(n)) => n.to_string(),
-        _ => return Err("missing field `id` (a sample's id)".into()),
+        _ => {
+            return Err(FieldError::MissingA {
+                field: "id".into(),
+                what: "a sample's id",
+            }
+            .into())
+        }
     };
     let epoch = m.get("epoch").and_then(Value::as_u64).unwrap_or(1);
     let sid = match s(m, "uuid").filter(|u| !u.is_empty()) {
@@ -193,7 +200,11 @@ fn sample(
         None => format!("{}:{id_text}_epoch_{epoch}", ctx.stem),
     };
     let Some(messages) = m.get("messages").and_then(Value::as_array) else {
-        return Err("missing field `messages` (an array)".into());
+        return Err(FieldError::MissingA {
+            field: "messages".into(),
+            what: "an array",
+        }
+        .into());
     };
     let line_of = |j: usize| -> Option<u32> {
         match at {
@@ -222,7 +233,7 @@ fn sample(
     let mut names: HashMap<String, String> = HashMap::new();
     for (j, msg) in messages.iter().enumerate() {
         let Some(msg) = msg.as_object() else {
-            return Err(format!("field `messages[{j}]` must be an object"));
+            return Err(FieldError::ty(&format!("messages[{j}]"), "an object").into());
         };
         let toks = ["messages".to_string(), j.to_string()];
         out.at_place(at.place(ctx.display, line_of(j), &toks));
@@ -269,11 +280,14 @@ fn sample(
                 );
             }
             Some(other) => {
-                return Err(format!(
-                    "field `messages[{j}].role`: unknown role `{other}`"
-                ))
+                return Err(FieldError::Unknown {
+                    field: format!("messages[{j}].role"),
+                    what: "role",
+                    value: other.to_string(),
+                }
+                .into())
             }
-            None => return Err(format!("missing field `messages[{j}].role`")),
+            None => return Err(FieldError::Missing(format!("messages[{j}].role")).into()),
         }
     }
     // The cap the run hit, if any: the `sample_limit` event, else `sample.limit`.
@@ -315,7 +329,7 @@ fn assistant(
     msg: &Map<String, Value>,
     j: usize,
     names: &mut HashMap<String, String>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     match msg.get("content") {
         Some(Value::Array(parts)) => {
             let mut text: Vec<String> = Vec::new();
@@ -360,13 +374,15 @@ fn assistant(
     let calls = match msg.get("tool_calls") {
         None | Some(Value::Null) => return Ok(()),
         Some(Value::Array(a)) => a,
-        Some(_) => return Err(format!("field `messages[{j}].tool_calls` must be an array")),
+        Some(_) => {
+            return Err(FieldError::ty(&format!("messages[{j}].tool_calls"), "an array").into())
+        }
     };
     for (k, c) in calls.iter().enumerate() {
         let Some(name) = c.get("function").and_then(Value::as_str) else {
-            return Err(format!(
-                "missing field `messages[{j}].tool_calls[{k}].function`"
-            ));
+            return Err(
+                FieldError::Missing(format!("messages[{j}].tool_calls[{k}].function")).into(),
+            );
         };
         let args = match c.get("arguments") {
             Some(Value::Object(a)) => a.clone(),
@@ -509,7 +525,7 @@ fn read_eval(ctx: &Ctx) -> Result<FileSessions> {
             &doc,
             &lines,
         ) {
-            member_bad(ctx, &mut out, &display, 1, why)?;
+            member_bad(ctx, &mut out, &display, 1, why.to_string())?;
         }
     }
     Ok(out.finish())

@@ -18,6 +18,7 @@ use super::{opencode, sqlite};
 use crate::error::{Error, Result};
 use crate::event::Record;
 use crate::input::format::{FileSessions, Format};
+use crate::input::json::{FieldError, RecordError};
 use rusqlite::Connection;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -97,11 +98,14 @@ pub(crate) fn bad_row(
 pub(crate) fn json_object(
     text: &str,
     field: &str,
-) -> std::result::Result<Map<String, Value>, String> {
+) -> std::result::Result<Map<String, Value>, RecordError> {
     match crate::input::json::parse_json(text) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(format!("field `{field}` must be a JSON object")),
-        Err(e) => Err(format!("field `{field}` is not JSON: {e}")),
+        Ok(_) => Err(FieldError::ty(field, "a JSON object").into()),
+        Err(source) => Err(RecordError::FieldNotJson {
+            field: field.to_string(),
+            source,
+        }),
     }
 }
 

@@ -29,6 +29,7 @@ use super::common::{args_from_value, parse_doc, s, session_rec, text_of, Ctx, Ou
 use crate::error::{Error, Result};
 use crate::event::Record;
 use crate::input::format::{FileSessions, Format};
+use crate::input::json::{FieldError, RecordError};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -203,7 +204,7 @@ fn read_folder(dir: &Path, ctx: &Ctx) -> Result<FileSessions> {
         };
         out.at_file(Some(display.clone()));
         if let Err(message) = event(&mut out, &sid, &ev, &mut last_response) {
-            bad(&mut out, ctx, &display, 1, message)?;
+            bad(&mut out, ctx, &display, 1, message.to_string())?;
         }
     }
     Ok(out.finish())
@@ -220,9 +221,13 @@ fn event(
     sid: &str,
     ev: &Map<String, Value>,
     last_response: &mut Option<String>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RecordError> {
     let Some(kind) = s(ev, "kind") else {
-        return Err("missing field `kind` (the event's class)".into());
+        return Err(FieldError::MissingA {
+            field: "kind".into(),
+            what: "the event's class",
+        }
+        .into());
     };
     match kind {
         "MessageEvent" => {
@@ -260,7 +265,7 @@ fn event(
         }
         "ActionEvent" => {
             let Some(name) = s(ev, "tool_name") else {
-                return Err("missing field `tool_name`".into());
+                return Err(FieldError::Missing("tool_name".into()).into());
             };
             let response = s(ev, "llm_response_id").map(str::to_string);
             let new_step = response.is_none() || response != *last_response;

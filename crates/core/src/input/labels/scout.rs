@@ -112,23 +112,42 @@ fn element_lines(bytes: &[u8]) -> Vec<u32> {
     out
 }
 
+/// What is wrong with a case of a validation set.
+#[derive(Debug, thiserror::Error)]
+enum CaseError {
+    #[error("missing field `id`")]
+    NoId,
+    #[error("field `id` is empty")]
+    EmptyId,
+    #[error("field `{field}` must be true or false, not {value}")]
+    NotTruth { field: &'static str, value: Value },
+    #[error("a case needs `target`, `label_loop` or `labels.loop`")]
+    NoTarget,
+}
+
 /// One case as an object: `(ids, loop?)`, or what is wrong.
-fn case(m: &serde_json::Map<String, Value>) -> std::result::Result<(Vec<String>, bool), String> {
+fn case(m: &serde_json::Map<String, Value>) -> std::result::Result<(Vec<String>, bool), CaseError> {
     let Some(id) = m.get("id") else {
-        return Err("missing field `id`".into());
+        return Err(CaseError::NoId);
     };
     let ids = ids(id);
     if ids.is_empty() {
-        return Err("field `id` is empty".into());
+        return Err(CaseError::EmptyId);
     }
+    let read = |field: &'static str, v: &Value| {
+        truth(v).ok_or_else(|| CaseError::NotTruth {
+            field,
+            value: v.clone(),
+        })
+    };
     let is_loop = if let Some(t) = m.get("target") {
-        truth(t).ok_or_else(|| format!("field `target` must be true or false, not {t}"))?
+        read("target", t)?
     } else if let Some(l) = m.get("label_loop") {
-        truth(l).ok_or_else(|| format!("field `label_loop` must be true or false, not {l}"))?
+        read("label_loop", l)?
     } else if let Some(l) = m.get("labels").and_then(|l| l.get("loop")) {
-        truth(l).ok_or_else(|| format!("field `labels.loop` must be true or false, not {l}"))?
+        read("labels.loop", l)?
     } else {
-        return Err("a case needs `target`, `label_loop` or `labels.loop`".into());
+        return Err(CaseError::NoTarget);
     };
     Ok((ids, is_loop))
 }
@@ -224,7 +243,7 @@ pub(crate) fn parse(
     let mut labels = BTreeMap::new();
     let mut splits = BTreeMap::new();
     for (line, m) in cases {
-        let (ids, is_loop) = case(&m).map_err(|why| bad(line, why))?;
+        let (ids, is_loop) = case(&m).map_err(|why| bad(line, why.to_string()))?;
         for id in ids {
             if labels.contains_key(&id) {
                 let msg = format!("{display}:{line}: duplicate label for session `{id}`");

@@ -2,11 +2,17 @@
 //! orchestrator's loop cases (@21cb8d2525), ported to the port's tracker.
 
 use super::obj;
-use crate::detect::peers::cline::{ClineTracker, Verdict};
+use crate::detect::peers::cline::{ClineSettings, ClineTracker, Verdict};
 use serde_json::{json, Value};
 
 fn extension() -> ClineTracker {
-    ClineTracker::new(3, 5, vec!["task_progress".into()], true)
+    ClineTracker::new(ClineSettings {
+        soft: 3,
+        hard: 5,
+        ignored: vec!["task_progress".into()],
+        rearm: true,
+        hard_exact: false,
+    })
 }
 
 fn verdicts(t: &mut ClineTracker, calls: &[(&str, Value)]) -> Vec<Verdict> {
@@ -107,19 +113,37 @@ fn task_progress_is_ignored() {
 
 #[test]
 fn sdk_soft_2_hard_3_aborts_on_the_third() {
-    let mut t = ClineTracker::new(2, 3, vec![], false);
+    let mut t = ClineTracker::new(ClineSettings {
+        soft: 2,
+        hard: 3,
+        ignored: vec![],
+        rearm: false,
+        hard_exact: false,
+    });
     let v = verdicts(&mut t, &vec![("tool", json!({"a": 1})); 3]);
     assert_eq!(v, [Verdict::Ok, Verdict::Soft, Verdict::Hard]);
 }
 
 #[test]
 fn sdk_hard_repeats_from_the_fifth_on() {
-    let mut t = ClineTracker::new(3, 5, vec![], false);
+    let mut t = ClineTracker::new(ClineSettings {
+        soft: 3,
+        hard: 5,
+        ignored: vec![],
+        rearm: false,
+        hard_exact: false,
+    });
     let v = verdicts(&mut t, &vec![("t", json!({"x": {"b": 1, "a": 2}})); 7]);
     use Verdict::*;
     assert_eq!(v, [Ok, Ok, Soft, Ok, Hard, Hard, Hard]);
     // Nested key order is ignored; "1" and 1 differ.
-    let mut t = ClineTracker::new(3, 5, vec![], false);
+    let mut t = ClineTracker::new(ClineSettings {
+        soft: 3,
+        hard: 5,
+        ignored: vec![],
+        rearm: false,
+        hard_exact: false,
+    });
     t.inspect("t", &obj(json!({"n": "1"})));
     t.inspect("t", &obj(json!({"n": 1})));
     assert_eq!(t.count_at_call(), 1);
