@@ -112,7 +112,8 @@ struct CompletionsArgs {
 
 const REPORT_HELP: &str = "\
 Examples:
-  looptune report reports/sweep-default/         # rewrite every output from summary.json
+  looptune report reports/sweep-default/            # rewrite every output from summary.json
+  looptune report reports/sweep-default/ --parquet  # and add the Parquet files
 
 Exit codes:
   0  ok: every output written
@@ -399,13 +400,21 @@ struct CiOpts {
     config: Option<String>,
 }
 
-/// Optional files of the output folder (none yet).
+/// Optional files of the output folder.
 #[derive(Debug, Args)]
-struct OutputOpts {}
+struct OutputOpts {
+    /// Also write sweep.parquet, groups.parquet and detections.parquet: the
+    /// CSVs' columns, typed (integers, doubles, strings; empty cells as
+    /// nulls), zstd-compressed, for pandas, polars, DuckDB and pyarrow.
+    #[arg(help_heading = "Outputs", long)]
+    parquet: bool,
+}
 
 impl OutputOpts {
     fn options(&self) -> crate::report::output::OutputOptions {
-        crate::report::output::OutputOptions::default()
+        crate::report::output::OutputOptions {
+            parquet: self.parquet,
+        }
     }
 }
 

@@ -42,9 +42,12 @@ pub trait Output: Send + Sync {
     fn render(&self, result: &SweepResult, w: &mut (dyn Write + Send)) -> std::io::Result<()>;
 }
 
-/// Which optional outputs a command writes (none yet).
+/// Which optional outputs a command writes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OutputOptions {}
+pub struct OutputOptions {
+    /// `--parquet`: `sweep.parquet`, `groups.parquet`, `detections.parquet`.
+    pub parquet: bool,
+}
 
 /// The outputs of one command, in writing order (the order `wrote:` lists
 /// them in).
@@ -62,14 +65,16 @@ impl Outputs {
     /// The list: every output a sweep, `merge` and `report DIR` write.
     pub fn standard(opts: &OutputOptions) -> Outputs {
         use super::{csv_out, html, summary};
-        let _ = opts;
-        let list: Vec<Box<dyn Output>> = vec![
+        let mut list: Vec<Box<dyn Output>> = vec![
             Box::new(csv_out::SweepCsv),
             Box::new(csv_out::DetectionsCsv),
             Box::new(summary::SummaryJson),
             Box::new(html::ReportHtml),
             Box::new(csv_out::GroupsCsv),
         ];
+        if opts.parquet {
+            list.extend(super::parquet::outputs());
+        }
         Outputs { list }
     }
 
@@ -190,8 +195,8 @@ mod tests {
 
     #[test]
     fn the_list_names_each_file_once_and_summary_json_as_the_core_does() {
-        {
-            let list = Outputs::standard(&OutputOptions::default());
+        for parquet in [false, true] {
+            let list = Outputs::standard(&OutputOptions { parquet });
             let names = list.names();
             let mut unique = names.clone();
             unique.sort();
