@@ -1119,9 +1119,10 @@ pub fn report_command(
     report_outputs(dir, &crate::report::output::Outputs::standard(options), err)
 }
 
-/// [`report_command`] with the outputs `list`. No output may be any other
-/// file of the folder (the `summary.json` it reads above all): a link there
-/// is refused before anything is written.
+/// `looptune report DIR` with the outputs `list`: load the record from
+/// `DIR/summary.json`, analyze it, and write every output as a sweep does.
+/// No output may be any other file of the folder (the `summary.json` it
+/// reads above all): a link there is refused before anything is written.
 pub fn report_outputs(
     dir: &std::path::Path,
     list: &crate::report::output::Outputs,
