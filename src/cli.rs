@@ -74,7 +74,7 @@ enum Command {
     /// against labels, and write sweep.csv, detections.csv, summary.json and report.html.
     #[command(after_help = SWEEP_HELP)]
     Sweep(SweepArgs),
-    /// Regenerate report.html from a sweep folder's summary.json, without re-running.
+    /// Re-render every output (the CSVs, summary.json, report.html) from a sweep folder's summary.json, without re-running.
     #[command(after_help = REPORT_HELP)]
     Report(ReportArgs),
     /// Combine the results of `sweep --shard I/N` runs into the full outputs.
@@ -112,12 +112,13 @@ struct CompletionsArgs {
 
 const REPORT_HELP: &str = "\
 Examples:
-  looptune report reports/sweep-default/         # rewrite report.html only
+  looptune report reports/sweep-default/            # rewrite every output from summary.json
+  looptune report reports/sweep-default/ --parquet  # and add the Parquet files
 
 Exit codes:
-  0  ok: report.html written
+  0  ok: every output written
   2  bad input (the folder lacks summary.json, or it is damaged or from another version)
-  3  the report could not be written";
+  3  the report could not be written (nothing replaced)";
 
 const IMPORT_HELP: &str = "\
 Examples:
@@ -399,6 +400,24 @@ struct CiOpts {
     config: Option<String>,
 }
 
+/// Optional files of the output folder.
+#[derive(Debug, Args)]
+struct OutputOpts {
+    /// Also write sweep.parquet, groups.parquet and detections.parquet: the
+    /// CSVs' columns, typed (integers, doubles, strings; empty cells as
+    /// nulls), zstd-compressed, for pandas, polars, DuckDB and pyarrow.
+    #[arg(help_heading = "Outputs", long)]
+    parquet: bool,
+}
+
+impl OutputOpts {
+    fn options(&self) -> crate::report::output::OutputOptions {
+        crate::report::output::OutputOptions {
+            parquet: self.parquet,
+        }
+    }
+}
+
 impl CiOpts {
     fn ci(&self) -> run::CiArgs {
         run::CiArgs {
@@ -502,6 +521,8 @@ struct SweepArgs {
     jobs: usize,
     #[command(flatten)]
     ci: CiOpts,
+    #[command(flatten)]
+    files: OutputOpts,
     /// No progress bar.
     #[arg(long, short = 'q')]
     quiet: bool,
@@ -611,6 +632,8 @@ struct MergeArgs {
     /// Output folder for the merged outputs.
     #[arg(help_heading = "Outputs", long, short = 'o', value_name = "DIR")]
     out: PathBuf,
+    #[command(flatten)]
+    files: OutputOpts,
     /// Write a short Markdown summary (for a CI job summary page; `-`: stdout).
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     markdown: Option<PathBuf>,
@@ -631,6 +654,8 @@ struct ReportArgs {
     /// A folder written by `looptune sweep`.
     #[arg(value_name = "DIR")]
     dir: PathBuf,
+    #[command(flatten)]
+    files: OutputOpts,
 }
 
 #[derive(Debug, Args)]
@@ -753,10 +778,13 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 allow_empty: a.allow_empty,
                 strict_labels: a.ci.strict_labels,
                 diff_shape: a.shape.shape(),
+                outputs: a.files.options(),
             };
             run::sweep_command(&req, &mut out, &mut std::io::stderr())
         }
-        Command::Report(a) => run::report_command(&a.dir, &mut std::io::stderr()),
+        Command::Report(a) => {
+            run::report_command(&a.dir, &a.files.options(), &mut std::io::stderr())
+        }
         Command::Diff(a) => run::diff_command(
             &a.base,
             &a.new,
@@ -788,6 +816,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 append_markdown: String::new(),
                 json: a.json,
             },
+            &a.files.options(),
             &mut out,
             &mut std::io::stderr(),
         ),

@@ -22,3 +22,11 @@ pub(crate) mod label;
 pub mod progress;
 pub(crate) mod report;
 pub(crate) mod run;
+
+/// The files of a sweep's output folder as one list: the [`Output`](outputs::Output)
+/// trait, the standard list ([`Outputs::standard`](outputs::Outputs::standard)),
+/// and `looptune report DIR` over any list ([`report_outputs`](outputs::report_outputs)).
+pub mod outputs {
+    pub use crate::report::output::{Kind, Output, OutputOptions, Outputs};
+    pub use crate::run::report_outputs;
+}

@@ -548,6 +548,8 @@ pub struct SweepRequest {
     pub strict_labels: bool,
     /// How much of the comparison with `baseline_run` is printed.
     pub diff_shape: crate::report::diff_out::Shape,
+    /// Optional outputs (`--parquet`).
+    pub outputs: crate::report::output::OutputOptions,
 }
 
 /// Load the grid named by a request, or the embedded default, under a
@@ -573,7 +575,7 @@ pub fn load_grid_limited(
 fn result_inputs(path: &std::path::Path) -> Vec<PathBuf> {
     vec![
         path.to_path_buf(),
-        crate::util::outdir::OutputFiles::of(path).summary_json,
+        path.join(crate::util::outdir::SUMMARY_JSON),
     ]
 }
 
@@ -644,8 +646,8 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         PathBuf::from("reports").join(format!("sweep-{}", sanitize(&grid.name)))
     });
     check_out_dir(&out_dir)?;
-    let files = crate::util::outdir::OutputFiles::of(&out_dir);
-    let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
+    let list = crate::report::output::Outputs::standard(&req.outputs);
+    let mut outputs = list.paths(&out_dir);
     outputs.extend(req.ci.outputs());
     let mut protected = req.paths.clone();
     protected.extend(req.test.clone());
@@ -732,6 +734,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let writing = crate::progress::for_stderr(req.quiet, "writing outputs");
     let (mut code, mut brief) = finish_sweep(
         &result,
+        &list,
         opts.jobs,
         &out_dir,
         &ci,
@@ -781,6 +784,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 #[allow(clippy::too_many_arguments)]
 fn finish_sweep(
     result: &crate::score::SweepResult,
+    list: &crate::report::output::Outputs,
     jobs: usize,
     out_dir: &std::path::Path,
     ci: &CiArgs,
@@ -791,82 +795,10 @@ fn finish_sweep(
     err: &mut dyn Write,
 ) -> Result<(i32, Option<serde_json::Value>)> {
     let began = std::time::Instant::now();
-    let files = crate::util::outdir::OutputFiles::of(out_dir);
-    // Every file is staged beside its target and moved into place at the end
-    // (src/outdir.rs): an error or a signal before then leaves the previous
-    // outputs as they were.
+    // The set is committed whole or not at all (util/outdir.rs); the list
+    // stages, writes (at once, on up to `jobs` threads) and checks each file.
     let mut set = crate::util::outdir::OutputSet::new();
-    let sweep_csv = set.stage(&files.sweep_csv)?;
-    let detections_csv = set.stage(&files.detections_csv)?;
-    let summary_json = set.stage(&files.summary_json)?;
-    let staged = set.stage(&files.report_html)?;
-    let groups_csv = set.stage(&files.groups_csv)?;
-    progress.set_length(5);
-    // The outputs are independent and each is mostly formatting and the
-    // disk's flush: they are written at once, on up to `jobs` threads.
-    let written_one = |r: std::io::Result<()>| {
-        progress.inc(1);
-        r
-    };
-    // Longest first (summary.json, then detections.csv): the short ones go to
-    // whichever thread is free first.
-    let (summary_done, (detections_done, (report_done, (sweep_done, groups_done)))) =
-        crate::util::pool::pool(jobs)?.install(|| {
-            rayon::join(
-                || {
-                    written_one(crate::report::write_atomic_with(&summary_json, |w| {
-                        crate::report::summary::write_summary(result, w)
-                    }))
-                },
-                || {
-                    rayon::join(
-                        || {
-                            written_one(crate::report::write_atomic_with(&detections_csv, |w| {
-                                crate::report::csv_out::write_detections_csv(result, w)
-                            }))
-                        },
-                        || {
-                            rayon::join(
-                                || {
-                                    let data =
-                                        crate::report::model::ReportData::from_result(result);
-                                    let done = crate::report::html::write_report(&data, &staged);
-                                    progress.inc(1);
-                                    done
-                                },
-                                || {
-                                    (
-                                        written_one(crate::report::write_atomic(
-                                            &sweep_csv,
-                                            &crate::report::csv_out::sweep_csv(result),
-                                        )),
-                                        written_one(crate::report::write_atomic(
-                                            &groups_csv,
-                                            &crate::report::csv_out::groups_csv(result),
-                                        )),
-                                    )
-                                },
-                            )
-                        },
-                    )
-                },
-            )
-        });
-    // Errors in the order the files were written one after another before.
-    sweep_done.map_err(|e| Error::io(&files.sweep_csv, e))?;
-    groups_done.map_err(|e| Error::io(&files.groups_csv, e))?;
-    detections_done.map_err(|e| Error::io(&files.detections_csv, e))?;
-    summary_done.map_err(|e| Error::io(&files.summary_json, e))?;
-    let mut report_failed = false;
-    if let Err(e) = report_done {
-        report_failed = true;
-        // Name the target, not the staging folder the user never sees.
-        let msg = e.to_string().replace(
-            &*staged.to_string_lossy(),
-            &files.report_html.to_string_lossy(),
-        );
-        writeln!(err, "error: {msg}").ok();
-    }
+    let mut report_failed = list.write_into(result, &mut set, out_dir, jobs, progress, err)?;
     let chosen = &result.scores[result.chosen];
     let gate_results: Vec<crate::score::gates::GateResult> =
         gates.iter().map(|g| g.check(chosen)).collect();
@@ -1058,6 +990,7 @@ pub fn merge_command(
     parts: &[PathBuf],
     out_dir: &std::path::Path,
     ci: &CiArgs,
+    options: &crate::report::output::OutputOptions,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
@@ -1068,9 +1001,9 @@ pub fn merge_command(
         .iter()
         .map(|p| crate::result::SweepRecord::load(p))
         .collect::<Result<_>>()?;
-    let files = crate::util::outdir::OutputFiles::of(out_dir);
+    let list = crate::report::output::Outputs::standard(options);
     let inputs: Vec<PathBuf> = parts.iter().flat_map(|p| result_inputs(p)).collect();
-    let mut outputs: Vec<PathBuf> = files.all().into_iter().cloned().collect();
+    let mut outputs = list.paths(out_dir);
     outputs.extend(ci.outputs());
     guard_outputs(&outputs, &inputs)?;
     let record = crate::result::SweepRecord::merge(records)?;
@@ -1082,6 +1015,7 @@ pub fn merge_command(
     let writing = crate::progress::for_stderr(false, "writing outputs");
     let (code, brief) = finish_sweep(
         &result,
+        &list,
         0,
         out_dir,
         ci,
@@ -1168,23 +1102,60 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
-/// `looptune report DIR`: regenerate `report.html` from the files of a sweep.
-/// `report.html` must not be any other file of the folder (the `summary.json`
-/// it reads above all): a link there is refused before anything is written.
-pub fn report_command(dir: &std::path::Path, err: &mut dyn Write) -> Result<i32> {
-    let files = crate::util::outdir::OutputFiles::of(dir);
-    let inputs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.file_name() != files.report_html.file_name())
-                .collect()
-        })
+/// `looptune report DIR`: re-render every output of a sweep folder from the
+/// result saved in its `summary.json` (load the record, analyze, write the
+/// list as a sweep does: staged, replaced whole or not at all).
+pub fn report_command(
+    dir: &std::path::Path,
+    options: &crate::report::output::OutputOptions,
+    err: &mut dyn Write,
+) -> Result<i32> {
+    report_outputs(dir, &crate::report::output::Outputs::standard(options), err)
+}
+
+/// `looptune report DIR` with the outputs `list`: load the record from
+/// `DIR/summary.json`, analyze it, and write every output as a sweep does.
+/// No output may be any other file of the folder (the `summary.json` it
+/// reads above all): a link there is refused before anything is written.
+pub fn report_outputs(
+    dir: &std::path::Path,
+    list: &crate::report::output::Outputs,
+    err: &mut dyn Write,
+) -> Result<i32> {
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_default();
-    guard_outputs(std::slice::from_ref(&files.report_html), &inputs)?;
-    let p = crate::report::html::write_report_dir(dir)?;
-    writeln!(err, "wrote {}", p.display()).ok();
+    for output in list.paths(dir) {
+        let others: Vec<PathBuf> = entries
+            .iter()
+            .filter(|p| p.file_name() != output.file_name())
+            .cloned()
+            .collect();
+        guard_outputs(std::slice::from_ref(&output), &others)?;
+    }
+    let summary = dir.join(crate::util::outdir::SUMMARY_JSON);
+    if !summary.is_file() {
+        return Err(Error::Usage(format!(
+            "{}: no {} here; run `looptune sweep` first",
+            dir.display(),
+            crate::util::outdir::SUMMARY_JSON
+        )));
+    }
+    let result = crate::score::analyze(crate::result::SweepRecord::load(&summary)?)?;
+    let mut set = crate::util::outdir::OutputSet::new();
+    let progress = crate::progress::NoProgress;
+    if list.write_into(&result, &mut set, dir, 0, &progress, err)? {
+        drop(set);
+        writeln!(
+            err,
+            "nothing was replaced: the previous outputs are as they were"
+        )
+        .ok();
+        return Ok(crate::error::EXIT_REPORT);
+    }
+    for p in set.commit()? {
+        writeln!(err, "wrote {}", p.display()).ok();
+    }
     Ok(EXIT_OK)
 }
 

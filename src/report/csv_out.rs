@@ -135,6 +135,52 @@ pub fn groups_csv(r: &SweepResult) -> Vec<u8> {
     w.into_inner().expect("in-memory flush")
 }
 
+/// `sweep.csv`.
+pub struct SweepCsv;
+
+impl super::output::Output for SweepCsv {
+    fn name(&self) -> &str {
+        // With summary.json, what marks an output folder: the core's name.
+        crate::util::outdir::SWEEP_CSV
+    }
+    fn cost(&self) -> u32 {
+        20
+    }
+    fn render(&self, r: &SweepResult, w: &mut (dyn std::io::Write + Send)) -> std::io::Result<()> {
+        w.write_all(&sweep_csv(r))
+    }
+}
+
+/// `groups.csv`.
+pub struct GroupsCsv;
+
+impl super::output::Output for GroupsCsv {
+    fn name(&self) -> &str {
+        "groups.csv"
+    }
+    fn cost(&self) -> u32 {
+        10
+    }
+    fn render(&self, r: &SweepResult, w: &mut (dyn std::io::Write + Send)) -> std::io::Result<()> {
+        w.write_all(&groups_csv(r))
+    }
+}
+
+/// `detections.csv`.
+pub struct DetectionsCsv;
+
+impl super::output::Output for DetectionsCsv {
+    fn name(&self) -> &str {
+        "detections.csv"
+    }
+    fn cost(&self) -> u32 {
+        40
+    }
+    fn render(&self, r: &SweepResult, w: &mut (dyn std::io::Write + Send)) -> std::io::Result<()> {
+        write_detections_csv(r, w)
+    }
+}
+
 /// `detections.csv`: the scored (first) detection of each configuration on each session.
 /// Streamed to `out` (millions of rows in a large sweep).
 pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::Result<()> {

@@ -174,7 +174,7 @@ fn sweep_writes_a_self_contained_report_that_regenerates() {
 
     // `looptune report DIR` rebuilds the same page from the folder alone.
     std::fs::remove_file(&path).unwrap();
-    let code = crate::run::report_command(&out, &mut Vec::new()).unwrap();
+    let code = crate::run::report_command(&out, &Default::default(), &mut Vec::new()).unwrap();
     assert_eq!(code, 0);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), html);
 }
@@ -297,7 +297,8 @@ fn chart_marks_link_to_rows_and_heatmaps_share_a_scale() {
 #[test]
 fn missing_inputs_are_named() {
     let tmp = tempfile::tempdir().unwrap();
-    let e = crate::report::html::write_report_dir(tmp.path()).unwrap_err();
+    let e =
+        crate::run::report_command(tmp.path(), &Default::default(), &mut Vec::new()).unwrap_err();
     assert!(e.to_string().contains("summary.json"), "{e}");
     assert_eq!(e.exit_code(), crate::error::EXIT_INPUT);
 }

@@ -9,11 +9,9 @@
 
 use super::charts::{self, HeatMetric};
 use super::model::{CrossValidation, ReportData, Row};
-use crate::error::{Error, Result};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
 const CSS: &str = include_str!("assets/report.css");
 const JS: &str = include_str!("assets/report.js");
@@ -21,25 +19,27 @@ const FONT_SANS: &[u8] = include_bytes!("assets/dejavu-sans-subset.woff2");
 const FONT_BOLD: &[u8] = include_bytes!("assets/dejavu-sans-bold-subset.woff2");
 const FONT_MONO: &[u8] = include_bytes!("assets/dejavu-sans-mono-subset.woff2");
 
-/// Rebuild `DIR/report.html` from the result saved in `DIR/summary.json`.
-pub fn write_report_dir(dir: &Path) -> Result<PathBuf> {
-    let data = ReportData::load(dir)?;
-    write_report(
-        &data,
-        &crate::util::outdir::OutputFiles::of(dir).report_html,
-    )
-}
+/// `report.html`: a report (a failure is exit 3, and nothing is replaced).
+pub struct ReportHtml;
 
-/// Render the report of a result to `out`.
-pub fn write_report(data: &ReportData, out: &Path) -> Result<PathBuf> {
-    let out = out.to_path_buf();
-    let report_err = |message: String| Error::Report {
-        path: out.clone(),
-        message,
-    };
-    let html = render(data).map_err(|e| report_err(e.to_string()))?;
-    crate::report::write_atomic(&out, html.as_bytes()).map_err(|e| report_err(e.to_string()))?;
-    Ok(out)
+impl super::output::Output for ReportHtml {
+    fn name(&self) -> &str {
+        "report.html"
+    }
+    fn kind(&self) -> super::output::Kind {
+        super::output::Kind::Report
+    }
+    fn cost(&self) -> u32 {
+        30
+    }
+    fn render(
+        &self,
+        r: &crate::score::SweepResult,
+        w: &mut (dyn std::io::Write + Send),
+    ) -> std::io::Result<()> {
+        let html = render(&ReportData::from_result(r)).map_err(std::io::Error::other)?;
+        w.write_all(html.as_bytes())
+    }
 }
 
 pub use crate::util::escape::html as esc;

@@ -9,13 +9,15 @@ pub mod csv_out;
 pub mod diff_out;
 pub mod html;
 pub mod model;
+pub mod output;
+pub mod parquet;
 pub mod summary;
 pub mod text;
 
 #[cfg(test)]
 mod end_to_end;
 
-pub use crate::util::outdir::{write_atomic, write_atomic_with};
+pub use crate::util::outdir::write_atomic;
 
 pub use crate::util::escape::safe_cell;
 

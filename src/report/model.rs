@@ -5,12 +5,10 @@
 //! `summary.json` also carries (the explanations, the disagreements) are
 //! built here once and serialized by `summary` as they are.
 
-use crate::error::{Error, Result};
 use crate::result::{ConfigRecord, Excerpt, ExcerptLine, GridRecord, InputsRecord, SweepRecord};
 use crate::score::SweepResult;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// What replay cannot know, said in `summary.json` and the report.
 pub const NOTE: &str = "Replay cannot know how the model would have reacted to a warning or a stop: the recorded continuation counts as the model not changing course.";
@@ -753,8 +751,10 @@ impl ReportData {
     }
 
     /// Load a sweep's result (`DIR/summary.json`) and derive the report's view.
-    pub fn load(dir: &Path) -> Result<ReportData> {
-        let sp = crate::util::outdir::OutputFiles::of(dir).summary_json;
+    #[cfg(test)]
+    pub fn load(dir: &std::path::Path) -> crate::error::Result<ReportData> {
+        use crate::error::Error;
+        let sp = dir.join(crate::util::outdir::SUMMARY_JSON);
         if !sp.is_file() {
             return Err(Error::Usage(format!(
                 "{}: no summary.json here; run `looptune sweep` first",
@@ -1155,7 +1155,8 @@ mod tests {
         std::fs::write(d.path().join("summary.json"), "{not json").unwrap();
         let e = ReportData::load(d.path()).unwrap_err();
         assert!(
-            matches!(e, Error::Line { line: 1, .. }) && e.to_string().contains("summary.json"),
+            matches!(e, crate::error::Error::Line { line: 1, .. })
+                && e.to_string().contains("summary.json"),
             "{e}"
         );
     }

@@ -55,6 +55,22 @@ pub fn write_summary(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::
     out.flush()
 }
 
+/// `summary.json`.
+pub struct SummaryJson;
+
+impl super::output::Output for SummaryJson {
+    fn name(&self) -> &str {
+        // The core loads the record by this name.
+        crate::util::outdir::SUMMARY_JSON
+    }
+    fn cost(&self) -> u32 {
+        50
+    }
+    fn render(&self, r: &SweepResult, w: &mut (dyn std::io::Write + Send)) -> std::io::Result<()> {
+        write_summary(r, w)
+    }
+}
+
 /// The derived map, its `scores` written from the typed scores.
 struct Derived<'a> {
     map: &'a Map<String, Value>,

@@ -17,6 +17,7 @@ mod import_corpus;
 mod import_edge;
 mod label;
 mod nightly;
+mod outputs;
 mod peers_conformance;
 mod peers_examples;
 mod properties;

@@ -929,7 +929,7 @@ impl SweepRecord {
     /// Load the record a sweep wrote (`DIR/summary.json`, or the file itself).
     pub fn load(path: &Path) -> Result<SweepRecord> {
         let file = if path.is_dir() {
-            crate::util::outdir::OutputFiles::of(path).summary_json
+            path.join(crate::util::outdir::SUMMARY_JSON)
         } else {
             path.to_path_buf()
         };

@@ -291,50 +291,19 @@ fn test_disk_full(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `summary.json`: the saved record of a sweep, which `report`, `merge`
+/// and `diff` load from a folder. The binary's output list (`report::output`)
+/// names the other files of the folder.
+pub const SUMMARY_JSON: &str = "summary.json";
+
+/// `sweep.csv`: with [`SUMMARY_JSON`], what marks an output folder.
+pub const SWEEP_CSV: &str = "sweep.csv";
+
 /// A folder written by `looptune sweep` (it holds `sweep.csv` and
 /// `summary.json`): a folder walk skips it, so `--out` inside an input
 /// folder works again on the next run (outputs are not inputs).
 pub fn is_output_folder(dir: &Path) -> bool {
-    let files = OutputFiles::of(dir);
-    files.sweep_csv.is_file() && files.summary_json.is_file()
-}
-
-/// The files of a sweep's output folder, named here and nowhere else.
-pub struct OutputFiles {
-    /// `sweep.csv`.
-    pub sweep_csv: PathBuf,
-    /// `detections.csv`.
-    pub detections_csv: PathBuf,
-    /// `summary.json`: the result as data.
-    pub summary_json: PathBuf,
-    /// `report.html`.
-    pub report_html: PathBuf,
-    /// `groups.csv`: scores per (configuration, group).
-    pub groups_csv: PathBuf,
-}
-
-impl OutputFiles {
-    /// The files of folder `dir`.
-    pub fn of(dir: &Path) -> OutputFiles {
-        OutputFiles {
-            sweep_csv: dir.join("sweep.csv"),
-            detections_csv: dir.join("detections.csv"),
-            summary_json: dir.join("summary.json"),
-            report_html: dir.join("report.html"),
-            groups_csv: dir.join("groups.csv"),
-        }
-    }
-
-    /// Every file, in writing order.
-    pub fn all(&self) -> [&PathBuf; 5] {
-        [
-            &self.sweep_csv,
-            &self.detections_csv,
-            &self.summary_json,
-            &self.report_html,
-            &self.groups_csv,
-        ]
-    }
+    dir.join(SWEEP_CSV).is_file() && dir.join(SUMMARY_JSON).is_file()
 }
 
 /// True when an output path is `-`: standard output, as everywhere a file
@@ -376,10 +345,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// [`write_atomic`], the content written by `fill` through a buffer (a large
-/// output is never held whole in memory).
+/// output is never held whole in memory). The writer is `Send`, for
+/// writers that hold it across threads (Parquet's).
 pub fn write_atomic_with(
     path: &Path,
-    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    fill: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
