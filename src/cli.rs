@@ -688,7 +688,7 @@ fn is_run_dir(v: &str) -> bool {
 }
 
 /// Run the parsed command; returns the exit code.
-pub fn dispatch(mut cli: Cli) -> Result<i32> {
+pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
     // No PATHS: the agents' default log folders (said on stderr).
     // `label --export` reads only its labels file.
     let exporting = matches!(&cli.command, Command::Label(a) if !a.export.is_empty());
@@ -705,8 +705,6 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         }
         _ => {}
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     match cli.command {
         Command::Replay(a) => {
             crate::util::limits::check_jobs(a.jobs)?;
@@ -725,11 +723,10 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 allow_empty: a.input.allow_empty,
                 strict_labels: a.ci.strict_labels,
             };
-            run::replay_command(&req, &mut out)
+            run::replay_command(&req, &mut *out)
         }
         Command::Sweep(a) => {
             if a.print_default_grid {
-                use std::io::Write;
                 out.write_all(crate::sweep::grid::DEFAULT_GRID.as_bytes())
                     .map_err(|e| Error::io("<stdout>", e))?;
                 return Ok(0);
@@ -780,7 +777,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 diff_shape: a.shape.shape(),
                 outputs: a.files.options(),
             };
-            run::sweep_command(&req, &mut out, &mut std::io::stderr())
+            run::sweep_command(&req, &mut *out, &mut std::io::stderr())
         }
         Command::Report(a) => {
             run::report_command(&a.dir, &a.files.options(), &mut std::io::stderr())
@@ -803,7 +800,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 append_markdown: String::new(),
                 json: a.json,
             },
-            &mut out,
+            &mut *out,
             &mut std::io::stderr(),
         ),
         Command::Merge(a) => run::merge_command(
@@ -817,7 +814,7 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 json: a.json,
             },
             &a.files.options(),
-            &mut out,
+            &mut *out,
             &mut std::io::stderr(),
         ),
         Command::Import(a) => run::import_command(
@@ -842,14 +839,12 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
         // Both rendered to memory first: a write error (a closed pipe) is then
         // an ordinary error, not a panic inside the generator.
         Command::Completions(a) => {
-            use std::io::Write;
             let mut buf = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "looptune", &mut buf);
             out.write_all(&buf).map_err(|e| Error::io("<stdout>", e))?;
             Ok(0)
         }
         Command::Man(a) => {
-            use std::io::Write;
             if let Some(dir) = &a.out_dir {
                 for p in write_man_pages(dir)? {
                     eprintln!("wrote {}", p.display());
@@ -877,13 +872,13 @@ pub fn dispatch(mut cli: Cli) -> Result<i32> {
                 suggest: a.suggest,
                 jobs: a.jobs,
             },
-            &mut out,
+            &mut *out,
         ),
         Command::Detectors(a) => {
             run::detectors_command(
                 a.family.as_deref(),
                 matches!(a.format, ListFormat::Json),
-                &mut out,
+                &mut *out,
             )?;
             Ok(0)
         }
@@ -924,10 +919,21 @@ fn selection(d: &DetectorArgs) -> run::Selection {
 /// The binary's whole work: parse arguments, run, and the exit code (errors
 /// reported on stderr).
 pub fn main() -> i32 {
-    let cli = Cli::parse();
     // The process ends right after the command: no need to free its data.
     crate::run::LEAVE_TO_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
-    match dispatch(cli) {
+    main_from(std::env::args_os())
+}
+
+/// [`main`] with the arguments given (the program name first), as the
+/// Python package's `looptune` command runs it inside its interpreter.
+pub fn main_from<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = Cli::parse_from(args);
+    let stdout = std::io::stdout();
+    match dispatch(cli, &mut stdout.lock()) {
         Ok(code) => code,
         // A closed pipe (`looptune detectors | head -1`): the reader has what it
         // wanted; end quietly and successfully, as `cat` or `grep` do.
@@ -936,6 +942,35 @@ pub fn main() -> i32 {
             report(&e);
             e.exit_code()
         }
+    }
+}
+
+/// Run a command line (without the program name) in this process, its
+/// results written to `out` and clap's own messages (`--help`, usage
+/// errors) to `out` or returned as [`Error::Usage`]: the Python package's
+/// entry into the commands. Progress and warnings still go to stderr.
+pub fn run_from<I, T>(args: I, out: &mut dyn std::io::Write) -> Result<i32>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let argv = std::iter::once(std::ffi::OsString::from("looptune"))
+        .chain(args.into_iter().map(Into::into));
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => dispatch(cli, out),
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                write!(out, "{}", e.render()).map_err(|x| Error::io("<stdout>", x))?;
+                Ok(crate::error::EXIT_OK)
+            }
+            _ => Err(Error::Usage(
+                e.render()
+                    .to_string()
+                    .trim()
+                    .trim_start_matches("error: ")
+                    .to_string(),
+            )),
+        },
     }
 }
 

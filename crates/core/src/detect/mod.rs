@@ -25,6 +25,8 @@ pub use params::{
     SettingError, POLICY, POLICY_SPEC,
 };
 pub use prepared::Prepared;
+mod selection;
+pub use selection::Selection;
 use std::fmt;
 
 /// One detection, as a detector reports it.

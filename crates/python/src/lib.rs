@@ -1,0 +1,296 @@
+//! looptune for Python (`looptune._looptune`): the command line in-process,
+//! and a live [`Detector`] fed canonical records one by one. The Python
+//! package (`python/looptune`) wraps these in its typed API.
+
+use looptune::error::Error;
+use looptune_core::detect::{DetectorConfig, Selection, Setting};
+use looptune_core::event::Session;
+use looptune_core::input::parse_canonical;
+use looptune_core::replay::{Plan, ReplayOptions};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+// The same allocator as the binary: a replay allocates a string per record.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+create_exception!(_looptune, LooptuneError, PyException, "Any looptune error.");
+create_exception!(
+    _looptune,
+    InputError,
+    LooptuneError,
+    "Bad input: a log, labels or grid file (the message names the file, line and field)."
+);
+create_exception!(
+    _looptune,
+    ConfigError,
+    LooptuneError,
+    "Bad detector configuration or usage: an unknown profile, parameter or value."
+);
+
+/// The exception an error raises: the CLI's message, its class by kind.
+fn to_py(e: Error) -> PyErr {
+    let text = e.to_string();
+    match e {
+        Error::Config(_) | Error::Usage(_) => ConfigError::new_err(text),
+        _ => InputError::new_err(text),
+    }
+}
+
+/// Run the command line with `args` (without the program name) in this
+/// process; returns (exit code, stdout bytes). What the CLI would print as
+/// `error: ...` comes back as an exception instead.
+#[pyfunction]
+fn run_cli(py: Python<'_>, args: Vec<String>) -> PyResult<(i32, Vec<u8>)> {
+    let mut out = Vec::new();
+    let done = py.detach(|| looptune::cli::run_from(args, &mut out));
+    done.map(|code| (code, out)).map_err(to_py)
+}
+
+/// The command line as the `looptune` console script runs it: `argv` with
+/// the program name first; prints as the binary does and returns the exit code.
+#[pyfunction]
+fn main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| looptune::cli::main_from(argv))
+}
+
+/// Every profile, family by family: (family, profile, what it reproduces).
+#[pyfunction]
+fn profiles() -> Vec<(&'static str, &'static str, &'static str)> {
+    looptune_core::detect::families()
+        .into_iter()
+        .flat_map(|f| {
+            f.profiles()
+                .into_iter()
+                .map(move |p| (f.name(), p.name, p.about))
+        })
+        .collect()
+}
+
+/// When a detection found on the session so far is final. On a session cut
+/// short, a family that judges a whole agent step judges the step still open
+/// as if it had ended.
+#[derive(Clone, Copy, PartialEq)]
+enum Settle {
+    /// At once: the check fires at the record it reads.
+    Now,
+    /// Once the next record confirms it (Blade's snapshots and stationarity).
+    NextRecord,
+    /// Once the step it is in has ended: a `turn` or `user` record starts
+    /// the next (OpenHands, checked once per agent step).
+    StepEnd,
+}
+
+fn settle_of(family: &str) -> Settle {
+    match family {
+        "blade" => Settle::NextRecord,
+        "openhands" => Settle::StepEnd,
+        _ => Settle::Now,
+    }
+}
+
+type Key = (u32, &'static str, u32);
+
+/// A detection as Python gets it: (kind, turn, event, strike, detail).
+type HitTuple = (&'static str, u32, u32, u32, String);
+
+/// A detector fed one canonical record at a time, firing as it would in
+/// `looptune replay --all` at the same record. Each `feed` replays the
+/// session so far (the ports are checked against the originals on whole
+/// sessions; replaying the prefix keeps them as they are) and returns the
+/// detections not returned before.
+#[pyclass(module = "looptune._looptune")]
+struct Detector {
+    plan: Arc<Plan>,
+    /// The session so far, as canonical JSON Lines.
+    lines: Vec<u8>,
+    records: u32,
+    /// Detections already returned: (event, kind, strike).
+    seen: HashSet<Key>,
+    /// The last prefix's detections not yet returned (settling families).
+    last: Vec<looptune_core::replay::Detection>,
+    settle: Settle,
+    family: &'static str,
+    profile: String,
+}
+
+#[pymethods]
+impl Detector {
+    /// `profile`: a named profile (`looptune detectors` lists them);
+    /// `set`: parameters as `--set` takes them (`{"tool_call_threshold": 4}`).
+    #[new]
+    #[pyo3(signature = (profile = "gemini-latest", set = None))]
+    fn new(profile: &str, set: Option<Vec<(String, String)>>) -> PyResult<Self> {
+        let mut sets = Vec::new();
+        for (k, v) in set.unwrap_or_default() {
+            let text = format!("{k}={v}");
+            sets.push(Setting::parse(&text).map_err(|e| ConfigError::new_err(e.to_string()))?);
+        }
+        let selection = Selection {
+            families: Vec::new(),
+            profiles: vec![profile.to_string()],
+            sets,
+        };
+        let configs: Vec<DetectorConfig> = selection.resolve().map_err(to_py)?;
+        let family = configs[0].family;
+        let profile = configs[0].profile.clone();
+        let plan = Plan::new(configs, &ReplayOptions { jobs: 1, all: true }).map_err(to_py)?;
+        Ok(Detector {
+            plan: Arc::new(plan),
+            lines: Vec::new(),
+            records: 0,
+            seen: HashSet::new(),
+            last: Vec::new(),
+            settle: settle_of(family),
+            family,
+            profile,
+        })
+    }
+
+    /// The family of the detector (`gemini`, `opencode`, ...).
+    #[getter]
+    fn family(&self) -> &'static str {
+        self.family
+    }
+
+    /// The profile the detector runs.
+    #[getter]
+    fn profile(&self) -> &str {
+        &self.profile
+    }
+
+    /// Records fed since the last reset.
+    #[getter]
+    fn records(&self) -> u32 {
+        self.records
+    }
+
+    /// Feed one canonical record, as one JSON object's text (the Python
+    /// wrapper serialises dicts); returns the detections that fire now, as
+    /// (kind, turn, event, strike, detail) tuples.
+    fn feed_json(&mut self, py: Python<'_>, line: &str) -> PyResult<Vec<HitTuple>> {
+        if line.contains('\n') {
+            return Err(InputError::new_err(
+                "a record is one JSON object on one line (no newline)",
+            ));
+        }
+        let mut lines = self.lines.clone();
+        lines.extend_from_slice(line.as_bytes());
+        lines.push(b'\n');
+        let number = self.records + 1;
+        let plan = self.plan.clone();
+        let found = py.detach(move || -> Result<_, Error> {
+            let file = parse_canonical("<fed>", "fed", &lines, false)?;
+            let mut sessions = file.sessions.into_iter();
+            let mut dets = Vec::new();
+            if let Some((id, events)) = sessions.next() {
+                if let Some((other, _)) = sessions.next() {
+                    return Err(Error::Config(format!(
+                        "record {number} is in session `{other}`, not `{id}`: a Detector follows one session (call reset() between sessions)"
+                    )));
+                }
+                let session = Session::from_events(id, events);
+                for o in plan.session(Arc::new(session)) {
+                    dets.extend(o.detections);
+                }
+            }
+            Ok((lines, dets))
+        });
+        let (lines, dets) = found.map_err(|e| match e {
+            // Every earlier line parsed: the error is the new record's, and
+            // its line in the buffer is its number in the session.
+            Error::Line { line, message, .. } => {
+                InputError::new_err(format!("record {line}: {message}"))
+            }
+            e => to_py(e),
+        })?;
+        self.lines = lines;
+        self.records = number;
+        let fresh: Vec<_> = dets
+            .into_iter()
+            .filter(|d| !self.seen.contains(&key(d)))
+            .collect();
+        let ready: Vec<_> = match self.settle {
+            Settle::Now => fresh,
+            Settle::NextRecord => {
+                let confirmed = fresh
+                    .iter()
+                    .filter(|d| {
+                        self.last
+                            .iter()
+                            .any(|l| key(l) == key(d) && l.detail == d.detail)
+                    })
+                    .cloned()
+                    .collect();
+                self.last = fresh;
+                confirmed
+            }
+            Settle::StepEnd => {
+                let (closed, open): (Vec<_>, Vec<_>) = if starts_step(line) {
+                    fresh.into_iter().partition(|d| d.event < number)
+                } else {
+                    (Vec::new(), fresh)
+                };
+                self.last = open;
+                closed
+            }
+        };
+        Ok(self.hand_out(ready))
+    }
+
+    /// The session has ended: the detections that fire at its end (a
+    /// settling family's open step), then nothing until `reset`.
+    fn finish(&mut self) -> Vec<HitTuple> {
+        let rest = std::mem::take(&mut self.last);
+        self.hand_out(rest)
+    }
+
+    /// Forget the session: the next record starts a new one.
+    fn reset(&mut self) {
+        self.lines.clear();
+        self.records = 0;
+        self.seen.clear();
+        self.last.clear();
+    }
+}
+
+impl Detector {
+    /// Mark detections returned, in the order they fire.
+    fn hand_out(&mut self, mut ready: Vec<looptune_core::replay::Detection>) -> Vec<HitTuple> {
+        ready.sort_by_key(|d| (d.event, d.strike));
+        ready
+            .into_iter()
+            .filter(|d| self.seen.insert(key(d)))
+            .map(|d| (d.kind, d.turn, d.event, d.strike, d.detail))
+            .collect()
+    }
+}
+
+/// Whether a record starts an agent step: a `turn` or `user` record.
+fn starts_step(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(String::from))
+        .is_some_and(|t| t == "turn" || t == "user")
+}
+
+fn key(d: &looptune_core::replay::Detection) -> Key {
+    (d.event, d.kind, d.strike)
+}
+
+/// The Rust extension behind the `looptune` package.
+#[pymodule]
+fn _looptune(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(main, m)?)?;
+    m.add_function(wrap_pyfunction!(profiles, m)?)?;
+    m.add_class::<Detector>()?;
+    m.add("LooptuneError", m.py().get_type::<LooptuneError>())?;
+    m.add("InputError", m.py().get_type::<InputError>())?;
+    m.add("ConfigError", m.py().get_type::<ConfigError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
