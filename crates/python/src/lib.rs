@@ -10,6 +10,7 @@ use looptune_core::replay::{Plan, ReplayOptions};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -55,6 +56,24 @@ fn run_cli(py: Python<'_>, args: Vec<String>) -> PyResult<(i32, Vec<u8>)> {
 #[pyfunction]
 fn main(py: Python<'_>, argv: Vec<String>) -> i32 {
     py.detach(|| looptune::cli::main_from(argv))
+}
+
+/// A Parquet file's rows as an Arrow C stream in a PyCapsule named
+/// `arrow_array_stream` (the Arrow PyCapsule interface): pyarrow, polars,
+/// pandas (through pyarrow) and DuckDB read it without a copy through CSV.
+#[pyfunction]
+fn parquet_stream<'py>(py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyCapsule>> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = std::fs::File::open(path).map_err(|e| to_py(Error::io(path, e)))?;
+    let bad = |e: parquet::errors::ParquetError| {
+        InputError::new_err(format!("{path}: not a readable Parquet file ({e})"))
+    };
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(bad)?
+        .build()
+        .map_err(bad)?;
+    let stream = arrow_array::ffi_stream::FFI_ArrowArrayStream::new(Box::new(reader));
+    PyCapsule::new(py, stream, Some(c"arrow_array_stream".to_owned()))
 }
 
 /// Every profile, family by family: (family, profile, what it reproduces).
@@ -287,6 +306,7 @@ fn _looptune(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet_stream, m)?)?;
     m.add_class::<Detector>()?;
     m.add("LooptuneError", m.py().get_type::<LooptuneError>())?;
     m.add("InputError", m.py().get_type::<InputError>())?;

@@ -91,3 +91,12 @@ def test_unknown_profiles_and_parameters_raise_config_error():
 def test_profiles_list_every_family():
     families = {p.family for p in looptune.profiles()}
     assert {"gemini", "opencode", "crush", "qwen", "goose"} <= families
+
+
+def test_the_example_sweeps_the_fixtures(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "notebook.py")],
+        capture_output=True, text=True, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "recommended: gemini-latest" in done.stdout

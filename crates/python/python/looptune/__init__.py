@@ -6,6 +6,9 @@ of the loop detectors agents ship, and run those detectors live.
 - :class:`Detector` is one detector configuration fed canonical records one by
   one; it fires at the same record, with the same turn, kind, detail and
   strike, as ``looptune replay --all`` does on the whole session.
+- :func:`sweep` runs ``looptune sweep`` in this process and returns a
+  :class:`SweepResult`: its tables (``configs()``, ``groups()``,
+  ``detections()``) as Arrow streams, its recommendation, ``write(dir)``.
 - :func:`run` runs any command line in this process.
 
 Errors raise :class:`InputError` (bad logs, labels or grids: the message names
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -35,6 +40,9 @@ __all__ = [
     "profiles",
     "replay",
     "run",
+    "sweep",
+    "SweepResult",
+    "Table",
     "__version__",
 ]
 
@@ -102,6 +110,108 @@ def replay(
     args += [os.fspath(p) for p in paths]
     _code, out = run(args)
     return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+class Table:
+    """One of a sweep's tables (the CSV file's columns, typed: counts as
+    integers, rates as floats, ids and labels as strings, empty cells as
+    nulls). It implements the Arrow PyCapsule interface, so
+    ``pyarrow.table(t)``, ``polars.from_arrow(t)`` and DuckDB read it
+    directly; :meth:`to_pandas` and :meth:`to_arrow` need pyarrow."""
+
+    def __init__(self, path: str, name: str) -> None:
+        self._path = path
+        self.name = name
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return _looptune.parquet_stream(self._path)
+
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.Table`` (needs pyarrow)."""
+        import pyarrow
+
+        return pyarrow.table(self)
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` (needs pyarrow and pandas)."""
+        return self.to_arrow().to_pandas()
+
+    def __repr__(self) -> str:
+        return f"<looptune.Table {self.name}>"
+
+
+class SweepResult:
+    """What ``looptune sweep`` writes, in memory: ``configs()`` (one row per
+    configuration: ``sweep.csv``), ``groups()`` (per configuration and
+    group: ``groups.csv``), ``detections()`` (``detections.csv``),
+    ``recommendation`` and ``summary`` (``summary.json``), and
+    :meth:`write` to put the files the command writes in a folder."""
+
+    def __init__(self, folder: "tempfile.TemporaryDirectory[str]") -> None:
+        self._folder = folder
+        self._dir = folder.name
+        with open(os.path.join(self._dir, "summary.json"), encoding="utf-8") as f:
+            self.summary: dict = json.load(f)
+        self.recommendation: Any = self.summary.get("recommendation")
+
+    def _table(self, name: str) -> Table:
+        return Table(os.path.join(self._dir, f"{name}.parquet"), name)
+
+    def configs(self) -> Table:
+        return self._table("sweep")
+
+    def groups(self) -> Table:
+        return self._table("groups")
+
+    def detections(self) -> Table:
+        return self._table("detections")
+
+    def write(self, folder: PathLike) -> List[str]:
+        """Write ``sweep.csv``, ``detections.csv``, ``groups.csv``,
+        ``summary.json`` and ``report.html`` (and the Parquet files) into
+        ``folder``, as ``looptune report`` would from the same result;
+        returns the paths written."""
+        out = os.fspath(folder)
+        os.makedirs(out, exist_ok=True)
+        written = []
+        for name in sorted(os.listdir(self._dir)):
+            if name.startswith("."):
+                continue
+            shutil.copyfile(os.path.join(self._dir, name), os.path.join(out, name))
+            written.append(os.path.join(out, name))
+        return written
+
+
+def sweep(
+    paths: Iterable[PathLike],
+    labels: Union[None, PathLike, Sequence[PathLike]] = None,
+    grid: Optional[PathLike] = None,
+    jobs: Optional[int] = None,
+    lenient: bool = False,
+    options: Sequence[str] = (),
+) -> SweepResult:
+    """Run ``looptune sweep`` over ``paths`` (the default grid unless
+    ``grid`` names a TOML file) and score it against ``labels`` (one labels
+    file or several). ``options`` passes further command-line options as
+    they are spelled there (``["--combine", "2"]``, ``["--group-by",
+    "model"]``)."""
+    folder = tempfile.TemporaryDirectory(prefix="looptune-sweep-")
+    args: List[str] = ["sweep", "--quiet", "--parquet", "--out", folder.name]
+    if labels is not None:
+        for l in [labels] if isinstance(labels, (str, os.PathLike)) else labels:
+            args += ["--labels", os.fspath(l)]
+    if grid is not None:
+        args += ["--grid", os.fspath(grid)]
+    if jobs is not None:
+        args += ["--jobs", str(jobs)]
+    if lenient:
+        args.append("--lenient")
+    args += [str(o) for o in options]
+    args += [os.fspath(p) for p in paths]
+    code, _out = run(args)
+    if code not in (0, 1):
+        raise LooptuneError(f"looptune sweep exited with {code}")
+    return SweepResult(folder)
 
 
 def _value(v: Any) -> str:
