@@ -113,3 +113,53 @@ fn no_result_with_a_string_error() {
     }
     assert!(found.is_empty(), "Result<_, String>:\n{}", found.join("\n"));
 }
+
+/// The core crate builds with none of the command line's dependencies: no
+/// crate `looptune-core` depends on, directly or not, is one of them. Read
+/// off `Cargo.lock` (its edges include dev-dependencies: the core's only
+/// one, proptest, is left out), so it needs no network and no `cargo tree`.
+#[test]
+fn the_core_depends_on_no_cli_crate() {
+    let lock: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root().join("Cargo.lock")).unwrap()).unwrap();
+    let packages = lock["package"].as_array().unwrap();
+    let deps_of = |name: &str| -> Vec<String> {
+        packages
+            .iter()
+            .filter(|p| p["name"].as_str() == Some(name))
+            .flat_map(|p| {
+                p.get("dependencies")
+                    .and_then(|d| d.as_array())
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            // "name version" when several versions are locked.
+            .map(|d| d.as_str().unwrap().split(' ').next().unwrap().to_string())
+            .collect()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo: Vec<String> = deps_of("looptune-core")
+        .into_iter()
+        .filter(|d| d != "proptest")
+        .collect();
+    while let Some(d) = todo.pop() {
+        if seen.insert(d.clone()) {
+            todo.extend(deps_of(&d));
+        }
+    }
+    assert!(
+        seen.contains("serde_json") && seen.contains("rayon"),
+        "{seen:?}"
+    );
+    for cli in [
+        "clap",
+        "ratatui",
+        "crossterm",
+        "plotters",
+        "indicatif",
+        "parquet",
+        "pyo3",
+    ] {
+        assert!(!seen.contains(cli), "looptune-core depends on {cli}");
+    }
+}
