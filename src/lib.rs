@@ -21,12 +21,11 @@ pub mod cli;
 pub(crate) mod label;
 pub mod progress;
 pub(crate) mod report;
-pub(crate) mod run;
 
 /// The files of a sweep's output folder as one list: the [`Output`](outputs::Output)
 /// trait, the standard list ([`Outputs::standard`](outputs::Outputs::standard)),
 /// and `looptune report DIR` over any list ([`report_outputs`](outputs::report_outputs)).
 pub mod outputs {
+    pub use crate::cli::report_outputs;
     pub use crate::report::output::{Kind, Output, OutputOptions, Outputs};
-    pub use crate::run::report_outputs;
 }

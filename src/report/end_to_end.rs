@@ -104,7 +104,7 @@ fn sweep(root: &Path) -> std::path::PathBuf {
     let out = root.join("out");
     std::fs::create_dir_all(&input).unwrap();
     write_corpus(&input);
-    let req = crate::run::SweepRequest {
+    let req = crate::cli::SweepRequest {
         paths: vec![input.clone()],
         read: crate::input::ReadOptions {
             digests: true,
@@ -116,7 +116,7 @@ fn sweep(root: &Path) -> std::path::PathBuf {
         ..Default::default()
     };
     let mut err = Vec::new();
-    let code = crate::run::sweep_command(&req, &mut Vec::new(), &mut err).unwrap();
+    let code = crate::cli::sweep_command(&req, &mut Vec::new(), &mut err).unwrap();
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
     out
 }
@@ -174,7 +174,7 @@ fn sweep_writes_a_self_contained_report_that_regenerates() {
 
     // `looptune report DIR` rebuilds the same page from the folder alone.
     std::fs::remove_file(&path).unwrap();
-    let code = crate::run::report_command(&out, &Default::default(), &mut Vec::new()).unwrap();
+    let code = crate::cli::report_command(&out, &Default::default(), &mut Vec::new()).unwrap();
     assert_eq!(code, 0);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), html);
 }
@@ -298,7 +298,7 @@ fn chart_marks_link_to_rows_and_heatmaps_share_a_scale() {
 fn missing_inputs_are_named() {
     let tmp = tempfile::tempdir().unwrap();
     let e =
-        crate::run::report_command(tmp.path(), &Default::default(), &mut Vec::new()).unwrap_err();
+        crate::cli::report_command(tmp.path(), &Default::default(), &mut Vec::new()).unwrap_err();
     assert!(e.to_string().contains("summary.json"), "{e}");
     assert_eq!(e.exit_code(), crate::error::EXIT_INPUT);
 }

@@ -4,7 +4,7 @@ use crate::replay::SessionOutcomes;
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 
-/// A configuration as replay output names it (`run` builds it from the
+/// A configuration as replay output names it (`cli` builds it from the
 /// detector configuration: writers never see detectors).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigName {

@@ -1,9 +1,29 @@
 //! Command-line arguments (clap derive) and their hand-over to the library.
 //! Nothing here computes: each subcommand builds a request and calls `crate::run`.
 
+// One file per command; what they share is in `common`.
+mod common;
+mod detectors;
+mod diff;
+mod import;
+mod label;
+mod merge;
+mod replay;
+mod report;
+mod sweep;
+pub use crate::detect::Selection;
+pub use common::*;
+pub use detectors::*;
+pub use diff::*;
+pub use import::*;
+pub use label::*;
+pub use merge::*;
+pub use replay::*;
+pub use report::*;
+pub use sweep::*;
+
 use crate::error::{Error, Result};
 use crate::input::ReadOptions;
-use crate::run;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -419,8 +439,8 @@ impl OutputOpts {
 }
 
 impl CiOpts {
-    fn ci(&self) -> run::CiArgs {
-        run::CiArgs {
+    fn ci(&self) -> CiArgs {
+        CiArgs {
             markdown: self.markdown.clone(),
             junit: self.junit.clone(),
             requires: self.requires.clone(),
@@ -708,7 +728,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
     match cli.command {
         Command::Replay(a) => {
             crate::util::limits::check_jobs(a.jobs)?;
-            let req = run::ReplayRequest {
+            let req = ReplayRequest {
                 paths: a.input.paths.clone(),
                 read: a.input.read_options(false, a.jobs),
                 selection: selection(&a.detectors),
@@ -723,7 +743,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
                 allow_empty: a.input.allow_empty,
                 strict_labels: a.ci.strict_labels,
             };
-            run::replay_command(&req, &mut *out)
+            replay_command(&req, &mut *out)
         }
         Command::Sweep(a) => {
             if a.print_default_grid {
@@ -732,7 +752,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
                 return Ok(0);
             }
             crate::util::limits::check_jobs(a.jobs)?;
-            let req = run::SweepRequest {
+            let req = SweepRequest {
                 paths: a.paths.clone(),
                 read: ReadOptions {
                     lenient: a.lenient,
@@ -766,7 +786,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
                     .as_deref()
                     .filter(|b| is_run_dir(b))
                     .map(PathBuf::from),
-                ci: run::CiArgs {
+                ci: CiArgs {
                     json: a.json,
                     ..a.ci.ci()
                 },
@@ -777,23 +797,21 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
                 diff_shape: a.shape.shape(),
                 outputs: a.files.options(),
             };
-            run::sweep_command(&req, &mut *out, &mut std::io::stderr())
+            sweep_command(&req, &mut *out, &mut std::io::stderr())
         }
-        Command::Report(a) => {
-            run::report_command(&a.dir, &a.files.options(), &mut std::io::stderr())
-        }
-        Command::Diff(a) => run::diff_command(
+        Command::Report(a) => report_command(&a.dir, &a.files.options(), &mut std::io::stderr()),
+        Command::Diff(a) => diff_command(
             &a.base,
             &a.new,
-            &run::DiffRequest {
+            &DiffRequest {
                 format: match a.format {
-                    DiffFormatArg::Json => run::DiffFormat::Json,
-                    DiffFormatArg::Table => run::DiffFormat::Table,
+                    DiffFormatArg::Json => DiffFormat::Json,
+                    DiffFormatArg::Table => DiffFormat::Table,
                 },
                 config: a.config.clone(),
                 shape: a.shape.shape(),
             },
-            &run::CiArgs {
+            &CiArgs {
                 markdown: a.markdown.clone(),
                 junit: None,
                 requires: a.requires.clone(),
@@ -803,10 +821,10 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             &mut *out,
             &mut std::io::stderr(),
         ),
-        Command::Merge(a) => run::merge_command(
+        Command::Merge(a) => merge_command(
             &a.parts,
             &a.out,
-            &run::CiArgs {
+            &CiArgs {
                 markdown: a.markdown.clone(),
                 junit: a.junit.clone(),
                 requires: a.requires.clone(),
@@ -817,7 +835,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             &mut *out,
             &mut std::io::stderr(),
         ),
-        Command::Import(a) => run::import_command(
+        Command::Import(a) => import_command(
             &a.input.paths,
             &a.input.read_options(false, 0),
             &a.output,
@@ -858,14 +876,14 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             out.write_all(&buf).map_err(|e| Error::io("<stdout>", e))?;
             Ok(0)
         }
-        Command::Label(a) if !a.export.is_empty() => run::export_labels_command(
+        Command::Label(a) if !a.export.is_empty() => export_labels_command(
             a.labels.as_deref().expect("clap requires --labels"),
             &a.export[0],
             std::path::Path::new(&a.export[1]),
             &a.input.paths,
         ),
-        Command::Label(a) => run::label_command(
-            &run::LabelRequest {
+        Command::Label(a) => label_command(
+            &LabelRequest {
                 paths: a.input.paths.clone(),
                 read: a.input.read_options(false, a.jobs),
                 labels: a.labels.clone(),
@@ -875,7 +893,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             &mut *out,
         ),
         Command::Detectors(a) => {
-            run::detectors_command(
+            detectors_command(
                 a.family.as_deref(),
                 matches!(a.format, ListFormat::Json),
                 &mut *out,
@@ -903,8 +921,8 @@ fn write_man_pages(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
     set.commit()
 }
 
-fn selection(d: &DetectorArgs) -> run::Selection {
-    run::Selection {
+fn selection(d: &DetectorArgs) -> Selection {
+    Selection {
         families: d
             .detector
             .iter()
@@ -920,7 +938,7 @@ fn selection(d: &DetectorArgs) -> run::Selection {
 /// reported on stderr).
 pub fn main() -> i32 {
     // The process ends right after the command: no need to free its data.
-    crate::run::LEAVE_TO_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
+    LEAVE_TO_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
     main_from(std::env::args_os())
 }
 

@@ -1,0 +1,60 @@
+//! `looptune import`.
+
+use super::*;
+use crate::error::{Error, Result, EXIT_OK};
+use crate::input::{read_corpus, ReadOptions};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// `looptune import`: native logs to one canonical JSONL file.
+pub fn import_command(
+    paths: &[PathBuf],
+    read: &ReadOptions,
+    output: &std::path::Path,
+    redact: bool,
+    allow_empty: bool,
+    err: &mut dyn Write,
+) -> Result<i32> {
+    guard_outputs(&[output.to_path_buf()], paths)?;
+    let corpus = read_corpus(paths, read)?;
+    warn_skipped(&corpus, err);
+    require_sessions(&corpus, corpus.sessions.len(), paths, allow_empty)?;
+    let mut buf: Vec<u8> = Vec::new();
+    crate::input::import::write_canonical(&corpus, &mut buf, redact)
+        .map_err(|e| Error::io(output, e))?;
+    let bytes = if output.extension().is_some_and(|e| e == "gz") {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(&buf).map_err(|e| Error::io(output, e))?;
+        enc.finish().map_err(|e| Error::io(output, e))?
+    } else {
+        buf
+    };
+    if crate::util::outdir::is_stdout(output) {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(&bytes)
+            .and_then(|_| stdout.flush())
+            .map_err(|e| Error::io("<stdout>", e))?;
+    } else {
+        crate::report::write_atomic(output, &bytes).map_err(|e| Error::io(output, e))?;
+    }
+    let whole = corpus.sessions.iter().filter(|s| s.whole_messages).count();
+    writeln!(
+        err,
+        "wrote {} ({}) to {}{}",
+        crate::report::text::plural(corpus.sessions.len(), "session", "sessions"),
+        crate::report::text::plural(corpus.events(), "event", "events"),
+        if crate::util::outdir::is_stdout(output) {
+            "standard output".to_string()
+        } else {
+            output.display().to_string()
+        },
+        if whole > 0 {
+            format!("; {whole} came from whole messages, not stream chunks")
+        } else {
+            String::new()
+        }
+    )
+    .ok();
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,299 @@
+//! `looptune sweep`.
+
+use super::*;
+use crate::error::{Error, Result, EXIT_OK};
+use crate::input::ReadOptions;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// `looptune sweep`.
+#[derive(Debug, Clone, Default)]
+pub struct SweepRequest {
+    /// Inputs.
+    pub paths: Vec<PathBuf>,
+    /// How to read them.
+    pub read: ReadOptions,
+    /// Grid file (default: the embedded grid).
+    pub grid: Option<PathBuf>,
+    /// Labels file.
+    pub labels: Vec<PathBuf>,
+    /// Output folder (default `reports/sweep-<grid name>/`).
+    pub out: Option<PathBuf>,
+    /// How to choose (objective, baseline, folds, seed, unions, gate configuration, jobs).
+    pub options: crate::score::SweepOptions,
+    /// Test sessions (`--test`): scored once with what was chosen on the others.
+    pub test: Vec<PathBuf>,
+    /// Replay only this shard's sessions (`--shard I/N`).
+    pub shard: Option<crate::result::Shard>,
+    /// An earlier run to compare with (`--baseline DIR`).
+    pub baseline_run: Option<PathBuf>,
+    /// CI outputs.
+    pub ci: CiArgs,
+    /// No progress bar.
+    pub quiet: bool,
+    /// Cap on the grid's configurations (`--max-configs`; 0 = the default).
+    pub max_configs: usize,
+    /// Accept an input with no session instead of exit 2.
+    pub allow_empty: bool,
+    /// Labels for sessions missing from the input are an error (`--strict-labels`).
+    pub strict_labels: bool,
+    /// How much of the comparison with `baseline_run` is printed.
+    pub diff_shape: crate::report::diff_out::Shape,
+    /// Optional outputs (`--parquet`).
+    pub outputs: crate::report::output::OutputOptions,
+}
+
+/// Load the grid named by a request, or the embedded default, under a
+/// `--max-configs` cap (0 = the default cap).
+pub fn load_grid_limited(
+    path: Option<&std::path::Path>,
+    max_configs: usize,
+) -> Result<crate::sweep::grid::Grid> {
+    let max = crate::util::limits::check_max_configs(max_configs)?;
+    match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
+            crate::sweep::grid::parse_grid_limited(&text, &p.display().to_string(), max)
+        }
+        None => {
+            crate::sweep::grid::parse_grid_limited(crate::sweep::grid::DEFAULT_GRID, "default", max)
+        }
+    }
+}
+
+/// Run `looptune sweep`: results (the summary table, the files written) go to
+/// `out`, progress and warnings to `err`. Returns the exit code.
+pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
+    let started = std::time::Instant::now();
+    // Everything that can be checked before work starts is checked first.
+    let grid = load_grid_limited(req.grid.as_deref(), req.max_configs)?;
+    let gates = &req.ci.requires;
+    let opts = &req.options;
+    if let Some(c) = &opts.chosen {
+        crate::sweep::find_variant(&grid, c)?;
+    }
+    crate::result::find_baseline(&crate::sweep::grid_record(&grid), opts.baseline.as_deref())?;
+    let out_dir = req.out.clone().unwrap_or_else(|| {
+        PathBuf::from("reports").join(format!("sweep-{}", sanitize(&grid.name)))
+    });
+    check_out_dir(&out_dir)?;
+    let list = crate::report::output::Outputs::standard(&req.outputs);
+    let mut outputs = list.paths(&out_dir);
+    outputs.extend(req.ci.outputs());
+    let mut protected = req.paths.clone();
+    protected.extend(req.test.clone());
+    protected.extend(req.labels.clone());
+    protected.extend(req.grid.clone());
+    if let Some(dir) = &req.baseline_run {
+        protected.extend(result_inputs(dir));
+    }
+    guard_outputs(&outputs, &protected)?;
+    // An earlier run to compare with (`--baseline DIR`), loaded before any work.
+    let earlier = match &req.baseline_run {
+        Some(dir) => Some(crate::score::analyze(crate::result::SweepRecord::load(
+            dir,
+        )?)?),
+        None => {
+            if let Some(g) = gates.iter().find(|g| g.is_diff()) {
+                return Err(Error::Usage(format!(
+                    "--require `{}` compares with an earlier run: give --baseline DIR (a folder an earlier sweep wrote)",
+                    g.score
+                )));
+            }
+            None
+        }
+    };
+
+    let mut read = req.read.clone();
+    read.digests = true;
+    let labels_file =
+        crate::input::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels);
+    crate::sweep::check_group_key(&opts.group_by, &labels_file, !req.test.is_empty())?;
+    // One bar over the bytes: every session is replayed under the whole grid
+    // as soon as it is read.
+    let progress = crate::progress::bytes_for_stderr(req.quiet, "sweeping");
+    let (mut record, inputs, labels) = crate::sweep::run_sweep(
+        &req.paths,
+        &req.test,
+        &read,
+        grid,
+        &labels_file,
+        opts.record(),
+        opts.jobs,
+        req.shard,
+        progress.as_ref(),
+    )?;
+    progress.finish();
+    warn_skipped(&inputs, err);
+    require_sessions(
+        &inputs,
+        labels.by_session.len(),
+        &req.paths,
+        req.allow_empty,
+    )?;
+    for w in &labels.warnings {
+        writeln!(err, "warning: {w}").ok();
+    }
+    let (loops, clean) = labels.counts();
+    for g in gates {
+        g.needs_labels(loops + clean)?;
+    }
+    record.wall_time_ms = started.elapsed().as_millis() as u64;
+    // Scoring and choosing run per configuration on the sweep's threads.
+    let result = crate::util::pool::pool(opts.jobs)?.install(|| crate::score::analyze(record))?;
+    let plain: Vec<crate::score::gates::Gate> =
+        gates.iter().filter(|g| !g.is_diff()).cloned().collect();
+    if req.out.is_none() && crate::util::outdir::is_output_folder(&out_dir) {
+        writeln!(
+            err,
+            "note: replacing the previous outputs in {} (give --out to keep them)",
+            out_dir.display()
+        )
+        .ok();
+    }
+    // The comparison with an earlier run, whose summary (in the same shape
+    // as on the terminal) ends the Markdown summary.
+    let compared = earlier.map(|earlier| crate::score::diff::diff(&earlier, &result));
+    let mut ci = req.ci.clone();
+    if let Some(d) = &compared {
+        ci.append_markdown = crate::report::diff_out::markdown_within(
+            d,
+            &req.diff_shape,
+            crate::report::diff_out::MARKDOWN_MAX - 8 * 1024,
+        );
+    }
+    let writing = crate::progress::for_stderr(req.quiet, "writing outputs");
+    let (mut code, mut brief) = finish_sweep(
+        &result,
+        &list,
+        opts.jobs,
+        &out_dir,
+        &ci,
+        &plain,
+        started,
+        writing.as_ref(),
+        out,
+        err,
+    )?;
+    if let Some(d) = compared {
+        let io = |e| Error::io("<stdout>", e);
+        warn_grids(&d, err);
+        if brief.is_none() {
+            writeln!(
+                out,
+                "\nChanges since {}:",
+                req.baseline_run.as_ref().expect("given").display()
+            )
+            .map_err(io)?;
+            crate::report::diff_out::table(&d, &req.diff_shape, out).map_err(io)?;
+        }
+        let results = diff_gates(&d, gates);
+        let diff_code = finish_gates(&results, &checked_name(&result), false, err);
+        if code == EXIT_OK {
+            code = diff_code;
+        }
+        if let Some(serde_json::Value::Object(m)) = &mut brief {
+            m.insert(
+                "diff".into(),
+                crate::report::brief::diff(&d, &req.diff_shape, &results),
+            );
+            m.insert("exit_code".into(), code.into());
+        }
+    }
+    if let Some(b) = &brief {
+        print_json(b, out)?;
+    }
+    release(result);
+    Ok(code)
+}
+
+/// Write every output of an analysed result, print the summary and the gates.
+/// With `ci.json`, nothing goes to `out`: the summary comes back as one
+/// object, with the exit code.
+/// `started` is when the command began, for the closing line's whole-run time;
+/// `jobs` caps the writing threads (0: every core).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish_sweep(
+    result: &crate::score::SweepResult,
+    list: &crate::report::output::Outputs,
+    jobs: usize,
+    out_dir: &std::path::Path,
+    ci: &CiArgs,
+    gates: &[crate::score::gates::Gate],
+    started: std::time::Instant,
+    progress: &dyn crate::progress::Progress,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(i32, Option<serde_json::Value>)> {
+    let began = std::time::Instant::now();
+    // The set is committed whole or not at all (util/outdir.rs); the list
+    // stages, writes (at once, on up to `jobs` threads) and checks each file.
+    let mut set = crate::util::outdir::OutputSet::new();
+    let mut report_failed = list.write_into(result, &mut set, out_dir, jobs, progress, err)?;
+    let chosen = &result.scores[result.chosen];
+    let gate_results: Vec<crate::score::gates::GateResult> =
+        gates.iter().map(|g| g.check(chosen)).collect();
+    let rec = &result.record;
+    let session_labels = crate::input::labels::Labels {
+        by_session: rec.sessions.iter().map(|s| s.label()).collect(),
+        ..Default::default()
+    };
+    let view = crate::report::ci::CiView {
+        title: format!("sweep {}", rec.grid.name),
+        labels: rec.grid.configs.iter().map(|v| v.label.clone()).collect(),
+        scores: &result.scores,
+        chosen: result.chosen,
+        recommended: result.recommended,
+        gates: &gate_results,
+        sessions: &rec.sessions,
+        session_labels: &session_labels,
+        hits: &result.dense(result.chosen),
+    };
+    report_failed |= write_ci(ci, &view, &mut set, err);
+    if report_failed {
+        // A set is committed whole or not at all: new data beside the old
+        // report would look current.
+        drop(set);
+        progress.finish();
+        writeln!(
+            err,
+            "nothing was replaced: the previous outputs are as they were"
+        )
+        .ok();
+        return Ok((crate::error::EXIT_REPORT, None));
+    }
+    let written = set.commit()?;
+    progress.finish();
+    let writing = began.elapsed().as_secs_f64();
+
+    if ci.json {
+        let code = finish_gates(&gate_results, &checked_name(result), report_failed, err);
+        let brief = crate::report::brief::sweep(result, &gate_results, &written, code);
+        return Ok((code, Some(brief)));
+    }
+    let io = |e| Error::io("<stdout>", e);
+    crate::report::text::sweep_summary(result, out).map_err(io)?;
+    crate::report::text::live_summary(result, out).map_err(io)?;
+    writeln!(
+        out,
+        "\n{} configurations x {} sessions in {:.2}s (writing the outputs {:.3}s){}",
+        rec.grid.configs.len(),
+        rec.sessions.len(),
+        started.elapsed().as_secs_f64(),
+        writing,
+        match rec.shard {
+            Some(s) => format!(
+                " (shard {}/{}: merge the parts with `looptune merge`)",
+                s.index, s.count
+            ),
+            None => String::new(),
+        }
+    )
+    .map_err(io)?;
+    writeln!(out, "wrote:").map_err(io)?;
+    for p in &written {
+        writeln!(out, "  {}", p.display()).map_err(io)?;
+    }
+    let code = finish_gates(&gate_results, &checked_name(result), report_failed, err);
+    Ok((code, None))
+}
