@@ -3,13 +3,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use looptune::error::Error;
+use looptune_core::error::Error;
 
 fuzz_target!(|data: &[u8]| {
     let lines = data.split(|b| *b == b'\n').count() as u64;
     for lenient in [false, true] {
         if let Err(Error::Line { line, .. }) =
-            looptune::input::parse_canonical("f.jsonl", "f", data, lenient)
+            looptune_core::input::parse_canonical("f.jsonl", "f", data, lenient)
         {
             assert!(line >= 1 && line <= lines.max(1), "line {line} of {lines}");
         }

@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Err(e) = looptune::sweep::grid::parse_grid_limited(text, "g.toml", 2000) {
+    if let Err(e) = looptune_core::sweep::grid::parse_grid_limited(text, "g.toml", 2000) {
         let m = e.to_string();
         assert!(m.starts_with("grid g.toml") || m.contains("unknown"), "{m}");
     }

@@ -5,10 +5,10 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = looptune::input::import::detect(data);
-    let _ = looptune::input::import::import_auto("n.jsonl", "n", data, true);
-    let _ = looptune::input::import::import_auto("n.jsonl", "n", data, false);
-    for format in looptune::input::import::format_names() {
-        let _ = looptune::input::import::import_as(format, "n.json", "n", data, true);
+    let _ = looptune_core::input::import::detect(data);
+    let _ = looptune_core::input::import::import_auto("n.jsonl", "n", data, true);
+    let _ = looptune_core::input::import::import_auto("n.jsonl", "n", data, false);
+    for format in looptune_core::input::import::format_names() {
+        let _ = looptune_core::input::import::import_as(format, "n.json", "n", data, true);
     }
 });

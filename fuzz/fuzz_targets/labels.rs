@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     for jsonl in [false, true] {
         for lenient in [false, true] {
             let mut warnings = Vec::new();
-            let _ = looptune::input::labels::parse_labels("l.csv", text, jsonl, lenient, &mut warnings);
+            let _ = looptune_core::input::labels::parse_labels("l.csv", text, jsonl, lenient, &mut warnings);
         }
     }
 });
