@@ -202,6 +202,18 @@ struct SynthArgs {
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// `prose`: canonical JSONL, mostly streamed text in small chunks (the
+    /// first benchmark corpus); `real`: the real corpus's record mix and
+    /// sizes, in canonical, Claude Code, Codex and Gemini CLI files, with
+    /// labels.csv.
+    #[arg(long, value_enum, default_value_t = SynthShape::Prose)]
+    shape: SynthShape,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SynthShape {
+    Prose,
+    Real,
 }
 
 const LABEL_HELP: &str = "\
@@ -844,12 +856,25 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             &mut std::io::stderr(),
         ),
         Command::Synth(a) => {
-            let total = crate::input::synth::write_corpus(&a.out, a.sessions, a.bytes, a.seed)
-                .map_err(|e| Error::io(&a.out, e))?;
+            let (total, files) = match a.shape {
+                SynthShape::Prose => (
+                    crate::input::synth::write_corpus(&a.out, a.sessions, a.bytes, a.seed)
+                        .map_err(|e| Error::io(&a.out, e))?,
+                    a.sessions.clamp(1, 100) as u64,
+                ),
+                SynthShape::Real => {
+                    let w = crate::input::synth::real::write_corpus(
+                        &a.out, a.sessions, a.bytes, a.seed,
+                    )
+                    .map_err(|e| Error::io(&a.out, e))?;
+                    (w.bytes, w.files)
+                }
+            };
             eprintln!(
-                "wrote {} sessions, {} bytes, to {}",
+                "wrote {} sessions, {} bytes in {} files, to {}",
                 a.sessions,
                 total,
+                files,
                 a.out.display()
             );
             Ok(0)

@@ -1,7 +1,10 @@
 //! A seeded generator of synthetic canonical sessions, for benchmarks: streamed
 //! prose in small chunks, tool calls with results, usage records, markdown and
 //! code, and a share of looping sessions (identical calls, cycles, chanting).
-//! The same seed always gives the same bytes.
+//! The same seed always gives the same bytes. [`real`] writes sessions shaped
+//! like real logs instead, in several native formats.
+
+pub mod real;
 
 use std::fmt::Write;
 
