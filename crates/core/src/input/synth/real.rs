@@ -116,7 +116,8 @@ fn plan(id: String, seed: u64, target_bytes: usize) -> Plan {
     let mut turn = 0usize;
     let fixed_args = args(&mut r, 80);
     let chant = "I will now verify the fix and report back to the user. ".repeat(8);
-    while bytes < target_bytes {
+    // A looping session runs a few turns into its loop, whatever its size.
+    while bytes < target_bytes || (kind != 9 && turn < onset + 4) {
         turn += 1;
         let looping = kind != 9 && turn >= onset;
         if turn > 1 && r.chance(0.12) {
@@ -150,6 +151,12 @@ fn plan(id: String, seed: u64, target_bytes: usize) -> Plan {
         } else {
             calls
         };
+        // Every turn says something, so each format's reader sees it.
+        if calls == 0 && !matches!(records.last(), Some(Rec::Thought(_) | Rec::Content(_))) {
+            let t = sized(&mut r, 106.0, 1.4, 16_000);
+            bytes += t.len() + 60;
+            records.push(Rec::Content(t));
+        }
         for c in 0..calls {
             let id = format!("call_{turn}_{c}");
             let (name, a, output, error) = if looping && kind == IDENTICAL && c == 0 {
@@ -491,6 +498,29 @@ fn gemini_cli(p: &Plan) -> String {
     serde_json::to_string_pretty(&doc).expect("JSON serialises")
 }
 
+/// The turn a reader that infers turns (a new one at the first model record
+/// after a prompt or a result) gives the start of planned turn `turn`.
+fn implicit_turn(p: &Plan, turn: usize) -> usize {
+    let (mut planned, mut inferred, mut boundary) = (0, 0, true);
+    for rec in &p.records {
+        match rec {
+            Rec::Turn => planned += 1,
+            Rec::User(_) | Rec::Result { .. } => boundary = true,
+            Rec::Thought(_) | Rec::Content(_) | Rec::Call { .. } => {
+                if boundary {
+                    inferred += 1;
+                    boundary = false;
+                }
+                if planned == turn {
+                    return inferred;
+                }
+            }
+            Rec::Usage(..) => {}
+        }
+    }
+    inferred
+}
+
 /// Session `i`'s seed.
 fn session_seed(seed: u64, i: usize) -> u64 {
     seed ^ (i as u64).wrapping_mul(0x2545_f491_4f6c_dd1d)
@@ -532,7 +562,13 @@ pub fn write_corpus(
             _ => format!("session-r{i:06}"),
         };
         let p = plan(id, session_seed(seed, i), bytes);
-        match p.onset {
+        // Codex marks no turns: its reader starts one at the first model
+        // record after a prompt or a result, so the label names that turn.
+        let onset = match format {
+            7..=8 => p.onset.map(|t| implicit_turn(&p, t)),
+            _ => p.onset,
+        };
+        match onset {
             Some(t) => {
                 let _ = writeln!(labels, "{},loop,{t}", p.id);
             }
@@ -571,13 +607,13 @@ mod tests {
     #[test]
     fn every_format_reads_back_with_the_planned_records() {
         let dir = tempfile::tempdir().unwrap();
-        write_corpus(dir.path(), 20, 30_000, 3).unwrap();
+        write_corpus(dir.path(), 60, 20_000, 3).unwrap();
         let corpus = crate::input::read_corpus(
             &[dir.path().to_path_buf()],
             &crate::input::ReadOptions::default(),
         )
         .unwrap();
-        assert_eq!(corpus.sessions.len(), 20);
+        assert_eq!(corpus.sessions.len(), 60);
         assert!(corpus.skipped.is_empty(), "{:?}", corpus.skipped);
         let formats: std::collections::BTreeSet<&str> =
             corpus.files.iter().map(|f| f.format.as_str()).collect();
@@ -595,9 +631,17 @@ mod tests {
         named.sort_unstable();
         let ids: Vec<&str> = corpus.sessions.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(named, ids);
+        // Every onset lies within its session, in each reader's turns.
+        for l in labels.lines().skip(1) {
+            let f: Vec<&str> = l.split(',').collect();
+            if let Ok(onset) = f[2].parse::<u32>() {
+                let s = corpus.sessions.iter().find(|s| s.id == f[0]).unwrap();
+                assert!(onset + 3 <= s.turns, "{l}: {} turns", s.turns);
+            }
+        }
         for s in &corpus.sessions {
             let i: usize = s.id[s.id.len() - 6..].parse().unwrap();
-            let p = plan(s.id.clone(), session_seed(3, i), 30_000);
+            let p = plan(s.id.clone(), session_seed(3, i), 20_000);
             let count = |f: &dyn Fn(&Rec) -> bool| p.records.iter().filter(|r| f(r)).count();
             let have = |t: &str| {
                 s.events
@@ -616,7 +660,12 @@ mod tests {
                 count(&|r| matches!(r, Rec::Result { .. }))
             );
             assert_eq!(have("user"), count(&|r| matches!(r, Rec::User(_))));
-            assert!(have("thought") > 0, "{}", s.id);
+            assert_eq!(
+                have("thought"),
+                count(&|r| matches!(r, Rec::Thought(_))),
+                "{}",
+                s.id
+            );
         }
     }
 
