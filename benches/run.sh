@@ -5,33 +5,46 @@
 # original detector and to sha256sum.
 # Also: the output share of a sweep (from its closing line) and the targets of
 # issues #13 and #14, each printed as a ratio beside its target.
-# Usage: benches/run.sh [SESSIONS] [BYTES_PER_SESSION]   (defaults 10000 60000: 729 MB)
+# Then (#30) the corpus-size scan: a 1,000-configuration sweep's time and
+# peak memory over 10k, 20k and 40k sessions and 100k sessions, and `diff` of
+# two 100k results (SCAN=0 skips it).
+# Usage: benches/run.sh [SESSIONS] [BYTES_PER_SESSION]   (defaults 10000 60000)
+#   SHAPE=real (default): `synth --shape real`, the real corpus's record mix
+#   and sizes in canonical, Claude Code, Codex and Gemini CLI files (830 MB);
+#   SHAPE=prose: the first benchmark corpus, canonical JSONL of mostly
+#   streamed text (729 MB). Run both for the issue's figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-10000}"; bytes="${2:-60000}"
+shape="${SHAPE:-real}"
 corpus="${BENCH_CORPUS:-bench-corpus}"
 cargo build --release -q
 bin=target/release/looptune
 rm -rf "$corpus"
-"$bin" synth --out "$corpus" --sessions "$n" --bytes "$bytes" --seed 1
-size=$(cat "$corpus"/*.jsonl | wc -c)
-events=$(cat "$corpus"/*.jsonl | wc -l)   # one record per line, every record an event
+"$bin" synth --out "$corpus" --sessions "$n" --bytes "$bytes" --seed 1 --shape "$shape"
+labels=()
+[ -f "$corpus/labels.csv" ] && labels=(--labels "$corpus/labels.csv")
+files() { find "$1" -type f -not -name '*.csv' -not -name '*.md'; }
+size=$(files "$corpus" | xargs cat | wc -c)
+# Events as the reader counts them (native files are not a record per line).
+events=$("$bin" replay "$corpus" --profile max-turns --format json --quiet |
+  grep -o '"events":[0-9]*' | awk -F: '{ s += $2 } END { print s }')
 # Gemini CLI's own service in Node on this kind of machine (issue #3, benches/README.md).
 original_eps=38000
-cat "$corpus"/*.jsonl > /dev/null   # warm the page cache
+files "$corpus" | xargs cat > /dev/null   # warm the page cache
 calc() { awk "BEGIN { print $* }"; }
 secs() { /usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -1; }
 # This host's speed wanders (a second vCPU slowed by a neighbour, the whole
 # machine 20-40% slower for minutes): the fastest of three runs, as hyperfine
 # reports its min, with the highest peak memory of the three.
 best() { for _ in 1 2 3; do secs "$@"; done | sort -k1 -g | awk 'NR == 1 { t = $1 } $2 > m { m = $2 } END { print t, m }'; }
-read sha _ < <(best sha256sum "$corpus"/*.jsonl)
+read sha _ < <(best sh -c "find $corpus -type f -not -name '*.csv' | xargs sha256sum")
 read one one_kb < <(best "$bin" replay "$corpus" --jobs 1 --quiet --format json)
 read two two_kb < <(best "$bin" replay "$corpus" --quiet --format json)
 read base base_kb < <(best "$bin" replay "$corpus" --jobs 1 --quiet --format json --profile max-turns)
 # The same sessions as one file (as `looptune import -o` writes): read in
 # batches, two passes, so memory does not grow with the file either.
-cat "$corpus"/*.jsonl > "$corpus.one.jsonl"
+"$bin" import "$corpus" --quiet -o "$corpus.one.jsonl" 2>/dev/null
 read big big_kb < <(secs "$bin" replay "$corpus.one.jsonl" --quiet --format json)
 rm -f "$corpus.one.jsonl"
 cat > /tmp/looptune-grid-1000.toml <<'TOML'
@@ -49,7 +62,7 @@ TOML
 sweep() { # jobs -> "seconds peak_kb writing_seconds"
   rm -rf /tmp/looptune-bench-sweep; sync
   /usr/bin/time -f "%e %M" -o /tmp/looptune-bench-time "$bin" sweep "$corpus" \
-    --grid /tmp/looptune-grid-1000.toml --jobs "$1" --quiet --out /tmp/looptune-bench-sweep \
+    --grid /tmp/looptune-grid-1000.toml "${labels[@]}" --jobs "$1" --quiet --out /tmp/looptune-bench-sweep \
     > /tmp/looptune-bench-sweep.out
   local w; w=$(sed -n 's/.*(writing the outputs \([0-9.]*\)s).*/\1/p' /tmp/looptune-bench-sweep.out)
   echo "$(tail -1 /tmp/looptune-bench-time) $w"
@@ -70,7 +83,11 @@ small=/tmp/looptune-bench-1000-sessions
 rm -rf "$small"; mkdir -p "$small"
 # synth writes 100 files: 1,000 sessions are 100,000 / n of them.
 files=$(( n >= 1000 ? 100000 / n : 100 )); files=$(( files > 0 ? files : 1 ))
-for f in $(ls "$corpus"/*.jsonl | head -"$files"); do ln -s "$(realpath "$f")" "$small/"; done
+if [ "$shape" = prose ]; then
+  for f in $(ls "$corpus"/*.jsonl | head -"$files"); do ln -s "$(realpath "$f")" "$small/"; done
+else
+  "$bin" synth --out "$small" --sessions 1000 --bytes "$bytes" --seed 1 --shape real 2>/dev/null
+fi
 sweep_small() { # grid [out folder] -> "seconds peak_kb writing_seconds"
   local dest="${2:-/tmp/looptune-bench-sweep}"
   rm -rf "$dest"; sync
@@ -103,7 +120,7 @@ line() { # label seconds peak_kb
     "$1" "$2" "$(calc "$mb / $2")" "$(calc "$events / $2")" "$(calc "$events / $2 / $original_eps")" \
     "$(calc "$sha / $2")" $(($3 / 1024))
 }
-printf 'corpus: %d sessions, %d events, %.1f MB; %d cores\n' "$n" "$events" "$mb" "$(nproc)"
+printf 'corpus (%s): %d sessions, %d events, %.1f MB; %d cores\n' "$shape" "$n" "$events" "$mb" "$(nproc)"
 printf '%-34s %6.2f s  %7.1f MB/s\n' "sha256sum" "$sha" "$(calc "$mb / $sha")"
 line "replay gemini-latest, 1 core" "$one" "$one_kb"
 line "replay gemini-latest, all cores" "$two" "$two_kb"
@@ -144,4 +161,38 @@ if [ -d ../shared/corpus ]; then
   read ctwo ctwo_kb < <(best "$bin" replay ../shared/corpus --lenient --quiet --format json)
   printf '  %.1f MB; sha256sum %.2f s; replay 1 core %.2f s (%d MB), all cores %.2f s (%d MB); sha256sum/replay %.2f\n' \
     "$(calc "$cbytes / 1000000")" "$csha" "$cone" $((cone_kb / 1024)) "$ctwo" $((ctwo_kb / 1024)) "$(calc "$csha / $ctwo")"
+fi
+# Memory against corpus size (#30): the same 1,000-configuration sweep over
+# generated corpora of 10k, 20k, 40k and 100k sessions of SCAN_BYTES each
+# (6,000 by default, so 100k sessions are 0.6-0.8 GB on disk; each corpus is
+# deleted after its run), then `diff` of two 100k results.
+if [ "${SCAN:-1}" != 0 ]; then
+  echo
+  scan_bytes="${SCAN_BYTES:-6000}"
+  echo "corpus-size scan ($shape, $scan_bytes bytes per session, 1000 configurations, all cores):"
+  scan=/tmp/looptune-bench-scan
+  declare -A peak
+  for k in 10000 20000 40000 100000; do
+    rm -rf "$scan"
+    "$bin" synth --out "$scan" --sessions "$k" --bytes "$scan_bytes" --seed 2 --shape "$shape" 2>/dev/null
+    slabels=()
+    [ -f "$scan/labels.csv" ] && slabels=(--labels "$scan/labels.csv")
+    rm -rf "/tmp/looptune-bench-scan-out-$k"; sync
+    read t kb < <(secs "$bin" sweep "$scan" --grid /tmp/looptune-grid-1000.toml "${slabels[@]}" \
+      --quiet --out "/tmp/looptune-bench-scan-out-$k")
+    peak[$k]=$kb
+    printf '  %6d sessions  %7.2f s  peak %5d MB  (%.2fx the 10k peak)\n' "$k" "$t" $((kb / 1024)) \
+      "$(calc "$kb / ${peak[10000]}")"
+    [ "$k" = 10000 ] || [ "$k" = 100000 ] || rm -rf "/tmp/looptune-bench-scan-out-$k"
+  done
+  # Two results over the same 100k sessions: the 10k result's grid again,
+  # against a copy, so every verdict is compared.
+  read dt dkb < <(secs "$bin" diff /tmp/looptune-bench-scan-out-100000 /tmp/looptune-bench-scan-out-100000)
+  printf '  diff of two 100k results  %7.2f s  peak %5d MB\n' "$dt" $((dkb / 1024))
+  rm -rf "$scan" /tmp/looptune-bench-scan-out-*
+  echo "targets (#30): measured -> target"
+  target "sweep 20k / 10k sessions peak memory" "$(calc "${peak[20000]} / ${peak[10000]}")" "<= 1.25"
+  target "sweep 10k and 20k sessions peak memory" "$((peak[10000] / 1024))/$((peak[20000] / 1024)) MB" "< 512 MB"
+  target "sweep 100k sessions peak memory" "$((peak[100000] / 1024)) MB" "< 1024 MB"
+  target "diff of two 100k results peak memory" "$((dkb / 1024)) MB" "< 512 MB"
 fi
