@@ -942,14 +942,7 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
         .map(|&c| (c, r.dense(c)))
         .collect();
     let hits_of = |c: usize| &dense.iter().find(|(x, _)| *x == c).expect("listed").1;
-    // Looked up once per session with a false positive or a missed loop:
-    // a search of the list each time grew with the square of the sessions.
-    let explained: std::collections::HashMap<&str, &crate::result::SessionLines> = rec
-        .explain
-        .iter()
-        .rev()
-        .map(|e| (e.session.as_str(), e))
-        .collect();
+    let explained = &r.explained;
     let mut out = Vec::new();
     for &c in &configs {
         for (si, s) in rec.sessions.iter().enumerate() {

@@ -11,7 +11,7 @@
 //! per hit (schema 3 wrote each hit's values, about 28).
 
 use super::json_text::Raw;
-use super::{ConfigOutcomes, Effect, FirstDetection, Hit};
+use super::{ConfigOutcomes, Effect, FirstDetection, Hit, HitBody};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -708,12 +708,14 @@ fn hit_of<E: serde::de::Error>(row: &[Option<u64>; 9], shared: &mut Shared) -> R
             .or_insert_with_key(|e| Arc::new(e.clone()))
             .clone()
     });
-    Ok(Hit {
-        session: u32::try_from(at(0).ok_or_else(|| E::custom("a hit without a session"))?)
+    Ok(Hit::new(
+        u32::try_from(at(0).ok_or_else(|| E::custom("a hit without a session"))?)
             .map_err(|_| E::custom("a hit's session is out of range"))?,
-        first,
-        effect,
-        judge_due: small(5)?,
-        judge_no_verdict: small(6)?,
-    })
+        HitBody {
+            first,
+            effect,
+            judge_due: small(5)?,
+            judge_no_verdict: small(6)?,
+        },
+    ))
 }

@@ -363,14 +363,24 @@ impl std::fmt::Display for PlaceRecord {
 }
 
 /// What one configuration did on one session, as scores and outputs need it.
-/// A large sweep holds millions, so it is small (32 bytes): what is rare or
-/// shared between configurations (the first detection, the policy's stop and
-/// warnings) sits behind shared pointers.
+/// A large sweep holds millions (a 1,000-configuration grid over 10,000
+/// sessions: 6 million, most of them judge checks due), so it is small (16
+/// bytes): its session and a shared body. The configurations of a grid
+/// mostly agree on a session, so a session has a few distinct bodies and
+/// its hits share them; the body's fields read through the hit
+/// (`hit.first`, `hit.judge_due`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(from = "FlatHit", into = "FlatHit")]
 pub struct Hit {
     /// Index of the session in [`SweepRecord::sessions`].
     pub session: u32,
+    body: Arc<HitBody>,
+}
+
+/// What a hit says, apart from its session: shared by the configurations
+/// that agree on a session.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HitBody {
     /// Judge checks due.
     pub judge_due: u32,
     /// Of those, without a recorded verdict.
@@ -381,6 +391,28 @@ pub struct Hit {
     /// What the policy did (`None`: no stop, no warning, nothing unheeded);
     /// configurations that act alike on a session share one.
     pub effect: Option<Arc<Effect>>,
+}
+
+impl std::ops::Deref for Hit {
+    type Target = HitBody;
+    fn deref(&self) -> &HitBody {
+        &self.body
+    }
+}
+
+impl Hit {
+    /// A hit of session `session`.
+    pub fn new(session: u32, body: HitBody) -> Hit {
+        Hit {
+            session,
+            body: Arc::new(body),
+        }
+    }
+
+    /// The body, to change (copied first when shared).
+    pub fn body_mut(&mut self) -> &mut HitBody {
+        Arc::make_mut(&mut self.body)
+    }
 }
 
 /// What a configuration's policy did to a session: its stop and what came
@@ -428,19 +460,21 @@ struct FlatHit {
 
 impl From<FlatHit> for Hit {
     fn from(f: FlatHit) -> Hit {
-        Hit {
-            session: f.session,
-            judge_due: f.judge_due,
-            judge_no_verdict: f.judge_no_verdict,
-            first: f.first,
-            effect: Effect::new(Effect {
-                stop_turn: f.stop_turn,
-                warnings: f.warnings,
-                unheeded: f.unheeded,
-                turns_after_stop: f.turns_after_stop,
-                tokens_after_stop: f.tokens_after_stop,
-            }),
-        }
+        Hit::new(
+            f.session,
+            HitBody {
+                judge_due: f.judge_due,
+                judge_no_verdict: f.judge_no_verdict,
+                first: f.first,
+                effect: Effect::new(Effect {
+                    stop_turn: f.stop_turn,
+                    warnings: f.warnings,
+                    unheeded: f.unheeded,
+                    turns_after_stop: f.turns_after_stop,
+                    tokens_after_stop: f.tokens_after_stop,
+                }),
+            },
+        )
     }
 }
 
@@ -455,7 +489,7 @@ impl From<Hit> for FlatHit {
             judge_no_verdict: h.judge_no_verdict,
             turns_after_stop: h.turns_after_stop(),
             tokens_after_stop: h.tokens_after_stop(),
-            first: h.first,
+            first: h.first.clone(),
         }
     }
 }
@@ -479,6 +513,9 @@ pub struct SessionHits {
     by_source: Vec<((u32, u32), Arc<FirstDetection>)>,
     distinct: Vec<Arc<FirstDetection>>,
     effects: std::collections::HashSet<Arc<Effect>>,
+    /// Bodies by what they hold: their detection and effect (by address:
+    /// each is shared by value above) and their judge counts.
+    bodies: HashMap<(usize, usize, u32, u32), Arc<HitBody>>,
 }
 
 impl SessionHits {
@@ -530,13 +567,26 @@ impl SessionHits {
                 x
             }
         });
-        Some(Hit {
-            session: 0,
-            judge_due: o.judge_due,
-            judge_no_verdict: o.judge_no_verdict,
-            first,
-            effect,
-        })
+        let addr = |p: Option<usize>| p.unwrap_or(0);
+        let key = (
+            addr(first.as_ref().map(|d| Arc::as_ptr(d) as usize)),
+            addr(effect.as_ref().map(|e| Arc::as_ptr(e) as usize)),
+            o.judge_due,
+            o.judge_no_verdict,
+        );
+        let body = self
+            .bodies
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(HitBody {
+                    judge_due: o.judge_due,
+                    judge_no_verdict: o.judge_no_verdict,
+                    first,
+                    effect,
+                })
+            })
+            .clone();
+        Some(Hit { session: 0, body })
     }
 }
 
@@ -555,19 +605,21 @@ impl Hit {
         if quiet {
             return None;
         }
-        Some(Hit {
+        Some(Hit::new(
             session,
-            first: o.first().map(|d| Arc::new(FirstDetection::of(d))),
-            effect: Effect::new(Effect {
-                stop_turn: o.stop.map(|s| s.turn),
-                warnings: o.warnings,
-                unheeded: o.unheeded,
-                turns_after_stop: o.turns_after_stop,
-                tokens_after_stop: o.tokens_after_stop,
-            }),
-            judge_due: o.judge_due,
-            judge_no_verdict: o.judge_no_verdict,
-        })
+            HitBody {
+                first: o.first().map(|d| Arc::new(FirstDetection::of(d))),
+                effect: Effect::new(Effect {
+                    stop_turn: o.stop.map(|s| s.turn),
+                    warnings: o.warnings,
+                    unheeded: o.unheeded,
+                    turns_after_stop: o.turns_after_stop,
+                    tokens_after_stop: o.tokens_after_stop,
+                }),
+                judge_due: o.judge_due,
+                judge_no_verdict: o.judge_no_verdict,
+            },
+        ))
     }
 
     /// The hit with its detection's place, `place(event)` telling where a
@@ -576,8 +628,10 @@ impl Hit {
         mut self,
         place: impl Fn(u32) -> Option<crate::event::Provenance<'a>>,
     ) -> Hit {
-        if let Some(d) = &mut self.first {
-            Arc::make_mut(d).place = place(d.event).and_then(PlaceRecord::of);
+        if let Some(event) = self.first.as_ref().map(|d| d.event) {
+            if let Some(d) = &mut self.body_mut().first {
+                Arc::make_mut(d).place = place(event).and_then(PlaceRecord::of);
+            }
         }
         self
     }
@@ -704,8 +758,8 @@ pub struct SweepRecord {
     /// For every labelled session: the records around its labelled onset and
     /// around every configuration's first detection, so the report can
     /// explain each false positive and missed loop without the inputs.
-    #[serde(default, serialize_with = "json_text::serialize_explain")]
-    pub explain: Vec<SessionLines>,
+    #[serde(default)]
+    pub explain: Explanations,
     /// Wall time of the run (the longest part's, after a merge).
     #[serde(default)]
     pub wall_time_ms: u64,
@@ -724,7 +778,7 @@ impl SweepRecord {
         sessions: Vec<SessionRecord>,
         outcomes: Vec<ConfigOutcomes>,
         material: Vec<SessionMaterial>,
-        explain: Vec<SessionLines>,
+        explain: Explanations,
     ) -> SweepRecord {
         SweepRecord {
             schema_version: SCHEMA_VERSION,
@@ -864,7 +918,9 @@ impl SweepRecord {
             whole.wall_time_ms = whole.wall_time_ms.max(p.wall_time_ms);
             whole.sessions.extend(p.sessions);
             whole.material.extend(p.material);
-            whole.explain.extend(p.explain);
+            whole.explain = std::mem::take(&mut whole.explain)
+                .merge(p.explain)
+                .map_err(|e| Error::io("<the merged explanations>", e))?;
         }
         let counts: Vec<u32> = seen_shards.iter().map(|s| s.count).collect();
         if let Some(&n) = counts.first() {
@@ -921,7 +977,10 @@ impl SweepRecord {
             .collect();
         material.sort_by_key(|m| keep.iter().position(|k| *k == m.session));
         whole.material = material;
-        whole.explain.sort_by(|a, b| a.session.cmp(&b.session));
+        // In session order, as one sweep over every part's sessions writes them.
+        whole.explain = std::mem::take(&mut whole.explain)
+            .merge(Explanations::default())
+            .map_err(|e| Error::io("<the merged explanations>", e))?;
         whole.shard = None;
         Ok(whole)
     }
@@ -1256,6 +1315,8 @@ pub fn record_text(r: &Record) -> String {
 }
 
 pub mod compact;
+pub mod explain;
+pub use explain::Explanations;
 pub(crate) mod json_text;
 
 /// Find the baseline: a stock configuration of `profile` (default: the grid's base profile).
@@ -1337,28 +1398,37 @@ mod tests {
             .run(
                 &hit,
                 |(session, judge_due, judge_no_verdict, effect, det)| {
-                    let h = Hit {
+                    let h = Hit::new(
                         session,
-                        judge_due,
-                        judge_no_verdict,
-                        first: None,
-                        effect: effect.and_then(
-                            |(stop_turn, warnings, unheeded, turns, tokens)| {
-                                Effect::new(Effect {
-                                    stop_turn,
-                                    warnings,
-                                    unheeded,
-                                    turns_after_stop: turns,
-                                    tokens_after_stop: tokens,
-                                })
-                            },
-                        ),
-                    };
+                        HitBody {
+                            judge_due,
+                            judge_no_verdict,
+                            first: None,
+                            effect: effect.and_then(
+                                |(stop_turn, warnings, unheeded, turns, tokens)| {
+                                    Effect::new(Effect {
+                                        stop_turn,
+                                        warnings,
+                                        unheeded,
+                                        turns_after_stop: turns,
+                                        tokens_after_stop: tokens,
+                                    })
+                                },
+                            ),
+                        },
+                    );
                     prop_assert_eq!(compact::row_text(&h, det), compact::row_by_serde(&h, det));
                     Ok(())
                 },
             )
             .unwrap();
+    }
+
+    /// The size the doc of [`Hit`] promises: millions of them make most of
+    /// a large sweep's memory.
+    #[test]
+    fn a_hit_is_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<Hit>(), 16);
     }
 
     /// Briefs that agree share one detection and one effect; a detection
@@ -1398,15 +1468,24 @@ mod tests {
         let d = hit(&brief(Some((2, 0)), stop)).unwrap();
         let quiet = hit(&brief(None, None)).unwrap();
         assert_eq!(made, 3, "one record per source");
-        let (fa, fc, fd) = (a.first.unwrap(), c.first.unwrap(), d.first.unwrap());
+        let (fa, fc, fd) = (
+            a.first.clone().unwrap(),
+            c.first.clone().unwrap(),
+            d.first.clone().unwrap(),
+        );
         assert!(Arc::ptr_eq(&fa, b.first.as_ref().unwrap()));
+        assert!(Arc::ptr_eq(&a.body, &b.body), "agreeing hits share a body");
+        assert!(!Arc::ptr_eq(&a.body, &d.body));
         assert!(Arc::ptr_eq(&fa, &fc), "equal by value, shared");
         assert!(!Arc::ptr_eq(&fa, &fd));
         assert!(Arc::ptr_eq(
             a.effect.as_ref().unwrap(),
             d.effect.as_ref().unwrap()
         ));
-        assert_eq!((c.effect, quiet.first, quiet.effect), (None, None, None));
+        assert_eq!(
+            (c.effect.clone(), quiet.first.clone(), quiet.effect.clone()),
+            (None, None, None)
+        );
         assert_eq!(quiet.judge_due, 1);
     }
 
@@ -1435,21 +1514,25 @@ mod tests {
                 config: format!("c{c}"),
                 hits: (0..sessions)
                     .filter(|s| !(s + c as u32).is_multiple_of(2 + c as u32 % 5))
-                    .map(|s| Hit {
-                        session: s,
-                        judge_due: (c as u32 + s) % 3,
-                        judge_no_verdict: 0,
-                        // Some configurations hold equal detections apart
-                        // in memory (as a merged record may).
-                        first: (s % 2 == 0).then(|| match c % 11 {
-                            0 => Arc::new((*dets[c % 3]).clone()),
-                            _ => dets[c % 3].clone(),
-                        }),
-                        effect: Effect::new(Effect {
-                            stop_turn: (s % 3 == 0).then_some(s),
-                            tokens_after_stop: (c % 4) as u64 * 1000,
-                            ..Default::default()
-                        }),
+                    .map(|s| {
+                        Hit::new(
+                            s,
+                            HitBody {
+                                judge_due: (c as u32 + s) % 3,
+                                judge_no_verdict: 0,
+                                // Some configurations hold equal detections apart
+                                // in memory (as a merged record may).
+                                first: (s % 2 == 0).then(|| match c % 11 {
+                                    0 => Arc::new((*dets[c % 3]).clone()),
+                                    _ => dets[c % 3].clone(),
+                                }),
+                                effect: Effect::new(Effect {
+                                    stop_turn: (s % 3 == 0).then_some(s),
+                                    tokens_after_stop: (c % 4) as u64 * 1000,
+                                    ..Default::default()
+                                }),
+                            },
+                        )
                     })
                     .collect(),
             })
@@ -1554,21 +1637,28 @@ mod tests {
             })
         };
         let shared = d(9, "x");
-        let hit = |session: u32, first: Option<Arc<FirstDetection>>| Hit {
-            session,
-            first,
-            ..Default::default()
+        let hit = |session: u32, first: Option<Arc<FirstDetection>>| {
+            Hit::new(
+                session,
+                HitBody {
+                    first,
+                    ..Default::default()
+                },
+            )
+        };
+        let with = |mut h: Hit, f: &dyn Fn(&mut HitBody)| {
+            f(h.body_mut());
+            h
         };
         let outcomes = vec![
             ConfigOutcomes {
                 config: "a".into(),
                 hits: vec![
                     hit(0, Some(shared.clone())),
-                    Hit {
-                        judge_due: 4,
-                        judge_no_verdict: 4,
-                        ..hit(1, None)
-                    },
+                    with(hit(1, None), &|b| {
+                        b.judge_due = 4;
+                        b.judge_no_verdict = 4;
+                    }),
                 ],
             },
             ConfigOutcomes {
@@ -1576,32 +1666,29 @@ mod tests {
                 hits: vec![
                     // Equal by value on one session, apart in memory:
                     // written once.
-                    Hit {
-                        effect: Effect::new(Effect {
+                    with(hit(0, Some(d(9, "x"))), &|b| {
+                        b.effect = Effect::new(Effect {
                             stop_turn: Some(3),
                             tokens_after_stop: 7,
                             ..Default::default()
-                        }),
-                        ..hit(0, Some(d(9, "x")))
-                    },
+                        })
+                    }),
                     // The same detection on another session is listed
                     // with that session's.
                     hit(2, Some(shared.clone())),
                     hit(3, Some(d(12, "y"))),
-                    Hit {
-                        effect: Effect::new(Effect {
+                    with(hit(4, None), &|b| {
+                        b.effect = Effect::new(Effect {
                             stop_turn: Some(0),
                             ..Default::default()
-                        }),
-                        ..hit(4, None)
-                    },
-                    Hit {
-                        effect: Effect::new(Effect {
+                        })
+                    }),
+                    with(hit(5, None), &|b| {
+                        b.effect = Effect::new(Effect {
                             stop_turn: Some(0),
                             ..Default::default()
-                        }),
-                        ..hit(5, None)
-                    },
+                        })
+                    }),
                 ],
             },
         ];

@@ -14,7 +14,7 @@ use crate::score::recommend::{self, CrossValidation, Hits, Labelled, Tally};
 use crate::score::stats;
 use crate::score::{SweepOptions, FEW_LABELS};
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// A union of configurations as its own result row.
 #[derive(Debug, Clone)]
@@ -126,6 +126,10 @@ pub struct SweepResult {
     pub advice: Advice,
     /// Every session's group under `--group-by`.
     pub groups: GroupIndex,
+    /// The explanations the report shows, by session: where the baseline or
+    /// the recommendation has a false positive or misses a loop (read back
+    /// once from the record, which may hold them on disk).
+    pub explained: HashMap<String, crate::result::SessionLines>,
 }
 
 /// A row of the summary: its role, its grid index (`None`: the union), and
@@ -277,11 +281,32 @@ pub fn analyze(record: SweepRecord) -> Result<SweepResult> {
         objective: opts.objective.clone(),
         advice: Advice::default(),
         groups,
+        explained: HashMap::new(),
     };
     let (recommended, advice) = advise(&result, &opts);
     result.recommended = recommended;
     result.advice = advice;
+    result.explained = shown_explanations(&result)?;
     Ok(result)
+}
+
+/// The explanations of the sessions where the baseline or the
+/// recommendation has a false positive or misses a loop.
+fn shown_explanations(r: &SweepResult) -> Result<HashMap<String, crate::result::SessionLines>> {
+    use crate::score::metrics::{verdict_at, Verdict};
+    let mut wanted = std::collections::HashSet::new();
+    for c in std::iter::once(r.baseline).chain(r.recommended) {
+        for (s, hit) in r.record.sessions.iter().zip(r.dense(c)) {
+            let (v, _) = verdict_at(hit.and_then(Hit::turn), s.label());
+            if matches!(v, Verdict::FalsePositive | Verdict::Missed) {
+                wanted.insert(s.id.as_str());
+            }
+        }
+    }
+    r.record
+        .explain
+        .of(|id| wanted.contains(id))
+        .map_err(|e| crate::error::Error::io("<the sweep's explanations>", e))
 }
 
 /// The distance of any configuration of another family from the baseline,

@@ -68,7 +68,8 @@ struct Swept {
     /// Its arrival number: what its hits carry as their session until every
     /// session is known (see [`Filling`]).
     slot: u32,
-    explain: Option<crate::result::SessionLines>,
+    /// Where its explanation is in the spill file, when labelled.
+    explain: Option<crate::result::explain::Place>,
     /// How much the stock profiles disagree on it, and whether it is
     /// unlabelled (the report's order), when they do.
     disagreement: Option<(u32, bool)>,
@@ -178,6 +179,9 @@ struct Reducer<'a> {
     stock: &'a [usize],
     disagreeing: &'a std::sync::Mutex<Disagreeing>,
     filling: &'a std::sync::Mutex<Filling>,
+    /// Labelled sessions' explanations, written as they are made.
+    spill: &'a crate::result::explain::Spill,
+    spill_error: &'a std::sync::Mutex<Option<std::io::Error>>,
 }
 
 impl Reducer<'_> {
@@ -212,8 +216,18 @@ impl Reducer<'_> {
                 crate::result::material(&s, &place, d, first_events(true))
             });
         }
-        let explain = label
-            .map(|l| crate::result::explain_lines(&s, &place, first_events(false), l.onset_turn));
+        let explain = label.and_then(|l| {
+            let lines = crate::result::explain_lines(&s, &place, first_events(false), l.onset_turn);
+            match self.spill.put(&lines) {
+                Ok(at) => Some(at),
+                Err(e) => {
+                    // Kept for the end of the stream, where the sweep fails.
+                    let mut failed = self.spill_error.lock().unwrap_or_else(|e| e.into_inner());
+                    failed.get_or_insert(e);
+                    None
+                }
+            }
+        });
         let slot = self
             .filling
             .lock()
@@ -329,6 +343,9 @@ pub fn run_sweep(
         .collect();
     let disagreeing = std::sync::Mutex::new(Disagreeing::new());
     let filling = std::sync::Mutex::new(Filling::new(record_grid.configs.len()));
+    let spill_failed = |e| Error::io("<a temporary file for the explanations (TMPDIR)>", e);
+    let spill = crate::result::explain::Spill::new().map_err(spill_failed)?;
+    let spill_error = std::sync::Mutex::new(None);
     let read = crate::input::ReadOptions {
         jobs,
         ..read.clone()
@@ -341,6 +358,8 @@ pub fn run_sweep(
         stock: &stock,
         disagreeing: &disagreeing,
         filling: &filling,
+        spill: &spill,
+        spill_error: &spill_error,
     };
     let one = |s: std::sync::Arc<crate::event::Session>, names: &crate::input::FileNames| {
         reducer.reduce(s, names)
@@ -349,6 +368,9 @@ pub fn run_sweep(
     all_paths.extend_from_slice(test_paths);
     let paths = &all_paths[..];
     let streamed = crate::input::stream_sessions(paths, &read, progress, &one)?;
+    if let Some(e) = spill_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(spill_failed(e));
+    }
     let inputs = streamed.inputs();
     // Labels are resolved against every session read, as without shards (a
     // shard's labels file names every shard's sessions), then kept for its own.
@@ -419,9 +441,10 @@ pub fn run_sweep(
     let mut explain = Vec::new();
     for (si, sw) in swept.into_iter().enumerate() {
         index[sw.slot as usize] = Some(si as u32);
+        explain.extend(sw.explain.map(|at| (sw.session.id.clone(), at)));
         sessions.push(sw.session);
-        explain.extend(sw.explain);
     }
+    let explain = spill.finish(explain).map_err(spill_failed)?;
     let outcomes: Vec<crate::result::ConfigOutcomes> = record_grid
         .configs
         .iter()
@@ -641,9 +664,14 @@ mod tests {
 
     #[test]
     fn filled_hits_are_renumbered_in_session_order_and_dropped_sessions_go() {
-        let hit = |judge_due: u32| Hit {
-            judge_due,
-            ..Default::default()
+        let hit = |judge_due: u32| {
+            Hit::new(
+                0,
+                crate::result::HitBody {
+                    judge_due,
+                    ..Default::default()
+                },
+            )
         };
         let mut f = Filling::new(2);
         // Arrival order c, a, x (dropped: read again later), b.
@@ -726,10 +754,13 @@ mod tests {
         let n = 3 * BLOCK_HITS as u32 + 17;
         let mut f = Filling::new(1);
         for i in 0..n {
-            let h = Hit {
-                judge_due: i,
-                ..Default::default()
-            };
+            let h = Hit::new(
+                0,
+                crate::result::HitBody {
+                    judge_due: i,
+                    ..Default::default()
+                },
+            );
             f.push(vec![(0, h)]);
         }
         // Arrivals in reverse session order; every tenth dropped.

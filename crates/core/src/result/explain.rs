@@ -1,0 +1,263 @@
+//! The explanations a record keeps: for every labelled session, the records
+//! around its onset and around each configuration's first detection
+//! ([`SessionLines`]), so a report explains a false positive or a missed
+//! loop without the inputs.
+//!
+//! A sweep makes them as sessions stream by and writes each one at once, as
+//! the JSON text `summary.json` holds, to an unnamed temporary file (gone when
+//! the run ends, however it ends), keeping in memory only where each is: a
+//! sweep over every session of a corpus all labelled held them whole (5 KB a
+//! session), a third of its memory once hits were shared (#30). Writing
+//! `summary.json` copies the text back in order; the report reads back only
+//! the sessions it shows. A record loaded from `summary.json` holds them
+//! parsed.
+
+use super::json_text::{self, Raw};
+use super::SessionLines;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::HashMap;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::sync::{Arc, Mutex};
+
+/// Every labelled session's lines, in session order (several entries may
+/// name one session after a merge; the last one counts).
+#[derive(Debug, Clone, Default)]
+pub struct Explanations(Store);
+
+#[derive(Debug, Clone)]
+enum Store {
+    Lines(Vec<SessionLines>),
+    Spilled(Arc<Spilled>),
+}
+
+impl Default for Store {
+    fn default() -> Store {
+        Store::Lines(Vec::new())
+    }
+}
+
+#[derive(Debug)]
+struct Spilled {
+    file: Mutex<std::fs::File>,
+    /// Session, and where its text is.
+    index: Vec<(String, Place)>,
+}
+
+/// Where one session's text is in the spill file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    offset: u64,
+    len: u32,
+}
+
+/// The file a sweep writes explanations to as it makes them; any thread may
+/// put one.
+pub struct Spill {
+    out: Mutex<(BufWriter<std::fs::File>, u64)>,
+}
+
+impl Spill {
+    /// An unnamed temporary file (in `TMPDIR`), removed when the run ends.
+    pub fn new() -> std::io::Result<Spill> {
+        Ok(Spill {
+            out: Mutex::new((BufWriter::new(tempfile::tempfile()?), 0)),
+        })
+    }
+
+    /// Write one session's lines; their text is made on the calling thread.
+    pub fn put(&self, lines: &SessionLines) -> std::io::Result<Place> {
+        let mut text = String::new();
+        json_text::session_lines(&mut text, lines);
+        let len = u32::try_from(text.len())
+            .map_err(|_| std::io::Error::other("one session's explanation passes 4 GB"))?;
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        out.0.write_all(text.as_bytes())?;
+        let place = Place { offset: out.1, len };
+        out.1 += u64::from(len);
+        Ok(place)
+    }
+
+    /// The explanations, in the order of `index`.
+    pub fn finish(self, index: Vec<(String, Place)>) -> std::io::Result<Explanations> {
+        let (out, _) = self.out.into_inner().unwrap_or_else(|e| e.into_inner());
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        Ok(Explanations(Store::Spilled(Arc::new(Spilled {
+            file: Mutex::new(file),
+            index,
+        }))))
+    }
+}
+
+impl Spilled {
+    fn text(&self, p: Place) -> std::io::Result<String> {
+        let mut buf = vec![0; p.len as usize];
+        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        f.seek(SeekFrom::Start(p.offset))?;
+        f.read_exact(&mut buf)?;
+        String::from_utf8(buf).map_err(std::io::Error::other)
+    }
+
+    fn lines(&self, p: Place) -> std::io::Result<SessionLines> {
+        serde_json::from_str(&self.text(p)?).map_err(std::io::Error::other)
+    }
+}
+
+impl From<Vec<SessionLines>> for Explanations {
+    fn from(v: Vec<SessionLines>) -> Explanations {
+        Explanations(Store::Lines(v))
+    }
+}
+
+impl Explanations {
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Store::Lines(v) => v.len(),
+            Store::Spilled(s) => s.index.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The lines of the sessions `wanted` names (the last entry of a
+    /// session), read back from the spill file only for those.
+    pub fn of(
+        &self,
+        wanted: impl Fn(&str) -> bool,
+    ) -> std::io::Result<HashMap<String, SessionLines>> {
+        let mut out = HashMap::new();
+        match &self.0 {
+            Store::Lines(v) => {
+                for l in v.iter().filter(|l| wanted(&l.session)) {
+                    out.insert(l.session.clone(), l.clone());
+                }
+            }
+            Store::Spilled(s) => {
+                for (id, p) in s.index.iter().filter(|(id, _)| wanted(id)) {
+                    out.insert(id.clone(), s.lines(*p)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every entry, parsed.
+    pub fn into_lines(self) -> std::io::Result<Vec<SessionLines>> {
+        match self.0 {
+            Store::Lines(v) => Ok(v),
+            Store::Spilled(s) => s.index.iter().map(|(_, p)| s.lines(*p)).collect(),
+        }
+    }
+
+    /// Add `other`'s entries after these, then order all by session (stable:
+    /// entries of one session keep their order), as a merge does.
+    pub fn merge(self, other: Explanations) -> std::io::Result<Explanations> {
+        let mut v = self.into_lines()?;
+        v.extend(other.into_lines()?);
+        v.sort_by(|a, b| a.session.cmp(&b.session));
+        Ok(v.into())
+    }
+}
+
+impl PartialEq for Explanations {
+    fn eq(&self, other: &Explanations) -> bool {
+        match (self.clone().into_lines(), other.clone().into_lines()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Serialize for Explanations {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Store::Lines(v) => json_text::serialize_explain(v, ser),
+            Store::Spilled(s) => {
+                use serde::ser::{Error, SerializeSeq};
+                let mut seq = ser.serialize_seq(Some(s.index.len()))?;
+                for (_, p) in &s.index {
+                    let text = s.text(*p).map_err(S::Error::custom)?;
+                    seq.serialize_element(&Raw(&text))?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Explanations {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Explanations, D::Error> {
+        Vec::<SessionLines>::deserialize(de).map(Explanations::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::ExcerptLine;
+
+    fn lines(id: &str, n: u32) -> SessionLines {
+        SessionLines {
+            session: id.into(),
+            lines: (0..n)
+                .map(|i| ExcerptLine {
+                    event: i + 1,
+                    turn: i,
+                    kind: "content".into(),
+                    text: format!("line \"{i}\" of {id}\n"),
+                    hit: false,
+                    place: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Spilled from several threads in any order, they serialize as the
+    /// same lines held in memory, in the index's order, and read back.
+    #[test]
+    fn spilled_explanations_are_the_lines_they_were() {
+        use rayon::prelude::*;
+        let all: Vec<SessionLines> = (0..300)
+            .map(|i| lines(&format!("s{i:03}"), i % 7))
+            .collect();
+        let spill = Spill::new().unwrap();
+        let mut placed: Vec<(String, Place)> = all
+            .par_iter()
+            .rev()
+            .map(|l| (l.session.clone(), spill.put(l).unwrap()))
+            .collect();
+        placed.sort_by(|a, b| a.0.cmp(&b.0));
+        let spilled = spill.finish(placed).unwrap();
+        let held = Explanations::from(all.clone());
+        assert_eq!(
+            serde_json::to_string(&spilled).unwrap(),
+            serde_json::to_string(&held).unwrap()
+        );
+        assert_eq!(spilled.len(), 300);
+        let some = spilled.of(|id| id.ends_with('7')).unwrap();
+        assert_eq!(some.len(), 30);
+        assert_eq!(some["s017"], all[17]);
+        assert_eq!(spilled.clone().into_lines().unwrap(), all);
+        let back: Explanations =
+            serde_json::from_str(&serde_json::to_string(&spilled).unwrap()).unwrap();
+        assert_eq!(back, held);
+    }
+
+    #[test]
+    fn a_merge_orders_by_session_and_keeps_both_parts() {
+        let a = Explanations::from(vec![lines("b", 1), lines("d", 1)]);
+        let b = Explanations::from(vec![lines("a", 2), lines("c", 0)]);
+        let ids: Vec<String> = a
+            .merge(b)
+            .unwrap()
+            .into_lines()
+            .unwrap()
+            .into_iter()
+            .map(|l| l.session)
+            .collect();
+        assert_eq!(ids, ["a", "b", "c", "d"]);
+    }
+}
