@@ -44,7 +44,7 @@ read two two_kb < <(best "$bin" replay "$corpus" --quiet --format json)
 read base base_kb < <(best "$bin" replay "$corpus" --jobs 1 --quiet --format json --profile max-turns)
 # The same sessions as one file (as `looptune import -o` writes): read in
 # batches, two passes, so memory does not grow with the file either.
-"$bin" import "$corpus" --quiet -o "$corpus.one.jsonl" 2>/dev/null
+"$bin" import "$corpus" -o "$corpus.one.jsonl" 2>/dev/null
 read big big_kb < <(secs "$bin" replay "$corpus.one.jsonl" --quiet --format json)
 rm -f "$corpus.one.jsonl"
 cat > /tmp/looptune-grid-1000.toml <<'TOML'
