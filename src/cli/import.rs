@@ -3,8 +3,32 @@
 use super::*;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::input::{read_corpus, ReadOptions};
+use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
+
+pub(super) const IMPORT_HELP: &str = "\
+Examples:
+  looptune import ~/.claude/projects -o claude.jsonl
+  looptune import --redact ~/.codex/sessions -o codex.jsonl.gz   # masked, compressed
+  looptune import --input-format gemini-cli chats/ -o gemini.jsonl
+  cat session.json | looptune import - -o session.jsonl
+
+Exit codes:
+  0  ok: the file was written
+  2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written";
+
+#[derive(Debug, Args)]
+pub(super) struct ImportArgs {
+    #[command(flatten)]
+    pub(super) input: InputArgs,
+    /// Output file (canonical JSONL; `.gz` compresses; `-`: stdout). Never an input. `-o`/`--out` is the output in every command.
+    #[arg(long, short = 'o', visible_alias = "out", value_name = "OUT.jsonl")]
+    pub(super) output: PathBuf,
+    /// Mask common credential patterns (API keys, bearer tokens, private keys) in text and arguments.
+    #[arg(long)]
+    pub(super) redact: bool,
+}
 
 /// `looptune import`: native logs to one canonical JSONL file.
 pub fn import_command(

@@ -3,8 +3,40 @@
 use super::*;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::input::{read_corpus_with, ReadOptions};
+use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
+
+pub(super) const LABEL_HELP: &str = "\
+Keys: j/k or arrows next/previous turn, PageDown/PageUp ten turns, g/G first/last
+turn, ]/[ next/previous turn with a detection, / TEXT Enter the next turn holding
+TEXT, n/p next/previous session, l labels the session `loop` with onset = the
+turn under the cursor, c labels it `clean`, e edits its note, s skips, u undoes,
+? shows help, q quits. Every label and note is written to FILE at once.
+
+Examples:
+  looptune label runs/ --labels labels.csv        # created if missing
+  looptune label --suggest runs/ > queue.csv      # the ranked queue, no terminal
+  looptune label --labels labels.csv --export scout validation.csv   # for Inspect Scout";
+
+#[derive(Debug, Args)]
+pub(super) struct LabelArgs {
+    #[command(flatten)]
+    pub(super) input: InputArgs,
+    /// Labels file to write (CSV or JSONL: session,label,onset_turn); other rows and columns are kept.
+    #[arg(long, value_name = "FILE", required_unless_present = "suggest")]
+    pub(super) labels: Option<PathBuf>,
+    /// Print the ranked queue as CSV (session,file,reason, first detection turn per family) instead of opening the terminal.
+    #[arg(long)]
+    pub(super) suggest: bool,
+    /// Write the --labels file in another tool's form and stop: `scout` (an Inspect Scout
+    /// validation set, `id,target[,split]`; JSON, JSONL or YAML by FILE's extension).
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], conflicts_with = "suggest", requires = "labels")]
+    pub(super) export: Vec<String>,
+    /// Worker threads for reading files and replaying (default: all cores).
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    pub(super) jobs: usize,
+}
 
 /// `looptune label`.
 #[derive(Debug, Clone, Default)]

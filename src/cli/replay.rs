@@ -5,8 +5,64 @@ use crate::error::{Error, Result, EXIT_GATE, EXIT_OK};
 use crate::input::ReadOptions;
 use crate::replay::ReplayOptions;
 use crate::report::text::ConfigName;
+use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
+
+pub(super) const REPLAY_HELP: &str = "\
+Examples:
+  looptune replay fixtures/                      # gemini-latest on every session
+  looptune replay --profile gemini-2025-07 --format json runs/*.jsonl
+  looptune replay --set tool_call_threshold=3 --all session.jsonl.gz
+  looptune replay --detector gemini,opencode,blade ~/.claude/projects
+  looptune replay --fail-on-detection nightly/   # CI: exit 1 if anything fires
+
+A detection is reported at the record that triggered it: `turn` per the spec,
+`event` = 1-based index of the record in its session (every record counts).
+Without --all each configuration reports its first detection (the original
+detectors are sticky); --all clears the detection after each and goes on, as
+Gemini CLI's recovery turn does, numbering strikes per prompt. Replay cannot
+know how the model would have reacted to a warning: the recorded continuation
+counts as the model not changing course.
+
+Exit codes:
+  0  ok: everything ran and was written
+  1  --fail-on-detection or a gate (--require) tripped
+  2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written
+  3  results were written, but a report (Markdown, JUnit) failed";
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(super) enum Format {
+    /// A table for people: sessions with a detection, then a summary.
+    Table,
+    /// One JSON object per session, sorted by session id.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ReplayArgs {
+    #[command(flatten)]
+    pub(super) input: InputArgs,
+    #[command(flatten)]
+    pub(super) detectors: DetectorArgs,
+    /// Report every detection (clearDetection() after each), with its strike count.
+    #[arg(help_heading = "Detectors", long)]
+    pub(super) all: bool,
+    /// Output format on stdout.
+    #[arg(help_heading = "Outputs", long, value_enum, default_value = "table")]
+    pub(super) format: Format,
+    /// Worker threads for reading files and replaying (default: all cores). Output is identical for every value.
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    pub(super) jobs: usize,
+    /// Exit with code 1 when any session has a detection (a CI gate).
+    #[arg(help_heading = "CI gates", long)]
+    pub(super) fail_on_detection: bool,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub(super) quiet: bool,
+    #[command(flatten)]
+    pub(super) ci: CiOpts,
+}
 
 /// `looptune replay`.
 #[derive(Debug, Clone)]
@@ -37,6 +93,28 @@ pub struct ReplayRequest {
     pub allow_empty: bool,
     /// Labels for sessions missing from the input are an error (`--strict-labels`).
     pub strict_labels: bool,
+}
+
+impl ReplayArgs {
+    /// The request these arguments make (`--jobs` checked against its cap).
+    pub(super) fn request(&self) -> Result<ReplayRequest> {
+        crate::util::limits::check_jobs(self.jobs)?;
+        Ok(ReplayRequest {
+            paths: self.input.paths.clone(),
+            read: self.input.read_options(false, self.jobs),
+            selection: selection(&self.detectors),
+            all: self.all,
+            json: matches!(self.format, Format::Json),
+            jobs: self.jobs,
+            fail_on_detection: self.fail_on_detection,
+            quiet: self.quiet,
+            labels: self.ci.labels.clone(),
+            config: self.ci.config.clone(),
+            ci: self.ci.ci(),
+            allow_empty: self.input.allow_empty,
+            strict_labels: self.ci.strict_labels,
+        })
+    }
 }
 
 /// Run `looptune replay`; writes to `out`, returns the exit code.

@@ -2,8 +2,28 @@
 
 use super::*;
 use crate::error::{Error, Result, EXIT_OK};
+use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
+
+pub(super) const REPORT_HELP: &str = "\
+Examples:
+  looptune report reports/sweep-default/            # rewrite every output from summary.json
+  looptune report reports/sweep-default/ --parquet  # and add the Parquet files
+
+Exit codes:
+  0  ok: every output written
+  2  bad input (the folder lacks summary.json, or it is damaged or from another version)
+  3  the report could not be written (nothing replaced)";
+
+#[derive(Debug, Args)]
+pub(super) struct ReportArgs {
+    /// A folder written by `looptune sweep`.
+    #[arg(value_name = "DIR")]
+    pub(super) dir: PathBuf,
+    #[command(flatten)]
+    pub(super) files: OutputOpts,
+}
 
 /// `looptune report DIR`: re-render every output of a sweep folder from the
 /// result saved in its `summary.json` (load the record, analyze, write the
