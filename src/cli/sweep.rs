@@ -262,7 +262,9 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     if let Some(c) = &opts.chosen {
         crate::sweep::find_variant(&grid, c)?;
     }
-    crate::result::find_baseline(&crate::sweep::grid_record(&grid), opts.baseline.as_deref())?;
+    // The baseline is found once, here, and handed to the analysis.
+    let baseline =
+        crate::result::find_baseline(&crate::sweep::grid_record(&grid), opts.baseline.as_deref())?;
     let out_dir = req.out.clone().unwrap_or_else(|| {
         PathBuf::from("reports").join(format!("sweep-{}", sanitize(&grid.name)))
     });
@@ -330,7 +332,8 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     }
     record.wall_time_ms = started.elapsed().as_millis() as u64;
     // Scoring and choosing run per configuration on the sweep's threads.
-    let result = crate::util::pool::pool(opts.jobs)?.install(|| crate::score::analyze(record))?;
+    let result = crate::util::pool::pool(opts.jobs)?
+        .install(|| crate::score::analyze_with(record, baseline))?;
     let plain: Vec<crate::score::gates::Gate> =
         gates.iter().filter(|g| !g.is_diff()).cloned().collect();
     if req.out.is_none() && crate::util::outdir::is_output_folder(&out_dir) {

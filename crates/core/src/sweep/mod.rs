@@ -304,6 +304,9 @@ impl Reducer<'_> {
 /// corpus.
 /// Sessions read from `test_paths` are test sessions (`split` = `test`):
 /// scored once the choice is made, never chosen on.
+/// The configurations `options` name (`baseline`, `chosen`) are the
+/// caller's to find on the grid before any work ([`crate::result::find_baseline`],
+/// [`find_variant`]); the baseline found goes to [`crate::score::analyze_with`].
 /// Returns the record, the inputs (files and skips) and the labels.
 #[allow(clippy::too_many_arguments)]
 pub fn run_sweep(
@@ -318,10 +321,6 @@ pub fn run_sweep(
     progress: &dyn Progress,
 ) -> Result<(SweepRecord, Corpus, Labels)> {
     let record_grid = grid_record(&grid);
-    crate::result::find_baseline(&record_grid, options.baseline.as_deref())?;
-    if let Some(c) = &options.chosen {
-        find_variant(&grid, c)?;
-    }
     let configs: Vec<DetectorConfig> = grid.variants.iter().map(|v| v.config.clone()).collect();
     let plan = crate::replay::Plan::new(configs, &ReplayOptions { jobs, all: false })?;
     let stock: Vec<usize> = (0..record_grid.configs.len())
