@@ -78,12 +78,11 @@ pub(super) struct LimitArgs {
 }
 
 impl InputArgs {
-    pub(super) fn read_options(&self, digests: bool, jobs: usize) -> ReadOptions {
+    pub(super) fn read_options(&self, digests: bool) -> ReadOptions {
         ReadOptions {
             lenient: self.lenient,
             format: self.input_format,
             digests,
-            jobs,
             max_gzip_bytes: self.limits.max_gzip_bytes,
             max_gzip_ratio: self.limits.max_gzip_ratio,
             stream_above: self.limits.stream_above,

@@ -129,7 +129,7 @@ pub fn diff_command(
     }
     let mut inputs = result_inputs(base);
     inputs.extend(result_inputs(new));
-    guard_outputs(&ci.outputs(), &inputs)?;
+    guard_outputs(&ci.outputs(), None, &inputs)?;
     let base = crate::score::analyze(crate::result::SweepRecord::load(base)?)?;
     let mut new = crate::score::analyze(crate::result::SweepRecord::load(new)?)?;
     let mut shape = req.shape;

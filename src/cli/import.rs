@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::error::{Error, Result, EXIT_OK};
-use crate::input::{read_corpus, ReadOptions};
+use crate::input::ReadOptions;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -39,8 +39,15 @@ pub fn import_command(
     allow_empty: bool,
     err: &mut dyn Write,
 ) -> Result<i32> {
-    guard_outputs(&[output.to_path_buf()], paths)?;
-    let corpus = read_corpus(paths, read)?;
+    // The inputs are walked once, for the guard and for the read.
+    let inputs = crate::input::InputList::walk(paths, read.lenient);
+    guard_outputs(&[output.to_path_buf()], Some(&inputs), &[])?;
+    let corpus = crate::input::read_files(
+        &inputs.files()?,
+        read,
+        &crate::util::pool::Workers::new(0)?,
+        &crate::util::progress::NoProgress,
+    )?;
     warn_skipped(&corpus, err);
     require_sessions(&corpus, corpus.sessions.len(), paths, allow_empty)?;
     let mut buf: Vec<u8> = Vec::new();

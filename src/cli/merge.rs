@@ -65,18 +65,20 @@ pub fn merge_command(
     let inputs: Vec<PathBuf> = parts.iter().flat_map(|p| result_inputs(p)).collect();
     let mut outputs = list.paths(out_dir);
     outputs.extend(ci.outputs());
-    guard_outputs(&outputs, &inputs)?;
+    guard_outputs(&outputs, None, &inputs)?;
     let record = crate::result::SweepRecord::merge(records)?;
     let labelled = record.sessions.iter().filter(|s| s.label.is_some()).count();
     for g in gates {
         g.needs_labels(labelled)?;
     }
-    let result = crate::score::analyze(record)?;
+    // One pool, every core, for the analysis and the writing.
+    let workers = crate::util::pool::Workers::new(0)?;
+    let result = workers.install(|| crate::score::analyze(record))?;
     let writing = crate::progress::for_stderr(false, "writing outputs");
     let (code, brief) = finish_sweep(
         &result,
         &list,
-        0,
+        &workers,
         out_dir,
         ci,
         gates,

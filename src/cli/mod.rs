@@ -159,7 +159,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
         ),
         Command::Import(a) => import_command(
             &a.input.paths,
-            &a.input.read_options(false, 0),
+            &a.input.read_options(false),
             &a.output,
             a.redact,
             a.input.allow_empty,
@@ -177,7 +177,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
         Command::Label(a) => label_command(
             &LabelRequest {
                 paths: a.input.paths.clone(),
-                read: a.input.read_options(false, a.jobs),
+                read: a.input.read_options(false),
                 labels: a.labels.clone(),
                 suggest: a.suggest,
                 jobs: a.jobs,

@@ -77,7 +77,7 @@ pub struct ReplayRequest {
     pub all: bool,
     /// JSON lines instead of a table.
     pub json: bool,
-    /// Worker threads.
+    /// Worker threads (`--jobs`: 0 = all cores), one pool for the whole command.
     pub jobs: usize,
     /// Exit 1 when anything fires.
     pub fail_on_detection: bool,
@@ -101,7 +101,7 @@ impl ReplayArgs {
         crate::util::limits::check_jobs(self.jobs)?;
         Ok(ReplayRequest {
             paths: self.input.paths.clone(),
-            read: self.input.read_options(false, self.jobs),
+            read: self.input.read_options(false),
             selection: selection(&self.detectors),
             all: self.all,
             json: matches!(self.format, Format::Json),
@@ -119,6 +119,7 @@ impl ReplayArgs {
 
 /// Run `looptune replay`; writes to `out`, returns the exit code.
 pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
+    let workers = crate::util::pool::Workers::new(req.jobs)?;
     let configs = req.selection.resolve()?;
     if let Some(c) = &req.config {
         if !configs.iter().any(|x| &x.profile == c || x.family == c) {
@@ -127,10 +128,10 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             )));
         }
     }
-    // What it writes may not be what it reads (sessions, labels).
-    let mut protected = req.paths.clone();
-    protected.extend(req.labels.clone());
-    guard_outputs(&req.ci.outputs(), &protected)?;
+    // What it writes may not be what it reads (sessions, labels). The
+    // inputs are walked once, for this guard and for the read.
+    let inputs = crate::input::InputList::walk(&req.paths, req.read.lenient);
+    guard_outputs(&req.ci.outputs(), Some(&inputs), &req.labels)?;
     let wants_scores = !req.labels.is_empty()
         || req.ci.markdown.is_some()
         || req.ci.junit.is_some()
@@ -145,13 +146,11 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     // One bar over the bytes: every session is replayed as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "replaying");
     let (plan, streamed) = crate::replay::replay_stream(
-        &req.paths,
+        inputs,
         &req.read,
         configs,
-        &ReplayOptions {
-            jobs: req.jobs,
-            all: req.all,
-        },
+        &ReplayOptions { all: req.all },
+        &workers,
         progress.as_ref(),
     )?;
     progress.finish();
@@ -188,8 +187,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let names: Vec<ConfigName> = configs.iter().map(config_name).collect();
     let io = |e| Error::io("<stdout>", e);
     if req.json {
-        let pool = crate::util::pool::pool(req.jobs)?;
-        crate::report::text::replay_json(&sessions, &names, req.all, &pool, out).map_err(io)?;
+        crate::report::text::replay_json(&sessions, &names, req.all, &workers, out).map_err(io)?;
     } else {
         crate::report::text::replay_table(&sessions, &names, req.all, out).map_err(io)?;
         crate::report::text::live_table(&sessions, &names, req.all, out).map_err(io)?;

@@ -54,7 +54,7 @@ pub fn report_outputs(
             .filter(|p| p.file_name() != output.file_name())
             .cloned()
             .collect();
-        guard_outputs(std::slice::from_ref(&output), &others)?;
+        guard_outputs(std::slice::from_ref(&output), None, &others)?;
     }
     let summary = dir.join(crate::util::outdir::SUMMARY_JSON);
     if !summary.is_file() {
@@ -64,10 +64,13 @@ pub fn report_outputs(
             crate::util::outdir::SUMMARY_JSON
         )));
     }
-    let result = crate::score::analyze(crate::result::SweepRecord::load(&summary)?)?;
+    // One pool, every core, for the analysis and the writing.
+    let workers = crate::util::pool::Workers::new(0)?;
+    let record = crate::result::SweepRecord::load(&summary)?;
+    let result = workers.install(|| crate::score::analyze(record))?;
     let mut set = crate::util::outdir::OutputSet::new();
     let progress = crate::progress::NoProgress;
-    if list.write_into(&result, &mut set, dir, 0, &progress, err)? {
+    if list.write_into(&result, &mut set, dir, &workers, &progress, err)? {
         drop(set);
         writeln!(
             err,

@@ -158,8 +158,10 @@ pub struct SweepRequest {
     pub labels: Vec<PathBuf>,
     /// Output folder (default `reports/sweep-<grid name>/`).
     pub out: Option<PathBuf>,
-    /// How to choose (objective, baseline, folds, seed, unions, gate configuration, jobs).
+    /// How to choose (objective, baseline, folds, seed, unions, gate configuration).
     pub options: crate::score::SweepOptions,
+    /// Worker threads (`--jobs`: 0 = all cores), one pool for the whole command.
+    pub jobs: usize,
     /// Test sessions (`--test`): scored once with what was chosen on the others.
     pub test: Vec<PathBuf>,
     /// Replay only this shard's sessions (`--shard I/N`).
@@ -210,7 +212,6 @@ impl SweepArgs {
                 lenient: self.lenient,
                 format: self.input_format,
                 digests: true,
-                jobs: self.jobs,
                 max_gzip_bytes: self.limits.max_gzip_bytes,
                 max_gzip_ratio: self.limits.max_gzip_ratio,
                 stream_above: self.limits.stream_above,
@@ -226,10 +227,10 @@ impl SweepArgs {
                 seed: self.seed,
                 combine: self.combine,
                 chosen: self.ci.config.clone(),
-                jobs: self.jobs,
                 group_by: self.group_by.clone(),
                 guard: crate::score::recommend::Guard::parse(&self.guard).expect("clap checked it"),
             },
+            jobs: self.jobs,
             test: self.test.clone(),
             shard: self.shard,
             baseline_run: self
@@ -255,6 +256,7 @@ impl SweepArgs {
 /// `out`, progress and warnings to `err`. Returns the exit code.
 pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
     let started = std::time::Instant::now();
+    let workers = crate::util::pool::Workers::new(req.jobs)?;
     // Everything that can be checked before work starts is checked first.
     let grid = load_grid_limited(req.grid.as_deref(), req.max_configs)?;
     let gates = &req.ci.requires;
@@ -272,14 +274,17 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let list = crate::report::output::Outputs::standard(&req.outputs);
     let mut outputs = list.paths(&out_dir);
     outputs.extend(req.ci.outputs());
-    let mut protected = req.paths.clone();
-    protected.extend(req.test.clone());
-    protected.extend(req.labels.clone());
+    // The inputs (PATHS, then --test) are walked once, for this guard and
+    // for the read.
+    let mut paths = req.paths.clone();
+    paths.extend(req.test.clone());
+    let inputs = crate::input::InputList::walk(&paths, req.read.lenient);
+    let mut protected = req.labels.clone();
     protected.extend(req.grid.clone());
     if let Some(dir) = &req.baseline_run {
         protected.extend(result_inputs(dir));
     }
-    guard_outputs(&outputs, &protected)?;
+    guard_outputs(&outputs, Some(&inputs), &protected)?;
     // An earlier run to compare with (`--baseline DIR`), loaded before any work.
     let earlier = match &req.baseline_run {
         Some(dir) => Some(crate::score::analyze(crate::result::SweepRecord::load(
@@ -305,13 +310,13 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     // as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "sweeping");
     let (mut record, inputs, labels) = crate::sweep::run_sweep(
-        &req.paths,
-        &req.test,
+        inputs,
+        req.test.len(),
         &read,
         grid,
         &labels_file,
         opts.record(),
-        opts.jobs,
+        &workers,
         req.shard,
         progress.as_ref(),
     )?;
@@ -332,8 +337,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     }
     record.wall_time_ms = started.elapsed().as_millis() as u64;
     // Scoring and choosing run per configuration on the sweep's threads.
-    let result = crate::util::pool::pool(opts.jobs)?
-        .install(|| crate::score::analyze_with(record, baseline))?;
+    let result = workers.install(|| crate::score::analyze_with(record, baseline))?;
     let plain: Vec<crate::score::gates::Gate> =
         gates.iter().filter(|g| !g.is_diff()).cloned().collect();
     if req.out.is_none() && crate::util::outdir::is_output_folder(&out_dir) {
@@ -359,7 +363,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let (mut code, mut brief) = finish_sweep(
         &result,
         &list,
-        opts.jobs,
+        &workers,
         &out_dir,
         &ci,
         &plain,
@@ -404,12 +408,12 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 /// With `ci.json`, nothing goes to `out`: the summary comes back as one
 /// object, with the exit code.
 /// `started` is when the command began, for the closing line's whole-run time;
-/// `jobs` caps the writing threads (0: every core).
+/// `workers` are the command's threads, which write the outputs.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish_sweep(
     result: &crate::score::SweepResult,
     list: &crate::report::output::Outputs,
-    jobs: usize,
+    workers: &crate::util::pool::Workers,
     out_dir: &std::path::Path,
     ci: &CiArgs,
     gates: &[crate::score::gates::Gate],
@@ -420,9 +424,9 @@ pub(crate) fn finish_sweep(
 ) -> Result<(i32, Option<serde_json::Value>)> {
     let began = std::time::Instant::now();
     // The set is committed whole or not at all (util/outdir.rs); the list
-    // stages, writes (at once, on up to `jobs` threads) and checks each file.
+    // stages, writes (at once, on the workers) and checks each file.
     let mut set = crate::util::outdir::OutputSet::new();
-    let mut report_failed = list.write_into(result, &mut set, out_dir, jobs, progress, err)?;
+    let mut report_failed = list.write_into(result, &mut set, out_dir, workers, progress, err)?;
     let chosen = &result.scores[result.chosen];
     let gate_results: Vec<crate::score::gates::GateResult> =
         gates.iter().map(|g| g.check(chosen)).collect();
