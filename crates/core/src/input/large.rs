@@ -136,7 +136,7 @@ pub(super) fn stream<T: Send>(
     let mut open: FxHashMap<String, Vec<Event>> = FxHashMap::default();
     let mut ids: Vec<String> = Vec::new();
     let mut done: Vec<(String, T)> = Vec::new();
-    let mut skipped: Vec<(u64, String)> = Vec::new();
+    let mut skipped: Vec<crate::input::format::SkippedLine> = Vec::new();
     let mut skipped_lines = 0u64;
     let mut unknown = 0u64;
     let mut at = 1u64;

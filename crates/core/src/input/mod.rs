@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 
 pub use crate::input::canonical::{parse_canonical, parse_line, record_from_object};
-pub use crate::input::format::FileSessions;
+pub use crate::input::format::{FileSessions, SkipReason, SkippedLine};
 pub use crate::input::json::{parse_json, parse_json_slice};
 /// Why a line or record cannot be read (`parse_line`, `record_from_object`).
 pub use crate::input::json::{FieldError, RecordError};
@@ -467,7 +467,7 @@ struct Streamed1<T> {
     sha256: String,
     stored: u64,
     format: String,
-    skipped: Vec<(u64, String)>,
+    skipped: Vec<SkippedLine>,
     skipped_lines: u64,
     unknown: u64,
     /// Session ids in the file, as it gave them (before any renaming).
@@ -729,14 +729,14 @@ pub fn stream_sessions<T: Send>(
 
 /// Notes on a file's skipped lines: its first reason always, more while
 /// under [`KEEP_SKIPPED`].
-fn note_skipped_lines(notes: &mut Vec<Skip>, display: &str, skipped: &[(u64, String)]) {
-    for (i, (line, msg)) in skipped.iter().enumerate() {
+fn note_skipped_lines(notes: &mut Vec<Skip>, display: &str, skipped: &[SkippedLine]) {
+    for (i, s) in skipped.iter().enumerate() {
         if i == 0 || notes.len() < KEEP_SKIPPED {
             notes.push(Skip::Line {
                 file: display.to_string(),
                 // Line 0: the message names the place (an event file, a row).
-                line: (*line != 0).then_some(*line),
-                message: msg.clone(),
+                line: (s.line != 0).then_some(s.line),
+                message: s.reason.to_string(),
             });
         }
     }
