@@ -30,15 +30,37 @@ pub(super) struct ImportArgs {
     pub(super) redact: bool,
 }
 
+impl ImportArgs {
+    /// The request these arguments make.
+    pub(super) fn request(&self) -> ImportRequest {
+        ImportRequest {
+            paths: self.input.paths.clone(),
+            read: self.input.read_options(false),
+            output: self.output.clone(),
+            redact: self.redact,
+            allow_empty: self.input.allow_empty,
+        }
+    }
+}
+
+/// `looptune import`.
+#[derive(Debug, Clone, Default)]
+pub struct ImportRequest {
+    /// Inputs.
+    pub paths: Vec<PathBuf>,
+    /// How to read them.
+    pub read: ReadOptions,
+    /// The canonical JSONL file to write (`.gz` compresses; `-`: stdout).
+    pub output: PathBuf,
+    /// Mask credentials (`--redact`).
+    pub redact: bool,
+    /// Accept an input with no session instead of exit 2.
+    pub allow_empty: bool,
+}
+
 /// `looptune import`: native logs to one canonical JSONL file.
-pub fn import_command(
-    paths: &[PathBuf],
-    read: &ReadOptions,
-    output: &std::path::Path,
-    redact: bool,
-    allow_empty: bool,
-    err: &mut dyn Write,
-) -> Result<i32> {
+pub fn import_command(req: &ImportRequest, err: &mut dyn Write) -> Result<i32> {
+    let (paths, read, output) = (&req.paths, &req.read, req.output.as_path());
     // The inputs are walked once, for the guard and for the read.
     let inputs = crate::input::InputList::walk(paths, read.lenient);
     guard_outputs(&[output.to_path_buf()], Some(&inputs), &[])?;
@@ -49,9 +71,9 @@ pub fn import_command(
         &crate::util::progress::NoProgress,
     )?;
     warn_skipped(&corpus, err);
-    require_sessions(&corpus, corpus.sessions.len(), paths, allow_empty)?;
+    require_sessions(&corpus, corpus.sessions.len(), paths, req.allow_empty)?;
     let mut buf: Vec<u8> = Vec::new();
-    crate::input::import::write_canonical(&corpus, &mut buf, redact)
+    crate::input::import::write_canonical(&corpus, &mut buf, req.redact)
         .map_err(|e| Error::io(output, e))?;
     let bytes = if output.extension().is_some_and(|e| e == "gz") {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

@@ -179,7 +179,12 @@ proptest! {
             t
         };
         let mut warnings = Vec::new();
-        if let Err(e) = looptune::input::labels::parse_labels("l.csv", &text, jsonl, lenient, &mut warnings) {
+        let syntax = if jsonl {
+            looptune::input::labels::LabelsSyntax::Jsonl
+        } else {
+            looptune::input::labels::LabelsSyntax::Csv
+        };
+        if let Err(e) = looptune::input::labels::parse_labels("l.csv", &text, syntax, lenient, &mut warnings) {
             check_error(&e, "l.csv", text.as_bytes());
         }
     }
