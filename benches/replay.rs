@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use looptune::detect::DetectorConfig;
 use looptune::input::{read_corpus, ReadOptions};
 use looptune::progress::NoProgress;
-use looptune::replay::{replay, ReplayOptions};
+use looptune::replay::{replay, ReplayOptions, Workers};
 use looptune::sweep::grid::parse_grid;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
@@ -62,16 +62,14 @@ fn benches(c: &mut Criterion) {
     }
     g.bench_function("sha256", |b| b.iter(|| Sha256::digest(&all)));
     let one = vec![DetectorConfig::resolve(None, Some("gemini-latest"), &[]).expect("profile")];
-    let opts = ReplayOptions {
-        jobs: 1,
-        all: false,
-    };
+    let opts = ReplayOptions { all: false };
+    let workers = Workers::new(1).expect("one thread");
     g.bench_function("replay_one_config", |b| {
-        b.iter(|| replay(&corpus, one.clone(), &opts, &NoProgress).expect("replays"))
+        b.iter(|| replay(&corpus, one.clone(), &opts, &workers, &NoProgress).expect("replays"))
     });
     g.throughput(Throughput::Elements(events));
     g.bench_function("replay_one_config_events", |b| {
-        b.iter(|| replay(&corpus, one.clone(), &opts, &NoProgress).expect("replays"))
+        b.iter(|| replay(&corpus, one.clone(), &opts, &workers, &NoProgress).expect("replays"))
     });
     let grid = parse_grid(GRID_1000, "bench").expect("grid");
     assert_eq!(grid.variants.len(), 1000);
@@ -79,7 +77,7 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(total));
     g.sample_size(10).measurement_time(Duration::from_secs(60));
     g.bench_function("replay_grid_1000", |b| {
-        b.iter(|| replay(&corpus, configs.clone(), &opts, &NoProgress).expect("replays"))
+        b.iter(|| replay(&corpus, configs.clone(), &opts, &workers, &NoProgress).expect("replays"))
     });
     g.finish();
 }

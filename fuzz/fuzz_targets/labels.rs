@@ -7,10 +7,11 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    for jsonl in [false, true] {
+    use looptune_core::input::labels::LabelsSyntax;
+    for syntax in [LabelsSyntax::Csv, LabelsSyntax::Jsonl] {
         for lenient in [false, true] {
             let mut warnings = Vec::new();
-            let _ = looptune_core::input::labels::parse_labels("l.csv", text, jsonl, lenient, &mut warnings);
+            let _ = looptune_core::input::labels::parse_labels("l.csv", text, syntax, lenient, &mut warnings);
         }
     }
 });

@@ -125,24 +125,34 @@ pub(crate) fn result_inputs(path: &std::path::Path) -> Vec<PathBuf> {
 /// Refuse to write over anything the user gave us: the one rule every
 /// command applies, before any work, to every file it writes (its outputs)
 /// against everything it reads (sessions and the files of walked folders,
-/// labels, grid, results, baseline), compared by canonical path.
-pub(crate) fn guard_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> Result<()> {
+/// labels, grid, results, baseline), compared by canonical path. `sessions`
+/// is the command's input list, walked once: the files it protects are the
+/// files the read reads. `others` (labels, grid, results) are walked here.
+pub(crate) fn guard_outputs(
+    outputs: &[PathBuf],
+    sessions: Option<&crate::input::InputList>,
+    others: &[PathBuf],
+) -> Result<()> {
     if outputs.is_empty() {
         return Ok(());
     }
     let canon = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+    let others = crate::input::InputList::walk(others, false);
     let mut given: Vec<PathBuf> = Vec::new();
-    for i in inputs {
-        if let Ok(found) = crate::input::collect_files(std::slice::from_ref(i)) {
-            for f in found {
-                if let crate::input::Found::Path { path, .. } = f {
-                    given.extend(canon(&path));
-                }
+    let mut reads_stdin = false;
+    for (i, found) in sessions
+        .into_iter()
+        .chain([&others])
+        .flat_map(|l| l.found())
+    {
+        for f in found {
+            if let crate::input::Found::Path { path, .. } = f {
+                given.extend(canon(path));
             }
         }
         given.extend(canon(i));
+        reads_stdin |= i.as_os_str() == "-";
     }
-    let reads_stdin = inputs.iter().any(|i| i.as_os_str() == "-");
     for o in outputs {
         if reads_stdin && crate::util::outdir::stdin_is(o) {
             return Err(Error::Usage(format!(

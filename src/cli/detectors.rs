@@ -1,9 +1,40 @@
 //! `looptune detectors`.
 
+use super::args::family_names;
 use crate::detect::{self};
 use crate::error::{Error, Result};
 use crate::report::text::{FamilyListing, ParamListing, ProfileListing};
+use clap::{Args, ValueEnum};
 use std::io::Write;
+
+pub(super) const DETECTORS_HELP: &str = "\
+Examples:
+  looptune detectors                         # every family, profile and parameter
+  looptune detectors --family gemini
+  looptune detectors --format json | jq .
+
+Exit codes:
+  0  ok
+  2  unknown family";
+
+/// `detectors --format`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(super) enum ListFormat {
+    /// Families, profiles and parameters as text.
+    Table,
+    /// One JSON object per family, with its profiles and parameters.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct DetectorsArgs {
+    /// Only this family.
+    #[arg(long, value_name = "FAMILY", value_parser = family_names())]
+    pub(super) family: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub(super) format: ListFormat,
+}
 
 /// `looptune detectors`: families, profiles and parameters with their sources.
 pub fn detectors_command(only: Option<&str>, json: bool, out: &mut dyn Write) -> Result<()> {

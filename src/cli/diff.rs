@@ -2,7 +2,69 @@
 
 use super::*;
 use crate::error::{Error, Result};
+use clap::{Args, ValueEnum};
 use std::io::Write;
+use std::path::PathBuf;
+
+/// `diff --format`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(super) enum DiffFormatArg {
+    /// A summary for people: counts, one line per changed configuration, the gated one's sessions.
+    Table,
+    /// One JSON object per changed verdict (config, session, base, new, turns).
+    Json,
+}
+
+pub(super) const DIFF_HELP: &str = "\
+Examples:
+  looptune diff reports/last-night reports/tonight
+  looptune diff base/summary.json new/summary.json --format json
+  looptune diff base new --markdown \"$GITHUB_STEP_SUMMARY\" \\
+      --require 'new_false_positives==0' --require 'new_missed_loops==0'
+
+A verdict is what detections.csv calls it: tp, early, fp, fn (missed loop), tn,
+unlabeled (fired, no label), quiet (silent, no label), or absent (the session or
+configuration is not in that run). Gates check the new run's chosen
+configuration (its baseline, or --config): changed_verdicts,
+new_false_positives, new_missed_loops, fixed_false_positives, new_catches.
+`sweep --baseline DIR` runs the same comparison against a stored earlier run.
+
+The table is a summary: configurations in both runs and in one only (a
+warning when the grids differ), one line per changed configuration (the gated
+one first, --limit N of them), then the gated configuration's changed
+sessions (--verbose: every listed configuration's, all of them).
+
+Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 the Markdown
+summary could not be written.";
+
+#[derive(Debug, Args)]
+pub(super) struct DiffArgs {
+    /// The earlier result: a folder a sweep wrote, or its summary.json.
+    #[arg(value_name = "BASE")]
+    pub(super) base: PathBuf,
+    /// The new result.
+    #[arg(value_name = "NEW")]
+    pub(super) new: PathBuf,
+    /// Output format.
+    #[arg(help_heading = "Outputs", long, value_enum, default_value = "table")]
+    pub(super) format: DiffFormatArg,
+    /// Write the changes as Markdown (for a CI job summary page; under 64 KB; `-`: stdout).
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
+    pub(super) markdown: Option<PathBuf>,
+    /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable, or comma-separated.
+    #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::score::gates::Gate::parse)]
+    pub(super) requires: Vec<crate::score::gates::Gate>,
+    /// The configuration gates check and the only one listed: an id, label
+    /// or stock profile of the new run (default: its chosen configuration).
+    #[arg(help_heading = "CI gates", long, value_name = "ID")]
+    pub(super) config: Option<String>,
+    #[command(flatten, next_help_heading = "Outputs")]
+    pub(super) shape: DiffShapeArgs,
+    /// Print one JSON object on stdout (what changed, the gated configuration,
+    /// the gates and their verdicts) instead of the text summary, for scripts.
+    #[arg(help_heading = "Outputs", long)]
+    pub(super) json: bool,
+}
 
 /// How `looptune diff` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,7 +129,7 @@ pub fn diff_command(
     }
     let mut inputs = result_inputs(base);
     inputs.extend(result_inputs(new));
-    guard_outputs(&ci.outputs(), &inputs)?;
+    guard_outputs(&ci.outputs(), None, &inputs)?;
     let base = crate::score::analyze(crate::result::SweepRecord::load(base)?)?;
     let mut new = crate::score::analyze(crate::result::SweepRecord::load(new)?)?;
     let mut shape = req.shape;

@@ -2,9 +2,41 @@
 
 use super::*;
 use crate::error::{Error, Result, EXIT_OK};
-use crate::input::{read_corpus_with, ReadOptions};
+use crate::input::ReadOptions;
+use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
+
+pub(super) const LABEL_HELP: &str = "\
+Keys: j/k or arrows next/previous turn, PageDown/PageUp ten turns, g/G first/last
+turn, ]/[ next/previous turn with a detection, / TEXT Enter the next turn holding
+TEXT, n/p next/previous session, l labels the session `loop` with onset = the
+turn under the cursor, c labels it `clean`, e edits its note, s skips, u undoes,
+? shows help, q quits. Every label and note is written to FILE at once.
+
+Examples:
+  looptune label runs/ --labels labels.csv        # created if missing
+  looptune label --suggest runs/ > queue.csv      # the ranked queue, no terminal
+  looptune label --labels labels.csv --export scout validation.csv   # for Inspect Scout";
+
+#[derive(Debug, Args)]
+pub(super) struct LabelArgs {
+    #[command(flatten)]
+    pub(super) input: InputArgs,
+    /// Labels file to write (CSV or JSONL: session,label,onset_turn); other rows and columns are kept.
+    #[arg(long, value_name = "FILE", required_unless_present = "suggest")]
+    pub(super) labels: Option<PathBuf>,
+    /// Print the ranked queue as CSV (session,file,reason, first detection turn per family) instead of opening the terminal.
+    #[arg(long)]
+    pub(super) suggest: bool,
+    /// Write the --labels file in another tool's form and stop: `scout` (an Inspect Scout
+    /// validation set, `id,target[,split]`; JSON, JSONL or YAML by FILE's extension).
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"], conflicts_with = "suggest", requires = "labels")]
+    pub(super) export: Vec<String>,
+    /// Worker threads for reading files and replaying (default: all cores).
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    pub(super) jobs: usize,
+}
 
 /// `looptune label`.
 #[derive(Debug, Clone, Default)]
@@ -17,7 +49,7 @@ pub struct LabelRequest {
     pub labels: Option<PathBuf>,
     /// Write the ranked queue as CSV on `out` instead of opening the terminal.
     pub suggest: bool,
-    /// Worker threads for the replay.
+    /// Worker threads (`--jobs`: 0 = all cores), one pool for reading and the replay.
     pub jobs: usize,
 }
 
@@ -38,7 +70,7 @@ pub fn export_labels_command(
     }
     let mut sources = inputs.to_vec();
     sources.push(labels.to_path_buf());
-    guard_outputs(&[file.to_path_buf()], &sources)?;
+    guard_outputs(&[file.to_path_buf()], None, &sources)?;
     if std::fs::canonicalize(file).ok() == std::fs::canonicalize(labels).ok() && file.exists() {
         return Err(Error::Usage(format!(
             "--export would write over the labels file {}",
@@ -81,21 +113,24 @@ pub fn label_command(req: &LabelRequest, out: &mut dyn Write) -> Result<i32> {
             "looptune label needs --labels FILE (created if missing), or --suggest".into(),
         ));
     }
+    // The inputs are walked once, for the guard and for the read.
+    let inputs = crate::input::InputList::walk(&req.paths, req.read.lenient);
     if !req.suggest {
         // Written to: it must not be an input (`--suggest` only reads it).
         if let Some(l) = &req.labels {
-            guard_outputs(std::slice::from_ref(l), &req.paths)?;
+            guard_outputs(std::slice::from_ref(l), Some(&inputs), &[])?;
         }
         crate::label::check_terminal()?;
     }
     // The labels file is checked before any work.
     let store = req.labels.as_deref().map(LabelStore::open).transpose()?;
     let reading = crate::progress::bytes_for_stderr(false, "reading");
-    let corpus = read_corpus_with(&req.paths, &req.read, reading.as_ref())?;
+    let workers = crate::util::pool::Workers::new(req.jobs)?;
+    let corpus = crate::input::read_files(&inputs.files()?, &req.read, &workers, reading.as_ref())?;
     reading.finish();
     warn_skipped(&corpus, &mut std::io::stderr());
     let progress = crate::progress::for_stderr(false, "ranking");
-    let replayed = queue::replay_stock_with(&corpus, req.jobs, progress.as_ref())?;
+    let replayed = queue::replay_stock_with(&corpus, &workers, progress.as_ref())?;
     progress.finish();
     let ranked = queue::rank(&corpus, &replayed);
     if req.suggest {

@@ -5,8 +5,64 @@ use crate::error::{Error, Result, EXIT_GATE, EXIT_OK};
 use crate::input::ReadOptions;
 use crate::replay::ReplayOptions;
 use crate::report::text::ConfigName;
+use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
+
+pub(super) const REPLAY_HELP: &str = "\
+Examples:
+  looptune replay fixtures/                      # gemini-latest on every session
+  looptune replay --profile gemini-2025-07 --format json runs/*.jsonl
+  looptune replay --set tool_call_threshold=3 --all session.jsonl.gz
+  looptune replay --detector gemini,opencode,blade ~/.claude/projects
+  looptune replay --fail-on-detection nightly/   # CI: exit 1 if anything fires
+
+A detection is reported at the record that triggered it: `turn` per the spec,
+`event` = 1-based index of the record in its session (every record counts).
+Without --all each configuration reports its first detection (the original
+detectors are sticky); --all clears the detection after each and goes on, as
+Gemini CLI's recovery turn does, numbering strikes per prompt. Replay cannot
+know how the model would have reacted to a warning: the recorded continuation
+counts as the model not changing course.
+
+Exit codes:
+  0  ok: everything ran and was written
+  1  --fail-on-detection or a gate (--require) tripped
+  2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written
+  3  results were written, but a report (Markdown, JUnit) failed";
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(super) enum Format {
+    /// A table for people: sessions with a detection, then a summary.
+    Table,
+    /// One JSON object per session, sorted by session id.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ReplayArgs {
+    #[command(flatten)]
+    pub(super) input: InputArgs,
+    #[command(flatten)]
+    pub(super) detectors: DetectorArgs,
+    /// Report every detection (clearDetection() after each), with its strike count.
+    #[arg(help_heading = "Detectors", long)]
+    pub(super) all: bool,
+    /// Output format on stdout.
+    #[arg(help_heading = "Outputs", long, value_enum, default_value = "table")]
+    pub(super) format: Format,
+    /// Worker threads for reading files and replaying (default: all cores). Output is identical for every value.
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    pub(super) jobs: usize,
+    /// Exit with code 1 when any session has a detection (a CI gate).
+    #[arg(help_heading = "CI gates", long)]
+    pub(super) fail_on_detection: bool,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub(super) quiet: bool,
+    #[command(flatten)]
+    pub(super) ci: CiOpts,
+}
 
 /// `looptune replay`.
 #[derive(Debug, Clone)]
@@ -21,7 +77,7 @@ pub struct ReplayRequest {
     pub all: bool,
     /// JSON lines instead of a table.
     pub json: bool,
-    /// Worker threads.
+    /// Worker threads (`--jobs`: 0 = all cores), one pool for the whole command.
     pub jobs: usize,
     /// Exit 1 when anything fires.
     pub fail_on_detection: bool,
@@ -39,8 +95,31 @@ pub struct ReplayRequest {
     pub strict_labels: bool,
 }
 
+impl ReplayArgs {
+    /// The request these arguments make (`--jobs` checked against its cap).
+    pub(super) fn request(&self) -> Result<ReplayRequest> {
+        crate::util::limits::check_jobs(self.jobs)?;
+        Ok(ReplayRequest {
+            paths: self.input.paths.clone(),
+            read: self.input.read_options(false),
+            selection: selection(&self.detectors),
+            all: self.all,
+            json: matches!(self.format, Format::Json),
+            jobs: self.jobs,
+            fail_on_detection: self.fail_on_detection,
+            quiet: self.quiet,
+            labels: self.ci.labels.clone(),
+            config: self.ci.config.clone(),
+            ci: self.ci.ci(),
+            allow_empty: self.input.allow_empty,
+            strict_labels: self.ci.strict_labels,
+        })
+    }
+}
+
 /// Run `looptune replay`; writes to `out`, returns the exit code.
 pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
+    let workers = crate::util::pool::Workers::new(req.jobs)?;
     let configs = req.selection.resolve()?;
     if let Some(c) = &req.config {
         if !configs.iter().any(|x| &x.profile == c || x.family == c) {
@@ -49,10 +128,10 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
             )));
         }
     }
-    // What it writes may not be what it reads (sessions, labels).
-    let mut protected = req.paths.clone();
-    protected.extend(req.labels.clone());
-    guard_outputs(&req.ci.outputs(), &protected)?;
+    // What it writes may not be what it reads (sessions, labels). The
+    // inputs are walked once, for this guard and for the read.
+    let inputs = crate::input::InputList::walk(&req.paths, req.read.lenient);
+    guard_outputs(&req.ci.outputs(), Some(&inputs), &req.labels)?;
     let wants_scores = !req.labels.is_empty()
         || req.ci.markdown.is_some()
         || req.ci.junit.is_some()
@@ -67,13 +146,11 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     // One bar over the bytes: every session is replayed as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "replaying");
     let (plan, streamed) = crate::replay::replay_stream(
-        &req.paths,
+        inputs,
         &req.read,
         configs,
-        &ReplayOptions {
-            jobs: req.jobs,
-            all: req.all,
-        },
+        &ReplayOptions { all: req.all },
+        &workers,
         progress.as_ref(),
     )?;
     progress.finish();
@@ -110,8 +187,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let names: Vec<ConfigName> = configs.iter().map(config_name).collect();
     let io = |e| Error::io("<stdout>", e);
     if req.json {
-        let pool = crate::util::pool::pool(req.jobs)?;
-        crate::report::text::replay_json(&sessions, &names, req.all, &pool, out).map_err(io)?;
+        crate::report::text::replay_json(&sessions, &names, req.all, &workers, out).map_err(io)?;
     } else {
         crate::report::text::replay_table(&sessions, &names, req.all, out).map_err(io)?;
         crate::report::text::live_table(&sessions, &names, req.all, out).map_err(io)?;

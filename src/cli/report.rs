@@ -2,8 +2,28 @@
 
 use super::*;
 use crate::error::{Error, Result, EXIT_OK};
+use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
+
+pub(super) const REPORT_HELP: &str = "\
+Examples:
+  looptune report reports/sweep-default/            # rewrite every output from summary.json
+  looptune report reports/sweep-default/ --parquet  # and add the Parquet files
+
+Exit codes:
+  0  ok: every output written
+  2  bad input (the folder lacks summary.json, or it is damaged or from another version)
+  3  the report could not be written (nothing replaced)";
+
+#[derive(Debug, Args)]
+pub(super) struct ReportArgs {
+    /// A folder written by `looptune sweep`.
+    #[arg(value_name = "DIR")]
+    pub(super) dir: PathBuf,
+    #[command(flatten)]
+    pub(super) files: OutputOpts,
+}
 
 /// `looptune report DIR`: re-render every output of a sweep folder from the
 /// result saved in its `summary.json` (load the record, analyze, write the
@@ -34,7 +54,7 @@ pub fn report_outputs(
             .filter(|p| p.file_name() != output.file_name())
             .cloned()
             .collect();
-        guard_outputs(std::slice::from_ref(&output), &others)?;
+        guard_outputs(std::slice::from_ref(&output), None, &others)?;
     }
     let summary = dir.join(crate::util::outdir::SUMMARY_JSON);
     if !summary.is_file() {
@@ -44,10 +64,13 @@ pub fn report_outputs(
             crate::util::outdir::SUMMARY_JSON
         )));
     }
-    let result = crate::score::analyze(crate::result::SweepRecord::load(&summary)?)?;
+    // One pool, every core, for the analysis and the writing.
+    let workers = crate::util::pool::Workers::new(0)?;
+    let record = crate::result::SweepRecord::load(&summary)?;
+    let result = workers.install(|| crate::score::analyze(record))?;
     let mut set = crate::util::outdir::OutputSet::new();
     let progress = crate::progress::NoProgress;
-    if list.write_into(&result, &mut set, dir, 0, &progress, err)? {
+    if list.write_into(&result, &mut set, dir, &workers, &progress, err)? {
         drop(set);
         writeln!(
             err,

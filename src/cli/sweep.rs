@@ -3,8 +3,147 @@
 use super::*;
 use crate::error::{Error, Result, EXIT_OK};
 use crate::input::ReadOptions;
+use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
+
+pub(super) const SWEEP_HELP: &str = "\
+Examples:
+  looptune sweep fixtures/ --labels fixtures/labels.csv      # the embedded default grid
+  looptune sweep --print-default-grid > grid.toml            # a grid to start from
+  looptune sweep runs/ --grid grid.toml --labels labels.csv --out reports/nightly \\
+      --require 'recall>=0.9' --require 'false_positives<=0' --junit junit.xml
+
+Scores per configuration: true/false positives, missed loops, precision, recall,
+F1, false positives per 1,000 clean turns, turns-to-detection (detection turn -
+onset turn + 1; median, p90, max), early detections, judge checks due, and the
+tokens the recording spent after the policy's stop point. Labels come from
+--labels (CSV or JSONL: session,label,onset_turn) and inline `label` records;
+the file wins. Unlabeled sessions are replayed and counted, never scored.
+
+Replay cannot know how the model would have reacted to a warning or stop: the
+recorded continuation counts as the model not changing course.
+
+Exit codes:
+  0  ok: everything ran and was written
+  1  a gate (--require) tripped
+  2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written
+  3  results were written, but a report (HTML, Markdown, JUnit) failed
+  130, 143  interrupted (SIGINT, SIGTERM): the previous outputs are left whole";
+
+#[derive(Debug, Args)]
+pub(super) struct SweepArgs {
+    /// Session files or folders; `-` reads stdin. Default: the agents' log folders that
+    /// exist (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ...).
+    #[arg(value_name = "PATHS")]
+    pub(super) paths: Vec<PathBuf>,
+    /// Skip bad input lines (counted and reported per file) instead of stopping at the first.
+    #[arg(help_heading = "Input", long)]
+    pub(super) lenient: bool,
+    /// Input format for every file: `auto` detects it per file by content.
+    #[arg(help_heading = "Input", long, value_name = "NAME", default_value = "auto", value_parser = input_formats())]
+    pub(super) input_format: crate::input::import::InputFormat,
+    /// Exit 0 when no session is read (default: exit 2, so a CI job whose logs changed format fails).
+    #[arg(help_heading = "Input", long)]
+    pub(super) allow_empty: bool,
+    #[command(flatten, next_help_heading = "Input")]
+    pub(super) limits: LimitArgs,
+    /// Print the embedded default grid as TOML and exit.
+    #[arg(help_heading = "Detectors", long)]
+    pub(super) print_default_grid: bool,
+    /// Grid file (TOML); default: the embedded grid.
+    #[arg(help_heading = "Detectors", long, value_name = "FILE")]
+    pub(super) grid: Option<PathBuf>,
+    /// Output folder (default reports/sweep-<grid name>/). `-o`/`--output` is the output in every command.
+    #[arg(
+        help_heading = "Outputs",
+        long,
+        short = 'o',
+        visible_alias = "output",
+        value_name = "DIR"
+    )]
+    pub(super) out: Option<PathBuf>,
+    /// How to pick the recommended configuration: `default` (no more false
+    /// positives than the baseline, then highest recall, then lowest median
+    /// turns-to-detection, then closest to the baseline's values), `f1`, or
+    /// `max-fp=N` (at most N false positives, then as default).
+    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "default", value_parser = crate::score::metrics::Objective::parse)]
+    pub(super) objective: crate::score::metrics::Objective,
+    /// The profile the recommendation is compared with and whose family it is
+    /// chosen from (default: the profile of the grid's first [[grid]];
+    /// gemini-latest for the embedded grid). A folder an earlier sweep wrote
+    /// instead compares this run with that one (`looptune diff`), for gates
+    /// such as 'new_false_positives==0'.
+    #[arg(help_heading = "Scoring", long, value_name = "PROFILE|DIR")]
+    pub(super) baseline: Option<String>,
+    /// Let a configuration of any family be recommended (default: only the baseline's family).
+    #[arg(help_heading = "Scoring", long)]
+    pub(super) across_families: bool,
+    /// Group sessions by KEY for per-group scores (groups.csv), the per-group
+    /// guard and leave-one-group-out validation: `agent` (the agent that
+    /// recorded it, else its log format), `model`, `source` (the first folder
+    /// under the input path), or any column of the labels file (`repo`, `split`...).
+    #[arg(
+        help_heading = "Scoring",
+        long,
+        value_name = "KEY",
+        default_value = "agent"
+    )]
+    pub(super) group_by: String,
+    /// `per-group`: a candidate may not catch fewer of any group's loops, nor
+    /// give any group more false positives, than the baseline (the union
+    /// search too); `pooled`: only the pooled counts matter.
+    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "per-group", value_parser = ["per-group", "pooled"])]
+    pub(super) guard: String,
+    /// Test sessions: recommendation, family bests and unions are chosen on
+    /// PATHS only, then scored once on these (also: a `split` column in the
+    /// labels file, `train` or `test`).
+    #[arg(help_heading = "Input", long, value_name = "PATH", num_args = 1..)]
+    pub(super) test: Vec<PathBuf>,
+    /// Cross-validation folds for the out-of-sample estimate (stratified; fewer
+    /// when there are fewer labelled loops).
+    #[arg(help_heading = "Scoring", long, value_name = "K", default_value_t = 5)]
+    pub(super) folds: usize,
+    /// Seed of the cross-validation folds and the bootstrap intervals.
+    #[arg(help_heading = "Scoring", long, value_name = "N", default_value_t = 1)]
+    pub(super) seed: u64,
+    /// Also search unions of up to N configurations, one per family (a session
+    /// is flagged when any member fires, at the earliest member's turn), by
+    /// forward selection under the same rule, cross-validated. No agent ships
+    /// a union: it is something you would have to build.
+    #[arg(help_heading = "Scoring", long, value_name = "N", default_value_t = 0)]
+    pub(super) combine: usize,
+    /// Replay only shard I of N (sessions split by a stable hash of their id)
+    /// and write that part's result; combine the parts with `looptune merge`.
+    #[arg(long, value_name = "I/N", value_parser = crate::result::Shard::parse)]
+    pub(super) shard: Option<crate::result::Shard>,
+    /// Worker threads for reading files and replaying (default: all cores). CSV output is identical for every value.
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 0)]
+    pub(super) jobs: usize,
+    #[command(flatten)]
+    pub(super) ci: CiOpts,
+    #[command(flatten)]
+    pub(super) files: OutputOpts,
+    /// No progress bar.
+    #[arg(long, short = 'q')]
+    pub(super) quiet: bool,
+    /// Refuse grids that expand to more configurations than this (counted before any work; 0 = the default; at most what this machine's memory holds, at about 16 KiB per configuration).
+    #[arg(help_heading = "Detectors", long, value_name = "N", default_value_t = crate::util::limits::DEFAULT_MAX_CONFIGS)]
+    pub(super) max_configs: usize,
+    #[command(flatten, next_help_heading = "Outputs")]
+    pub(super) shape: DiffShapeArgs,
+    /// Print one JSON object on stdout (baseline, recommendation, gates and
+    /// their verdicts) instead of the text summary, for scripts.
+    #[arg(help_heading = "Outputs", long)]
+    pub(super) json: bool,
+}
+
+/// `--baseline` names an earlier run when it is a folder with a summary.json
+/// (or such a file), else a profile.
+pub(super) fn is_run_dir(v: &str) -> bool {
+    let p = std::path::Path::new(v);
+    p.join("summary.json").is_file() || (p.is_file() && v.ends_with(".json"))
+}
 
 /// `looptune sweep`.
 #[derive(Debug, Clone, Default)]
@@ -19,8 +158,10 @@ pub struct SweepRequest {
     pub labels: Vec<PathBuf>,
     /// Output folder (default `reports/sweep-<grid name>/`).
     pub out: Option<PathBuf>,
-    /// How to choose (objective, baseline, folds, seed, unions, gate configuration, jobs).
+    /// How to choose (objective, baseline, folds, seed, unions, gate configuration).
     pub options: crate::score::SweepOptions,
+    /// Worker threads (`--jobs`: 0 = all cores), one pool for the whole command.
+    pub jobs: usize,
     /// Test sessions (`--test`): scored once with what was chosen on the others.
     pub test: Vec<PathBuf>,
     /// Replay only this shard's sessions (`--shard I/N`).
@@ -61,10 +202,61 @@ pub fn load_grid_limited(
     }
 }
 
+impl SweepArgs {
+    /// The request these arguments make (`--jobs` checked against its cap).
+    pub(super) fn request(&self) -> Result<SweepRequest> {
+        crate::util::limits::check_jobs(self.jobs)?;
+        Ok(SweepRequest {
+            paths: self.paths.clone(),
+            read: ReadOptions {
+                lenient: self.lenient,
+                format: self.input_format,
+                digests: true,
+                max_gzip_bytes: self.limits.max_gzip_bytes,
+                max_gzip_ratio: self.limits.max_gzip_ratio,
+                stream_above: self.limits.stream_above,
+            },
+            grid: self.grid.clone(),
+            labels: self.ci.labels.clone(),
+            out: self.out.clone(),
+            options: crate::score::SweepOptions {
+                objective: self.objective.clone(),
+                baseline: self.baseline.clone().filter(|b| !is_run_dir(b)),
+                across_families: self.across_families,
+                folds: self.folds,
+                seed: self.seed,
+                combine: self.combine,
+                chosen: self.ci.config.clone(),
+                group_by: self.group_by.clone(),
+                guard: crate::score::recommend::Guard::parse(&self.guard).expect("clap checked it"),
+            },
+            jobs: self.jobs,
+            test: self.test.clone(),
+            shard: self.shard,
+            baseline_run: self
+                .baseline
+                .as_deref()
+                .filter(|b| is_run_dir(b))
+                .map(PathBuf::from),
+            ci: CiArgs {
+                json: self.json,
+                ..self.ci.ci()
+            },
+            quiet: self.quiet,
+            max_configs: self.max_configs,
+            allow_empty: self.allow_empty,
+            strict_labels: self.ci.strict_labels,
+            diff_shape: self.shape.shape(),
+            outputs: self.files.options(),
+        })
+    }
+}
+
 /// Run `looptune sweep`: results (the summary table, the files written) go to
 /// `out`, progress and warnings to `err`. Returns the exit code.
 pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Write) -> Result<i32> {
     let started = std::time::Instant::now();
+    let workers = crate::util::pool::Workers::new(req.jobs)?;
     // Everything that can be checked before work starts is checked first.
     let grid = load_grid_limited(req.grid.as_deref(), req.max_configs)?;
     let gates = &req.ci.requires;
@@ -72,7 +264,9 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     if let Some(c) = &opts.chosen {
         crate::sweep::find_variant(&grid, c)?;
     }
-    crate::result::find_baseline(&crate::sweep::grid_record(&grid), opts.baseline.as_deref())?;
+    // The baseline is found once, here, and handed to the analysis.
+    let baseline =
+        crate::result::find_baseline(&crate::sweep::grid_record(&grid), opts.baseline.as_deref())?;
     let out_dir = req.out.clone().unwrap_or_else(|| {
         PathBuf::from("reports").join(format!("sweep-{}", sanitize(&grid.name)))
     });
@@ -80,14 +274,17 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let list = crate::report::output::Outputs::standard(&req.outputs);
     let mut outputs = list.paths(&out_dir);
     outputs.extend(req.ci.outputs());
-    let mut protected = req.paths.clone();
-    protected.extend(req.test.clone());
-    protected.extend(req.labels.clone());
+    // The inputs (PATHS, then --test) are walked once, for this guard and
+    // for the read.
+    let mut paths = req.paths.clone();
+    paths.extend(req.test.clone());
+    let inputs = crate::input::InputList::walk(&paths, req.read.lenient);
+    let mut protected = req.labels.clone();
     protected.extend(req.grid.clone());
     if let Some(dir) = &req.baseline_run {
         protected.extend(result_inputs(dir));
     }
-    guard_outputs(&outputs, &protected)?;
+    guard_outputs(&outputs, Some(&inputs), &protected)?;
     // An earlier run to compare with (`--baseline DIR`), loaded before any work.
     let earlier = match &req.baseline_run {
         Some(dir) => Some(crate::score::analyze(crate::result::SweepRecord::load(
@@ -113,13 +310,13 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     // as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "sweeping");
     let (mut record, inputs, labels) = crate::sweep::run_sweep(
-        &req.paths,
-        &req.test,
+        inputs,
+        req.test.len(),
         &read,
         grid,
         &labels_file,
         opts.record(),
-        opts.jobs,
+        &workers,
         req.shard,
         progress.as_ref(),
     )?;
@@ -140,7 +337,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     }
     record.wall_time_ms = started.elapsed().as_millis() as u64;
     // Scoring and choosing run per configuration on the sweep's threads.
-    let result = crate::util::pool::pool(opts.jobs)?.install(|| crate::score::analyze(record))?;
+    let result = workers.install(|| crate::score::analyze_with(record, baseline))?;
     let plain: Vec<crate::score::gates::Gate> =
         gates.iter().filter(|g| !g.is_diff()).cloned().collect();
     if req.out.is_none() && crate::util::outdir::is_output_folder(&out_dir) {
@@ -166,7 +363,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let (mut code, mut brief) = finish_sweep(
         &result,
         &list,
-        opts.jobs,
+        &workers,
         &out_dir,
         &ci,
         &plain,
@@ -211,12 +408,12 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 /// With `ci.json`, nothing goes to `out`: the summary comes back as one
 /// object, with the exit code.
 /// `started` is when the command began, for the closing line's whole-run time;
-/// `jobs` caps the writing threads (0: every core).
+/// `workers` are the command's threads, which write the outputs.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish_sweep(
     result: &crate::score::SweepResult,
     list: &crate::report::output::Outputs,
-    jobs: usize,
+    workers: &crate::util::pool::Workers,
     out_dir: &std::path::Path,
     ci: &CiArgs,
     gates: &[crate::score::gates::Gate],
@@ -227,9 +424,9 @@ pub(crate) fn finish_sweep(
 ) -> Result<(i32, Option<serde_json::Value>)> {
     let began = std::time::Instant::now();
     // The set is committed whole or not at all (util/outdir.rs); the list
-    // stages, writes (at once, on up to `jobs` threads) and checks each file.
+    // stages, writes (at once, on the workers) and checks each file.
     let mut set = crate::util::outdir::OutputSet::new();
-    let mut report_failed = list.write_into(result, &mut set, out_dir, jobs, progress, err)?;
+    let mut report_failed = list.write_into(result, &mut set, out_dir, workers, progress, err)?;
     let chosen = &result.scores[result.chosen];
     let gate_results: Vec<crate::score::gates::GateResult> =
         gates.iter().map(|g| g.check(chosen)).collect();

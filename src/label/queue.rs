@@ -21,20 +21,25 @@ pub fn stock_configs() -> Result<Vec<DetectorConfig>> {
 
 /// Replay the stock configurations over the corpus.
 #[cfg(test)]
-pub fn replay_stock(corpus: &Corpus, jobs: usize) -> Result<Replay> {
-    replay_stock_with(corpus, jobs, &crate::progress::NoProgress)
+pub fn replay_stock(corpus: &Corpus) -> Result<Replay> {
+    replay_stock_with(
+        corpus,
+        &crate::util::pool::Workers::current(),
+        &crate::progress::NoProgress,
+    )
 }
 
 /// [`replay_stock`], counting on `progress`.
 pub fn replay_stock_with(
     corpus: &Corpus,
-    jobs: usize,
+    workers: &crate::util::pool::Workers,
     progress: &dyn crate::progress::Progress,
 ) -> Result<Replay> {
     replay(
         corpus,
         stock_configs()?,
-        &ReplayOptions { jobs, all: false },
+        &ReplayOptions { all: false },
+        workers,
         progress,
     )
 }
@@ -231,7 +236,7 @@ mod tests {
         // 1 call: nobody flags. 200 identical calls: every profile flags
         // (max-turns included). In between, some do and some do not.
         let c = corpus(&[("quiet", 1), ("b-mid", 6), ("a-mid", 6), ("storm", 200)]);
-        let r = replay_stock(&c, 1).unwrap();
+        let r = replay_stock(&c).unwrap();
         let ranked = rank(&c, &r);
         let order: Vec<(&str, Tier)> = ranked
             .iter()
@@ -244,7 +249,7 @@ mod tests {
         let storm = ranked.iter().find(|x| c.sessions[x.session].id == "storm");
         assert!(storm.unwrap().flagged > ranked[0].flagged);
         // Same input, same order.
-        assert_eq!(rank(&c, &replay_stock(&c, 2).unwrap()), ranked);
+        assert_eq!(rank(&c, &replay_stock(&c).unwrap()), ranked);
     }
 
     #[test]
@@ -264,7 +269,7 @@ mod tests {
     #[test]
     fn suggest_csv_skips_labelled_and_has_a_column_per_family() {
         let c = corpus(&[("quiet", 1), ("a-mid", 6)]);
-        let ranked = rank(&c, &replay_stock(&c, 1).unwrap());
+        let ranked = rank(&c, &replay_stock(&c).unwrap());
         let text = String::from_utf8(suggest_csv(&c, &ranked, |s| s == "quiet")).unwrap();
         let mut lines = text.lines();
         let header = lines.next().unwrap();

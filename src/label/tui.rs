@@ -878,7 +878,7 @@ mod tests {
             std::fs::write(&p, t).unwrap();
         }
         let c = corpus();
-        let r = queue::replay_stock(&c, 1).unwrap();
+        let r = queue::replay_stock(&c).unwrap();
         let ranked = queue::rank(&c, &r);
         App::new(&c, &r, &ranked, LabelStore::open(&p).unwrap())
     }
@@ -900,7 +900,7 @@ mod tests {
     #[test]
     fn view_has_turns_calls_results_texts_and_places() {
         let c = corpus();
-        let r = queue::replay_stock(&c, 1).unwrap();
+        let r = queue::replay_stock(&c).unwrap();
         let ranked = queue::rank(&c, &r);
         let loopy = ranked
             .iter()

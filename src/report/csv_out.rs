@@ -201,23 +201,7 @@ pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> st
         "line",
         "pointer",
     ])?;
-    let union: Vec<&crate::result::Hit> = r
-        .advice
-        .union
-        .iter()
-        .flat_map(|u| u.hits.iter().flatten())
-        .collect();
-    let rows = r
-        .record
-        .outcomes
-        .iter()
-        .map(|c| (c.config.as_str(), c.hits.iter().collect::<Vec<_>>()))
-        .chain(
-            r.advice
-                .union
-                .iter()
-                .map(|u| (u.id.as_str(), union.clone())),
-        );
+    let rows = detection_rows(r);
     w.flush()?;
     let out = w.into_inner().map_err(|e| e.into_error())?;
     // A large sweep has millions of rows but few distinct detections: each
@@ -266,6 +250,29 @@ const BLOCK: usize = 1 << 20;
 
 /// The cells of detection `d` on session `session` either side of the stop
 /// turn: session to turns-to-detection, and detail to pointer.
+/// The rows of detections.csv (and detections.parquet): every
+/// configuration's hits by its id, in grid order, then the union's.
+pub(crate) fn detection_rows(
+    r: &SweepResult,
+) -> impl Iterator<Item = (&str, Vec<&crate::result::Hit>)> {
+    let union: Vec<&crate::result::Hit> = r
+        .advice
+        .union
+        .iter()
+        .flat_map(|u| u.hits.iter().flatten())
+        .collect();
+    r.record
+        .outcomes
+        .iter()
+        .map(|c| (c.config.as_str(), c.hits.iter().collect::<Vec<_>>()))
+        .chain(
+            r.advice
+                .union
+                .iter()
+                .map(move |u| (u.id.as_str(), union.clone())),
+        )
+}
+
 fn detection_cells(
     r: &SweepResult,
     session: u32,

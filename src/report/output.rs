@@ -106,14 +106,14 @@ impl Outputs {
     }
 
     /// Render every output of `result` to its staged path (from
-    /// [`Outputs::stage`]) at once on up to `jobs` threads (0: every core),
+    /// [`Outputs::stage`]) at once on the command's `workers`,
     /// longest first, a tick of `progress` as each is done. The outcomes in
     /// list order.
     pub fn write(
         &self,
         result: &SweepResult,
         staged: &[PathBuf],
-        jobs: usize,
+        workers: &crate::util::pool::Workers,
         progress: &dyn crate::progress::Progress,
     ) -> Result<Vec<std::io::Result<()>>> {
         use rayon::prelude::*;
@@ -125,12 +125,11 @@ impl Outputs {
         let done: Vec<Mutex<Option<std::io::Result<()>>>> =
             self.list.iter().map(|_| Mutex::new(None)).collect();
         let next = AtomicUsize::new(0);
-        let pool = crate::util::pool::pool(jobs)?;
-        let workers = pool.current_num_threads().min(order.len()).max(1);
+        let takers = workers.threads().min(order.len()).max(1);
         // Each worker takes the costliest output left: a list schedule, not
         // rayon's halving of the list (which would pair the two longest).
-        pool.install(|| {
-            (0..workers).into_par_iter().for_each(|_| loop {
+        workers.install(|| {
+            (0..takers).into_par_iter().for_each(|_| loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&i) = order.get(k) else { break };
                 let o = &self.list[i];
@@ -158,7 +157,7 @@ impl Outputs {
         result: &SweepResult,
         set: &mut OutputSet,
         dir: &Path,
-        jobs: usize,
+        workers: &crate::util::pool::Workers,
         progress: &dyn crate::progress::Progress,
         err: &mut dyn Write,
     ) -> Result<bool> {
@@ -167,7 +166,7 @@ impl Outputs {
         // the previous outputs as they were.
         let staged = self.stage(set, dir)?;
         progress.set_length(self.list.len() as u64);
-        let outcomes = self.write(result, &staged, jobs, progress)?;
+        let outcomes = self.write(result, &staged, workers, progress)?;
         let mut report_failed = false;
         for (o, r) in self.iter().zip(outcomes) {
             match (o.kind(), r) {

@@ -401,23 +401,7 @@ impl Output for DetectionsParquet {
         .map(|(n, t)| field(n, t))
         .collect();
         let mut t = Table::new(w, fields)?;
-        let union: Vec<&Hit> = r
-            .advice
-            .union
-            .iter()
-            .flat_map(|u| u.hits.iter().flatten())
-            .collect();
-        let rows = r
-            .record
-            .outcomes
-            .iter()
-            .map(|c| (c.config.as_str(), c.hits.iter().collect::<Vec<_>>()))
-            .chain(
-                r.advice
-                    .union
-                    .iter()
-                    .map(|u| (u.id.as_str(), union.clone())),
-            );
+        let rows = super::csv_out::detection_rows(r);
         let mut detail = String::new();
         for (id, hits) in rows {
             for o in hits {

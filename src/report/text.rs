@@ -63,14 +63,14 @@ pub fn replay_json(
     sessions: &[SessionOutcomes],
     configs: &[ConfigName],
     all: bool,
-    pool: &rayon::ThreadPool,
+    workers: &crate::util::pool::Workers,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    // Lines are built a block of sessions at a time on `pool` and written
+    // Lines are built a block of sessions at a time on the workers and written
     // in order: the output was the one part of a replay on one thread.
     use rayon::prelude::*;
     for block in sessions.chunks(JSON_BLOCK) {
-        let lines: Vec<Vec<u8>> = pool.install(|| {
+        let lines: Vec<Vec<u8>> = workers.install(|| {
             block
                 .par_iter()
                 .map(|s| replay_json_line(s, configs, all))

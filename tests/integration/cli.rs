@@ -1129,3 +1129,36 @@ fn sessions_spread_over_files_give_the_same_disagreements() {
         ids(&parts)
     );
 }
+
+/// The baseline is found once, before any work: a `--baseline` the grid has
+/// no stock configuration of is the error (exit 2) even when the labels file
+/// is missing too, and nothing is written.
+#[test]
+fn a_baseline_missing_from_the_grid_is_the_first_error_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = looptune()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/sessions",
+            "--grid",
+            "tests/fixtures/schema3/grid.toml",
+            "--baseline",
+            "opencode",
+            "--labels",
+            "no-such-labels.csv",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--baseline `opencode`: the grid has no stock configuration of this profile"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

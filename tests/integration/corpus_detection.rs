@@ -33,10 +33,8 @@ fn first(
     let r = replay(
         c,
         vec![cfg],
-        &ReplayOptions {
-            jobs: 2,
-            all: false,
-        },
+        &ReplayOptions { all: false },
+        &looptune::replay::Workers::new(2).unwrap(),
         &NoProgress,
     )
     .unwrap();

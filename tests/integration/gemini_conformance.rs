@@ -43,7 +43,8 @@ fn ours(profile: &str, all: bool) -> Found {
     let r = replay(
         &corpus,
         vec![cfg],
-        &ReplayOptions { jobs: 2, all },
+        &ReplayOptions { all },
+        &looptune::replay::Workers::new(2).unwrap(),
         &NoProgress,
     )
     .unwrap();

@@ -657,3 +657,29 @@ fn report_refuses_a_report_html_that_is_one_of_its_inputs() {
     looptune().arg("report").arg(&out).assert().success();
     assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
 }
+
+/// The guard protects the files the read reads: one walk serves both. With
+/// --lenient, a folder holding an unreadable entry (a dangling link) is still
+/// read, so its readable files may not be written over either.
+#[cfg(unix)]
+#[test]
+fn a_lenient_walk_past_an_unreadable_entry_still_protects_what_it_reads() {
+    let d = tempfile::tempdir().unwrap();
+    let runs = d.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let session = runs.join("s.jsonl");
+    std::fs::copy(
+        root().join("fixtures/sessions/loop_identical_read.jsonl"),
+        &session,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(d.path().join("nowhere"), runs.join("gone.jsonl")).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    let a = looptune()
+        .args(["replay", "--lenient", "-q"])
+        .arg(&runs)
+        .arg("--markdown")
+        .arg(&session)
+        .assert();
+    refused_unchanged(a, &session, &before);
+}

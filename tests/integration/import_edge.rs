@@ -393,15 +393,18 @@ fn a_streamed_read_gives_the_sessions_of_a_whole_read() {
             let paths: Vec<PathBuf> = paths.iter().map(|p| fx(p)).collect();
             let opts = ReadOptions {
                 lenient,
-                jobs,
                 ..Default::default()
             };
-            let streamed = looptune::input::stream_sessions(
-                &paths,
-                &opts,
-                &looptune::progress::NoProgress,
-                &|s, names| shape(&s, |o| names.provenance(o).to_string()),
-            );
+            let workers = looptune::replay::Workers::new(jobs).unwrap();
+            let streamed = looptune::input::InputFiles::walk(&paths, lenient).and_then(|files| {
+                looptune::input::stream_sessions(
+                    &files,
+                    &opts,
+                    &workers,
+                    &looptune::progress::NoProgress,
+                    &|s, names| shape(&s, |o| names.provenance(o).to_string()),
+                )
+            });
             let (whole, streamed) = match (whole, streamed) {
                 (Ok(w), Ok(s)) => (w, s),
                 (Err(a), Err(b)) => {

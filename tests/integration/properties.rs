@@ -72,8 +72,8 @@ proptest! {
     fn canonical_reader_never_panics_and_names_a_line(text in log_text(), lenient in any::<bool>()) {
         match looptune::input::parse_canonical("f.jsonl", "f", text.as_bytes(), lenient) {
             Ok(fs) => {
-                for (line, _) in &fs.skipped {
-                    prop_assert!(*line >= 1);
+                for skip in &fs.skipped {
+                    prop_assert!(skip.line >= 1);
                 }
             }
             Err(e) => check_error(&e, "f.jsonl", text.as_bytes()),
@@ -179,7 +179,12 @@ proptest! {
             t
         };
         let mut warnings = Vec::new();
-        if let Err(e) = looptune::input::labels::parse_labels("l.csv", &text, jsonl, lenient, &mut warnings) {
+        let syntax = if jsonl {
+            looptune::input::labels::LabelsSyntax::Jsonl
+        } else {
+            looptune::input::labels::LabelsSyntax::Csv
+        };
+        if let Err(e) = looptune::input::labels::parse_labels("l.csv", &text, syntax, lenient, &mut warnings) {
             check_error(&e, "l.csv", text.as_bytes());
         }
     }

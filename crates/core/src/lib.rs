@@ -30,12 +30,13 @@
 //! use looptune_core::detect::DetectorConfig;
 //! use looptune_core::input::{read_corpus, ReadOptions};
 //! use looptune_core::util::progress::NoProgress;
-//! use looptune_core::replay::{replay, ReplayOptions};
+//! use looptune_core::replay::{replay, ReplayOptions, Workers};
 //!
 //! # fn main() -> looptune_core::error::Result<()> {
 //! let corpus = read_corpus(&["logs/".into()], &ReadOptions::default())?;
 //! let config = DetectorConfig::resolve(None, Some("gemini-latest"), &[])?;
-//! let result = replay(&corpus, vec![config], &ReplayOptions::default(), &NoProgress)?;
+//! let workers = Workers::new(0)?; // one thread per core
+//! let result = replay(&corpus, vec![config], &ReplayOptions::default(), &workers, &NoProgress)?;
 //! for (session, outcome) in corpus.sessions.iter().zip(&result.outcomes[0]) {
 //!     if let Some(first) = outcome.detections.first() {
 //!         println!("{}: {} at turn {}", session.id, first.kind, first.turn);

@@ -10,17 +10,15 @@
 use crate::detect::{Check, DetectorConfig, Policy, Prepared};
 use crate::error::Result;
 use crate::event::{Corpus, Label, Located, Provenance, Session};
-use crate::input::{FileNames, ReadOptions, Streamed};
+use crate::input::{FileNames, InputList, ReadOptions, Streamed};
 use crate::util::progress::Progress;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// How to replay.
+/// How to replay (the threads are the command's [`Workers`]).
 #[derive(Debug, Clone, Default)]
 pub struct ReplayOptions {
-    /// Worker threads (0 = all cores).
-    pub jobs: usize,
     /// Report every detection (`clearDetection()` after each), not only up to the policy's stop.
     pub all: bool,
 }
@@ -79,7 +77,8 @@ type CheckRun = (Vec<Detection>, Option<Vec<(u32, bool)>>);
 /// What an [`Outcome`] holds of each firing (so a reader of outcomes need
 /// not reach into `detect`).
 pub use crate::detect::Detection;
-pub use crate::util::pool::pool;
+/// The command's worker threads, which reading and replaying share.
+pub use crate::util::pool::Workers;
 
 /// A replay planned once for a list of configurations: their checks,
 /// decomposed and shared (equal keys run once per session), batched, each with
@@ -243,27 +242,24 @@ impl Plan {
     }
 }
 
-/// Replay every configuration over the corpus.
+/// Replay every configuration over the corpus, on `workers`.
 pub fn replay(
     corpus: &Corpus,
     configs: Vec<DetectorConfig>,
     opts: &ReplayOptions,
+    workers: &Workers,
     progress: &dyn Progress,
 ) -> Result<Replay> {
     let plan = Plan::new(configs, opts)?;
     let n_checks = plan.checks.len();
     let n_sessions = corpus.sessions.len();
     progress.set_length((n_sessions * n_checks) as u64);
-    // Never more threads than work items (`-j 5000` on 16 sessions took 35 s).
-    let pool = pool(crate::util::limits::threads_for(
-        opts.jobs,
-        n_sessions * n_checks,
-    ))?;
+    let pool = workers;
     // One task per session: its prepared data (UTF-16 content, tool keys) is
     // built once, shared by all checks, and dropped when the session is done,
     // so memory holds the parsed corpus once plus the sessions in flight.
     // Many checks on few sessions still spread over threads (nested).
-    let nested = n_checks >= 16 && n_sessions < 4 * pool.current_num_threads();
+    let nested = n_checks >= 16 && n_sessions < 4 * pool.threads();
     let runs: Vec<Vec<CheckRun>> = pool.install(|| {
         corpus
             .sessions
@@ -375,19 +371,19 @@ impl SessionOutcomes {
 /// Read and replay at once: every session is replayed as soon as it is read
 /// and then dropped, so memory holds the files in flight and the outcomes,
 /// never the corpus. The same outcomes as [`replay`] over [`crate::input::read_corpus`].
+/// The configurations are checked before the inputs' walk raises its error
+/// (the list was walked once, by the command, for its guard on outputs too).
 pub fn replay_stream(
-    paths: &[std::path::PathBuf],
+    inputs: InputList,
     read: &ReadOptions,
     configs: Vec<DetectorConfig>,
     opts: &ReplayOptions,
+    workers: &Workers,
     progress: &dyn Progress,
 ) -> Result<(Plan, Streamed<SessionOutcomes>)> {
     let plan = Plan::new(configs, opts)?;
-    let read = ReadOptions {
-        jobs: opts.jobs,
-        ..read.clone()
-    };
-    let streamed = crate::input::stream_sessions(paths, &read, progress, &|s, files| {
+    let files = inputs.files()?;
+    let streamed = crate::input::stream_sessions(&files, read, workers, progress, &|s, files| {
         SessionOutcomes::of(&plan, s, files)
     })?;
     Ok((plan, streamed))

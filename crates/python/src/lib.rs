@@ -156,7 +156,7 @@ impl Detector {
         let configs: Vec<DetectorConfig> = selection.resolve().map_err(to_py)?;
         let family = configs[0].family;
         let profile = configs[0].profile.clone();
-        let plan = Plan::new(configs, &ReplayOptions { jobs: 1, all: true }).map_err(to_py)?;
+        let plan = Plan::new(configs, &ReplayOptions { all: true }).map_err(to_py)?;
         Ok(Detector {
             plan: Arc::new(plan),
             lines: Vec::new(),

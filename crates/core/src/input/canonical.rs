@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::event::{Event, Origin, Place, Record};
-use crate::input::format::FileSessions;
+use crate::input::format::{FileSessions, SkippedLine};
 use crate::input::json::{self, parse_json, FieldError, RecordError};
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -115,7 +115,14 @@ pub(crate) fn parse_giving(
     }
     Ok(Batch {
         sessions: ids,
-        skipped: p.skipped.into_iter().map(|(l, m)| (l + 1, m)).collect(),
+        skipped: p
+            .skipped
+            .into_iter()
+            .map(|s| SkippedLine {
+                line: s.line + 1,
+                ..s
+            })
+            .collect(),
         unknown: p.unknown,
         lines: p.lines,
     })
@@ -144,8 +151,8 @@ pub(crate) fn parse_canonical_pieces(
 #[derive(Default)]
 pub(crate) struct Batch {
     pub sessions: Vec<(String, Vec<Event>)>,
-    /// Lines skipped (`--lenient`): `(line in the file, message)`.
-    pub skipped: Vec<(u64, String)>,
+    /// Lines skipped (`--lenient`), numbered in the file.
+    pub skipped: Vec<SkippedLine>,
     pub unknown: u64,
     /// Lines the batch holds (a last empty one after a final newline counts).
     pub lines: u64,
@@ -234,7 +241,10 @@ pub(crate) fn parse_batch(
             });
         }
         out.skipped
-            .extend(p.skipped.into_iter().map(|(line, m)| (at + line, m)));
+            .extend(p.skipped.into_iter().map(|s| SkippedLine {
+                line: at + s.line,
+                ..s
+            }));
         out.unknown += p.unknown;
         let offset = u32::try_from(at - 1).unwrap_or(u32::MAX);
         for (sid, mut records) in p.sessions {
@@ -580,7 +590,7 @@ fn starts_object(raw: &[u8]) -> bool {
 #[derive(Default)]
 struct Piece {
     sessions: Vec<(String, Vec<Event>)>,
-    skipped: Vec<(u64, String)>,
+    skipped: Vec<SkippedLine>,
     unknown: u64,
     /// The first bad line when not lenient (parsing stopped there).
     error: Option<(u64, String)>,
@@ -699,7 +709,7 @@ fn parse_piece(
                     }
                 }
             }
-            Err(e) if lenient => p.skipped.push((line_no - 1, e.to_string())),
+            Err(e) if lenient => p.skipped.push(SkippedLine::record(line_no - 1, e)),
             Err(e) => {
                 let message = e.to_string();
                 p.error = Some((line_no - 1, message));
@@ -1286,7 +1296,7 @@ mod tests {
         })
     }
 
-    type Read = (Vec<(String, Vec<Event>)>, Vec<(u64, String)>, u64);
+    type Read = (Vec<(String, Vec<Event>)>, Vec<SkippedLine>, u64);
 
     /// `parse_batch` in pieces of `min_piece` bytes, giving the sessions that
     /// lie within a piece; put back together as one parse gives them.
@@ -1825,5 +1835,14 @@ mod tests {
         let fs = parse_canonical("f.jsonl", "f", data, true).unwrap();
         assert_eq!(fs.skipped.len(), 1);
         assert_eq!(fs.sessions[0].1.len(), 2);
+        // The skip is typed: its line, the reader's own error, the same text.
+        let skip = &fs.skipped[0];
+        assert_eq!(skip.line, 2);
+        assert!(
+            matches!(&skip.reason, crate::input::format::SkipReason::Record(e)
+                if matches!(**e, RecordError::Field(FieldError::Missing(_)))),
+            "{skip:?}"
+        );
+        assert_eq!(skip.reason.to_string(), "missing field `text`");
     }
 }

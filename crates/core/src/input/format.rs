@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 pub use crate::error::UNRECOGNISED;
 
@@ -20,8 +21,8 @@ pub struct FileSessions {
     /// an [`Event`] with its origin in this file (`Origin::file` is set when
     /// the corpus is merged) and its turn not yet numbered.
     pub sessions: Vec<(String, Vec<Event>)>,
-    /// Lines skipped with `--lenient`: `(line, message)`.
-    pub skipped: Vec<(u64, String)>,
+    /// Lines skipped with `--lenient`.
+    pub skipped: Vec<SkippedLine>,
     /// Records of unknown types.
     pub unknown: u64,
     /// Content came from whole messages rather than stream chunks.
@@ -40,6 +41,60 @@ pub struct FileSessions {
     /// merged in order of part, then of reading, so a continuation follows
     /// its parent whatever the paths' order.
     pub part: u32,
+}
+
+/// A line (or native record) a lenient read skipped: where, and why.
+#[derive(Debug, Clone)]
+pub struct SkippedLine {
+    /// Its 1-based line in the file; 0 when the reason names the place
+    /// (an event file, a database row).
+    pub line: u64,
+    /// Why it was skipped.
+    pub reason: SkipReason,
+}
+
+impl SkippedLine {
+    /// A canonical line the reader could not read, at `line`.
+    pub fn record(line: u64, error: crate::input::json::RecordError) -> SkippedLine {
+        SkippedLine {
+            line,
+            reason: SkipReason::Record(Arc::new(error)),
+        }
+    }
+
+    /// A native record an importer skipped, at `line`, in its words.
+    pub fn native(line: u64, message: String) -> SkippedLine {
+        SkippedLine {
+            line,
+            reason: SkipReason::Native(message),
+        }
+    }
+}
+
+/// Two skips are the same when they name the same line with the same text.
+impl PartialEq for SkippedLine {
+    fn eq(&self, other: &SkippedLine) -> bool {
+        self.line == other.line && self.reason.to_string() == other.reason.to_string()
+    }
+}
+
+/// Why a line was skipped; its text is what the warning and `summary.json` say.
+#[derive(Debug, Clone)]
+pub enum SkipReason {
+    /// The canonical reader's typed error for the line.
+    Record(Arc<crate::input::json::RecordError>),
+    /// What an importer says of a native record (its own message, naming
+    /// the field or the place).
+    Native(String),
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkipReason::Record(e) => e.fmt(f),
+            SkipReason::Native(m) => f.write_str(m),
+        }
+    }
 }
 
 /// The caps on decompressing a container's members (an Inspect AI `.eval`

@@ -96,27 +96,36 @@ pub fn read_label_rows(
             .collect();
         return Ok((rows, digest));
     }
-    let out = parse_label_rows(
-        &display,
-        &text,
-        ext == "jsonl" || ext == "json",
-        lenient,
-        warnings,
-    )?;
+    let syntax = if ext == "jsonl" || ext == "json" {
+        LabelsSyntax::Jsonl
+    } else {
+        LabelsSyntax::Csv
+    };
+    let out = parse_label_rows(&display, &text, syntax, lenient, warnings)?;
     Ok((out, digest))
 }
 
-/// Parse the text of a labels file (CSV, or JSONL with `jsonl`); `display`
+/// How a labels file is written: chosen by its extension (`.jsonl`,
+/// `.json`: JSON Lines; anything else: CSV).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelsSyntax {
+    /// A header row, then one row per session.
+    Csv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+/// Parse the text of a labels file written in `syntax`; `display`
 /// names it in `FILE:LINE: field` errors. (The fuzz and property tests call
 /// this directly.)
 pub fn parse_labels(
     display: &str,
     text: &str,
-    jsonl: bool,
+    syntax: LabelsSyntax,
     lenient: bool,
     warnings: &mut Vec<String>,
 ) -> Result<BTreeMap<String, Label>> {
-    Ok(parse_label_rows(display, text, jsonl, lenient, warnings)?
+    Ok(parse_label_rows(display, text, syntax, lenient, warnings)?
         .into_iter()
         .map(|(id, row)| (id, row.label))
         .collect())
@@ -138,15 +147,14 @@ pub struct LabelRow {
 pub fn parse_label_rows(
     display: &str,
     text: &str,
-    jsonl: bool,
+    syntax: LabelsSyntax,
     lenient: bool,
     warnings: &mut Vec<String>,
 ) -> Result<BTreeMap<String, LabelRow>> {
     let display = display.to_string();
-    let rows: Vec<RawRow> = if jsonl {
-        jsonl_rows(&display, text)?
-    } else {
-        csv_rows(&display, text)?
+    let rows: Vec<RawRow> = match syntax {
+        LabelsSyntax::Jsonl => jsonl_rows(&display, text)?,
+        LabelsSyntax::Csv => csv_rows(&display, text)?,
     };
     let mut out = BTreeMap::new();
     for RawRow {

@@ -80,7 +80,7 @@ pub(super) fn stream<T: Send>(
 ) -> Result<Option<Pass1<T>>> {
     let display = path.display().to_string();
     let stem = found.stem();
-    let min_piece = if opts.jobs == 1 {
+    let min_piece = if rayon::current_num_threads() == 1 {
         usize::MAX
     } else {
         crate::input::canonical::MIN_PIECE
@@ -136,7 +136,7 @@ pub(super) fn stream<T: Send>(
     let mut open: FxHashMap<String, Vec<Event>> = FxHashMap::default();
     let mut ids: Vec<String> = Vec::new();
     let mut done: Vec<(String, T)> = Vec::new();
-    let mut skipped: Vec<(u64, String)> = Vec::new();
+    let mut skipped: Vec<crate::input::format::SkippedLine> = Vec::new();
     let mut skipped_lines = 0u64;
     let mut unknown = 0u64;
     let mut at = 1u64;
@@ -498,16 +498,19 @@ impl Source {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{stream_sessions, ReadOptions};
+    use crate::input::{stream_sessions, InputFiles, ReadOptions};
+    use crate::util::pool::Workers;
     use proptest::prelude::*;
     use std::io::Write;
     use std::path::PathBuf;
 
-    /// What a read gives, as text: files, notes, and every session in full.
-    fn read(path: &Path, opts: &ReadOptions) -> String {
+    /// What a read on `jobs` threads gives, as text: files, notes, and
+    /// every session in full.
+    fn read(path: &Path, opts: &ReadOptions, jobs: usize) -> String {
         let got = stream_sessions(
-            &[path.to_path_buf()],
+            &InputFiles::walk(&[path.to_path_buf()], opts.lenient).unwrap(),
             opts,
+            &Workers::new(jobs).unwrap(),
             &crate::util::progress::NoProgress,
             &|s, names| format!("{:?} {:?}", *s, names.0),
         );
@@ -528,20 +531,15 @@ mod tests {
             digests: true,
             ..ReadOptions::default()
         };
-        let expected = read(path, &whole);
+        let expected = read(path, &whole, 0);
         // Read whole on one thread, sessions are given as they are parsed.
-        let one = ReadOptions {
-            jobs: 1,
-            ..whole.clone()
-        };
-        assert_eq!(read(path, &one), expected, "whole, one thread");
+        assert_eq!(read(path, &whole, 1), expected, "whole, one thread");
         for jobs in [1, 2] {
             let batches = ReadOptions {
                 stream_above: 0,
-                jobs,
                 ..whole.clone()
             };
-            assert_eq!(read(path, &batches), expected, "jobs {jobs}");
+            assert_eq!(read(path, &batches, jobs), expected, "jobs {jobs}");
         }
         expected
     }
@@ -624,10 +622,16 @@ mod tests {
             stream_above: 0,
             ..ReadOptions::default()
         };
-        let got = stream_sessions(std::slice::from_ref(&path), &opts, &count, &|s, _| {
-            seen.lock().unwrap().push(count.0.load(Relaxed));
-            s.events.len()
-        })
+        let got = stream_sessions(
+            &InputFiles::walk(std::slice::from_ref(&path), false).unwrap(),
+            &opts,
+            &Workers::current(),
+            &count,
+            &|s, _| {
+                seen.lock().unwrap().push(count.0.load(Relaxed));
+                s.events.len()
+            },
+        )
         .unwrap();
         assert_eq!(got.sessions.len(), 200);
         let seen = seen.into_inner().unwrap();

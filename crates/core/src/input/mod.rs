@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 
 pub use crate::input::canonical::{parse_canonical, parse_line, record_from_object};
-pub use crate::input::format::FileSessions;
+pub use crate::input::format::{FileSessions, SkipReason, SkippedLine};
 pub use crate::input::json::{parse_json, parse_json_slice};
 /// Why a line or record cannot be read (`parse_line`, `record_from_object`).
 pub use crate::input::json::{FieldError, RecordError};
@@ -29,11 +29,14 @@ pub mod import;
 pub mod json;
 pub mod labels;
 mod large;
+mod list;
 #[doc(hidden)]
 pub mod logdirs;
 #[doc(hidden)]
 pub mod synth;
+use crate::util::pool::Workers;
 pub use large::STREAM_ABOVE;
+pub use list::{InputFiles, InputList};
 
 /// How to read inputs.
 #[derive(Debug, Clone)]
@@ -44,8 +47,6 @@ pub struct ReadOptions {
     pub format: crate::input::import::InputFormat,
     /// Compute the SHA-256 of every input file (for `summary.json`).
     pub digests: bool,
-    /// Threads reading files: 0 means all cores, 1 reads on the calling thread.
-    pub jobs: usize,
     /// Most bytes one gzip file may expand to (`--max-gzip-bytes`).
     pub max_gzip_bytes: u64,
     /// Most a gzip file may expand, as decompressed over stored bytes, once
@@ -73,7 +74,6 @@ impl Default for ReadOptions {
             lenient: false,
             format: crate::input::import::InputFormat::Auto,
             digests: false,
-            jobs: 0,
             max_gzip_bytes: MAX_GZIP_BYTES,
             max_gzip_ratio: MAX_GZIP_RATIO,
             stream_above: STREAM_ABOVE,
@@ -92,35 +92,38 @@ const KEEP_SKIPPED: usize = 50;
 /// told apart by parent folders unless their records overlap (see
 /// [`FileSessions::record_keys`]).
 pub fn read_corpus(paths: &[PathBuf], opts: &ReadOptions) -> Result<Corpus> {
-    read_corpus_with(paths, opts, &crate::util::progress::NoProgress)
+    read_files(
+        &InputFiles::walk(paths, opts.lenient)?,
+        opts,
+        &Workers::current(),
+        &crate::util::progress::NoProgress,
+    )
 }
 
-/// [`read_corpus`], counting the bytes of the files read on `progress`
+/// [`read_corpus`] of an input list walked once ([`InputList`]), on the
+/// command's `workers`, counting the bytes of the files read on `progress`
 /// (reading is most of an end-to-end replay of a large corpus).
-pub fn read_corpus_with(
-    paths: &[PathBuf],
+pub fn read_files(
+    inputs: &InputFiles,
     opts: &ReadOptions,
+    workers: &Workers,
     progress: &dyn crate::util::progress::Progress,
 ) -> Result<Corpus> {
-    let (files, walk_notes) = collect_files_with(paths, opts.lenient)?;
-    progress.set_length(stored_bytes(&files));
+    let files = &inputs.files;
+    progress.set_length(stored_bytes(files));
     if files.is_empty() {
-        return Err(no_files(paths));
+        return Err(no_files(&inputs.paths));
     }
     let mut corpus = Corpus {
-        unreadable: walk_notes.len() as u64,
-        skipped: walk_notes,
+        unreadable: inputs.notes.len() as u64,
+        skipped: inputs.notes.clone(),
         ..Default::default()
     };
-    // Files are read and parsed in parallel (in the caller's rayon pool), then
+    // Files are read and parsed in parallel (on the command's workers), then
     // merged in order, so the result and the first error do not depend on it.
     // Every file is read before merging: clashing native ids need all files.
     let load_one = |found: &Found| load_file(found, opts, progress);
-    let loaded: Vec<Result<Loaded>> = if opts.jobs == 1 {
-        files.iter().map(load_one).collect()
-    } else {
-        crate::util::pool::pool(opts.jobs)?.install(|| files.par_iter().map(load_one).collect())
-    };
+    let loaded: Vec<Result<Loaded>> = workers.install(|| files.par_iter().map(load_one).collect());
     let mut read: Vec<ReadFile> = Vec::new();
     for (found, loaded) in files.iter().zip(loaded) {
         let (display, sha256, stored, fs) = match loaded? {
@@ -464,7 +467,7 @@ struct Streamed1<T> {
     sha256: String,
     stored: u64,
     format: String,
-    skipped: Vec<(u64, String)>,
+    skipped: Vec<SkippedLine>,
     skipped_lines: u64,
     unknown: u64,
     /// Session ids in the file, as it gave them (before any renaming).
@@ -494,15 +497,16 @@ enum Pass1<T> {
 /// file is read; only the files holding them are read again, merged as
 /// [`read_corpus`] merges, and handed to `f` once more.
 pub fn stream_sessions<T: Send>(
-    paths: &[PathBuf],
+    inputs: &InputFiles,
     opts: &ReadOptions,
+    workers: &Workers,
     progress: &dyn crate::util::progress::Progress,
     f: &(dyn Fn(Arc<Session>, &FileNames) -> T + Sync),
 ) -> Result<Streamed<T>> {
-    let (files, walk_notes) = collect_files_with(paths, opts.lenient)?;
-    progress.set_length(stored_bytes(&files));
+    let files = &inputs.files;
+    progress.set_length(stored_bytes(files));
     if files.is_empty() {
-        return Err(no_files(paths));
+        return Err(no_files(&inputs.paths));
     }
     let names = FileNames(
         files
@@ -600,15 +604,14 @@ pub fn stream_sessions<T: Send>(
             kept,
         })))
     };
-    // Everything, the sessions of one file included, runs in this pool.
-    let pool = crate::util::pool::pool(opts.jobs)?;
+    // Everything, the sessions of one file included, runs on the workers.
     let passed: Vec<Result<Pass1<T>>> =
-        pool.install(|| files.par_iter().enumerate().map(one).collect());
+        workers.install(|| files.par_iter().enumerate().map(one).collect());
     // Bookkeeping in file order, as read_corpus does it.
     let mut out = Streamed {
         files: Vec::new(),
-        unreadable: walk_notes.len() as u64,
-        skipped: walk_notes,
+        unreadable: inputs.notes.len() as u64,
+        skipped: inputs.notes.clone(),
         sessions: Vec::new(),
     };
     let mut per_file: Vec<Option<Box<Streamed1<T>>>> = Vec::with_capacity(files.len());
@@ -705,9 +708,9 @@ pub fn stream_sessions<T: Send>(
         if merged.iter().any(|s| taken.contains(s.id.as_str())) {
             // A renamed id (`folder/id`) equals another session's id: the
             // merge of the whole corpus decides, as read_corpus does.
-            let corpus = read_corpus(paths, opts)?;
+            let corpus = read_files(inputs, opts, workers, &crate::util::progress::NoProgress)?;
             let names = FileNames(corpus.files.iter().map(|f| f.path.clone()).collect());
-            out.sessions = pool.install(|| {
+            out.sessions = workers.install(|| {
                 corpus
                     .sessions
                     .par_iter()
@@ -717,7 +720,7 @@ pub fn stream_sessions<T: Send>(
             return Ok(out);
         }
         let again: Vec<(String, T)> =
-            pool.install(|| merged.into_par_iter().map(|s| f(s, &names)).collect());
+            workers.install(|| merged.into_par_iter().map(|s| f(s, &names)).collect());
         out.sessions.extend(again);
     }
     out.sessions.sort_by(|a, b| a.0.cmp(&b.0));
@@ -726,14 +729,14 @@ pub fn stream_sessions<T: Send>(
 
 /// Notes on a file's skipped lines: its first reason always, more while
 /// under [`KEEP_SKIPPED`].
-fn note_skipped_lines(notes: &mut Vec<Skip>, display: &str, skipped: &[(u64, String)]) {
-    for (i, (line, msg)) in skipped.iter().enumerate() {
+fn note_skipped_lines(notes: &mut Vec<Skip>, display: &str, skipped: &[SkippedLine]) {
+    for (i, s) in skipped.iter().enumerate() {
         if i == 0 || notes.len() < KEEP_SKIPPED {
             notes.push(Skip::Line {
                 file: display.to_string(),
                 // Line 0: the message names the place (an event file, a row).
-                line: (*line != 0).then_some(*line),
-                message: msg.clone(),
+                line: (s.line != 0).then_some(s.line),
+                message: s.reason.to_string(),
             });
         }
     }
@@ -1399,9 +1402,9 @@ fn parse_bytes_with(
     })
 }
 
-/// A canonical file, in parallel pieces unless `--jobs 1`.
+/// A canonical file, in parallel pieces unless it is read on one thread (`--jobs 1`).
 fn canonical(display: &str, stem: &str, bytes: &[u8], opts: &ReadOptions) -> Result<FileSessions> {
-    let min_piece = if opts.jobs == 1 {
+    let min_piece = if rayon::current_num_threads() == 1 {
         usize::MAX
     } else {
         crate::input::canonical::MIN_PIECE
@@ -1584,7 +1587,8 @@ mod tests {
         std::fs::write(d.path().join("b.jsonl"), a.repeat(3)).unwrap();
         let count = Count::default();
         let opts = ReadOptions::default();
-        let corpus = read_corpus_with(&[d.path().to_path_buf()], &opts, &count).unwrap();
+        let inputs = InputFiles::walk(&[d.path().to_path_buf()], false).unwrap();
+        let corpus = read_files(&inputs, &opts, &Workers::current(), &count).unwrap();
         assert_eq!(corpus.sessions.len(), 2);
         assert_eq!(count.0.load(Relaxed), 4 * a.len() as u64);
         assert_eq!(count.1.load(Relaxed), 4 * a.len() as u64);

@@ -1319,15 +1319,28 @@ pub mod explain;
 pub use explain::Explanations;
 pub(crate) mod json_text;
 
+/// The configuration a sweep compares with, found once per command on its
+/// grid ([`find_baseline`], before any work) and handed to every step that
+/// needs it (`score::analyze_with`) instead of being looked up again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Baseline(usize);
+
+impl Baseline {
+    /// Its index in the grid's configurations.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
 /// Find the baseline: a stock configuration of `profile` (default: the grid's base profile).
-pub fn find_baseline(grid: &GridRecord, profile: Option<&str>) -> Result<usize> {
+pub fn find_baseline(grid: &GridRecord, profile: Option<&str>) -> Result<Baseline> {
     let name = profile.unwrap_or(&grid.base_profile);
     if let Some(i) = grid
         .configs
         .iter()
         .position(|v| v.stock && v.profile == name)
     {
-        return Ok(i);
+        return Ok(Baseline(i));
     }
     match profile {
         Some(p) => {
@@ -1337,7 +1350,7 @@ pub fn find_baseline(grid: &GridRecord, profile: Option<&str>) -> Result<usize> 
             )))
         }
         // A grid without its own base profile unchanged: compare with its first configuration.
-        None => Ok(0),
+        None => Ok(Baseline(0)),
     }
 }
 

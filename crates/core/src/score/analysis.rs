@@ -7,7 +7,7 @@
 
 use crate::detect::DetectorConfig;
 use crate::error::Result;
-use crate::result::{find_baseline, find_config};
+use crate::result::{find_baseline, find_config, Baseline};
 use crate::result::{ConfigRecord, Hit, SweepRecord};
 use crate::score::metrics::{self, Objective, Scores};
 use crate::score::recommend::{self, CrossValidation, Hits, Labelled, Tally};
@@ -247,10 +247,27 @@ impl SweepResult {
     }
 }
 
-/// Derive scores, the Pareto front and the recommendation from a result.
+/// Derive scores, the Pareto front and the recommendation from a result
+/// (its baseline found on its grid: a loaded record's).
 pub fn analyze(record: SweepRecord) -> Result<SweepResult> {
     let opts = SweepOptions::from_record(&record.options)?;
     let baseline = find_baseline(&record.grid, opts.baseline.as_deref())?;
+    analyze_options(record, opts, baseline)
+}
+
+/// [`analyze`] with the baseline the command found on the record's grid
+/// before the record was made (`sweep`), not looked up again.
+pub fn analyze_with(record: SweepRecord, baseline: Baseline) -> Result<SweepResult> {
+    let opts = SweepOptions::from_record(&record.options)?;
+    analyze_options(record, opts, baseline)
+}
+
+fn analyze_options(
+    record: SweepRecord,
+    opts: SweepOptions,
+    baseline: Baseline,
+) -> Result<SweepResult> {
+    let baseline = baseline.index();
     let chosen = match &opts.chosen {
         None => baseline,
         Some(c) => find_config(&record.grid, c)?,
@@ -827,5 +844,28 @@ fn union_row(
         scores,
         cross_validation,
         group_validation,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `analyze_with` takes the baseline the command found; `analyze` finds
+    /// the record's own.
+    #[test]
+    fn analyze_with_uses_the_baseline_it_is_given() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/schema3/summary.json"
+        );
+        let mut record = SweepRecord::load(std::path::Path::new(path)).unwrap();
+        record.grid.configs[0].stock = true;
+        record.grid.configs[0].profile = "gemini-2025-07".into();
+        assert_eq!(analyze(record.clone()).unwrap().baseline, 3);
+        let other = find_baseline(&record.grid, Some("gemini-2025-07")).unwrap();
+        assert_eq!(other.index(), 0);
+        let result = analyze_with(record, other).unwrap();
+        assert_eq!((result.baseline, result.chosen), (0, 0));
     }
 }

@@ -27,8 +27,6 @@ pub struct SweepOptions {
     pub combine: usize,
     /// Configuration for gates and JUnit, by id, label or profile (default: the baseline).
     pub chosen: Option<String>,
-    /// Worker threads.
-    pub jobs: usize,
     /// The key sessions are grouped by (`agent`, `model`, `source`, or a
     /// labels file's column).
     pub group_by: String,
@@ -46,7 +44,6 @@ impl Default for SweepOptions {
             seed: 1,
             combine: 0,
             chosen: None,
-            jobs: 0,
             group_by: AGENT.into(),
             guard: recommend::Guard::PerGroup,
         }
@@ -69,7 +66,7 @@ impl SweepOptions {
         }
     }
 
-    /// Options from a loaded result (`jobs` is not part of a result).
+    /// Options from a loaded result.
     pub fn from_record(r: &OptionsRecord) -> Result<SweepOptions> {
         Ok(SweepOptions {
             objective: r
@@ -82,7 +79,6 @@ impl SweepOptions {
             seed: r.seed,
             combine: r.combine,
             chosen: r.chosen.clone(),
-            jobs: 0,
             group_by: r.group_by.clone(),
             guard: recommend::Guard::parse(&r.guard).ok_or_else(|| {
                 Error::Usage(format!(

@@ -316,28 +316,29 @@ impl Reducer<'_> {
 /// hits, the lines that explain it when labelled, its material when the stock
 /// profiles disagree on it) and dropped, so memory holds the record, never the
 /// corpus.
-/// Sessions read from `test_paths` are test sessions (`split` = `test`):
+/// `inputs` is the command's input list (walked once, for its guard on
+/// outputs too), read on the command's `workers`; sessions read from its
+/// last `tests` paths (`--test`) are test sessions (`split` = `test`):
 /// scored once the choice is made, never chosen on.
+/// The configurations `options` name (`baseline`, `chosen`) are the
+/// caller's to find on the grid before any work ([`crate::result::find_baseline`],
+/// [`find_variant`]); the baseline found goes to [`crate::score::analyze_with`].
 /// Returns the record, the inputs (files and skips) and the labels.
 #[allow(clippy::too_many_arguments)]
 pub fn run_sweep(
-    paths: &[std::path::PathBuf],
-    test_paths: &[std::path::PathBuf],
+    inputs: crate::input::InputList,
+    tests: usize,
     read: &crate::input::ReadOptions,
     grid: Grid,
     labels_file: &crate::input::labels::LabelsFile,
     options: OptionsRecord,
-    jobs: usize,
+    workers: &crate::util::pool::Workers,
     shard: Option<Shard>,
     progress: &dyn Progress,
 ) -> Result<(SweepRecord, Corpus, Labels)> {
     let record_grid = grid_record(&grid);
-    crate::result::find_baseline(&record_grid, options.baseline.as_deref())?;
-    if let Some(c) = &options.chosen {
-        find_variant(&grid, c)?;
-    }
     let configs: Vec<DetectorConfig> = grid.variants.iter().map(|v| v.config.clone()).collect();
-    let plan = crate::replay::Plan::new(configs, &ReplayOptions { jobs, all: false })?;
+    let plan = crate::replay::Plan::new(configs, &ReplayOptions { all: false })?;
     let stock: Vec<usize> = (0..record_grid.configs.len())
         .filter(|&c| record_grid.configs[c].stock)
         .collect();
@@ -346,10 +347,6 @@ pub fn run_sweep(
     let spill_failed = |e| Error::io("<a temporary file for the explanations (TMPDIR)>", e);
     let spill = crate::result::explain::Spill::new().map_err(spill_failed)?;
     let spill_error = std::sync::Mutex::new(None);
-    let read = crate::input::ReadOptions {
-        jobs,
-        ..read.clone()
-    };
     let reducer = Reducer {
         plan: &plan,
         shard,
@@ -364,10 +361,11 @@ pub fn run_sweep(
     let one = |s: std::sync::Arc<crate::event::Session>, names: &crate::input::FileNames| {
         reducer.reduce(s, names)
     };
-    let mut all_paths = paths.to_vec();
-    all_paths.extend_from_slice(test_paths);
-    let paths = &all_paths[..];
-    let streamed = crate::input::stream_sessions(paths, &read, progress, &one)?;
+    // The walk's first error, if any, is raised here, after the grid's
+    // checks, where the read used to walk the paths.
+    let walked = inputs.files()?;
+    let paths = walked.paths();
+    let streamed = crate::input::stream_sessions(&walked, read, workers, progress, &one)?;
     if let Some(e) = spill_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(spill_failed(e));
     }
@@ -392,7 +390,7 @@ pub fn run_sweep(
     let files = &inputs.files;
     for ((_, reduced), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
         if let Some(mut sw) = reduced.swept {
-            sw.session.groups = session_groups(&sw, files, paths, test_paths.len(), labels_file);
+            sw.session.groups = session_groups(&sw, files, paths, tests, labels_file);
             swept.push(sw);
             by_session.push(*l);
         }
@@ -410,8 +408,9 @@ pub fn run_sweep(
             // and pushed out a session that belongs there: read the inputs
             // again for the few sessions whose material is missing.
             let again = crate::input::stream_sessions(
-                paths,
-                &read,
+                &walked,
+                read,
+                workers,
                 &crate::util::progress::NoProgress,
                 &|s, names| {
                     let (d, _) = missing.get(&s.id)?;

@@ -179,18 +179,6 @@ pub fn check_jobs(jobs: usize) -> Result<usize> {
     Ok(jobs)
 }
 
-/// Threads for `items` work items: never more threads than items (0 keeps
-/// rayon's default of all cores, itself capped by the items).
-pub fn threads_for(jobs: usize, items: usize) -> usize {
-    let items = items.max(1);
-    if jobs == 0 {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        cores.min(items)
-    } else {
-        jobs.min(items)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,13 +207,5 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("memory"), "{e}");
-    }
-
-    #[test]
-    fn threads_never_exceed_work_items() {
-        assert_eq!(threads_for(64, 3), 3);
-        assert_eq!(threads_for(2, 100), 2);
-        assert_eq!(threads_for(8, 0), 1);
-        assert!(threads_for(0, 1) == 1);
     }
 }

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::event::{Event, Origin, Place, Record};
 pub(crate) use crate::input::format::Ctx;
-use crate::input::format::FileSessions;
+use crate::input::format::{FileSessions, SkippedLine};
 pub(crate) use crate::input::json::{opt_arr, opt_str, req_obj, req_str, s, FieldError};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -106,7 +106,7 @@ impl Out {
     /// Note a skipped record (`--lenient`) at `line` (0: the message names
     /// the place).
     pub fn skip(&mut self, line: u64, message: String) {
-        self.fs.skipped.push((line, message));
+        self.fs.skipped.push(SkippedLine::native(line, message));
     }
 
     /// Add a metadata entry for a session (merged into its resolved metadata).
@@ -127,7 +127,7 @@ impl Out {
     pub fn bad(&mut self, ctx: &Ctx, line: u64, why: impl std::fmt::Display) -> Result<()> {
         let message = why.to_string();
         if ctx.lenient {
-            self.fs.skipped.push((line, message));
+            self.fs.skipped.push(SkippedLine::native(line, message));
             Ok(())
         } else {
             Err(Error::Line {

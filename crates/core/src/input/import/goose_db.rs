@@ -8,7 +8,8 @@
 //! and `/messages/<id>`.
 
 use super::common::{pointer, session_rec, Ctx, Out};
-use super::opencode_db::{bad_row, Read};
+use super::opencode_db::bad_row;
+use super::sqlite::{text_col as col, Read};
 use super::{goose, sqlite};
 use crate::error::Result;
 use crate::input::format::{FileSessions, Format};
@@ -34,25 +35,16 @@ impl Format for GooseDb {
         Err(ctx.file_err(format!("expected {}", self.expected())))
     }
     fn claims_path(&self, path: &Path, is_dir: bool, head: &[u8]) -> bool {
-        !is_dir
-            && head.starts_with(sqlite::MAGIC)
-            && sqlite::has_tables(path, &["sessions", "messages", "schema_version"], |n| {
-                n == "sessions.db"
-            })
+        sqlite::claims(
+            is_dir,
+            head,
+            path,
+            &["sessions", "messages", "schema_version"],
+            |n| n == "sessions.db",
+        )
     }
     fn read_path(&self, path: &Path, ctx: &Ctx) -> Result<FileSessions> {
-        let conn = sqlite::open(path, ctx.display)?;
-        read(&conn, ctx).map_err(|e| match e {
-            Read::Db(e) => sqlite::db_err(ctx.display, &e),
-            Read::Stop(e) => e,
-        })
-    }
-}
-
-fn col(row: &rusqlite::Row, cols: &[String], name: &str) -> rusqlite::Result<Option<String>> {
-    match cols.iter().position(|c| c == name) {
-        Some(i) => row.get::<_, Option<String>>(i),
-        None => Ok(None),
+        sqlite::read_with(path, ctx, read)
     }
 }
 

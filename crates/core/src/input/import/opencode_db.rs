@@ -14,6 +14,7 @@
 //! `/message/<id>`, `/session_message/<id>`, `/session/<id>`).
 
 use super::common::{pointer, session_rec, Ctx, Out};
+use super::sqlite::{text_col, Read};
 use super::{opencode, sqlite};
 use crate::error::{Error, Result};
 use crate::event::Record;
@@ -41,36 +42,12 @@ impl Format for OpenCodeDb {
         Err(ctx.file_err(format!("expected {}", self.expected())))
     }
     fn claims_path(&self, path: &Path, is_dir: bool, head: &[u8]) -> bool {
-        !is_dir
-            && head.starts_with(sqlite::MAGIC)
-            && sqlite::has_tables(path, &["session", "message", "part"], |n| {
-                n.starts_with("opencode") && n.ends_with(".db")
-            })
-    }
-    fn read_path(&self, path: &Path, ctx: &Ctx) -> Result<FileSessions> {
-        let conn = sqlite::open(path, ctx.display)?;
-        read(&conn, ctx).map_err(|e| match e {
-            Read::Db(e) => sqlite::db_err(ctx.display, &e),
-            Read::Stop(e) => e,
+        sqlite::claims(is_dir, head, path, &["session", "message", "part"], |n| {
+            n.starts_with("opencode") && n.ends_with(".db")
         })
     }
-}
-
-/// Why a read stopped: the database, or a bad row (strict).
-pub(crate) enum Read {
-    Db(rusqlite::Error),
-    Stop(Error),
-}
-
-impl From<rusqlite::Error> for Read {
-    fn from(e: rusqlite::Error) -> Read {
-        Read::Db(e)
-    }
-}
-
-impl From<Error> for Read {
-    fn from(e: Error) -> Read {
-        Read::Stop(e)
+    fn read_path(&self, path: &Path, ctx: &Ctx) -> Result<FileSessions> {
+        sqlite::read_with(path, ctx, read)
     }
 }
 
@@ -106,13 +83,6 @@ pub(crate) fn json_object(
             field: field.to_string(),
             source,
         }),
-    }
-}
-
-fn text_col(row: &rusqlite::Row, cols: &[String], name: &str) -> rusqlite::Result<Option<String>> {
-    match cols.iter().position(|c| c == name) {
-        Some(i) => row.get::<_, Option<String>>(i),
-        None => Ok(None),
     }
 }
 

@@ -6,6 +6,8 @@
 //! moment, then the read stops with an error naming the file.
 
 use crate::error::{Error, Result};
+use crate::input::format::FileSessions;
+use crate::input::import::common::Ctx;
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 use std::time::Duration;
@@ -23,6 +25,65 @@ pub(crate) fn open(path: &Path, display: &str) -> Result<Connection> {
     conn.busy_timeout(BUSY_WAIT)
         .map_err(|e| db_err(display, &e))?;
     Ok(conn)
+}
+
+/// Whether a database format claims this path: a file (`is_dir` false)
+/// whose `head` is a SQLite header and that [`has_tables`] every one of
+/// `tables` (`name_is`: the file names it goes by when locked).
+pub(crate) fn claims(
+    is_dir: bool,
+    head: &[u8],
+    path: &Path,
+    tables: &[&str],
+    name_is: fn(&str) -> bool,
+) -> bool {
+    !is_dir && head.starts_with(MAGIC) && has_tables(path, tables, name_is)
+}
+
+/// Open `path` read-only and read it with `read` (inside which a database
+/// error is `?`-able): a database error names the file, a bad row's error
+/// (strict) is returned as it is.
+pub(crate) fn read_with(
+    path: &Path,
+    ctx: &Ctx,
+    read: fn(&Connection, &Ctx) -> std::result::Result<FileSessions, Read>,
+) -> Result<FileSessions> {
+    let conn = open(path, ctx.display)?;
+    read(&conn, ctx).map_err(|e| match e {
+        Read::Db(e) => db_err(ctx.display, &e),
+        Read::Stop(e) => e,
+    })
+}
+
+/// Why a read stopped: the database, or a bad row (strict).
+pub(crate) enum Read {
+    Db(rusqlite::Error),
+    Stop(Error),
+}
+
+impl From<rusqlite::Error> for Read {
+    fn from(e: rusqlite::Error) -> Read {
+        Read::Db(e)
+    }
+}
+
+impl From<Error> for Read {
+    fn from(e: Error) -> Read {
+        Read::Stop(e)
+    }
+}
+
+/// The text of column `name` of `row` (`cols`: the table's columns, in
+/// order); `None` for NULL or a column this version of the table lacks.
+pub(crate) fn text_col(
+    row: &rusqlite::Row,
+    cols: &[String],
+    name: &str,
+) -> rusqlite::Result<Option<String>> {
+    match cols.iter().position(|c| c == name) {
+        Some(i) => row.get::<_, Option<String>>(i),
+        None => Ok(None),
+    }
 }
 
 /// Whether the database at `path` has every table in `tables` (a quick

@@ -1,0 +1,122 @@
+//! The input list of a command, walked once: what the guard on outputs
+//! protects and what the read reads are the same files.
+
+use super::{collect_files_with, Found};
+use crate::error::Result;
+use crate::event::Skip;
+use std::path::PathBuf;
+
+/// The paths a command reads, each walked once before any work (folders
+/// expanded in byte order of paths, `-` kept, a previous sweep's output
+/// folder passed over, as [`collect_files_with`] does). A path whose walk
+/// failed keeps its error: [`InputList::files`] raises the first, when the
+/// read begins, as a read that walked them then would have.
+#[derive(Debug)]
+pub struct InputList {
+    paths: Vec<PathBuf>,
+    walks: Vec<Result<(Vec<Found>, Vec<Skip>)>>,
+}
+
+impl InputList {
+    /// Walk every path (`lenient`: unreadable entries of walked folders
+    /// are skipped with a note instead of being the error).
+    pub fn walk(paths: &[PathBuf], lenient: bool) -> InputList {
+        InputList {
+            paths: paths.to_vec(),
+            walks: paths
+                .iter()
+                .map(|p| collect_files_with(std::slice::from_ref(p), lenient))
+                .collect(),
+        }
+    }
+
+    /// The paths as given.
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+
+    /// Every path as given with the files its walk found (none when it failed).
+    pub fn found(&self) -> impl Iterator<Item = (&PathBuf, &[Found])> {
+        self.paths.iter().zip(&self.walks).map(|(p, w)| match w {
+            Ok((found, _)) => (p, &found[..]),
+            Err(_) => (p, &[][..]),
+        })
+    }
+
+    /// The files to read, in order, with what the walks skipped; or the
+    /// first path's error, in the order given.
+    pub fn files(self) -> Result<InputFiles> {
+        let mut files = Vec::new();
+        let mut notes = Vec::new();
+        for walk in self.walks {
+            let (found, skipped) = walk?;
+            files.extend(found);
+            notes.extend(skipped);
+        }
+        Ok(InputFiles {
+            paths: self.paths,
+            files,
+            notes,
+        })
+    }
+}
+
+/// An input list every path of which was walked: the files in reading
+/// order and the notes on what the walks skipped (`--lenient`).
+#[derive(Debug, Clone)]
+pub struct InputFiles {
+    pub(super) paths: Vec<PathBuf>,
+    pub(super) files: Vec<Found>,
+    pub(super) notes: Vec<Skip>,
+}
+
+impl InputFiles {
+    /// Walk `paths` ([`InputList::walk`]); the first error is the error.
+    pub fn walk(paths: &[PathBuf], lenient: bool) -> Result<InputFiles> {
+        InputList::walk(paths, lenient).files()
+    }
+
+    /// The paths as given.
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+
+    /// The files, in reading order.
+    pub fn found(&self) -> &[Found] {
+        &self.files
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_walk_gives_what_a_walk_of_all_paths_gives_and_keeps_each_error() {
+        let d = tempfile::tempdir().unwrap();
+        let sub = d.path().join("runs");
+        std::fs::create_dir_all(sub.join("inner")).unwrap();
+        for f in ["b.jsonl", "a.jsonl", "inner/c.jsonl", "notes.txt"] {
+            std::fs::write(sub.join(f), "").unwrap();
+        }
+        let missing = d.path().join("missing.jsonl");
+        let paths = vec![
+            sub.clone(),
+            PathBuf::from("-"),
+            sub.join("a.jsonl"),
+            missing.clone(),
+        ];
+        let list = InputList::walk(&paths, false);
+        assert_eq!(list.paths(), &paths[..]);
+        let found: Vec<usize> = list.found().map(|(_, f)| f.len()).collect();
+        assert_eq!(found, [3, 1, 1, 0]);
+        let e = list.files().unwrap_err().to_string();
+        let whole = collect_files_with(&paths, false).unwrap_err().to_string();
+        assert_eq!(e, whole);
+        assert!(e.contains("missing.jsonl"), "{e}");
+        let ok = &paths[..3];
+        let files = InputFiles::walk(ok, false).unwrap();
+        assert_eq!(files.found(), &collect_files_with(ok, false).unwrap().0[..]);
+        assert_eq!(files.paths(), ok);
+    }
+}
