@@ -15,6 +15,7 @@
 //! parameter can be left out of it.
 
 pub(crate) mod gemini;
+pub(crate) mod looptune;
 pub mod params;
 pub(crate) mod peers;
 pub mod prepared;
@@ -148,6 +149,7 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Kimi,
         &peers::Qwen,
         &peers::MaxTurns,
+        &looptune::Looptune,
     ]
 }
 
