@@ -265,11 +265,11 @@ impl Family for Looptune {
         vec![
             Profile {
                 name: "looptune-default",
-                about: "looptune's choice on ../shared/corpus (README \"The looptune family\"): Gemini CLI's identical calls and cycles, the same error 4 times in a row, long chants; warn once, stop at the second strike",
+                about: "looptune's choice on ../shared/corpus (README \"The looptune family\"): Gemini CLI's rules (5 identical calls, cycles of 2..5 calls repeated 5 times, chanting 10 x 50) and one tool's same error 6 times in a row; warn once, stop at the second strike",
                 values: vec![
                     (POLICY, ParamValue::word("warn:1")),
                     ("same", ParamValue::word("args")),
-                    ("normalize", ParamValue::Bool(true)),
+                    ("normalize", ParamValue::Bool(false)),
                     ("volatile_keys", ParamValue::words(&[])),
                     ("result_chars", ParamValue::Int(200)),
                     ("polling_tools", ParamValue::words(&[])),
@@ -284,7 +284,7 @@ impl Family for Looptune {
                     ("cycle_stop", ParamValue::Int(5)),
                     ("error_chars", ParamValue::Int(100)),
                     ("error_warn", off.clone()),
-                    ("error_stop", off.clone()),
+                    ("error_stop", ParamValue::Int(6)),
                     ("stall_warn", off.clone()),
                     ("stall_stop", off.clone()),
                     ("chant_chunk", ParamValue::Int(50)),
@@ -292,14 +292,13 @@ impl Family for Looptune {
                     ("chant_stop", ParamValue::Int(10)),
                     ("long_chant_chars", off.clone()),
                     ("long_chant_warn", off.clone()),
-                    ("long_chant_stop", ParamValue::Int(3)),
+                    ("long_chant_stop", ParamValue::Int(4)),
                 ],
             },
             Profile {
                 name: "looptune-as-gemini",
                 about: "Gemini CLI gemini-latest without its LLM judge: 5 identical calls or cycles of 2..5 calls repeated 5 times (name + JSON.stringify args, per prompt), chanting 10 x 50 units; warn once, stop at the second strike",
                 values: vec![
-                    ("normalize", ParamValue::Bool(false)),
                     ("repeat_stop", ParamValue::Int(5)),
                     ("cycle_max_period", ParamValue::Int(5)),
                     ("cycle_stop", ParamValue::Int(5)),
@@ -314,7 +313,6 @@ impl Family for Looptune {
                 about: "OpenCode's doom loop: 3 identical calls (name + JSON.stringify input) in a row within one assistant step, model text between them breaking the run; ask",
                 values: vec![
                     (POLICY, ParamValue::word("ask")),
-                    ("normalize", ParamValue::Bool(false)),
                     ("repeat_scope", ParamValue::word("step")),
                     ("repeat_stop", ParamValue::Int(3)),
                     ("cycle_stop", off.clone()),
@@ -328,6 +326,7 @@ impl Family for Looptune {
                 about: "every rule on, each with a warning before its stop: a starting point for --set, not a recommendation",
                 values: vec![
                     ("same", ParamValue::word("result")),
+                    ("normalize", ParamValue::Bool(true)),
                     ("volatile_keys", ParamValue::words(&["nonce", "request_id"])),
                     ("polling_tools", ParamValue::words(&["sleep", "wait"])),
                     ("repeat_warn", ParamValue::Int(3)),
@@ -339,8 +338,8 @@ impl Family for Looptune {
                     ("stall_warn", ParamValue::Int(3)),
                     ("stall_stop", ParamValue::Int(5)),
                     ("chant_warn", ParamValue::Int(6)),
-                    ("long_chant_chars", ParamValue::Int(200)),
-                    ("long_chant_warn", ParamValue::Int(2)),
+                    ("long_chant_chars", ParamValue::Int(300)),
+                    ("long_chant_warn", ParamValue::Int(3)),
                 ],
             },
         ]
