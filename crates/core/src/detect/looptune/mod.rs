@@ -38,6 +38,8 @@ mod errors;
 mod long_chant;
 mod repeat;
 mod stall;
+#[cfg(test)]
+mod tests;
 mod window;
 
 use crate::detect::{
