@@ -128,12 +128,13 @@ fn stages(p: &Params, rule: &str) -> Result<Stages> {
 
 fn stage_specs(
     names: (&'static str, &'static str),
+    unit: &'static str,
     warn: &'static str,
     stop: &'static str,
 ) -> [ParamSpec; 2] {
     [
-        ParamSpec::int(names.0, 0, 100_000, "", warn, SRC),
-        ParamSpec::int(names.1, 0, 100_000, "", stop, SRC),
+        ParamSpec::int(names.0, 0, 100_000, unit, warn, SRC),
+        ParamSpec::int(names.1, 0, 100_000, unit, stop, SRC),
     ]
 }
 
@@ -187,6 +188,7 @@ impl Family for Looptune {
         ];
         v.extend(stage_specs(
             ("repeat_warn", "repeat_stop"),
+            "actions",
             "identical actions in a row that warn (0 = no warning)",
             "identical actions in a row that stop (0 = off)",
         ));
@@ -200,6 +202,7 @@ impl Family for Looptune {
         ));
         v.extend(stage_specs(
             ("window_warn", "window_stop"),
+            "actions",
             "occurrences of one action in the window that warn",
             "occurrences of one action in the window that stop (0 = off)",
         ));
@@ -213,6 +216,7 @@ impl Family for Looptune {
         ));
         v.extend(stage_specs(
             ("cycle_warn", "cycle_stop"),
+            "repetitions",
             "repetitions of a cycle that warn",
             "repetitions of a cycle that stop (0 = off)",
         ));
@@ -226,11 +230,13 @@ impl Family for Looptune {
         ));
         v.extend(stage_specs(
             ("error_warn", "error_stop"),
+            "results",
             "same-tool same-error results in a row that warn",
             "same-tool same-error results in a row that stop (0 = off)",
         ));
         v.extend(stage_specs(
             ("stall_warn", "stall_stop"),
+            "results",
             "times one action got the same result in a row (other actions between) that warn",
             "times one action got the same result in a row that stop (0 = off)",
         ));
@@ -244,6 +250,7 @@ impl Family for Looptune {
         ));
         v.extend(stage_specs(
             ("chant_warn", "chant_stop"),
+            "windows",
             "chanting: occurrences of one window that warn (0, or 2 and more)",
             "chanting: occurrences of one window that stop (CONTENT_LOOP_THRESHOLD; 0 = off, else 2 and more)",
         ));
@@ -257,6 +264,7 @@ impl Family for Looptune {
         ));
         v.extend(stage_specs(
             ("long_chant_warn", "long_chant_stop"),
+            "passages",
             "long chants: occurrences of the passage that warn",
             "long chants: occurrences of the passage that stop",
         ));
