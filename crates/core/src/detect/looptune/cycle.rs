@@ -51,7 +51,7 @@ impl Check for CycleCheck {
         let st = self.s.stages;
         let cap = self.s.max_period * st.warn.max(st.stop);
         let mut out = Vec::new();
-        let mut h: VecDeque<u32> = VecDeque::with_capacity(cap + 1);
+        let mut h: VecDeque<u32> = VecDeque::with_capacity(cap.min(1024) + 1);
         // Identical actions at the end of the history.
         let mut run = 0usize;
         let mut warned = false;

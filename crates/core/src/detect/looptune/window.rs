@@ -37,7 +37,7 @@ impl Check for WindowCheck {
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let acts = actions(session, &self.s.same);
         let mut out = Vec::new();
-        let mut window: VecDeque<u32> = VecDeque::with_capacity(self.s.size + 1);
+        let mut window: VecDeque<u32> = VecDeque::with_capacity(self.s.size.min(1024) + 1);
         let mut counts: Vec<u32> = vec![0; acts.shown.len()];
         for item in &acts.items {
             match item {
