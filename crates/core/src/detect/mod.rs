@@ -34,7 +34,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Detection {
     /// Kind: for `gemini` one of `tool_call`, `tool_name`, `content`, `llm`;
-    /// other families use their originals' names.
+    /// other families use their originals' names, `looptune` its rules'.
     pub kind: &'static str,
     /// 1-based index of the triggering record in its session.
     pub event: u32,
