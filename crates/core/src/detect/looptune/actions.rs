@@ -107,7 +107,8 @@ pub fn actions(session: &Prepared, s: &SameSettings) -> Arc<Actions> {
     {
         return a.clone();
     }
-    let made = Arc::new(Actions::of(&session.session, s));
+    let raw = session.shared("looptune.args", RawArgs::of);
+    let made = Arc::new(Actions::with(&session.session, s, &raw));
     let mut held = cache.made.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, a)) = held.iter().find(|(k, _)| k == s) {
         return a.clone();
@@ -231,30 +232,76 @@ fn short(text: &str) -> String {
     }
 }
 
+/// Every call's arguments as `JSON.stringify` writes them, made once per
+/// session and shared by every sameness setting that does not rewrite them
+/// (an id per record, the same for equal texts): settings that differ only in
+/// the result's head, the polling tools or `same` neither stringify nor hash
+/// the arguments again.
+#[derive(Debug, Default)]
+struct RawArgs {
+    /// By record index: the text's id (`u32::MAX` for a record that is no call).
+    ids: Vec<u32>,
+    /// By id: the text.
+    texts: Vec<String>,
+}
+
+impl RawArgs {
+    fn of(session: &Session) -> RawArgs {
+        let mut seen: FxHashMap<String, u32> = FxHashMap::default();
+        let mut out = RawArgs::default();
+        for e in &session.events {
+            let id = match &e.record {
+                Record::ToolCall { args, .. } => {
+                    let text = crate::util::js::stringify_object(args);
+                    let next = out.texts.len() as u32;
+                    *seen.entry(text).or_insert_with_key(|t| {
+                        out.texts.push(t.clone());
+                        next
+                    })
+                }
+                _ => u32::MAX,
+            };
+            out.ids.push(id);
+        }
+        out
+    }
+}
+
+/// The arguments part of a call's key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ArgKey {
+    /// Not compared (`same = name`).
+    None,
+    /// The stringified arguments as written, by [`RawArgs`] id.
+    Raw(u32),
+    /// Rewritten (normalised, or volatile keys dropped).
+    Text(String),
+}
+
 impl Actions {
-    /// The action stream of a session.
-    pub fn of(session: &Session, s: &SameSettings) -> Actions {
+    /// The action stream of a session under `s`, the arguments' texts given.
+    fn with(session: &Session, s: &SameSettings, raw: &RawArgs) -> Actions {
         let mut out = Actions::default();
-        let mut keys: FxHashMap<String, u32> = FxHashMap::default();
-        let mut intern = |out: &mut Actions, key: String, shown: &dyn Fn() -> String| -> u32 {
-            let next = keys.len() as u32;
-            *keys.entry(key).or_insert_with(|| {
-                out.shown.push(shown());
-                next
-            })
-        };
-        let mut calls: FxHashMap<String, u32> = FxHashMap::default();
-        let mut call_id = |k: &str| -> u32 {
-            if let Some(&id) = calls.get(k) {
-                return id;
-            }
-            let id = calls.len() as u32;
-            calls.insert(k.to_string(), id);
-            id
-        };
+        // A call without its result, then with it.
+        let mut calls: FxHashMap<(String, ArgKey), u32> = FxHashMap::default();
+        let mut keys: FxHashMap<(u32, Option<String>), u32> = FxHashMap::default();
+        let rewrite = s.normalize || !s.volatile.is_empty();
         let mut prompts = Prompts::default();
-        // Calls keyed with their result: (key without the result, shown).
-        let mut pending: Unanswered<(String, String)> = Unanswered::default();
+        // Calls keyed with their result: (the call's id, shown).
+        let mut pending: Unanswered<(u32, String)> = Unanswered::default();
+        let mut act = |out: &mut Actions, at: usize, prompt: u32, call: u32, head, shown: &str| {
+            let next = keys.len() as u32;
+            let key = *keys.entry((call, head)).or_insert_with(|| {
+                out.shown.push(shown.to_string());
+                next
+            });
+            out.items.push(Item::Act(Act {
+                at,
+                prompt,
+                key,
+                call,
+            }));
+        };
         for (i, e) in session.events.iter().enumerate() {
             if prompts.observe(&e.record) {
                 out.items.push(Item::NewPrompt);
@@ -271,46 +318,34 @@ impl Actions {
                 Record::ToolCall { name, args, id } => {
                     let name = trimmed_name(name);
                     let polling = s.polling.iter().any(|p| p == name);
-                    let (key, shown) = match s.same {
-                        Same::Name if !polling => (name.to_string(), name.to_string()),
-                        _ => {
+                    let (arg, shown) = match s.same {
+                        Same::Name if !polling => (ArgKey::None, name.to_string()),
+                        _ if rewrite => {
                             let a = args_text(args, s);
                             let shown = format!("{name} {}", short(&a));
-                            let mut k = String::with_capacity(name.len() + 1 + a.len());
-                            k.push_str(name);
-                            k.push(':');
-                            k.push_str(&a);
-                            (k, shown)
+                            (ArgKey::Text(a), shown)
+                        }
+                        _ => {
+                            let a = raw.ids[i];
+                            let shown = format!("{name} {}", short(&raw.texts[a as usize]));
+                            (ArgKey::Raw(a), shown)
                         }
                     };
+                    let next = calls.len() as u32;
+                    let call = *calls.entry((name.to_string(), arg)).or_insert(next);
                     if s.same == Same::Result || polling {
-                        pending.push(id.as_deref(), name, (key, shown));
+                        pending.push(id.as_deref(), name, (call, shown));
                     } else {
-                        let call = call_id(&key);
-                        let key = intern(&mut out, key, &|| shown.clone());
-                        out.items.push(Item::Act(Act {
-                            at: i,
-                            prompt: prompts.count(),
-                            key,
-                            call,
-                        }));
+                        act(&mut out, i, prompts.count(), call, None, &shown);
                     }
                 }
                 Record::ToolResult {
                     id, name, output, ..
                 } => {
                     let name = name.as_deref().map(trimmed_name);
-                    if let Some((mut key, shown)) = pending.answer(id.as_deref(), name) {
-                        let call = call_id(&key);
-                        key.push('\0');
-                        key.push_str(&result_head(output.as_deref().unwrap_or(""), s));
-                        let key = intern(&mut out, key, &|| shown.clone());
-                        out.items.push(Item::Act(Act {
-                            at: i,
-                            prompt: prompts.count(),
-                            key,
-                            call,
-                        }));
+                    if let Some((call, shown)) = pending.answer(id.as_deref(), name) {
+                        let head = result_head(output.as_deref().unwrap_or(""), s);
+                        act(&mut out, i, prompts.count(), call, Some(head), &shown);
                     }
                 }
                 _ => {}
