@@ -8,6 +8,10 @@
 #     (474 configurations); configurations that share a check's per-session
 #     work (qwen's repeat keys, crush's step signatures, the calls' argument
 #     texts of opencode and blade-legacy) no longer redo it.
+#  3. The looptune family (issue #32): a product grid over four of its rules'
+#     axes (6 x 5 x 5 x 6 = 900 configurations) costs about the sum of the
+#     axes, not the product: each rule's check runs once per distinct setting
+#     of that rule (22 runs), and the action keys once per session.
 # Usage: benches/long-session.sh   (release build; figures on stderr, one per line)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +33,7 @@ session() {
         }
     }' > "$2"
 }
-families=gemini,opencode,blade,openhands,roo,cline,goose,crush,kimi,qwen,max-turns
+families=gemini,opencode,blade,openhands,roo,cline,goose,crush,kimi,qwen,max-turns,looptune
 declare -A t
 for n in 100000 200000 400000; do
     session "$n" "$dir/s$n.jsonl"
@@ -51,3 +55,19 @@ PY
 read r rkb < <(secs "$bin" replay "$dir/args.jsonl" --quiet --detector "$families")
 read w wkb < <(secs "$bin" sweep "$dir/args.jsonl" --quiet --out "$dir/out")
 echo "33 MB of arguments: replay (every family) $r s, $rkb KB; default sweep $w s, $wkb KB" >&2
+# The looptune family: one configuration against a 900-configuration product
+# grid over four rules, on one core, on 2,000 synthetic sessions.
+"$bin" synth --out "$dir/synth" --sessions 2000 --bytes 11000 --seed 1 >/dev/null
+cat > "$dir/looptune.toml" <<'TOML'
+family = "looptune"
+profile = "looptune-default"
+stock_profiles = false
+[axes]
+repeat_stop = [0, 3, 4, 5, 6, 8]
+window_stop = [0, 4, 5, 6, 8]
+cycle_stop = [0, 3, 4, 5, 6]
+error_stop = [0, 3, 4, 5, 6, 8]
+TOML
+read one okb < <(secs "$bin" replay "$dir/synth" --quiet --jobs 1 --profile looptune-default --format json)
+read grid gkb < <(secs "$bin" sweep "$dir/synth" --quiet --jobs 1 --grid "$dir/looptune.toml" --out "$dir/lt")
+echo "looptune, 2,000 sessions, one core: one configuration $one s; 900 configurations $grid s ($(awk "BEGIN { printf \"%.1f\", $grid / $one }") x; sum of the axes 22, product 900)" >&2

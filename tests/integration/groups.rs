@@ -478,11 +478,22 @@ fn the_guard_keeps_the_baseline_and_names_the_group_a_candidate_would_hurt() {
         "labels.csv",
         "session,label,onset_turn\na1,loop,1\na2,loop,1\nb1,loop,1\nc1,clean,\nc2,clean,\n",
     );
-    let grid = write(
-        d.path(),
-        "grid.toml",
-        "family = \"gemini\"\nprofile = \"gemini-latest\"\n[axes]\ntool_call_threshold = [5, 6]\n",
+    // The ported families' stock profiles compete; looptune's own family,
+    // which has both an error streak and a repeat rule (looptune-wide catches
+    // every loop here), is left out: this is about rules that each help one
+    // group only.
+    let mut grid_text = String::from(
+        "family = \"gemini\"\nprofile = \"gemini-latest\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [5, 6]\n",
     );
+    for fam in looptune::detect::families() {
+        if fam.name() == "looptune" {
+            continue;
+        }
+        for p in fam.profiles() {
+            grid_text.push_str(&format!("[[extra]]\nprofile = \"{}\"\n", p.name));
+        }
+    }
+    let grid = write(d.path(), "grid.toml", &grid_text);
     let base = [
         "sweep",
         input.to_str().unwrap(),

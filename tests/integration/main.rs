@@ -16,6 +16,7 @@ mod hardening3;
 mod import_corpus;
 mod import_edge;
 mod label;
+mod looptune_family;
 mod nightly;
 mod outputs;
 mod peers_conformance;

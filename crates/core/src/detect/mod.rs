@@ -15,6 +15,7 @@
 //! parameter can be left out of it.
 
 pub(crate) mod gemini;
+pub(crate) mod looptune;
 pub mod params;
 pub(crate) mod peers;
 pub mod prepared;
@@ -33,7 +34,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Detection {
     /// Kind: for `gemini` one of `tool_call`, `tool_name`, `content`, `llm`;
-    /// other families use their originals' names.
+    /// other families use their originals' names, `looptune` its rules'.
     pub kind: &'static str,
     /// 1-based index of the triggering record in its session.
     pub event: u32,
@@ -148,6 +149,7 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Kimi,
         &peers::Qwen,
         &peers::MaxTurns,
+        &looptune::Looptune,
     ]
 }
 

@@ -9,7 +9,7 @@
 //! each distinct check once per session however many configurations share it
 //! (equal settings: [`ToolSettings`], [`ContentSettings`], [`JudgeSettings`]).
 
-mod content;
+pub(crate) mod content;
 mod judge;
 pub mod markdown;
 pub mod prep;
@@ -317,7 +317,7 @@ fn deepv(mut extra: Vec<(&'static str, ParamValue)>) -> Vec<(&'static str, Param
     v
 }
 
-fn prep(s: &Prepared) -> &GeminiPrep {
+pub(crate) fn prep(s: &Prepared) -> &GeminiPrep {
     s.gemini.get_or_init(|| GeminiPrep::new(&s.session))
 }
 

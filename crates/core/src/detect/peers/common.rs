@@ -62,6 +62,11 @@ pub(crate) struct Prompts<'s> {
 }
 
 impl<'s> Prompts<'s> {
+    /// Prompts begun so far.
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+
     /// Feed a record; true when it begins a prompt.
     pub(crate) fn observe(&mut self, record: &'s Record) -> bool {
         let Record::User { prompt_id, .. } = record else {

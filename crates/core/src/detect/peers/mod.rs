@@ -4,7 +4,7 @@
 
 pub mod blade;
 pub mod cline;
-mod common;
+pub(crate) mod common;
 pub mod crush;
 pub mod goose;
 pub mod kimi;

@@ -1,0 +1,448 @@
+//! What counts as the same action, computed once per session and per
+//! "sameness" setting and shared by every rule and configuration that reads
+//! the same setting (like the peers' per-session argument texts, see
+//! [`Prepared::shared`]).
+//!
+//! An action is a tool call. Its key is its name (trimmed as Gemini CLI's
+//! `turn.ts` does, `generic_tool` when empty), with [`Same::Args`] its
+//! arguments as `JSON.stringify` writes them, and with [`Same::Result`] also
+//! the first `result_chars` characters of its result. With `normalize`,
+//! volatile values (UUIDs, hex ids, ISO times, epoch numbers, temporary
+//! paths) are replaced by placeholders in arguments and results alike, and
+//! the keys listed in `volatile` are dropped from the arguments at any depth.
+//!
+//! A call keyed without its result is an action at its own record; a call
+//! keyed with its result (every call under [`Same::Result`], and calls of a
+//! polling tool under any setting: they count only when their result repeats
+//! too) is an action at its result's record, and a call never answered is
+//! no action. Results are matched to calls by the peers' rule (id, else name,
+//! else the oldest unanswered call).
+
+use crate::detect::peers::common::{Prompts, Unanswered};
+use crate::detect::Prepared;
+use crate::event::{Record, Session};
+use regex::Regex;
+use rustc_hash::FxHashMap;
+use serde_json::{Map, Value};
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// Which parts of a call make it the same action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Same {
+    /// The tool name only.
+    Name,
+    /// Name and arguments.
+    Args,
+    /// Name, arguments and the head of the result.
+    Result,
+}
+
+/// The sameness setting: every rule that reads actions holds one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SameSettings {
+    /// What is compared.
+    pub same: Same,
+    /// Replace volatile values (ids, times, temp paths) by placeholders.
+    pub normalize: bool,
+    /// Argument keys dropped at any depth.
+    pub volatile: Vec<String>,
+    /// Characters of a result that are compared (Unicode scalar values).
+    pub result_chars: usize,
+    /// Tools that count only when their result repeats too.
+    pub polling: Vec<String>,
+}
+
+/// One item of the action stream, in record order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item {
+    /// A new prompt begins (every rule's state is cleared).
+    NewPrompt,
+    /// A new model step (a turn start or a `user` record) or model text
+    /// (content or thought) between calls: OpenCode's doom-loop run of tool
+    /// parts ends here.
+    Break,
+    /// An action.
+    Act(Act),
+}
+
+/// One action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Act {
+    /// 0-based record index where the action is evaluated.
+    pub at: usize,
+    /// Prompt count at that record (0 before the first `user` record).
+    pub prompt: u32,
+    /// Interned key: equal keys, the same action.
+    pub key: u32,
+    /// Interned key of the call without its result (equal to what `key`
+    /// interns when the result is not part of it).
+    pub call: u32,
+}
+
+/// A session's action stream under one [`SameSettings`].
+#[derive(Debug, Default)]
+pub struct Actions {
+    /// Items in order.
+    pub items: Vec<Item>,
+    /// By key: what detections show (name and normalised arguments, short).
+    pub shown: Vec<String>,
+}
+
+/// The action streams made so far for one session, by setting.
+#[derive(Debug, Default)]
+struct Cache {
+    made: Mutex<Vec<(SameSettings, Arc<Actions>)>>,
+}
+
+/// The action stream of `session` under `s`: made once per session and
+/// setting, shared by every rule and configuration.
+pub fn actions(session: &Prepared, s: &SameSettings) -> Arc<Actions> {
+    let cache = session.shared("looptune.actions", |_| Cache::default());
+    if let Some((_, a)) = cache
+        .made
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(k, _)| k == s)
+    {
+        return a.clone();
+    }
+    let raw = session.shared("looptune.args", RawArgs::of);
+    let made = Arc::new(Actions::with(&session.session, s, &raw));
+    let mut held = cache.made.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, a)) = held.iter().find(|(k, _)| k == s) {
+        return a.clone();
+    }
+    held.push((s.clone(), made.clone()));
+    made
+}
+
+/// The name as Gemini CLI keys it since 2026-05-08: JavaScript-trimmed,
+/// `generic_tool` when empty.
+pub fn trimmed_name(name: &str) -> &str {
+    let t = name.trim_matches(|c: char| {
+        c.len_utf16() == 1 && crate::util::js::is_js_space(c as u32 as u16)
+    });
+    if t.is_empty() {
+        "generic_tool"
+    } else {
+        t
+    }
+}
+
+static VOLATILE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        // UUIDs
+        r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+        // ISO 8601 date-times (and dates with a time)
+        r"|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
+        // temporary paths
+        r"|(?:/tmp|/var/folders|/private/var/folders|/var/tmp)/[^\s\x22',;:)]*",
+        // hex ids of 8 or more digits holding at least one digit and one letter
+        r"|\b(?:0x)?(?:[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*|[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*)\b",
+        // epoch seconds or milliseconds (2001 .. 2286)
+        r"|\b1\d{9}(?:\d{3})?\b",
+    ))
+    .expect("volatile pattern")
+});
+
+/// `text` with its volatile values replaced by `<v>`. Hex runs shorter than
+/// 8 characters are kept (words such as `deadbeef` are rare, short ones common).
+pub fn normalize_text(text: &str) -> std::borrow::Cow<'_, str> {
+    VOLATILE.replace_all(text, |c: &regex::Captures| {
+        let m = &c[0];
+        let hex = m.trim_start_matches("0x");
+        if m.len() < 8 || (hex.len() < 8 && hex.bytes().all(|b| b.is_ascii_hexdigit())) {
+            m.to_string()
+        } else {
+            "<v>".to_string()
+        }
+    })
+}
+
+fn normalize_value(v: &Value, drop: &[String]) -> Value {
+    match v {
+        Value::String(s) => Value::String(normalize_text(s).into_owned()),
+        Value::Number(n) => match n.as_u64() {
+            Some(x)
+                if (1_000_000_000..10_000_000_000).contains(&x)
+                    || (1_000_000_000_000..10_000_000_000_000).contains(&x) =>
+            {
+                Value::String("<v>".into())
+            }
+            _ => v.clone(),
+        },
+        Value::Array(a) => Value::Array(a.iter().map(|x| normalize_value(x, drop)).collect()),
+        Value::Object(m) => Value::Object(normalize_map(m, drop)),
+        _ => v.clone(),
+    }
+}
+
+fn normalize_map(m: &Map<String, Value>, drop: &[String]) -> Map<String, Value> {
+    m.iter()
+        .filter(|(k, _)| !drop.iter().any(|d| d == *k))
+        .map(|(k, v)| (k.clone(), normalize_value(v, drop)))
+        .collect()
+}
+
+fn drop_keys(v: &Value, drop: &[String]) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(a.iter().map(|x| drop_keys(x, drop)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !drop.iter().any(|d| d == *k))
+                .map(|(k, v)| (k.clone(), drop_keys(v, drop)))
+                .collect(),
+        ),
+        _ => v.clone(),
+    }
+}
+
+/// The arguments as the key compares them.
+pub fn args_text(args: &Map<String, Value>, s: &SameSettings) -> String {
+    if s.normalize {
+        crate::util::js::stringify_object(&normalize_map(args, &s.volatile))
+    } else if s.volatile.is_empty() {
+        crate::util::js::stringify_object(args)
+    } else {
+        match drop_keys(&Value::Object(args.clone()), &s.volatile) {
+            Value::Object(m) => crate::util::js::stringify_object(&m),
+            _ => unreachable!("an object stays an object"),
+        }
+    }
+}
+
+/// The head of a result as the key compares it.
+pub fn result_head(output: &str, s: &SameSettings) -> String {
+    let head: String = output.chars().take(s.result_chars).collect();
+    if s.normalize {
+        normalize_text(&head).into_owned()
+    } else {
+        head
+    }
+}
+
+fn short(text: &str) -> String {
+    if text.chars().count() <= 120 {
+        text.to_string()
+    } else {
+        let mut t: String = text.chars().take(117).collect();
+        t.push_str("...");
+        t
+    }
+}
+
+/// Every call's arguments as `JSON.stringify` writes them, made once per
+/// session and shared by every sameness setting that does not rewrite them
+/// (an id per record, the same for equal texts): settings that differ only in
+/// the result's head, the polling tools or `same` neither stringify nor hash
+/// the arguments again.
+#[derive(Debug, Default)]
+struct RawArgs {
+    /// By record index: the text's id (`u32::MAX` for a record that is no call).
+    ids: Vec<u32>,
+    /// By id: the text.
+    texts: Vec<String>,
+}
+
+impl RawArgs {
+    fn of(session: &Session) -> RawArgs {
+        let mut seen: FxHashMap<String, u32> = FxHashMap::default();
+        let mut out = RawArgs::default();
+        for e in &session.events {
+            let id = match &e.record {
+                Record::ToolCall { args, .. } => {
+                    let text = crate::util::js::stringify_object(args);
+                    let next = out.texts.len() as u32;
+                    *seen.entry(text).or_insert_with_key(|t| {
+                        out.texts.push(t.clone());
+                        next
+                    })
+                }
+                _ => u32::MAX,
+            };
+            out.ids.push(id);
+        }
+        out
+    }
+}
+
+/// The arguments part of a call's key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ArgKey {
+    /// Not compared (`same = name`).
+    None,
+    /// The stringified arguments as written, by [`RawArgs`] id.
+    Raw(u32),
+    /// Rewritten (normalised, or volatile keys dropped).
+    Text(String),
+}
+
+impl Actions {
+    /// The action stream of a session under `s`, the arguments' texts given.
+    fn with(session: &Session, s: &SameSettings, raw: &RawArgs) -> Actions {
+        let mut out = Actions::default();
+        // A call without its result, then with it.
+        let mut calls: FxHashMap<(String, ArgKey), u32> = FxHashMap::default();
+        let mut keys: FxHashMap<(u32, Option<String>), u32> = FxHashMap::default();
+        let rewrite = s.normalize || !s.volatile.is_empty();
+        let mut prompts = Prompts::default();
+        // Calls keyed with their result: (the call's id, shown).
+        let mut pending: Unanswered<(u32, String)> = Unanswered::default();
+        let mut act = |out: &mut Actions, at: usize, prompt: u32, call: u32, head, shown: &str| {
+            let next = keys.len() as u32;
+            let key = *keys.entry((call, head)).or_insert_with(|| {
+                out.shown.push(shown.to_string());
+                next
+            });
+            out.items.push(Item::Act(Act {
+                at,
+                prompt,
+                key,
+                call,
+            }));
+        };
+        for (i, e) in session.events.iter().enumerate() {
+            if prompts.observe(&e.record) {
+                out.items.push(Item::NewPrompt);
+            }
+            if e.starts_turn
+                || matches!(
+                    e.record,
+                    Record::User { .. } | Record::Content { .. } | Record::Thought { .. }
+                )
+            {
+                out.items.push(Item::Break);
+            }
+            match &e.record {
+                Record::ToolCall { name, args, id } => {
+                    let name = trimmed_name(name);
+                    let polling = s.polling.iter().any(|p| p == name);
+                    let (arg, shown) = match s.same {
+                        Same::Name if !polling => (ArgKey::None, name.to_string()),
+                        _ if rewrite => {
+                            let a = args_text(args, s);
+                            let shown = format!("{name} {}", short(&a));
+                            (ArgKey::Text(a), shown)
+                        }
+                        _ => {
+                            let a = raw.ids[i];
+                            let shown = format!("{name} {}", short(&raw.texts[a as usize]));
+                            (ArgKey::Raw(a), shown)
+                        }
+                    };
+                    let next = calls.len() as u32;
+                    let call = *calls.entry((name.to_string(), arg)).or_insert(next);
+                    if s.same == Same::Result || polling {
+                        pending.push(id.as_deref(), name, (call, shown));
+                    } else {
+                        act(&mut out, i, prompts.count(), call, None, &shown);
+                    }
+                }
+                Record::ToolResult {
+                    id, name, output, ..
+                } => {
+                    let name = name.as_deref().map(trimmed_name);
+                    if let Some((call, shown)) = pending.answer(id.as_deref(), name) {
+                        let head = result_head(output.as_deref().unwrap_or(""), s);
+                        act(&mut out, i, prompts.count(), call, Some(head), &shown);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// One tool result with the name of the call it answers (whatever the
+/// sameness setting): what the error-streak rule reads.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// 0-based record index of the result.
+    pub at: usize,
+    /// Prompt count there.
+    pub prompt: u32,
+    /// The tool's name (the result's own, else its call's).
+    pub tool: String,
+    /// Whether the tool reported an error.
+    pub error: bool,
+}
+
+/// Every prompt start and tool result of a session, in order (`None` for a
+/// new prompt): shared by every error-streak configuration.
+pub fn outcomes(session: &Prepared) -> Arc<Vec<Option<Outcome>>> {
+    session.shared("looptune.outcomes", |s| {
+        let mut out = Vec::new();
+        let mut prompts = Prompts::default();
+        let mut calls: Unanswered<String> = Unanswered::default();
+        for (i, e) in s.events.iter().enumerate() {
+            if prompts.observe(&e.record) {
+                out.push(None);
+            }
+            match &e.record {
+                Record::ToolCall { name, id, .. } => {
+                    calls.push(id.as_deref(), name, trimmed_name(name).to_string());
+                }
+                Record::ToolResult {
+                    id, name, error, ..
+                } => {
+                    let tool = calls
+                        .answer(id.as_deref(), name.as_deref())
+                        .or_else(|| name.as_deref().map(|n| trimmed_name(n).to_string()))
+                        .unwrap_or_default();
+                    out.push(Some(Outcome {
+                        at: i,
+                        prompt: prompts.count(),
+                        tool,
+                        error: *error == Some(true),
+                    }));
+                }
+                _ => {}
+            }
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volatile_values_become_placeholders() {
+        let t = "run 3f2a9c1e-1b2c-4d5e-8f90-123456789abc at 2026-11-26T15:16:49.123Z \
+                 in /tmp/build-x81/out.txt id 9f86d081884c since 1764170209 or 1764170209123";
+        assert_eq!(
+            normalize_text(t),
+            "run <v> at <v> in <v> id <v> since <v> or <v>"
+        );
+        // Words, short hex and ordinary numbers stay.
+        let kept = "cafe add 12345 face 0x1f deadbeef-free build 2026";
+        assert_eq!(normalize_text(kept), kept);
+    }
+
+    #[test]
+    fn volatile_keys_are_dropped_at_any_depth_and_epochs_in_numbers_replaced() {
+        let args: Map<String, Value> = serde_json::from_str(
+            r#"{"cmd":"ls","nonce":"x1","opts":{"nonce":"y","at":1764170209},"list":[{"nonce":1}]}"#,
+        )
+        .unwrap();
+        let mut s = SameSettings {
+            same: Same::Args,
+            normalize: false,
+            volatile: vec!["nonce".into()],
+            result_chars: 100,
+            polling: vec![],
+        };
+        assert_eq!(
+            args_text(&args, &s),
+            r#"{"cmd":"ls","opts":{"at":1764170209},"list":[{}]}"#
+        );
+        s.normalize = true;
+        assert_eq!(
+            args_text(&args, &s),
+            r#"{"cmd":"ls","opts":{"at":"<v>"},"list":[{}]}"#
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! Long chants: the streamed text (content and thought, in record order,
+//! across tool calls; a new prompt starts afresh) ends in a passage of at
+//! least `L` characters that occurred `M` times, the occurrences not
+//! overlapping. Gemini CLI's window of 50 units misses a paragraph of 300 to
+//! 540 characters said again and again (its repeats are too far apart for
+//! its distance rule, and a tool call between them resets it); this rule is
+//! made for those.
+//!
+//! Algorithm: the Z-function of the reversed tail of the stream. For the
+//! reversed text `r`, `z[j]` is the length of the longest common prefix of
+//! `r` and `r[j..]`, i.e. the longest common suffix of the whole text and the
+//! text cut `j` characters earlier: every earlier end of an occurrence of a
+//! long suffix, and its length, in one O(n) pass. It was chosen over a
+//! suffix automaton because the question is about the current suffix only
+//! (the automaton answers it for every substring and must be rebuilt when
+//! the window slides, which a bounded window needs), and over the prefix
+//! function because Z gives every earlier end position directly. The tail
+//! is bounded to `2 x L x M` characters (what `M` occurrences with gaps as
+//! long as themselves need), and a check runs at a text record once `L / 4`
+//! characters have arrived since the last one, so a session costs time
+//! linear in its text: O(n x 8M) at most.
+
+use super::{detection, Stage, Stages};
+use crate::detect::peers::common::Prompts;
+use crate::detect::{Check, Detection, Prepared};
+use crate::event::Record;
+
+/// What the rule reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LongChantSettings {
+    /// Shortest passage, in characters.
+    pub chars: usize,
+    /// Occurrences that warn and stop.
+    pub stages: Stages,
+}
+
+/// The rule as a check.
+pub struct LongChantCheck {
+    /// Its settings.
+    pub s: LongChantSettings,
+}
+
+/// The Z-function: `z[j]` = longest common prefix of `s` and `s[j..]` (`z[0] = n`).
+pub fn z_function<T: PartialEq>(s: &[T]) -> Vec<usize> {
+    let n = s.len();
+    let mut z = vec![0; n];
+    if n == 0 {
+        return z;
+    }
+    z[0] = n;
+    let (mut l, mut r) = (0, 0);
+    for i in 1..n {
+        if i < r {
+            z[i] = (r - i).min(z[i - l]);
+        }
+        while i + z[i] < n && s[z[i]] == s[i + z[i]] {
+            z[i] += 1;
+        }
+        if i + z[i] > r {
+            (l, r) = (i, i + z[i]);
+        }
+    }
+    z
+}
+
+/// Occurrences (the suffix itself included) of the text's suffix of `len`
+/// characters that do not overlap, counted back from the end, and the
+/// longest suffix repeated that often.
+pub fn suffix_repeats(text: &[char], len: usize) -> (usize, usize) {
+    let n = text.len();
+    if len == 0 || n < len {
+        return (0, 0);
+    }
+    let rev: Vec<char> = text.iter().rev().copied().collect();
+    let z = z_function(&rev);
+    let (mut count, mut next, mut longest) = (1, len, n);
+    for (j, &zj) in z.iter().enumerate().skip(1) {
+        if j >= next && zj >= len {
+            count += 1;
+            next = j + len;
+            longest = longest.min(zj);
+        }
+    }
+    (count, if count > 1 { longest } else { 0 })
+}
+
+impl Check for LongChantCheck {
+    fn name(&self) -> &'static str {
+        "looptune.long_chant"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
+    }
+    fn limit_per_prompt(&self) -> bool {
+        true
+    }
+    fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
+        let s = &session.session;
+        let st = self.s.stages;
+        let len = self.s.chars;
+        let most = st.warn.max(st.stop).max(1);
+        let cap = (2 * len * most).clamp(len, 1 << 17);
+        let every = (len / 4).max(1);
+        let mut out = Vec::new();
+        let mut prompts = Prompts::default();
+        let mut text: Vec<char> = Vec::new();
+        let mut fresh = 0usize;
+        let mut warned = false;
+        for (i, e) in s.events.iter().enumerate() {
+            if prompts.observe(&e.record) {
+                text.clear();
+                fresh = 0;
+                warned = false;
+            }
+            let (Record::Content { text: t } | Record::Thought { text: t }) = &e.record else {
+                continue;
+            };
+            let before = text.len();
+            text.extend(t.chars());
+            fresh += text.len() - before;
+            if text.len() > 2 * cap {
+                text.drain(..text.len() - cap);
+            }
+            if fresh < every {
+                continue;
+            }
+            fresh = 0;
+            let tail = &text[text.len().saturating_sub(cap)..];
+            let (count, longest) = suffix_repeats(tail, len);
+            let stage = if st.stop > 0 && count >= st.stop {
+                Stage::Stop
+            } else if st.warns() && count >= st.warn {
+                if warned {
+                    continue;
+                }
+                Stage::Warn
+            } else {
+                warned = false;
+                continue;
+            };
+            warned = true;
+            let passage: String = tail[tail.len() - len.min(60)..].iter().collect();
+            out.push(detection(
+                s,
+                i,
+                Stages::kind(stage, ("long_chant", "long_chant_warn")),
+                prompts.count(),
+                format!(
+                    "a passage of {longest} characters said {count} times, ending \"{}\"{}",
+                    passage.replace('\n', " "),
+                    if stage == Stage::Warn {
+                        " (warning)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn z_function_by_hand() {
+        let s: Vec<char> = "aabxaab".chars().collect();
+        assert_eq!(z_function(&s), vec![7, 1, 0, 0, 3, 1, 0]);
+    }
+
+    #[test]
+    fn repeated_passages_are_counted_without_overlap() {
+        let para = "The build failed again, so I will retry the exact same command now. ";
+        let text: Vec<char> = format!("intro {para}{para}x{para}").chars().collect();
+        let (count, longest) = suffix_repeats(&text, 40);
+        assert_eq!(count, 3);
+        assert!(longest >= para.len(), "{longest}");
+        // A run of one character is one occurrence per `len` characters.
+        let run: Vec<char> = "=".repeat(100).chars().collect();
+        assert_eq!(suffix_repeats(&run, 40).0, 2);
+        let fresh: Vec<char> = "all of this text is said only once here".chars().collect();
+        assert_eq!(suffix_repeats(&fresh, 10), (1, 0));
+    }
+}
