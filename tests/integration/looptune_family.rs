@@ -66,6 +66,7 @@ fn agree(
         let b = shape(&detect(theirs, their_sets, &s), &|k| match k {
             "tool_call" => "tool_call",
             "content" => "content",
+            "llm" => "llm",
             "doom_loop" => "doom_loop",
             _ => "other",
         });
@@ -81,19 +82,58 @@ fn agree(
 }
 
 #[test]
-fn as_gemini_agrees_with_gemini_latest_without_its_judge() {
-    let firing = agree(
-        "looptune-as-gemini",
-        "gemini-latest",
-        &[("llm_check", ParamValue::Bool(false))],
-        &|k| match k {
-            "repeat" | "cycle" => "tool_call",
-            "chant" => "content",
-            _ => "unexpected",
-        },
-    );
+fn as_gemini_agrees_with_gemini_latest() {
+    let firing = agree("looptune-as-gemini", "gemini-latest", &[], &|k| match k {
+        "repeat" | "cycle" => "tool_call",
+        "chant" => "content",
+        "llm" => "llm",
+        _ => "unexpected",
+    });
     // The comparison means something: tool-call and content loops both fire.
     assert!(firing >= 15, "{firing} sessions with detections");
+}
+
+/// The judge is gemini-latest's own check: on the judge sessions the two
+/// agree, and so they do with it off on both sides.
+#[test]
+fn as_gemini_agrees_with_gemini_latest_without_their_judges_too() {
+    let off = [("llm_check", ParamValue::Bool(false))];
+    for s in sessions() {
+        let ours = DetectorConfig::resolve(
+            None,
+            Some("looptune-as-gemini"),
+            &[("llm_check".to_string(), ParamValue::Bool(false))],
+        )
+        .unwrap();
+        let a = run_checks(&ours.checks().unwrap(), &Prepared::new(s.clone()), None);
+        let b = detect("gemini-latest", &off, &s);
+        assert_eq!(a.len(), b.len(), "{}", s.id);
+        assert!(a.iter().all(|d| d.kind != "llm"), "{}", s.id);
+    }
+}
+
+/// looptune-default detects, at the same event, whatever gemini-latest
+/// detects first (its rules and judge are in it); it may detect earlier or
+/// more.
+#[test]
+fn the_default_catches_whatever_gemini_latest_catches() {
+    let mut judged = 0;
+    for s in sessions() {
+        let ours = detect("looptune-default", &[], &s);
+        let theirs = detect("gemini-latest", &[], &s);
+        if let Some(t) = theirs.first() {
+            let o = ours.first().unwrap_or_else(|| panic!("{}: missed", s.id));
+            assert!(
+                o.event <= t.event,
+                "{}: {} after {}",
+                s.id,
+                o.event,
+                t.event
+            );
+            judged += usize::from(t.kind == "llm");
+        }
+    }
+    assert!(judged >= 3, "{judged} sessions the judge decides");
 }
 
 #[test]

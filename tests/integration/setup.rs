@@ -241,12 +241,13 @@ fn options_sit_under_headings_and_each_subcommand_describes_its_own() {
 fn one_count_of_configurations_in_the_terminal_and_the_report() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("out");
-    // A grid whose gemini configurations miss a loop another family catches:
-    // --combine finds a union, one more row in the tables.
+    // A grid whose gemini configurations miss a loop another family catches
+    // (Goose's error streak; not looptune's, which catches every fixture
+    // loop alone): --combine finds a union, one more row in the tables.
     let grid = crate::util::write(
         d.path(),
         "grid.toml",
-        "family = \"gemini\"\nprofile = \"gemini-latest\"\n[axes]\ncontent_chunk_size = [50]\n",
+        "family = \"gemini\"\nprofile = \"gemini-latest\"\nstock_profiles = false\n[axes]\ncontent_chunk_size = [50]\n[[extra]]\nprofile = \"goose\"\n",
     );
     let r = crate::util::run(&[
         "sweep",

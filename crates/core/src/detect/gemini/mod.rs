@@ -61,7 +61,8 @@ impl Family for Gemini {
     }
 
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
+        #[rustfmt::skip]
+        let mut v = vec![
             POLICY_SPEC,
             ParamSpec::int("tool_call_threshold", 1, 10_000, "calls", "repetitions of an identical call (or of a cycle) that make a loop", "loopDetectionService.ts TOOL_CALL_LOOP_THRESHOLD: 5 since 734da8b9d2 (2025-07-15); DeepVCode 10 since 28ee2f4"),
             ParamSpec::int("tool_cycle_max_len", 1, 100, "calls", "longest cycle of calls detected (1 = only identical consecutive calls); history kept = this x threshold", "loopDetectionService.ts checkToolCallLoop: cycles 1..5 since acae7124bd (2026-07-17); 1 before"),
@@ -84,15 +85,9 @@ impl Family for Gemini {
             ParamSpec::bool("content_dividers", "reset on and skip divider chunks", "da73f13d02 (2025-08-23)"),
             ParamSpec::float("content_table_distance_factor", 0.0, 1_000_000.0, "x chunk size", "deepv: largest average gap for table-like windows", "DeepVCode isTableContent (6)"),
             ParamSpec::float("content_common_distance_factor", 0.0, 1_000_000.0, "x chunk size", "deepv: largest average gap for common-pattern windows", "DeepVCode isCommonPattern (3)"),
-            ParamSpec::bool("llm_check", "run the LLM judge schedule (verdicts come from recorded judge records)", "9dadf22958 (2025-07-18)"),
-            ParamSpec::int("llm_check_after_turns", 1, 1_000_000, "turns", "prompt turn of the first judge check", "LLM_CHECK_AFTER_TURNS: 30 (40 on 2026-03-02..03)"),
-            ParamSpec::int("llm_check_interval", 1, 1_000_000, "turns", "interval after a reset", "DEFAULT_LLM_CHECK_INTERVAL: 3, 10 since 7c9fceba7f (2026-03-02)"),
-            ParamSpec::int("llm_check_min_interval", 0, 1_000_000, "turns", "interval at confidence 1", "MIN_LLM_CHECK_INTERVAL: 5"),
-            ParamSpec::int("llm_check_max_interval", 0, 1_000_000, "turns", "interval at confidence 0", "MAX_LLM_CHECK_INTERVAL: 15"),
-            ParamSpec::float("llm_confidence_threshold", 0.0, 1.0, "", "confidence that makes a loop", "LLM_CONFIDENCE_THRESHOLD: 0.9"),
-            ParamSpec::bool("llm_confidence_strict", "compare with > (2025 single-stage builds) instead of >=", "408b885689 (2025-11-12) made it >="),
-            ParamSpec::bool("llm_two_stage", "flash then pro; both must reach the threshold (a turn's second judge record answers stage 2, else the first serves both)", "408b885689 (2025-11-12)"),
-        ]
+        ];
+        v.extend(judge_params());
+        v
     }
 
     fn profiles(&self) -> Vec<Profile> {
@@ -123,15 +118,10 @@ impl Family for Gemini {
                     ("content_dividers", ParamValue::Bool(true)),
                     ("content_table_distance_factor", ParamValue::Float(6.0)),
                     ("content_common_distance_factor", ParamValue::Float(3.0)),
-                    ("llm_check", ParamValue::Bool(true)),
-                    ("llm_check_after_turns", ParamValue::Int(30)),
-                    ("llm_check_interval", ParamValue::Int(10)),
-                    ("llm_check_min_interval", ParamValue::Int(5)),
-                    ("llm_check_max_interval", ParamValue::Int(15)),
-                    ("llm_confidence_threshold", ParamValue::Float(0.9)),
-                    ("llm_confidence_strict", ParamValue::Bool(false)),
-                    ("llm_two_stage", ParamValue::Bool(true)),
-                ],
+                ]
+                .into_iter()
+                .chain(judge_latest())
+                .collect(),
             },
             Profile {
                 name: "gemini-2026-03",
@@ -210,11 +200,7 @@ impl Family for Gemini {
         let mut out: Vec<Box<dyn Check>> = Vec::new();
         // The judge comes first: a record that starts a turn reaches
         // turnStarted() before addAndCheck(), so on a tie the judge fires first.
-        if p.get("llm_check")? {
-            out.push(Box::new(JudgeCheck {
-                s: judge_settings(&p)?,
-            }));
-        }
+        out.extend(judge_check(&p)?);
         out.push(Box::new(ToolCheck {
             s: tool_settings(&p)?,
         }));
@@ -278,6 +264,48 @@ fn content_settings(p: &Params, algorithm: Algorithm) -> Result<ContentSettings>
         dividers: p.get("content_dividers")?,
         table_factor: p.get("content_table_distance_factor")?,
         common_factor: p.get("content_common_distance_factor")?,
+    })
+}
+
+/// The LLM judge's parameters, shared with the `looptune` family (which runs
+/// this check as it is).
+#[rustfmt::skip]
+pub(crate) fn judge_params() -> Vec<ParamSpec> {
+    vec![
+        ParamSpec::bool("llm_check", "run the LLM judge schedule (verdicts come from recorded judge records)", "9dadf22958 (2025-07-18)"),
+        ParamSpec::int("llm_check_after_turns", 1, 1_000_000, "turns", "prompt turn of the first judge check", "LLM_CHECK_AFTER_TURNS: 30 (40 on 2026-03-02..03)"),
+        ParamSpec::int("llm_check_interval", 1, 1_000_000, "turns", "interval after a reset", "DEFAULT_LLM_CHECK_INTERVAL: 3, 10 since 7c9fceba7f (2026-03-02)"),
+        ParamSpec::int("llm_check_min_interval", 0, 1_000_000, "turns", "interval at confidence 1", "MIN_LLM_CHECK_INTERVAL: 5"),
+        ParamSpec::int("llm_check_max_interval", 0, 1_000_000, "turns", "interval at confidence 0", "MAX_LLM_CHECK_INTERVAL: 15"),
+        ParamSpec::float("llm_confidence_threshold", 0.0, 1.0, "", "confidence that makes a loop", "LLM_CONFIDENCE_THRESHOLD: 0.9"),
+        ParamSpec::bool("llm_confidence_strict", "compare with > (2025 single-stage builds) instead of >=", "408b885689 (2025-11-12) made it >="),
+        ParamSpec::bool("llm_two_stage", "flash then pro; both must reach the threshold (a turn's second judge record answers stage 2, else the first serves both)", "408b885689 (2025-11-12)"),
+    ]
+}
+
+/// gemini-latest's judge values (`looptune-default` and `looptune-as-gemini`
+/// take them too).
+pub(crate) fn judge_latest() -> Vec<(&'static str, ParamValue)> {
+    vec![
+        ("llm_check", ParamValue::Bool(true)),
+        ("llm_check_after_turns", ParamValue::Int(30)),
+        ("llm_check_interval", ParamValue::Int(10)),
+        ("llm_check_min_interval", ParamValue::Int(5)),
+        ("llm_check_max_interval", ParamValue::Int(15)),
+        ("llm_confidence_threshold", ParamValue::Float(0.9)),
+        ("llm_confidence_strict", ParamValue::Bool(false)),
+        ("llm_two_stage", ParamValue::Bool(true)),
+    ]
+}
+
+/// The judge check of a configuration, when its `llm_check` is on.
+pub(crate) fn judge_check(p: &Params) -> Result<Option<Box<dyn Check>>> {
+    Ok(if p.get("llm_check")? {
+        Some(Box::new(JudgeCheck {
+            s: judge_settings(p)?,
+        }))
+    } else {
+        None
     })
 }
 

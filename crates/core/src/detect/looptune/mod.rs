@@ -268,6 +268,10 @@ impl Family for Looptune {
             "long chants: occurrences of the passage that warn",
             "long chants: occurrences of the passage that stop",
         ));
+        // Gemini CLI's LLM judge, its port run as it is (verdicts come from
+        // recorded judge records): on in the default, so the default
+        // detects whatever gemini-latest detects.
+        v.extend(crate::detect::gemini::judge_params());
         v
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -275,7 +279,7 @@ impl Family for Looptune {
         vec![
             Profile {
                 name: "looptune-default",
-                about: "looptune's choice on ../shared/corpus (README \"The looptune family\"): Gemini CLI's rules (5 identical calls, cycles of 2..5 calls repeated 5 times, chanting 10 x 50) and one tool's same error 6 times in a row; warn once, stop at the second strike",
+                about: "looptune's choice on ../shared/corpus (README \"The looptune family\"): Gemini CLI's rules (5 identical calls, cycles of 2..5 calls repeated 5 times, chanting 10 x 50, its LLM judge on recorded verdicts) and one tool's same error 6 times in a row; warn once, stop at the second strike",
                 values: vec![
                     (POLICY, ParamValue::word("warn:1")),
                     ("same", ParamValue::word("args")),
@@ -303,11 +307,14 @@ impl Family for Looptune {
                     ("long_chant_chars", off.clone()),
                     ("long_chant_warn", off.clone()),
                     ("long_chant_stop", ParamValue::Int(4)),
-                ],
+                ]
+                .into_iter()
+                .chain(crate::detect::gemini::judge_latest())
+                .collect(),
             },
             Profile {
                 name: "looptune-as-gemini",
-                about: "Gemini CLI gemini-latest without its LLM judge: 5 identical calls or cycles of 2..5 calls repeated 5 times (name + JSON.stringify args, per prompt), chanting 10 x 50 units; warn once, stop at the second strike",
+                about: "Gemini CLI gemini-latest: 5 identical calls or cycles of 2..5 calls repeated 5 times (name + JSON.stringify args, per prompt), chanting 10 x 50 units, its LLM judge from turn 30 (recorded verdicts); warn once, stop at the second strike",
                 values: vec![
                     ("repeat_stop", ParamValue::Int(5)),
                     ("cycle_max_period", ParamValue::Int(5)),
@@ -323,6 +330,7 @@ impl Family for Looptune {
                 about: "OpenCode's doom loop: 3 identical calls (name + JSON.stringify input) in a row within one assistant step, model text between them breaking the run; ask",
                 values: vec![
                     (POLICY, ParamValue::word("ask")),
+                    ("llm_check", ParamValue::Bool(false)),
                     ("repeat_scope", ParamValue::word("step")),
                     ("repeat_stop", ParamValue::Int(3)),
                     ("cycle_stop", off.clone()),
@@ -333,8 +341,9 @@ impl Family for Looptune {
             },
             Profile {
                 name: "looptune-wide",
-                about: "every rule on, each with a warning before its stop: a starting point for --set, not a recommendation",
+                about: "every looptune rule on (Gemini's judge off), each with a warning before its stop: a starting point for --set, not a recommendation",
                 values: vec![
+                    ("llm_check", ParamValue::Bool(false)),
                     ("same", ParamValue::word("result")),
                     ("normalize", ParamValue::Bool(true)),
                     ("volatile_keys", ParamValue::words(&["nonce", "request_id"])),
@@ -371,6 +380,8 @@ impl Family for Looptune {
             polling: p.get("polling_tools")?,
         };
         let mut out: Vec<Box<dyn Check>> = Vec::new();
+        // First, as in Gemini CLI: on a tie the judge fires first.
+        out.extend(crate::detect::gemini::judge_check(&p)?);
         let st = stages(&p, "repeat")?;
         if st.on() {
             out.push(Box::new(repeat::RepeatCheck {
