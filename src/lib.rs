@@ -27,5 +27,6 @@ pub(crate) mod report;
 /// and `looptune report DIR` over any list ([`report_outputs`](outputs::report_outputs)).
 pub mod outputs {
     pub use crate::cli::report_outputs;
-    pub use crate::report::output::{Kind, Output, OutputOptions, Outputs};
+    pub use crate::report::output::{Kind, Output};
+    pub use crate::report::outputs::{OutputOptions, Outputs};
 }

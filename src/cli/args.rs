@@ -140,8 +140,8 @@ pub(super) struct OutputOpts {
 }
 
 impl OutputOpts {
-    pub(super) fn options(&self) -> crate::report::output::OutputOptions {
-        crate::report::output::OutputOptions {
+    pub(super) fn options(&self) -> crate::report::outputs::OutputOptions {
+        crate::report::outputs::OutputOptions {
             parquet: self.parquet,
         }
     }

@@ -50,7 +50,7 @@ pub fn merge_command(
     parts: &[PathBuf],
     out_dir: &std::path::Path,
     ci: &CiArgs,
-    options: &crate::report::output::OutputOptions,
+    options: &crate::report::outputs::OutputOptions,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
@@ -61,7 +61,7 @@ pub fn merge_command(
         .iter()
         .map(|p| crate::result::SweepRecord::load(p))
         .collect::<Result<_>>()?;
-    let list = crate::report::output::Outputs::standard(options);
+    let list = crate::report::outputs::Outputs::standard(options);
     let inputs: Vec<PathBuf> = parts.iter().flat_map(|p| result_inputs(p)).collect();
     let mut outputs = list.paths(out_dir);
     outputs.extend(ci.outputs());

@@ -30,10 +30,14 @@ pub(super) struct ReportArgs {
 /// list as a sweep does: staged, replaced whole or not at all).
 pub fn report_command(
     dir: &std::path::Path,
-    options: &crate::report::output::OutputOptions,
+    options: &crate::report::outputs::OutputOptions,
     err: &mut dyn Write,
 ) -> Result<i32> {
-    report_outputs(dir, &crate::report::output::Outputs::standard(options), err)
+    report_outputs(
+        dir,
+        &crate::report::outputs::Outputs::standard(options),
+        err,
+    )
 }
 
 /// `looptune report DIR` with the outputs `list`: load the record from
@@ -42,7 +46,7 @@ pub fn report_command(
 /// reads above all): a link there is refused before anything is written.
 pub fn report_outputs(
     dir: &std::path::Path,
-    list: &crate::report::output::Outputs,
+    list: &crate::report::outputs::Outputs,
     err: &mut dyn Write,
 ) -> Result<i32> {
     let entries: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -181,7 +181,7 @@ pub struct SweepRequest {
     /// How much of the comparison with `baseline_run` is printed.
     pub diff_shape: crate::report::diff_out::Shape,
     /// Optional outputs (`--parquet`).
-    pub outputs: crate::report::output::OutputOptions,
+    pub outputs: crate::report::outputs::OutputOptions,
 }
 
 /// Load the grid named by a request, or the embedded default, under a
@@ -271,7 +271,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         PathBuf::from("reports").join(format!("sweep-{}", sanitize(&grid.name)))
     });
     check_out_dir(&out_dir)?;
-    let list = crate::report::output::Outputs::standard(&req.outputs);
+    let list = crate::report::outputs::Outputs::standard(&req.outputs);
     let mut outputs = list.paths(&out_dir);
     outputs.extend(req.ci.outputs());
     // The inputs (PATHS, then --test) are walked once, for this guard and
@@ -412,7 +412,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish_sweep(
     result: &crate::score::SweepResult,
-    list: &crate::report::output::Outputs,
+    list: &crate::report::outputs::Outputs,
     workers: &crate::util::pool::Workers,
     out_dir: &std::path::Path,
     ci: &CiArgs,

@@ -10,6 +10,7 @@ pub mod diff_out;
 pub mod html;
 pub mod model;
 pub mod output;
+pub mod outputs;
 pub mod parquet;
 pub mod summary;
 pub mod text;

@@ -26,7 +26,7 @@ use std::sync::Arc;
 /// Rows per batch and per row group.
 pub const ROWS: usize = 64 * 1024;
 
-/// The three Parquet outputs, for [`super::output::Outputs::standard`].
+/// The three Parquet outputs, for [`super::outputs::Outputs::standard`].
 pub fn outputs() -> Vec<Box<dyn Output>> {
     vec![
         Box::new(SweepParquet),
