@@ -13,9 +13,9 @@
 //!   profile with parameters set;
 //! - [`replay`]: every configuration over every session, in parallel and
 //!   deterministic;
-//! - sweeps: [`sweep::grid`] for configurations, [`score::labels`] for ground truth,
+//! - sweeps: [`sweep::grid`] for configurations, [`input::labels`] for ground truth,
 //!   [`sweep::run_sweep`] to a [`result::SweepRecord`] (what `summary.json`
-//!   holds), then [`sweep::analyze`] for scores ([`score::metrics`]) and the
+//!   holds), then [`score::analyze`] for scores ([`score::metrics`]) and the
 //!   recommendation;
 //! - [`error::Error`] and [`error::Result`], with the exit code each error maps to.
 //!
