@@ -5,7 +5,7 @@
 //! `checkToolCallLoop` since acae7124bd (periods 1..5, one detection per call).
 
 use super::actions::{actions, Item, SameSettings};
-use super::{detection, Stage, Stages};
+use super::{staged, Stage, Stages};
 use crate::detect::{Check, Detection, Prepared};
 use std::collections::VecDeque;
 
@@ -91,19 +91,15 @@ impl Check for CycleCheck {
                 .skip(h.len() - k)
                 .map(|x| acts.shown[*x as usize].as_str())
                 .collect();
-            out.push(detection(
+            out.push(staged(
                 &session.session,
                 a.at,
-                Stages::kind(stage, ("cycle", "cycle_warn")),
+                stage,
+                ("cycle", "cycle_warn"),
                 a.prompt,
                 format!(
-                    "a cycle of {k} actions repeated {reps} times: {}{}",
-                    shown.join(" -> "),
-                    if stage == Stage::Warn {
-                        " (warning)"
-                    } else {
-                        ""
-                    }
+                    "a cycle of {k} actions repeated {reps} times: {}",
+                    shown.join(" -> ")
                 ),
             ));
         }

@@ -4,7 +4,7 @@
 //! that is no error ends the streak, as does a new prompt.
 
 use super::actions::outcomes;
-use super::{detection, Stage, Stages};
+use super::{staged, Stages};
 use crate::detect::{Check, Detection, Prepared};
 use crate::event::Record;
 
@@ -67,20 +67,16 @@ impl Check for ErrorCheck {
             }
             if let Some(stage) = self.s.stages.at(count) {
                 let text = last.as_ref().map(|l| l.1.as_str()).unwrap_or("");
-                out.push(detection(
+                out.push(staged(
                     s,
                     o.at,
-                    Stages::kind(stage, ("error_streak", "error_streak_warn")),
+                    stage,
+                    ("error_streak", "error_streak_warn"),
                     o.prompt,
                     format!(
-                        "{} returned the same error {count} times in a row: {}{}",
+                        "{} returned the same error {count} times in a row: {}",
                         o.tool,
-                        text.chars().take(80).collect::<String>(),
-                        if stage == Stage::Warn {
-                            " (warning)"
-                        } else {
-                            ""
-                        }
+                        text.chars().take(80).collect::<String>()
                     ),
                 ));
             }

@@ -20,7 +20,7 @@
 //! characters have arrived since the last one, so a session costs time
 //! linear in its text: O(n x 8M) at most.
 
-use super::{detection, Stage, Stages};
+use super::{staged, Stage, Stages};
 use crate::detect::peers::common::Prompts;
 use crate::detect::{Check, Detection, Prepared};
 use crate::event::Record;
@@ -140,19 +140,15 @@ impl Check for LongChantCheck {
             };
             warned = true;
             let passage: String = tail[tail.len() - len.min(60)..].iter().collect();
-            out.push(detection(
+            out.push(staged(
                 s,
                 i,
-                Stages::kind(stage, ("long_chant", "long_chant_warn")),
+                stage,
+                ("long_chant", "long_chant_warn"),
                 prompts.count(),
                 format!(
-                    "a passage of {longest} characters said {count} times, ending \"{}\"{}",
-                    passage.replace('\n', " "),
-                    if stage == Stage::Warn {
-                        " (warning)"
-                    } else {
-                        ""
-                    }
+                    "a passage of {longest} characters said {count} times, ending \"{}\"",
+                    passage.replace('\n', " ")
                 ),
             ));
         }

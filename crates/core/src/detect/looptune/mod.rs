@@ -101,6 +101,22 @@ impl Stages {
     }
 }
 
+/// A rule's detection at `stage`: its kind of `kinds = (stop, warn)`, its
+/// detail saying " (warning)" on a warning.
+pub(crate) fn staged(
+    s: &Session,
+    at: usize,
+    stage: Stage,
+    kinds: (&'static str, &'static str),
+    prompt: u32,
+    mut detail: String,
+) -> Detection {
+    if stage == Stage::Warn {
+        detail.push_str(" (warning)");
+    }
+    detection(s, at, Stages::kind(stage, kinds), prompt, detail)
+}
+
 /// A detection at the 0-based record `at`.
 pub(crate) fn detection(
     s: &Session,

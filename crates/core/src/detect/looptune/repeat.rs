@@ -3,7 +3,7 @@
 //! ending the run), by the `repeat_scope` knob.
 
 use super::actions::{actions, Item, SameSettings};
-use super::{detection, Stage, Stages};
+use super::{staged, Stages};
 use crate::detect::{Check, Detection, Prepared};
 
 /// What the rule reads.
@@ -49,20 +49,13 @@ impl Check for RepeatCheck {
                         (last, count) = (Some(a.key), 1);
                     }
                     if let Some(stage) = self.s.stages.at(count) {
-                        out.push(detection(
+                        out.push(staged(
                             &session.session,
                             a.at,
-                            Stages::kind(stage, ("repeat", "repeat_warn")),
+                            stage,
+                            ("repeat", "repeat_warn"),
                             a.prompt,
-                            format!(
-                                "{} {count} times in a row{}",
-                                acts.shown[a.key as usize],
-                                if stage == Stage::Warn {
-                                    " (warning)"
-                                } else {
-                                    ""
-                                }
-                            ),
+                            format!("{} {count} times in a row", acts.shown[a.key as usize]),
                         ));
                     }
                 }

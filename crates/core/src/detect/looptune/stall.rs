@@ -4,7 +4,7 @@
 //! not count; a status check asked again and again with the same answer does.
 
 use super::actions::{actions, Item, SameSettings};
-use super::{detection, Stage, Stages};
+use super::{staged, Stages};
 use crate::detect::{Check, Detection, Prepared};
 use rustc_hash::FxHashMap;
 
@@ -51,19 +51,15 @@ impl Check for StallCheck {
                     }
                     let n = e.1;
                     if let Some(stage) = self.s.stages.at(n) {
-                        out.push(detection(
+                        out.push(staged(
                             &session.session,
                             a.at,
-                            Stages::kind(stage, ("no_progress", "no_progress_warn")),
+                            stage,
+                            ("no_progress", "no_progress_warn"),
                             a.prompt,
                             format!(
-                                "{} got the same result {n} times{}",
-                                acts.shown[a.key as usize],
-                                if stage == Stage::Warn {
-                                    " (warning)"
-                                } else {
-                                    ""
-                                }
+                                "{} got the same result {n} times",
+                                acts.shown[a.key as usize]
                             ),
                         ));
                     }

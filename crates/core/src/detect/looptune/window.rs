@@ -3,7 +3,7 @@
 //! interleaved with other calls).
 
 use super::actions::{actions, Item, SameSettings};
-use super::{detection, Stage, Stages};
+use super::{staged, Stages};
 use crate::detect::{Check, Detection, Prepared};
 use std::collections::VecDeque;
 
@@ -56,20 +56,16 @@ impl Check for WindowCheck {
                     }
                     let n = counts[a.key as usize] as usize;
                     if let Some(stage) = self.s.stages.at(n) {
-                        out.push(detection(
+                        out.push(staged(
                             &session.session,
                             a.at,
-                            Stages::kind(stage, ("window", "window_warn")),
+                            stage,
+                            ("window", "window_warn"),
                             a.prompt,
                             format!(
-                                "{} {n} times in the last {} actions{}",
+                                "{} {n} times in the last {} actions",
                                 acts.shown[a.key as usize],
-                                window.len(),
-                                if stage == Stage::Warn {
-                                    " (warning)"
-                                } else {
-                                    ""
-                                }
+                                window.len()
                             ),
                         ));
                     }
