@@ -54,10 +54,56 @@ impl Prepared {
         made
     }
 
+    /// Every call's `JSON.stringify` arguments, made once per session for
+    /// every family and configuration that compares them (OpenCode's doom
+    /// loop, looptune's actions).
+    pub(crate) fn call_args(&self) -> Arc<CallArgs> {
+        self.shared("call.args", CallArgs::of)
+    }
+
     /// Whether a check has made the value under `name` (tests of sharing).
     #[cfg(test)]
     pub(crate) fn holds(&self, name: &str) -> bool {
         let held = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         held.iter().any(|(n, _)| *n == name)
+    }
+}
+
+/// Every call's `JSON.stringify` arguments in a session (the text grows with
+/// the arguments): an id per record, the same for equal texts, so checks
+/// compare ids, not texts.
+#[derive(Debug, Default)]
+pub(crate) struct CallArgs {
+    /// By record index: the text's id (`u32::MAX` for a record that is no call).
+    pub(crate) ids: Vec<u32>,
+    /// By id: the text.
+    pub(crate) texts: Vec<String>,
+}
+
+impl CallArgs {
+    fn of(session: &Session) -> CallArgs {
+        let mut seen: rustc_hash::FxHashMap<String, u32> = rustc_hash::FxHashMap::default();
+        let mut out = CallArgs::default();
+        for e in &session.events {
+            let id = match &e.record {
+                crate::event::Record::ToolCall { args, .. } => {
+                    let text = crate::util::js::stringify_object(args);
+                    let next = out.texts.len() as u32;
+                    *seen.entry(text).or_insert_with_key(|t| {
+                        out.texts.push(t.clone());
+                        next
+                    })
+                }
+                _ => u32::MAX,
+            };
+            out.ids.push(id);
+        }
+        out
+    }
+
+    /// The id and text of record `i`'s arguments (a call).
+    pub(crate) fn at(&self, i: usize) -> (u32, &str) {
+        let id = self.ids[i];
+        (id, &self.texts[id as usize])
     }
 }

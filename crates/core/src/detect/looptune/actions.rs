@@ -107,7 +107,7 @@ pub fn actions(session: &Prepared, s: &SameSettings) -> Arc<Actions> {
     {
         return a.clone();
     }
-    let raw = session.shared("looptune.args", RawArgs::of);
+    let raw = session.call_args();
     let made = Arc::new(Actions::with(&session.session, s, &raw));
     let mut held = cache.made.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, a)) = held.iter().find(|(k, _)| k == s) {
@@ -231,48 +231,12 @@ fn short(text: &str) -> String {
         t
     }
 }
-
-/// Every call's arguments as `JSON.stringify` writes them, made once per
-/// session and shared by every sameness setting that does not rewrite them
-/// (an id per record, the same for equal texts): settings that differ only in
-/// the result's head, the polling tools or `same` neither stringify nor hash
-/// the arguments again.
-#[derive(Debug, Default)]
-struct RawArgs {
-    /// By record index: the text's id (`u32::MAX` for a record that is no call).
-    ids: Vec<u32>,
-    /// By id: the text.
-    texts: Vec<String>,
-}
-
-impl RawArgs {
-    fn of(session: &Session) -> RawArgs {
-        let mut seen: FxHashMap<String, u32> = FxHashMap::default();
-        let mut out = RawArgs::default();
-        for e in &session.events {
-            let id = match &e.record {
-                Record::ToolCall { args, .. } => {
-                    let text = crate::util::js::stringify_object(args);
-                    let next = out.texts.len() as u32;
-                    *seen.entry(text).or_insert_with_key(|t| {
-                        out.texts.push(t.clone());
-                        next
-                    })
-                }
-                _ => u32::MAX,
-            };
-            out.ids.push(id);
-        }
-        out
-    }
-}
-
 /// The arguments part of a call's key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum ArgKey {
     /// Not compared (`same = name`).
     None,
-    /// The stringified arguments as written, by [`RawArgs`] id.
+    /// The stringified arguments as written, by [`CallArgs`](crate::detect::prepared::CallArgs) id.
     Raw(u32),
     /// Rewritten (normalised, or volatile keys dropped).
     Text(String),
@@ -280,7 +244,11 @@ enum ArgKey {
 
 impl Actions {
     /// The action stream of a session under `s`, the arguments' texts given.
-    fn with(session: &Session, s: &SameSettings, raw: &RawArgs) -> Actions {
+    fn with(
+        session: &Session,
+        s: &SameSettings,
+        raw: &crate::detect::prepared::CallArgs,
+    ) -> Actions {
         let mut out = Actions::default();
         // A call without its result, then with it.
         let mut calls: FxHashMap<(String, ArgKey), u32> = FxHashMap::default();

@@ -9,7 +9,6 @@ use crate::detect::{
 };
 use crate::error::Result;
 use crate::event::Record;
-use crate::util::js::stringify_object;
 
 const SRC_OPENCODE: &str = "anomalyco/opencode packages/opencode/src/session/processor.ts @36160ef28f (same rule @002d98228a)";
 const SRC_KILO: &str =
@@ -110,50 +109,11 @@ enum Part {
     Reasoning,
     Tool {
         name: String,
-        /// The input's id in the session's `Inputs` (equal ids, equal texts).
+        /// The input's id in the session's `CallArgs` (equal ids, equal texts).
         input: u32,
         /// Completed or errored (a result arrived).
         finished: bool,
     },
-}
-
-/// Every call's `JSON.stringify` input, made once per session and shared by
-/// a sweep's configurations (the text grows with the arguments): an id per
-/// record, the same for equal texts, so parts compare ids, not texts.
-#[derive(Debug, Default)]
-struct Inputs {
-    /// By record index: the input's id (`u32::MAX` for a record that is no call).
-    ids: Vec<u32>,
-    /// By id: the text.
-    texts: Vec<String>,
-}
-
-impl Inputs {
-    fn of(session: &crate::event::Session) -> Inputs {
-        let mut seen: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
-        let mut out = Inputs::default();
-        for e in &session.events {
-            let id = match &e.record {
-                Record::ToolCall { args, .. } => {
-                    let text = stringify_object(args);
-                    let next = out.texts.len() as u32;
-                    *seen.entry(text).or_insert_with_key(|t| {
-                        out.texts.push(t.clone());
-                        next
-                    })
-                }
-                _ => u32::MAX,
-            };
-            out.ids.push(id);
-        }
-        out
-    }
-
-    /// The id and text of record `i`'s input (a call).
-    fn at(&self, i: usize) -> (u32, &str) {
-        let id = self.ids[i];
-        (id, &self.texts[id as usize])
-    }
 }
 
 /// What OpenCode's step rule reads.
@@ -176,7 +136,7 @@ impl Check for StepCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let inputs = session.shared("opencode.inputs", Inputs::of);
+        let inputs = session.call_args();
         let mut parts = vec![Part::Other]; // step-start
         each_record(&session.session, limit, |at, found| {
             let e = at.event;
@@ -246,7 +206,7 @@ impl Check for SessionCheck {
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         // Session-wide parts. A step is step-start .. step-finish; the user's
         // message contributes one text part.
-        let inputs = session.shared("opencode.inputs", Inputs::of);
+        let inputs = session.call_args();
         let mut parts: Vec<Part> = Vec::new();
         let mut step_open = false;
         let mut step_empty = false;

@@ -65,7 +65,7 @@ fn inputs_are_shared_by_configurations_with_unchanged_verdicts() {
             format!("{reused:?}"),
             "{profile} {threshold}: a shared session changed the verdicts"
         );
-        assert!(shared.holds("opencode.inputs"), "{profile}");
+        assert!(shared.holds("call.args"), "{profile}");
     }
     // The message names the input as JSON.stringify writes it.
     let cfg = DetectorConfig::resolve(None, Some("opencode"), &[]).unwrap();
