@@ -435,6 +435,9 @@ pub(crate) fn finish_sweep(
         by_session: rec.sessions.iter().map(|s| s.label()).collect(),
         ..Default::default()
     };
+    let chosen_hits = result.dense(result.chosen);
+    let chosen_view: Vec<Option<&crate::result::Hit>> =
+        chosen_hits.iter().map(Option::as_ref).collect();
     let view = crate::report::ci::CiView {
         title: format!("sweep {}", rec.grid.name),
         labels: rec.grid.configs.iter().map(|v| v.label.clone()).collect(),
@@ -444,7 +447,7 @@ pub(crate) fn finish_sweep(
         gates: &gate_results,
         sessions: &rec.sessions,
         session_labels: &session_labels,
-        hits: &result.dense(result.chosen),
+        hits: &chosen_view,
     };
     report_failed |= write_ci(ci, &view, &mut set, err);
     if report_failed {

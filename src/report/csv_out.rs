@@ -254,23 +254,20 @@ const BLOCK: usize = 1 << 20;
 /// configuration's hits by its id, in grid order, then the union's.
 pub(crate) fn detection_rows(
     r: &SweepResult,
-) -> impl Iterator<Item = (&str, Vec<&crate::result::Hit>)> {
-    let union: Vec<&crate::result::Hit> = r
+) -> impl Iterator<Item = (&str, Vec<crate::result::Hit>)> {
+    let union: Vec<crate::result::Hit> = r
         .advice
         .union
         .iter()
-        .flat_map(|u| u.hits.iter().flatten())
+        .flat_map(|u| u.hits.iter().flatten().cloned())
         .collect();
-    r.record
-        .outcomes
-        .iter()
-        .map(|c| (c.config.as_str(), c.hits.iter().collect::<Vec<_>>()))
-        .chain(
-            r.advice
-                .union
-                .iter()
-                .map(move |u| (u.id.as_str(), union.clone())),
-        )
+    let o = &r.record.outcomes;
+    (0..o.len()).map(move |c| (o.id(c), o.hits(c))).chain(
+        r.advice
+            .union
+            .iter()
+            .map(move |u| (u.id.as_str(), union.clone())),
+    )
 }
 
 fn detection_cells(

@@ -162,6 +162,7 @@ impl LiveView {
                 .iter()
                 .filter(|(i, t)| {
                     dense[*i]
+                        .as_ref()
                         .and_then(|h| h.first.as_ref())
                         .is_some_and(|d| d.turn == *t)
                 })
@@ -936,7 +937,7 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
             families.push(i);
         }
     }
-    let dense: Vec<(usize, Vec<Option<&Hit>>)> = configs
+    let dense: Vec<(usize, Vec<Option<Hit>>)> = configs
         .iter()
         .chain(&families)
         .map(|&c| (c, r.dense(c)))
@@ -946,7 +947,7 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
     let mut out = Vec::new();
     for &c in &configs {
         for (si, s) in rec.sessions.iter().enumerate() {
-            let hit = hits_of(c)[si];
+            let hit = hits_of(c)[si].as_ref();
             let (v, _) = verdict_at(hit.and_then(Hit::turn), s.label());
             if !matches!(v, Verdict::FalsePositive | Verdict::Missed) {
                 continue;
@@ -964,7 +965,7 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
             let others = families
                 .iter()
                 .map(|&f| {
-                    let h = hits_of(f)[si];
+                    let h = hits_of(f)[si].as_ref();
                     let (v, _) = verdict_at(h.and_then(Hit::turn), s.label());
                     let fc = &rec.grid.configs[f];
                     OtherFamily {
@@ -1008,10 +1009,7 @@ pub fn disagreements(r: &SweepResult) -> Vec<Disagreement> {
             let detections = sel
                 .iter()
                 .filter_map(|&c| {
-                    let h = rec.outcomes[c]
-                        .hits
-                        .iter()
-                        .find(|h| h.session as usize == si)?;
+                    let h = rec.outcomes.hit(c, si)?;
                     let d = h.first.as_ref()?;
                     Some(DetectionInfo {
                         config: r.config(c).id.clone(),

@@ -11,184 +11,113 @@
 //! per hit (schema 3 wrote each hit's values, about 28).
 
 use super::json_text::Raw;
+use super::outcomes::Outcomes;
 use super::{ConfigOutcomes, Effect, FirstDetection, Hit, HitBody};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Sessions whose distinct rows are found together, on one thread.
-pub(super) const SESSIONS_AT_ONCE: u32 = 256;
-
-/// What a hit's row is made of, by address: hits that share their
-/// detection and effect (as a sweep's and a loaded record's do) compare
-/// without reading them.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Same {
-    judge_due: u32,
-    judge_no_verdict: u32,
-    first: usize,
-    effect: usize,
-}
-
-impl Same {
-    fn of(h: &Hit) -> Same {
-        Same {
-            judge_due: h.judge_due,
-            judge_no_verdict: h.judge_no_verdict,
-            first: h.first.as_ref().map_or(0, |d| Arc::as_ptr(d) as usize),
-            effect: h.effect.as_ref().map_or(0, |e| Arc::as_ptr(e) as usize),
-        }
-    }
-}
-
-/// One block of sessions: each session's distinct hits and detections,
-/// and which row each hit in the block is.
-struct Block<'a> {
-    /// Each session's distinct hits (its rows), in the order
-    /// configurations meet them, with the block's number of the row's
-    /// detection.
-    rows: Vec<Vec<(&'a Hit, Option<u32>)>>,
-    /// The block's distinct detections, session by session, as the rows meet them.
-    detections: Vec<&'a FirstDetection>,
-    /// The row of each hit in the block, configuration after configuration.
-    picks: Vec<u32>,
-    /// Where each configuration's picks start (one more than configurations).
-    starts: Vec<usize>,
-}
-
-/// The distinct hits of the sessions from `first` on, given each
-/// configuration's hits on them. Rows and detections are numbered as
-/// configurations meet them session by session, so the bytes depend
-/// neither on how sessions are blocked nor on the threads.
-fn block<'a>(hits: &[&'a [Hit]], first: u32, sessions: usize) -> Block<'a> {
-    let mut distinct: Vec<Vec<(Same, &Hit)>> = vec![Vec::new(); sessions];
-    // The row the configuration before met: neighbours in a grid often agree.
-    let mut last = vec![0usize; sessions];
-    let mut picks = Vec::with_capacity(hits.iter().map(|h| h.len()).sum());
-    let mut starts = Vec::with_capacity(hits.len() + 1);
-    for c in hits {
-        starts.push(picks.len());
-        for h in c.iter() {
-            let at = (h.session - first) as usize;
-            let known = &mut distinct[at];
-            let same = Same::of(h);
-            let k = match known.get(last[at]) {
-                Some((k, _)) if *k == same => last[at],
-                _ => match known.iter().position(|(k, _)| *k == same) {
-                    Some(k) => k,
-                    // Shared apart in memory but equal: one row (rare).
-                    None => match known.iter().position(|(_, k)| same_row(k, h)) {
-                        Some(k) => k,
-                        None => {
-                            known.push((same, h));
-                            known.len() - 1
-                        }
-                    },
-                },
-            };
-            last[at] = k;
-            picks.push(k as u32);
-        }
-    }
-    starts.push(picks.len());
-    let mut detections: Vec<&FirstDetection> = Vec::new();
-    let mut rows = Vec::with_capacity(sessions);
-    for known in distinct {
-        // A session's detections by value among its own (in a merged or
-        // loaded record equal ones may sit apart in memory).
-        let from = detections.len();
-        let mut mine = Vec::with_capacity(known.len());
-        for (_, h) in known {
-            let d = h.first.as_deref().map(|d| {
-                let at = detections[from..]
+/// Session `rows`' distinct detections (by address, or by value: in a
+/// merged or loaded record equal ones may sit apart in memory), as the rows
+/// meet them, and each row's among them.
+fn session_detections(rows: &[Arc<HitBody>]) -> (Vec<&FirstDetection>, Vec<Option<u32>>) {
+    let mut distinct: Vec<&FirstDetection> = Vec::new();
+    let of = rows
+        .iter()
+        .map(|r| {
+            r.first.as_deref().map(|d| {
+                match distinct
                     .iter()
-                    .position(|m| std::ptr::eq(*m, d) || **m == *d);
-                at.map_or_else(
-                    || {
-                        detections.push(d);
-                        detections.len() - 1
-                    },
-                    |i| from + i,
-                ) as u32
-            });
-            mine.push((h, d));
-        }
-        rows.push(mine);
-    }
-    Block {
-        rows,
-        detections,
-        picks,
-        starts,
-    }
+                    .position(|m| std::ptr::eq(*m, d) || **m == *d)
+                {
+                    Some(i) => i as u32,
+                    None => {
+                        distinct.push(d);
+                        distinct.len() as u32 - 1
+                    }
+                }
+            })
+        })
+        .collect();
+    (distinct, of)
 }
 
-/// Two hits of one session that write the same row, by value.
-fn same_row(a: &Hit, b: &Hit) -> bool {
-    a.judge_due == b.judge_due
-        && a.judge_no_verdict == b.judge_no_verdict
-        && a.first == b.first
-        && a.effect == b.effect
-}
+/// Every session's detections, session by session.
+struct AllDetections<'a>(&'a Outcomes, usize);
 
-/// A block's sessions' rows as JSON (`[row,...]` each, joined by
-/// commas), its detections numbered from `offset`.
-fn rows_text(b: &Block, offset: u64) -> String {
-    let mut out = String::new();
-    for (i, rows) in b.rows.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('[');
-        for (j, (h, d)) in rows.iter().enumerate() {
-            if j > 0 {
-                out.push(',');
+impl Serialize for AllDetections<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = ser.serialize_seq(None)?;
+        for s in 0..self.1 {
+            for d in session_detections(self.0.rows(s)).0 {
+                seq.serialize_element(d)?;
             }
-            row(&mut out, h, d.map(|d| offset + d as u64));
         }
-        out.push(']');
+        seq.end()
     }
-    out
+}
+
+/// Every session's rows (`[row,...]` each), up to the last with a hit;
+/// detections numbered across sessions as [`AllDetections`] lists them.
+struct AllRows<'a>(&'a Outcomes, usize);
+
+impl Serialize for AllRows<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = ser.serialize_seq(None)?;
+        let mut offset = 0u64;
+        let mut text = String::new();
+        for s in 0..self.1 {
+            let rows = self.0.rows(s);
+            let (distinct, of) = session_detections(rows);
+            text.clear();
+            text.push('[');
+            for (j, (h, d)) in rows.iter().zip(of).enumerate() {
+                if j > 0 {
+                    text.push(',');
+                }
+                row(&mut text, h, d.map(|d| offset + d as u64));
+            }
+            text.push(']');
+            offset += distinct.len() as u64;
+            seq.serialize_element(&Raw(&text))?;
+        }
+        seq.end()
+    }
 }
 
 /// Configuration `c`'s hits as picks and skips (see the module's note).
-fn picks(c: usize, hits: &[Hit], blocks: &[Block]) -> String {
-    let mut out = String::with_capacity(hits.len() * 3 + 2);
+fn picks(o: &Outcomes, c: usize) -> String {
+    let mut out = String::with_capacity(o.count(c) * 3 + 2);
     out.push('[');
     let mut cursor = 0u32;
-    let mut hits = hits.iter();
     let mut num = itoa::Buffer::new();
-    for b in blocks {
-        for &k in &b.picks[b.starts[c]..b.starts[c + 1]] {
-            let h = hits.next().expect("a pick per hit");
-            if h.session > cursor {
-                if out.len() > 1 {
-                    out.push(',');
-                }
-                out.push('-');
-                out.push_str(num.format(h.session - cursor));
-            }
+    o.each_pick(c, |s, k| {
+        if s > cursor {
             if out.len() > 1 {
                 out.push(',');
             }
-            // Most picks are a digit.
-            match k {
-                0..=9 => out.push((b'0' + k as u8) as char),
-                _ => out.push_str(num.format(k)),
-            }
-            cursor = h.session + 1;
+            out.push('-');
+            out.push_str(num.format(s - cursor));
         }
-    }
+        if out.len() > 1 {
+            out.push(',');
+        }
+        // Most picks are a digit.
+        match k {
+            0..=9 => out.push((b'0' + k as u8) as char),
+            _ => out.push_str(num.format(k)),
+        }
+        cursor = s + 1;
+    });
     out.push(']');
     out
 }
 
 /// Every configuration's picks. A few configurations at a time are
 /// formatted on every thread of the pool, then written in order.
-struct AllConfigs<'a> {
-    outcomes: &'a [ConfigOutcomes],
-    blocks: &'a [Block<'a>],
-}
+struct AllConfigs<'a>(&'a Outcomes);
 
 /// Configurations formatted at once.
 pub(super) const CONFIGS_AT_ONCE: usize = 32;
@@ -202,17 +131,16 @@ impl Serialize for AllConfigs<'_> {
             config: &'a str,
             hits: Raw<'a>,
         }
-        let mut seq = ser.serialize_seq(Some(self.outcomes.len()))?;
-        for (chunk_at, chunk) in self.outcomes.chunks(CONFIGS_AT_ONCE).enumerate() {
-            let first = chunk_at * CONFIGS_AT_ONCE;
-            let texts: Vec<String> = chunk
-                .par_iter()
-                .enumerate()
-                .map(|(i, c)| picks(first + i, &c.hits, self.blocks))
+        let o = self.0;
+        let mut seq = ser.serialize_seq(Some(o.len()))?;
+        for first in (0..o.len()).step_by(CONFIGS_AT_ONCE) {
+            let texts: Vec<String> = (first..(first + CONFIGS_AT_ONCE).min(o.len()))
+                .into_par_iter()
+                .map(|c| picks(o, c))
                 .collect();
-            for (c, text) in chunk.iter().zip(&texts) {
+            for (i, text) in texts.iter().enumerate() {
                 seq.serialize_element(&OutConfig {
-                    config: &c.config,
+                    config: o.id(first + i),
                     hits: Raw(text),
                 })?;
             }
@@ -225,7 +153,7 @@ impl Serialize for AllConfigs<'_> {
 /// defaults go: zero counts, then an absent stop turn, then an absent
 /// detection (a detection 0 or a stop at turn 0 stays). Formatted on the
 /// stack and appended at once.
-fn row(out: &mut String, h: &Hit, det: Option<u64>) {
+fn row(out: &mut String, h: &HitBody, det: Option<u64>) {
     let (stop, warnings, unheeded, turns_after, tokens_after) = match h.effect.as_deref() {
         Some(e) => (
             e.stop_turn,
@@ -318,132 +246,67 @@ pub(super) fn row_text(h: &Hit, det: Option<u64>) -> String {
 #[derive(Serialize)]
 struct Out<'a> {
     detections: AllDetections<'a>,
-    rows: Raw<'a>,
+    rows: AllRows<'a>,
     configs: AllConfigs<'a>,
 }
 
-/// Every block's detections, in block order.
-struct AllDetections<'a>(&'a [Block<'a>]);
-
-impl Serialize for AllDetections<'_> {
-    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        ser.collect_seq(self.0.iter().flat_map(|b| &b.detections))
-    }
-}
-
-/// A configuration whose hits are not in session order (a bug in the
-/// caller: the writer refuses it rather than write a record no reader takes).
-#[derive(Debug, thiserror::Error)]
-#[error("configuration {0}: hits out of session order")]
-struct OutOfOrder(String);
-
-/// Where a configuration's hits of each block of sessions start (the
-/// hits must be in session order).
-fn block_starts(c: &ConfigOutcomes) -> Result<Vec<usize>, OutOfOrder> {
-    let mut starts = Vec::new();
-    let mut next = 0u32;
-    for (i, h) in c.hits.iter().enumerate() {
-        if h.session < next {
-            return Err(OutOfOrder(c.config.clone()));
-        }
-        next = h.session + 1;
-        while starts.len() as u64 * SESSIONS_AT_ONCE as u64 <= h.session as u64 {
-            starts.push(i);
-        }
-    }
-    Ok(starts)
-}
-
-/// Write the outcomes compactly.
-pub fn serialize<S: Serializer>(outcomes: &[ConfigOutcomes], ser: S) -> Result<S::Ok, S::Error> {
-    use rayon::prelude::*;
-    let mut bounds: Vec<Vec<usize>> = outcomes
-        .par_iter()
-        .map(block_starts)
-        .collect::<Result<_, OutOfOrder>>()
-        .map_err(serde::ser::Error::custom)?;
-    let blocks_n = bounds.iter().map(Vec::len).max().unwrap_or(0);
-    let sessions = outcomes
-        .iter()
-        .filter_map(|c| c.hits.last())
-        .map(|h| h.session + 1)
-        .max()
-        .unwrap_or(0);
-    for (b, c) in bounds.iter_mut().zip(outcomes) {
-        b.resize(blocks_n + 1, c.hits.len());
-    }
-    let blocks: Vec<Block> = (0..blocks_n)
-        .into_par_iter()
-        .map(|b| {
-            let first = b as u32 * SESSIONS_AT_ONCE;
-            let hits: Vec<&[Hit]> = outcomes
-                .iter()
-                .zip(&bounds)
-                .map(|(c, at)| &c.hits[at[b]..at[b + 1]])
-                .collect();
-            let n = (sessions - first).min(SESSIONS_AT_ONCE);
-            block(&hits, first, n as usize)
-        })
-        .collect();
-    let offsets: Vec<u64> = blocks
-        .iter()
-        .scan(0u64, |at, b| {
-            let o = *at;
-            *at += b.detections.len() as u64;
-            Some(o)
-        })
-        .collect();
-    let texts: Vec<String> = blocks
-        .par_iter()
-        .zip(&offsets)
-        .map(|(b, &o)| rows_text(b, o))
-        .collect();
-    let mut rows = String::with_capacity(texts.iter().map(|t| t.len() + 1).sum::<usize>() + 2);
-    rows.push('[');
-    for (i, t) in texts.iter().enumerate() {
-        if i > 0 {
-            rows.push(',');
-        }
-        rows.push_str(t);
-    }
-    rows.push(']');
+/// Write the outcomes compactly, straight from the store: its rows are
+/// numbered as this format numbers them.
+pub fn serialize<S: Serializer>(outcomes: &Outcomes, ser: S) -> Result<S::Ok, S::Error> {
+    let sessions = outcomes.sessions_with_hits();
     Out {
-        detections: AllDetections(&blocks),
-        rows: Raw(&rows),
-        configs: AllConfigs {
-            outcomes,
-            blocks: &blocks,
-        },
+        detections: AllDetections(outcomes, sessions),
+        rows: AllRows(outcomes, sessions),
+        configs: AllConfigs(outcomes),
     }
     .serialize(ser)
 }
 
 /// Read the outcomes back (shared detections shared again).
-pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<ConfigOutcomes>, D::Error> {
+pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Outcomes, D::Error> {
     de.deserialize_any(Either)
+}
+
+/// Schema 2 and 3's lists of each configuration's hits, as a store.
+fn from_lists<E: serde::de::Error>(configs: Vec<ConfigOutcomes>) -> Result<Outcomes, E> {
+    let sessions = configs
+        .iter()
+        .filter_map(|c| c.hits.iter().map(|h| h.session as usize + 1).max())
+        .max()
+        .unwrap_or(0);
+    Outcomes::from_configs(configs, sessions).map_err(E::custom)
+}
+
+fn spill_failed<E: serde::de::Error>(e: std::io::Error) -> E {
+    E::custom(format!(
+        "could not write the hits to a temporary file (TMPDIR): {e}"
+    ))
 }
 
 /// The compact object, or (schema 2) one object per configuration and hit.
 struct Either;
 
 impl<'de> serde::de::Visitor<'de> for Either {
-    type Value = Vec<ConfigOutcomes>;
+    type Value = Outcomes;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("outcomes: {detections, configs} or a list of configurations")
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        Vec::<ConfigOutcomes>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+        from_lists(Vec::<ConfigOutcomes>::deserialize(
+            serde::de::value::SeqAccessDeserializer::new(seq),
+        )?)
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         use serde::de::Error;
         // `detections` comes first (as written), so each hit row becomes
-        // a hit as it is read: a large result's rows held as JSON arrays
-        // took three times the memory of its hits.
+        // a hit as it is read, and each configuration's picks go straight
+        // to the store.
         let mut shared = Shared::default();
-        let mut configs: Option<Vec<ConfigOutcomes>> = None;
+        let mut store = Outcomes::new(Vec::new());
+        let mut configs: Option<Outcomes> = None;
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "detections" => {
@@ -456,8 +319,8 @@ impl<'de> serde::de::Visitor<'de> for Either {
                             "outcomes: `detections` must come before `rows`",
                         ));
                     }
-                    let rows = map.next_value_seed(Rows(&mut shared))?;
-                    shared.rows = Some(rows);
+                    map.next_value_seed(Rows(&mut shared, &mut store))?;
+                    shared.rows = true;
                 }
                 "configs" => {
                     if shared.detections.is_none() {
@@ -465,7 +328,12 @@ impl<'de> serde::de::Visitor<'de> for Either {
                             "outcomes: `detections` must come before `configs`",
                         ));
                     }
-                    configs = Some(map.next_value_seed(Configs(&mut shared))?);
+                    configs = Some(if shared.rows {
+                        map.next_value_seed(Configs(&mut store))?;
+                        std::mem::take(&mut store)
+                    } else {
+                        from_lists(map.next_value_seed(Lists(&mut shared))?)?
+                    });
                 }
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
@@ -476,50 +344,111 @@ impl<'de> serde::de::Visitor<'de> for Either {
     }
 }
 
-/// What hits share: the detections, equal effects, and (schema 4) each
-/// session's distinct hits.
+/// What hits share: the detections, equal effects, and whether (schema 4)
+/// each session's distinct hits came first.
 #[derive(Default)]
 struct Shared {
     detections: Option<Vec<Arc<FirstDetection>>>,
     effects: HashMap<Effect, Arc<Effect>>,
-    rows: Option<Vec<Vec<Hit>>>,
+    rows: bool,
 }
 
-/// The `configs` list, each configuration's hits converted as read.
-struct Configs<'s>(&'s mut Shared);
+/// The `configs` list (schema 4), each configuration's picks put in the store as read.
+struct Configs<'s>(&'s mut Outcomes);
 
 impl<'de> serde::de::DeserializeSeed<'de> for Configs<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Configs<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of {config, hits}")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(OneConfig(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+/// One `{config, hits}` (schema 4).
+struct OneConfig<'s>(&'s mut Outcomes);
+
+impl<'de> serde::de::DeserializeSeed<'de> for OneConfig<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for OneConfig<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("{config, hits}")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::Error;
+        let c = self.0.add_config(String::new());
+        let (mut config, mut hits) = (None, false);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "config" => config = Some(map.next_value::<String>()?),
+                "hits" => {
+                    map.next_value_seed(Picks(&mut *self.0, c))?;
+                    hits = true;
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        if !hits {
+            return Err(A::Error::missing_field("hits"));
+        }
+        self.0
+            .set_id(c, config.ok_or_else(|| A::Error::missing_field("config"))?);
+        Ok(())
+    }
+}
+
+/// The `configs` list of schema 3, each configuration's hit rows made hits as read.
+struct Lists<'s>(&'s mut Shared);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Lists<'_> {
     type Value = Vec<ConfigOutcomes>;
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
         de.deserialize_seq(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for Configs<'_> {
+impl<'de> serde::de::Visitor<'de> for Lists<'_> {
     type Value = Vec<ConfigOutcomes>;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a list of {config, hits}")
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::new();
-        while let Some(c) = seq.next_element_seed(OneConfig(&mut *self.0))? {
+        while let Some(c) = seq.next_element_seed(OneList(&mut *self.0))? {
             out.push(c);
         }
         Ok(out)
     }
 }
 
-/// One `{config, hits}`.
-struct OneConfig<'s>(&'s mut Shared);
+/// One `{config, hits}` of schema 3.
+struct OneList<'s>(&'s mut Shared);
 
-impl<'de> serde::de::DeserializeSeed<'de> for OneConfig<'_> {
+impl<'de> serde::de::DeserializeSeed<'de> for OneList<'_> {
     type Value = ConfigOutcomes;
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
         de.deserialize_map(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for OneConfig<'_> {
+impl<'de> serde::de::Visitor<'de> for OneList<'_> {
     type Value = ConfigOutcomes;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("{config, hits}")
@@ -530,12 +459,7 @@ impl<'de> serde::de::Visitor<'de> for OneConfig<'_> {
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "config" => config = Some(map.next_value::<String>()?),
-                "hits" => {
-                    hits = Some(match &self.0.rows {
-                        Some(rows) => map.next_value_seed(Picks(rows))?,
-                        None => map.next_value_seed(Hits(&mut *self.0))?,
-                    })
-                }
+                "hits" => hits = Some(map.next_value_seed(Hits(&mut *self.0))?),
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
@@ -548,75 +472,78 @@ impl<'de> serde::de::Visitor<'de> for OneConfig<'_> {
     }
 }
 
-/// Each session's distinct hits (schema 4), made hits as read.
-struct Rows<'s>(&'s mut Shared);
+/// Each session's distinct hits (schema 4), put in the store as read.
+struct Rows<'s>(&'s mut Shared, &'s mut Outcomes);
 
 impl<'de> serde::de::DeserializeSeed<'de> for Rows<'_> {
-    type Value = Vec<Vec<Hit>>;
-    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
         de.deserialize_seq(self)
     }
 }
 
 impl<'de> serde::de::Visitor<'de> for Rows<'_> {
-    type Value = Vec<Vec<Hit>>;
+    type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a list of each session's rows")
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::new();
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(rows) = seq.next_element::<Vec<Row>>()? {
-            let session = out.len() as u64;
-            let hits = rows
+            let session = self.1.sessions() as u64;
+            let bodies = rows
                 .into_iter()
                 .map(|r| {
                     // A row is a schema-3 hit row without its session.
                     let mut values = [Some(session); 9];
                     values[1..].copy_from_slice(&r.0[..8]);
-                    hit_of(&values, self.0)
+                    hit_of(&values, self.0).map(|h| h.body)
                 })
-                .collect::<Result<Vec<Hit>, A::Error>>()?;
-            out.push(hits);
+                .collect::<Result<Vec<Arc<HitBody>>, A::Error>>()?;
+            self.1.push_rows(bodies);
         }
-        Ok(out)
+        Ok(())
     }
 }
 
-/// A configuration's picks and skips (schema 4), made hits as read.
-struct Picks<'s>(&'s [Vec<Hit>]);
+/// A configuration's picks and skips (schema 4), put in the store as read.
+struct Picks<'s>(&'s mut Outcomes, usize);
 
 impl<'de> serde::de::DeserializeSeed<'de> for Picks<'_> {
-    type Value = Vec<Hit>;
-    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
         de.deserialize_seq(self)
     }
 }
 
 impl<'de> serde::de::Visitor<'de> for Picks<'_> {
-    type Value = Vec<Hit>;
+    type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a list of row numbers and (negative) skips")
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         use serde::de::Error;
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         let mut cursor: u64 = 0;
         while let Some(v) = seq.next_element::<i64>()? {
             if v < 0 {
                 cursor = cursor.saturating_add(v.unsigned_abs());
                 continue;
             }
-            let rows = self.0.get(cursor as usize).map_or(&[][..], |r| &r[..]);
-            let hit = rows.get(v as usize).ok_or_else(|| {
-                A::Error::custom(format!(
-                    "a hit names row {v} of session {cursor}, which has {} rows",
-                    rows.len()
-                ))
-            })?;
-            out.push(hit.clone());
+            let rows = if cursor < self.0.sessions() as u64 {
+                self.0.rows(cursor as usize).len()
+            } else {
+                0
+            };
+            if v as u64 >= rows as u64 {
+                return Err(A::Error::custom(format!(
+                    "a hit names row {v} of session {cursor}, which has {rows} rows"
+                )));
+            }
+            self.0
+                .pick(self.1, cursor as u32, v as u32)
+                .map_err(spill_failed)?;
             cursor += 1;
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -9,8 +9,9 @@
 //! sweep over every session of a corpus all labelled held them whole (5 KB a
 //! session), a third of its memory once hits were shared (#30). Writing
 //! `summary.json` copies the text back in order; the report reads back only
-//! the sessions it shows. A record loaded from `summary.json` holds them
-//! parsed.
+//! the sessions it shows. A record loaded from `summary.json` spills them
+//! again as it reads them, so `diff` and `report` of a large result hold
+//! none of them in memory either.
 
 use super::json_text::{self, Raw};
 use super::SessionLines;
@@ -68,6 +69,11 @@ impl Spill {
     pub fn put(&self, lines: &SessionLines) -> std::io::Result<Place> {
         let mut text = String::new();
         json_text::session_lines(&mut text, lines);
+        self.put_text(&text)
+    }
+
+    /// Write one session's lines as JSON text already made.
+    fn put_text(&self, text: &str) -> std::io::Result<Place> {
         let len = u32::try_from(text.len())
             .map_err(|_| std::io::Error::other("one session's explanation passes 4 GB"))?;
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
@@ -153,12 +159,36 @@ impl Explanations {
     }
 
     /// Add `other`'s entries after these, then order all by session (stable:
-    /// entries of one session keep their order), as a merge does.
+    /// entries of one session keep their order), as a merge does; spilled
+    /// entries are copied to a new spill file, text for text.
     pub fn merge(self, other: Explanations) -> std::io::Result<Explanations> {
-        let mut v = self.into_lines()?;
-        v.extend(other.into_lines()?);
-        v.sort_by(|a, b| a.session.cmp(&b.session));
-        Ok(v.into())
+        if let (Store::Lines(_), Store::Lines(_)) = (&self.0, &other.0) {
+            let mut v = self.into_lines()?;
+            v.extend(other.into_lines()?);
+            v.sort_by(|a, b| a.session.cmp(&b.session));
+            return Ok(v.into());
+        }
+        let ids = |e: &Explanations| -> Vec<String> {
+            match &e.0 {
+                Store::Lines(v) => v.iter().map(|l| l.session.clone()).collect(),
+                Store::Spilled(s) => s.index.iter().map(|(id, _)| id.clone()).collect(),
+            }
+        };
+        let mut order: Vec<(String, usize, usize)> = Vec::new();
+        for (part, e) in [&self, &other].into_iter().enumerate() {
+            order.extend(ids(e).into_iter().enumerate().map(|(i, id)| (id, part, i)));
+        }
+        order.sort_by(|a, b| a.0.cmp(&b.0));
+        let spill = Spill::new()?;
+        let mut index = Vec::with_capacity(order.len());
+        for (id, part, i) in order {
+            let at = match &[&self, &other][part].0 {
+                Store::Lines(v) => spill.put(&v[i])?,
+                Store::Spilled(s) => spill.put_text(&s.text(s.index[i].1)?)?,
+            };
+            index.push((id, at));
+        }
+        spill.finish(index)
     }
 }
 
@@ -189,8 +219,40 @@ impl Serialize for Explanations {
 }
 
 impl<'de> Deserialize<'de> for Explanations {
+    /// Spilled as read, each entry written back as the text it was.
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Explanations, D::Error> {
-        Vec::<SessionLines>::deserialize(de).map(Explanations::from)
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Explanations;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of sessions' explanation lines")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Explanations, A::Error> {
+                use serde::de::Error;
+                let failed = |e: std::io::Error| {
+                    A::Error::custom(format!(
+                        "could not write the explanations to a temporary file (TMPDIR): {e}"
+                    ))
+                };
+                let mut spill: Option<Spill> = None;
+                let mut index = Vec::new();
+                while let Some(lines) = seq.next_element::<SessionLines>()? {
+                    let out = match &mut spill {
+                        Some(s) => s,
+                        None => spill.insert(Spill::new().map_err(failed)?),
+                    };
+                    index.push((lines.session.clone(), out.put(&lines).map_err(failed)?));
+                }
+                match spill {
+                    None => Ok(Explanations::default()),
+                    Some(s) => s.finish(index).map_err(failed),
+                }
+            }
+        }
+        de.deserialize_seq(V)
     }
 }
 

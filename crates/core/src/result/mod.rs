@@ -676,17 +676,6 @@ pub struct ConfigOutcomes {
     pub hits: Vec<Hit>,
 }
 
-impl ConfigOutcomes {
-    /// Dense view: one entry per session (`None`: nothing happened).
-    pub fn dense(&self, sessions: usize) -> Vec<Option<&Hit>> {
-        let mut v = vec![None; sessions];
-        for h in &self.hits {
-            v[h.session as usize] = Some(h);
-        }
-        v
-    }
-}
-
 /// What the report shows of a session where the stock profiles disagree: a
 /// timeline and the records around each stock profile's first detection.
 /// Kept in the record because a merged run has no inputs to read them from.
@@ -750,9 +739,9 @@ pub struct SweepRecord {
     /// Sessions, sorted by id.
     pub sessions: Vec<SessionRecord>,
     /// Per configuration (grid order), the sessions where something happened
-    /// (written compactly: see [`compact`]).
+    /// (held and written compactly: see [`outcomes`] and [`compact`]).
     #[serde(with = "compact")]
-    pub outcomes: Vec<ConfigOutcomes>,
+    pub outcomes: Outcomes,
     /// Material for the sessions where stock profiles disagree most (this part's best candidates).
     pub material: Vec<SessionMaterial>,
     /// For every labelled session: the records around its labelled onset and
@@ -776,7 +765,7 @@ impl SweepRecord {
         inputs: &Corpus,
         labels: &crate::input::labels::Labels,
         sessions: Vec<SessionRecord>,
-        outcomes: Vec<ConfigOutcomes>,
+        outcomes: Outcomes,
         material: Vec<SessionMaterial>,
         explain: Explanations,
     ) -> SweepRecord {
@@ -826,11 +815,11 @@ impl SweepRecord {
         let n = self.sessions.len();
         let mut fired = vec![0u32; n];
         for &c in &stock {
-            for h in &self.outcomes[c].hits {
+            self.outcomes.each(c, |s, h| {
                 if h.first.is_some() {
-                    fired[h.session as usize] += 1;
+                    fired[s as usize] += 1;
                 }
-            }
+            });
         }
         let total = stock.len() as u32;
         let mut ranked: Vec<(u32, usize)> = (0..n)
@@ -858,16 +847,7 @@ impl SweepRecord {
             .next()
             .ok_or_else(|| Error::Usage("merge: no parts given".into()))?;
         let mut seen_shards: Vec<Shard> = whole.shard.into_iter().collect();
-        let mut all_outcomes: Vec<Vec<(String, Hit)>> = whole
-            .outcomes
-            .iter()
-            .map(|c| {
-                c.hits
-                    .iter()
-                    .map(|h| (whole.sessions[h.session as usize].id.clone(), h.clone()))
-                    .collect()
-            })
-            .collect();
+        let spill_failed = |e| Error::io("<a temporary file for the merged hits (TMPDIR)>", e);
         for p in parts {
             let same = |what: &str, ok: bool| {
                 if ok {
@@ -895,26 +875,27 @@ impl SweepRecord {
             // Paired by configuration id, never by position.
             let at: HashMap<&str, usize> = whole
                 .outcomes
+                .ids()
                 .iter()
                 .enumerate()
-                .map(|(i, c)| (c.config.as_str(), i))
+                .map(|(i, c)| (c.as_str(), i))
                 .collect();
-            for c in &p.outcomes {
-                let acc = at
-                    .get(c.config.as_str())
-                    .map(|&i| &mut all_outcomes[i])
-                    .ok_or_else(|| {
+            let to = p
+                .outcomes
+                .ids()
+                .iter()
+                .map(|c| {
+                    at.get(c.as_str()).copied().ok_or_else(|| {
                         Error::Usage(format!(
-                            "merge: configuration {} of one part is not in the first",
-                            c.config
+                            "merge: configuration {c} of one part is not in the first"
                         ))
-                    })?;
-                acc.extend(
-                    c.hits
-                        .iter()
-                        .map(|h| (p.sessions[h.session as usize].id.clone(), h.clone())),
-                );
-            }
+                    })
+                })
+                .collect::<Result<Vec<usize>>>()?;
+            whole
+                .outcomes
+                .append(&p.outcomes, &to)
+                .map_err(spill_failed)?;
             whole.wall_time_ms = whole.wall_time_ms.max(p.wall_time_ms);
             whole.sessions.extend(p.sessions);
             whole.material.extend(p.material);
@@ -941,30 +922,33 @@ impl SweepRecord {
             }
         }
         // Sessions in id order, as one machine reads them.
-        whole.sessions.sort_by(|a, b| a.id.cmp(&b.id));
-        if let Some(w) = whole.sessions.windows(2).find(|w| w[0].id == w[1].id) {
+        let mut order: Vec<usize> = (0..whole.sessions.len()).collect();
+        order.sort_by(|&a, &b| whole.sessions[a].id.cmp(&whole.sessions[b].id));
+        if let Some(w) = order
+            .windows(2)
+            .find(|w| whole.sessions[w[0]].id == whole.sessions[w[1]].id)
+        {
             return Err(Error::Usage(format!(
                 "merge: session `{}` is in more than one part",
-                w[0].id
+                whole.sessions[w[0]].id
             )));
         }
-        let index: BTreeMap<&str, u32> = whole
-            .sessions
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.id.as_str(), i as u32))
-            .collect();
-        for (c, acc) in whole.outcomes.iter_mut().zip(all_outcomes) {
-            let mut hits: Vec<Hit> = acc
-                .into_iter()
-                .map(|(id, mut h)| {
-                    h.session = index[id.as_str()];
-                    h
-                })
-                .collect();
-            hits.sort_by_key(|h| h.session);
-            c.hits = hits;
+        let mut index = vec![None; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            index[old] = Some(new as u32);
         }
+        whole.outcomes = whole
+            .outcomes
+            .renumber(&index, order.len())
+            .map_err(spill_failed)?;
+        let mut sessions: Vec<Option<SessionRecord>> = std::mem::take(&mut whole.sessions)
+            .into_iter()
+            .map(Some)
+            .collect();
+        whole.sessions = order
+            .iter()
+            .map(|&old| sessions[old].take().expect("each session once"))
+            .collect();
         let keep: Vec<String> = whole
             .disagreement_candidates()
             .into_iter()
@@ -992,63 +976,81 @@ impl SweepRecord {
         } else {
             path.to_path_buf()
         };
-        let text = std::fs::read(&file).map_err(|e| Error::io(&file, e))?;
         let name = file.display().to_string();
-        // The version first, without building a tree of the whole file (a
-        // large sweep's outcomes are millions of values).
+        // Read as a stream, never whole: a large result's file is hundreds
+        // of megabytes, and its hits and explanations go to temporary files
+        // as they are read.
+        let open = || {
+            std::fs::File::open(&file)
+                .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+                .map_err(|e| Error::io(&file, e))
+        };
         #[derive(Deserialize)]
         struct Version {
             schema_version: Option<u64>,
         }
-        let version = serde_json::from_slice::<Version>(&text)
-            .map_err(|e| Error::Line {
-                path: name.clone(),
-                line: e.line() as u64,
-                message: format!("not valid JSON ({e})"),
-            })?
-            .schema_version;
-        // Versions 2 and 3 differ only in how the outcomes are written, which
-        // the reader tells by their shape: last night's baseline still loads.
-        if !matches!(version, Some(v) if (2..=SCHEMA_VERSION as u64).contains(&v)) {
-            return Err(Error::File {
-                path: name,
-                message: format!(
-                    "schema_version {} is not {SCHEMA_VERSION}: written by another looptune version; rerun the sweep",
-                    version.map_or("missing".into(), |v| v.to_string())
-                ),
-            });
-        }
-        let mut record: SweepRecord = serde_json::from_slice(&text).map_err(|e| Error::File {
+        let supported =
+            |v: Option<u64>| matches!(v, Some(v) if (2..=SCHEMA_VERSION as u64).contains(&v));
+        let wrong_version = |v: Option<u64>| {
+            Error::File {
             path: name.clone(),
-            message: format!("not a looptune result ({e})"),
-        })?;
+            message: format!(
+                "schema_version {} is not {SCHEMA_VERSION}: written by another looptune version; rerun the sweep",
+                v.map_or("missing".into(), |v| v.to_string())
+            ),
+        }
+        };
+        let parsed: std::result::Result<SweepRecord, _> = serde_json::from_reader(open()?);
+        let mut record = match parsed {
+            Ok(r) => r,
+            Err(e) => {
+                // Versions 2 and 3 differ only in how the outcomes are
+                // written, which the reader tells by their shape: last
+                // night's baseline still loads. Another version, or text
+                // that is not JSON, is said as such rather than as a field
+                // the record lacks.
+                let version = serde_json::from_reader::<_, Version>(open()?)
+                    .map_err(|e| Error::Line {
+                        path: name.clone(),
+                        line: e.line() as u64,
+                        message: format!("not valid JSON ({e})"),
+                    })?
+                    .schema_version;
+                if !supported(version) {
+                    return Err(wrong_version(version));
+                }
+                return Err(Error::File {
+                    path: name.clone(),
+                    message: format!("not a looptune result ({e})"),
+                });
+            }
+        };
+        if !supported(Some(record.schema_version as u64)) {
+            return Err(wrong_version(Some(record.schema_version as u64)));
+        }
         record.validate().map_err(|e| Error::File {
             path: name.clone(),
             message: e.to_string(),
         })?;
-        // Every reader indexes sessions by a hit's session and expects them
-        // in order: a hand-edited file is refused here, not in a panic later.
-        let n = record.sessions.len() as u64;
-        for c in &record.outcomes {
-            let mut next = 0u64;
-            for h in &c.hits {
-                let s = h.session as u64;
-                if s < next || s >= n {
-                    return Err(Error::File {
-                        path: name,
-                        message: format!(
-                            "outcomes: configuration {} has a hit on session {s}, {}",
-                            c.config,
-                            if s >= n {
-                                format!("but the result lists {n} sessions")
-                            } else {
-                                "out of session order".to_string()
-                            }
-                        ),
-                    });
-                }
-                next = s + 1;
-            }
+        // Every reader indexes sessions by a hit's session: a hand-edited
+        // file is refused here, not in a panic later.
+        record
+            .outcomes
+            .fit_sessions(record.sessions.len())
+            .map_err(|e| Error::File {
+                path: name.clone(),
+                message: format!("outcomes: {e}"),
+            })?;
+        // Rows as a sweep numbers them, so that writing the record again
+        // gives the bytes its writer would have.
+        if !record.outcomes.canonical() {
+            record.outcomes =
+                Outcomes::from_configs(record.outcomes.configs(), record.sessions.len()).map_err(
+                    |e| Error::File {
+                        path: name.clone(),
+                        message: format!("outcomes: {e}"),
+                    },
+                )?;
         }
         record.schema_version = SCHEMA_VERSION;
         Ok(record)
@@ -1067,20 +1069,21 @@ impl SweepRecord {
                 return Err(Invalid::GridTwice(c.id.clone()));
             }
         }
-        let mut slots: Vec<Option<ConfigOutcomes>> = vec![None; self.grid.configs.len()];
-        for c in std::mem::take(&mut self.outcomes) {
-            let Some(&i) = at.get(c.config.as_str()) else {
-                return Err(Invalid::NotInGrid(c.config));
+        let mut slots: Vec<Option<usize>> = vec![None; self.grid.configs.len()];
+        for (j, c) in self.outcomes.ids().iter().enumerate() {
+            let Some(&i) = at.get(c.as_str()) else {
+                return Err(Invalid::NotInGrid(c.clone()));
             };
             if slots[i].is_some() {
-                return Err(Invalid::OutcomesTwice(c.config));
+                return Err(Invalid::OutcomesTwice(c.clone()));
             }
-            slots[i] = Some(c);
+            slots[i] = Some(j);
         }
         if let Some(i) = slots.iter().position(Option::is_none) {
             return Err(Invalid::NoOutcomes(self.grid.configs[i].id.clone()));
         }
-        self.outcomes = slots.into_iter().flatten().collect();
+        let order: Vec<usize> = slots.into_iter().flatten().collect();
+        self.outcomes.reorder(&order);
         if let Some(w) = self.sessions.windows(2).find(|w| w[0].id >= w[1].id) {
             return Err(Invalid::Unsorted {
                 session: w[1].id.clone(),
@@ -1114,12 +1117,14 @@ impl SweepRecord {
                 });
             }
         }
-        for c in &self.outcomes {
-            let mut total = 0u64;
-            for h in &c.hits {
-                total = total
-                    .checked_add(h.tokens_after_stop())
-                    .ok_or_else(|| Invalid::Tokens(c.config.clone()))?;
+        for c in 0..self.outcomes.len() {
+            let mut total = Some(0u64);
+            self.outcomes.each(c, |_, h| {
+                let tokens = h.effect.as_ref().map_or(0, |e| e.tokens_after_stop);
+                total = total.and_then(|t| t.checked_add(tokens));
+            });
+            if total.is_none() {
+                return Err(Invalid::Tokens(self.outcomes.id(c).to_string()));
             }
         }
         Ok(())
@@ -1316,7 +1321,9 @@ pub fn record_text(r: &Record) -> String {
 
 pub mod compact;
 pub mod explain;
+pub mod outcomes;
 pub use explain::Explanations;
+pub use outcomes::{Misfit, Outcomes};
 pub(crate) mod json_text;
 
 /// The configuration a sweep compares with, found once per command on its
@@ -1521,7 +1528,7 @@ mod tests {
             .collect();
         let n = 3 * compact::CONFIGS_AT_ONCE + 5;
         // Sessions across three blocks, with gaps that differ by configuration.
-        let sessions = 2 * compact::SESSIONS_AT_ONCE + 40;
+        let sessions = 2 * 256 + 40;
         let outcomes: Vec<ConfigOutcomes> = (0..n)
             .map(|c| ConfigOutcomes {
                 config: format!("c{c}"),
@@ -1553,7 +1560,7 @@ mod tests {
         #[derive(Serialize, Deserialize, PartialEq, Debug)]
         struct W {
             #[serde(with = "compact")]
-            o: Vec<ConfigOutcomes>,
+            o: Outcomes,
         }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
@@ -1561,7 +1568,7 @@ mod tests {
             .unwrap();
         let text = pool.install(|| {
             serde_json::to_string(&W {
-                o: outcomes.clone(),
+                o: Outcomes::from_configs(outcomes.clone(), sessions as usize).unwrap(),
             })
             .unwrap()
         });
@@ -1621,11 +1628,11 @@ mod tests {
         );
         assert_eq!(text, expected);
         let back: W = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.o, outcomes);
-        // Hits out of session order cannot be written as picks.
+        assert_eq!(back.o.configs(), outcomes);
+        // Hits out of session order cannot be held as picks.
         let mut bad = outcomes.clone();
         bad[1].hits.swap(0, 1);
-        let e = serde_json::to_string(&W { o: bad })
+        let e = Outcomes::from_configs(bad, sessions as usize)
             .unwrap_err()
             .to_string();
         assert!(
@@ -1708,10 +1715,10 @@ mod tests {
         #[derive(Serialize, Deserialize, PartialEq, Debug)]
         struct W {
             #[serde(with = "compact")]
-            o: Vec<ConfigOutcomes>,
+            o: Outcomes,
         }
         let text = serde_json::to_string(&W {
-            o: outcomes.clone(),
+            o: Outcomes::from_configs(outcomes.clone(), 6).unwrap(),
         })
         .unwrap();
         // Each session's distinct hits once; each configuration's hits as
@@ -1729,9 +1736,10 @@ mod tests {
         );
         assert_eq!(text.matches("tool_call").count(), 3, "{text}");
         let back: W = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.o, outcomes);
+        assert_eq!(back.o.configs(), outcomes);
         // Equal effects are shared again on loading.
-        let (e4, e5) = (&back.o[1].hits[3].effect, &back.o[1].hits[4].effect);
+        let b = back.o.hits(1);
+        let (e4, e5) = (&b[3].effect, &b[4].effect);
         assert!(Arc::ptr_eq(e4.as_ref().unwrap(), e5.as_ref().unwrap()));
         // Schema 2 wrote one object per hit: it still reads, and writes back alike.
         let flat =
@@ -1763,13 +1771,22 @@ mod tests {
             r#"{{"o":{{"detections":[{},{}],"configs":[{{"config":"a","hits":[[0,0],[1,null,null,0,0,4,4]]}},{{"config":"b","hits":[[0,0,3,0,0,0,0,0,7],[2,0],[3,1],[4,null,0],[5,null,0]]}}]}}}}"#,
             v["o"]["detections"][0], v["o"]["detections"][2]
         );
-        assert_eq!(serde_json::from_str::<W>(&schema3).unwrap().o, outcomes);
+        assert_eq!(
+            serde_json::from_str::<W>(&schema3).unwrap().o.configs(),
+            outcomes
+        );
         // Rows are read as they come: extra values are ignored, unknown keys
         // skipped, and the detections must come first (as written).
         let extra = text.replace("[[1]]", "[[1,null,0,0,0,0,0,0,5,6]]");
-        assert_eq!(serde_json::from_str::<W>(&extra).unwrap().o, outcomes);
+        assert_eq!(
+            serde_json::from_str::<W>(&extra).unwrap().o.configs(),
+            outcomes
+        );
         let keyed = text.replace(r#""configs":["#, r#""later":{"x":[1]},"configs":["#);
-        assert_eq!(serde_json::from_str::<W>(&keyed).unwrap().o, outcomes);
+        assert_eq!(
+            serde_json::from_str::<W>(&keyed).unwrap().o.configs(),
+            outcomes
+        );
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let swapped = format!(
             r#"{{"o":{{"configs":{},"detections":{}}}}}"#,

@@ -134,7 +134,7 @@ pub struct SweepResult {
 
 /// A row of the summary: its role, its grid index (`None`: the union), and
 /// its hits per session.
-pub type ShownRow<'a> = (String, Option<usize>, Vec<Option<&'a Hit>>);
+pub type ShownRow = (String, Option<usize>, Vec<Option<Hit>>);
 
 /// Sessions grouped by one key: the group names (sorted) and each session's.
 #[derive(Debug, Clone, Default)]
@@ -186,14 +186,14 @@ impl SweepResult {
     }
 
     /// Configuration i's hits, one entry per session.
-    pub fn dense(&self, i: usize) -> Vec<Option<&Hit>> {
-        self.record.outcomes[i].dense(self.record.sessions.len())
+    pub fn dense(&self, i: usize) -> Vec<Option<Hit>> {
+        self.record.outcomes.dense(i)
     }
 
     /// Scores of `hits` (one per session) in every group, as the in-sample
     /// scores count them (test sessions' labels hidden); they add up to the
     /// pooled counts.
-    pub fn group_scores(&self, hits: &[Option<&Hit>]) -> Vec<Scores> {
+    pub fn group_scores<H: std::borrow::Borrow<Hit>>(&self, hits: &[Option<H>]) -> Vec<Scores> {
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); self.groups.names.len()];
         for (s, &g) in self.groups.of.iter().enumerate() {
             members[g as usize].push(s);
@@ -201,7 +201,10 @@ impl SweepResult {
         members
             .iter()
             .map(|m| {
-                let view: Vec<Option<&Hit>> = m.iter().map(|&s| hits[s]).collect();
+                let view: Vec<Option<&Hit>> = m
+                    .iter()
+                    .map(|&s| hits[s].as_ref().map(|h| h.borrow()))
+                    .collect();
                 metrics::score_hits(&view, |i| {
                     let s = &self.record.sessions[m[i]];
                     (s.turns, s.label().filter(|_| !s.is_test()))
@@ -222,7 +225,7 @@ impl SweepResult {
 
     /// The rows the summary shows, in its order: role, grid index (`None`
     /// for the union), and hits per session.
-    pub fn shown(&self) -> Vec<ShownRow<'_>> {
+    pub fn shown(&self) -> Vec<ShownRow> {
         let mut rows = vec![(
             "baseline".to_string(),
             Some(self.baseline),
@@ -237,11 +240,7 @@ impl SweepResult {
             }
         }
         if let Some(u) = &self.advice.union {
-            rows.push((
-                "union".into(),
-                None,
-                u.hits.iter().map(Option::as_ref).collect(),
-            ));
+            rows.push(("union".into(), None, u.hits.clone()));
         }
         rows
     }
@@ -279,13 +278,15 @@ fn analyze_options(
         .iter()
         .map(|s| (s.turns, s.label().filter(|_| !s.is_test())))
         .collect();
-    let n = record.sessions.len();
     let groups = GroupIndex::of_record(&record, &opts.group_by);
     // Configurations are scored apart: in parallel (the caller's pool).
-    let scores: Vec<Scores> = record
-        .outcomes
-        .par_iter()
-        .map(|c| metrics::score_hits(&c.dense(n), |i| sessions[i]))
+    let scores: Vec<Scores> = (0..record.outcomes.len())
+        .into_par_iter()
+        .map(|c| {
+            let dense = record.outcomes.dense(c);
+            let view: Vec<Option<&Hit>> = dense.iter().map(Option::as_ref).collect();
+            metrics::score_hits(&view, |i| sessions[i])
+        })
         .collect();
     let pareto = metrics::pareto(&scores);
     let mut result = SweepResult {
@@ -314,7 +315,7 @@ fn shown_explanations(r: &SweepResult) -> Result<HashMap<String, crate::result::
     let mut wanted = std::collections::HashSet::new();
     for c in std::iter::once(r.baseline).chain(r.recommended) {
         for (s, hit) in r.record.sessions.iter().zip(r.dense(c)) {
-            let (v, _) = verdict_at(hit.and_then(Hit::turn), s.label());
+            let (v, _) = verdict_at(hit.as_ref().and_then(Hit::turn), s.label());
             if matches!(v, Verdict::FalsePositive | Verdict::Missed) {
                 wanted.insert(s.id.as_str());
             }
@@ -341,11 +342,11 @@ fn distance(cfg: &BTreeMap<String, String>, reference: &BTreeMap<String, String>
 /// (`at[session]` = its place in a [`Labelled`] of `len` sessions).
 fn turns_on(r: &SweepResult, at: &[Option<u32>], len: usize, c: usize) -> Vec<Option<u32>> {
     let mut v = vec![None; len];
-    for h in &r.record.outcomes[c].hits {
-        if let Some(j) = at[h.session as usize] {
-            v[j as usize] = h.turn();
+    r.record.outcomes.each(c, |s, h| {
+        if let Some(j) = at[s as usize] {
+            v[j as usize] = h.first.as_ref().map(|d| d.turn);
         }
-    }
+    });
     v
 }
 
@@ -810,12 +811,12 @@ fn union_row(
     cross_validation: Option<CrossValidation>,
     group_validation: Option<recommend::GroupValidation>,
 ) -> UnionRow {
-    let dense: Vec<Vec<Option<&Hit>>> = members.iter().map(|&m| r.dense(m)).collect();
+    let dense: Vec<Vec<Option<Hit>>> = members.iter().map(|&m| r.dense(m)).collect();
     let hits: Vec<Option<Hit>> = (0..r.record.sessions.len())
         .map(|s| {
             dense
                 .iter()
-                .filter_map(|d| d[s])
+                .filter_map(|d| d[s].as_ref())
                 .filter(|h| h.first.is_some())
                 .min_by_key(|h| {
                     let d = h.first.as_ref().expect("filtered");

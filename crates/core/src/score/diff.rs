@@ -153,8 +153,8 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
             for id in &ids {
                 let bs = b_sessions.get(id).copied();
                 let ns = n_sessions.get(id).copied();
-                let bh = bd.as_ref().zip(bs).and_then(|(d, s)| d[s]);
-                let nh = nd.as_ref().zip(ns).and_then(|(d, s)| d[s]);
+                let bh = bd.as_ref().zip(bs).and_then(|(d, s)| d[s].as_ref());
+                let nh = nd.as_ref().zip(ns).and_then(|(d, s)| d[s].as_ref());
                 let bv = if bd.is_some() {
                     verdict_name(bh, bs.map(|s| &b.sessions[s]))
                 } else {

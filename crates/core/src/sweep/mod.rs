@@ -81,74 +81,47 @@ struct Swept {
     model: Option<String>,
 }
 
-/// Every configuration's hits, filled as sessions stream by. A hit's
-/// `session` is its session's arrival number until [`Filling::finish`]
-/// renumbers it in sorted session order: the hits are most of a large
-/// sweep's memory and are held once, never copied into a second layout.
-/// They fill blocks that never move rather than a growing vector per
-/// configuration: growing copied every hit about twice onto fresh pages, a
-/// tenth of a 1,000-configuration sweep; a configuration's blocks become one
-/// vector of the exact size at the end.
+/// Every configuration's hits, filled as sessions stream by, in the order
+/// they arrive: a session's number in the store is its arrival number until
+/// [`Filling::finish`] renumbers the sessions in sorted order. The store
+/// keeps a session's few distinct hits in memory and the rest on disk (see
+/// [`crate::result::outcomes`]), so a sweep's memory does not grow with its
+/// hits.
 struct Filling {
-    arrived: u32,
-    hits: Vec<Vec<Vec<Hit>>>,
+    outcomes: crate::result::Outcomes,
+    /// The first failure to write the store's temporary file.
+    failed: Option<std::io::Error>,
 }
 
-/// Hits per block at most (32 KiB), and in a configuration's first block.
-const BLOCK_HITS: usize = 1024;
-const FIRST_BLOCK_HITS: usize = 64;
-
 impl Filling {
-    fn new(configs: usize) -> Filling {
+    fn new(ids: Vec<String>) -> Filling {
         Filling {
-            arrived: 0,
-            hits: vec![Vec::new(); configs],
+            outcomes: crate::result::Outcomes::new(ids),
+            failed: None,
         }
     }
 
     /// Take one session's `(configuration, hit)`s; returns its arrival number.
     fn push(&mut self, hits: Vec<(u32, Hit)>) -> u32 {
-        let slot = self.arrived;
-        self.arrived += 1;
-        for (c, mut h) in hits {
-            h.session = slot;
-            let blocks = &mut self.hits[c as usize];
-            match blocks.last_mut() {
-                Some(b) if b.len() < b.capacity() => b.push(h),
-                _ => {
-                    // Blocks double up to BLOCK_HITS, so a configuration
-                    // with few hits holds little room it does not use.
-                    let held: usize = blocks.iter().map(Vec::len).sum();
-                    let mut b = Vec::with_capacity(held.clamp(FIRST_BLOCK_HITS, BLOCK_HITS));
-                    b.push(h);
-                    blocks.push(b);
-                }
-            }
+        let slot = self.outcomes.sessions() as u32;
+        if let Err(e) = self.outcomes.push_session(&hits) {
+            self.failed.get_or_insert(e);
         }
         slot
     }
 
-    /// Renumber every hit by `index[arrival number]` (`None`: a session
-    /// the stream dropped, e.g. one read again to merge an id spread over
-    /// several files) and put each configuration's hits in session order.
-    fn finish(self, index: &[Option<u32>]) -> Vec<Vec<Hit>> {
-        self.hits
-            .into_iter()
-            .map(|blocks| {
-                let mut hits: Vec<Hit> = Vec::with_capacity(blocks.iter().map(Vec::len).sum());
-                for block in blocks {
-                    hits.extend(block.into_iter().filter_map(|mut h| {
-                        index[h.session as usize].map(|i| {
-                            h.session = i;
-                            h
-                        })
-                    }));
-                }
-                // A configuration has at most one hit per session: the order is total.
-                hits.sort_unstable_by_key(|h| h.session);
-                hits
-            })
-            .collect()
+    /// Renumber every session by `index[arrival number]` (`None`: a
+    /// session the stream dropped, e.g. one read again to merge an id
+    /// spread over several files) into `sessions` sessions.
+    fn finish(
+        self,
+        index: &[Option<u32>],
+        sessions: usize,
+    ) -> std::io::Result<crate::result::Outcomes> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        self.outcomes.renumber(index, sessions)
     }
 }
 
@@ -343,7 +316,9 @@ pub fn run_sweep(
         .filter(|&c| record_grid.configs[c].stock)
         .collect();
     let disagreeing = std::sync::Mutex::new(Disagreeing::new());
-    let filling = std::sync::Mutex::new(Filling::new(record_grid.configs.len()));
+    let filling = std::sync::Mutex::new(Filling::new(
+        record_grid.configs.iter().map(|c| c.id.clone()).collect(),
+    ));
     let spill_failed = |e| Error::io("<a temporary file for the explanations (TMPDIR)>", e);
     let spill = crate::result::explain::Spill::new().map_err(spill_failed)?;
     let spill_error = std::sync::Mutex::new(None);
@@ -435,7 +410,7 @@ pub fn run_sweep(
         },
     )?;
     let filling = filling.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut index = vec![None; filling.arrived as usize];
+    let mut index = vec![None; filling.outcomes.sessions()];
     let mut sessions = Vec::with_capacity(swept.len());
     let mut explain = Vec::new();
     for (si, sw) in swept.into_iter().enumerate() {
@@ -444,15 +419,9 @@ pub fn run_sweep(
         sessions.push(sw.session);
     }
     let explain = spill.finish(explain).map_err(spill_failed)?;
-    let outcomes: Vec<crate::result::ConfigOutcomes> = record_grid
-        .configs
-        .iter()
-        .zip(filling.finish(&index))
-        .map(|(c, hits)| crate::result::ConfigOutcomes {
-            config: c.id.clone(),
-            hits,
-        })
-        .collect();
+    let outcomes = filling
+        .finish(&index, sessions.len())
+        .map_err(|e| Error::io("<a temporary file for the hits (TMPDIR)>", e))?;
     let record = SweepRecord::assemble(
         record_grid,
         options,
@@ -672,16 +641,19 @@ mod tests {
                 },
             )
         };
-        let mut f = Filling::new(2);
+        let mut f = Filling::new(vec!["a".into(), "b".into()]);
         // Arrival order c, a, x (dropped: read again later), b.
         assert_eq!(f.push(vec![(0, hit(30)), (1, hit(31))]), 0);
         assert_eq!(f.push(vec![(1, hit(11))]), 1);
         assert_eq!(f.push(vec![(0, hit(99)), (1, hit(99))]), 2);
         assert_eq!(f.push(vec![(0, hit(20))]), 3);
         // Sorted: a = 0, b = 1, c = 2.
-        let out = f.finish(&[Some(2), Some(0), None, Some(1)]);
+        let out = f.finish(&[Some(2), Some(0), None, Some(1)], 3).unwrap();
         let seen = |c: usize| -> Vec<(u32, u32)> {
-            out[c].iter().map(|h| (h.session, h.judge_due)).collect()
+            out.hits(c)
+                .iter()
+                .map(|h| (h.session, h.judge_due))
+                .collect()
         };
         assert_eq!(seen(0), vec![(1, 20), (2, 30)]);
         assert_eq!(seen(1), vec![(0, 11), (2, 31)]);
@@ -747,11 +719,11 @@ mod tests {
         assert_eq!(asked, ["s1", "s2", "s4"]);
     }
 
-    /// Over several blocks, every hit comes back once, in session order.
+    /// Over many spilled chunks, every hit comes back once, in session order.
     #[test]
-    fn hits_over_many_blocks_come_back_whole() {
-        let n = 3 * BLOCK_HITS as u32 + 17;
-        let mut f = Filling::new(1);
+    fn hits_over_many_chunks_come_back_whole() {
+        let n = 20_017;
+        let mut f = Filling::new(vec!["a".into()]);
         for i in 0..n {
             let h = Hit::new(
                 0,
@@ -763,13 +735,27 @@ mod tests {
             f.push(vec![(0, h)]);
         }
         // Arrivals in reverse session order; every tenth dropped.
-        let index: Vec<Option<u32>> = (0..n).map(|i| (i % 10 != 3).then_some(n - 1 - i)).collect();
-        let out = f.finish(&index);
-        let kept: Vec<(u32, u32)> = out[0].iter().map(|h| (h.session, h.judge_due)).collect();
+        let kept_n = (0..n).filter(|i| i % 10 != 3).count() as u32;
+        let mut next = kept_n;
+        let index: Vec<Option<u32>> = (0..n)
+            .map(|i| {
+                (i % 10 != 3).then(|| {
+                    next -= 1;
+                    next
+                })
+            })
+            .collect();
+        let out = f.finish(&index, kept_n as usize).unwrap();
+        let kept: Vec<(u32, u32)> = out
+            .hits(0)
+            .iter()
+            .map(|h| (h.session, h.judge_due))
+            .collect();
         let want: Vec<(u32, u32)> = (0..n)
             .rev()
             .filter(|i| i % 10 != 3)
-            .map(|i| (n - 1 - i, i))
+            .enumerate()
+            .map(|(s, i)| (s as u32, i))
             .collect();
         assert_eq!(kept, want);
     }
