@@ -37,9 +37,28 @@ impl super::output::Output for ReportHtml {
         r: &crate::score::SweepResult,
         w: &mut (dyn std::io::Write + Send),
     ) -> std::io::Result<()> {
-        let html = render(&ReportData::from_result(r)).map_err(std::io::Error::other)?;
-        w.write_all(html.as_bytes())
+        write(&ReportData::from_result(r), w)
     }
+}
+
+/// Write the report, piece by piece: a large report is tens of megabytes,
+/// and one string of it (grown by doubling) was the largest allocation of a
+/// large sweep's outputs.
+pub fn write(d: &ReportData, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    for (folded, piece) in &pieces(d).map_err(std::io::Error::other)? {
+        match (folded, fold_at(piece)) {
+            (true, Some(end)) => {
+                let (head, body) = piece.split_at(end);
+                w.write_all(FOLD_OPEN.as_bytes())?;
+                w.write_all(head.as_bytes())?;
+                w.write_all(b"</summary>")?;
+                w.write_all(body.as_bytes())?;
+                w.write_all(FOLD_CLOSE.as_bytes())?;
+            }
+            _ => w.write_all(piece.as_bytes())?,
+        }
+    }
+    Ok(())
 }
 
 pub use crate::util::escape::html as esc;
@@ -145,8 +164,18 @@ fn figure(
 }
 
 /// Render the whole page.
-pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
+#[cfg(test)]
+pub fn render(d: &ReportData) -> std::io::Result<String> {
+    let mut out = Vec::new();
+    write(d, &mut out)?;
+    Ok(String::from_utf8(out).expect("the report is UTF-8"))
+}
+
+/// The report in order, as pieces: each is written as it is, or folded
+/// ([`fold`]) when marked.
+fn pieces(d: &ReportData) -> std::result::Result<Vec<(bool, String)>, ChartError> {
     let s = &d.summary;
+    let mut out = Vec::new();
     let mut h = String::with_capacity(1 << 20);
     let script_hash = base64(&Sha256::digest(JS.as_bytes()));
     let csp = format!(
@@ -239,14 +268,11 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
         .collect();
     // The decision leads; every section after it is folded (its heading
     // stays, the nav and a link to it open it).
+    out.push((false, h));
     for (i, part) in parts.into_iter().enumerate() {
-        let part = part?;
-        if i == 0 {
-            h.push_str(&part);
-        } else {
-            h.push_str(&fold(part));
-        }
+        out.push((i > 0, part?));
     }
+    let mut h = String::new();
     h.push_str(&fold(format!(
         "<h2 id=\"grid\">Grid</h2>\n<p>The grid file as given (base profile <code>{}</code>, {} axes). \
          Rerun with <code>looptune sweep --grid FILE</code>.</p>\n<pre class=\"src\">{}</pre>\n",
@@ -262,22 +288,31 @@ pub fn render(d: &ReportData) -> std::result::Result<String, ChartError> {
          </main>\n<script>{JS}</script>\n</body>\n</html>",
         esc(&s.looptune_version)
     );
-    Ok(h)
+    out.push((false, h));
+    Ok(out)
+}
+
+const FOLD_OPEN: &str = "<details class=\"fold\"><summary>";
+const FOLD_CLOSE: &str = "</details>\n";
+
+/// Where a section's heading ends, if it starts with one (what [`fold`] folds).
+fn fold_at(section: &str) -> Option<usize> {
+    section
+        .starts_with("<h2")
+        .then(|| section.find("</h2>"))
+        .flatten()
+        .map(|end| end + "</h2>".len())
 }
 
 /// A section that starts with its `<h2>`, folded: the heading is the
 /// `<summary>` of a closed `<details class="fold">`. Anything else (a section
 /// with nothing to show) is left as it is.
 fn fold(section: String) -> String {
-    let Some(end) = section
-        .starts_with("<h2")
-        .then(|| section.find("</h2>"))
-        .flatten()
-    else {
+    let Some(end) = fold_at(&section) else {
         return section;
     };
-    let (head, body) = section.split_at(end + "</h2>".len());
-    format!("<details class=\"fold\"><summary>{head}</summary>{body}</details>\n")
+    let (head, body) = section.split_at(end);
+    format!("{FOLD_OPEN}{head}</summary>{body}{FOLD_CLOSE}")
 }
 
 /// `0.55 [0.28, 0.79]` from a row's score and its interval columns.

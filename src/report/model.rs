@@ -921,6 +921,22 @@ fn cross_validation(
 /// recommendation: where it is, the records around it (around the labelled
 /// onset for a miss) and what every family's default profile did there.
 pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
+    let mut out = Vec::new();
+    each_explanation(r, |e| {
+        out.push(e);
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .unwrap_or_else(|never| match never {});
+    out
+}
+
+/// [`explanations`] one at a time, in order, each handed to `f` and
+/// dropped: `summary.json` writes them as they are made (a large corpus has
+/// thousands, each with its records).
+pub fn each_explanation<E>(
+    r: &SweepResult,
+    mut f: impl FnMut(Explanation) -> Result<(), E>,
+) -> Result<(), E> {
     use crate::result::Hit;
     use crate::score::metrics::{verdict_at, Verdict};
     let rec = &r.record;
@@ -944,7 +960,6 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
         .collect();
     let hits_of = |c: usize| &dense.iter().find(|(x, _)| *x == c).expect("listed").1;
     let explained = &r.explained;
-    let mut out = Vec::new();
     for &c in &configs {
         for (si, s) in rec.sessions.iter().enumerate() {
             let hit = hits_of(c)[si].as_ref();
@@ -977,7 +992,7 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
                     }
                 })
                 .collect();
-            out.push(Explanation {
+            f(Explanation {
                 config: r.config(c).id.clone(),
                 label: r.config(c).label.clone(),
                 session: s.id.clone(),
@@ -990,10 +1005,10 @@ pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
                 place: first.and_then(|d| d.place.as_ref()).map(|p| p.to_string()),
                 lines: event.map(|e| lines.around(e)).unwrap_or_default(),
                 others,
-            });
+            })?;
         }
     }
-    out
+    Ok(())
 }
 
 /// Sessions where the stock profiles disagree most (from the record's

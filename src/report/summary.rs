@@ -84,11 +84,26 @@ impl serde::Serialize for Derived<'_> {
         for (k, v) in self.map {
             if k == "scores" {
                 m.serialize_entry(k, &Scores(self.result))?;
+            } else if k == "explanations" {
+                m.serialize_entry(k, &Explanations(self.result))?;
             } else {
                 m.serialize_entry(k, v)?;
             }
         }
         m.end()
+    }
+}
+
+/// `explanations`: each made, written and dropped in turn (as a JSON tree
+/// they were a large corpus's biggest allocation).
+struct Explanations<'a>(&'a SweepResult);
+
+impl serde::Serialize for Explanations<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = ser.serialize_seq(None)?;
+        super::model::each_explanation(self.0, |e| seq.serialize_element(&e))?;
+        seq.end()
     }
 }
 
@@ -154,7 +169,8 @@ fn derived(r: &SweepResult) -> Map<String, Value> {
         "groups": groups(r),
         "test": r.advice.test.as_ref().map(|t| test(r, t)),
         "disagreements": super::model::disagreements(r),
-        "explanations": super::model::explanations(r),
+        // Written as they are made (see `Derived`).
+        "explanations": Value::Null,
         "note": super::model::NOTE,
     });
     match derived {

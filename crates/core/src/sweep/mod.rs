@@ -360,8 +360,9 @@ pub fn run_sweep(
         .collect();
     let all_labels = labels_file.resolve(&ids)?;
     drop(ids);
-    let mut by_session = Vec::new();
-    let mut swept: Vec<Swept> = Vec::new();
+    // Sized once: a vector grown by doubling held twice what it needed.
+    let mut by_session = Vec::with_capacity(streamed.sessions.len());
+    let mut swept: Vec<Swept> = Vec::with_capacity(streamed.sessions.len());
     let files = &inputs.files;
     for ((_, reduced), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
         if let Some(mut sw) = reduced.swept {
