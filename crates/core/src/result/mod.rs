@@ -220,9 +220,10 @@ pub struct SessionRecord {
     pub onset_turn: Option<u32>,
     /// What groups it: `agent`, `model`, `source` and the labels files'
     /// other columns (`split`, `repo`...). Empty in results written before
-    /// groups existed.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub groups: BTreeMap<String, String>,
+    /// groups existed. Shared by the sessions that have the same groups
+    /// (most of a corpus: a map each was a kilobyte a session).
+    #[serde(default, skip_serializing_if = "no_groups")]
+    pub groups: Arc<BTreeMap<String, String>>,
     /// Turn of the live agent's first own detection (its first
     /// `loop_detected` record), if the log kept one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,7 +261,7 @@ impl SessionRecord {
             whole_messages,
             label: l.map(|l| if l.is_loop { "loop" } else { "clean" }.to_string()),
             onset_turn: l.and_then(|l| l.onset_turn),
-            groups: BTreeMap::new(),
+            groups: Arc::default(),
             live_turn: None,
             live_kind: None,
         }
@@ -285,6 +286,27 @@ impl SessionRecord {
             is_loop: l == "loop",
             onset_turn: self.onset_turn,
         })
+    }
+}
+
+fn no_groups(g: &Arc<BTreeMap<String, String>>) -> bool {
+    g.is_empty()
+}
+
+/// One shared copy of each distinct set of groups: the groups of a corpus's
+/// sessions are a few sets over and over.
+#[derive(Default)]
+pub struct SharedGroups(HashMap<BTreeMap<String, String>, Arc<BTreeMap<String, String>>>);
+
+impl SharedGroups {
+    /// The shared copy of `g`.
+    pub fn share(&mut self, g: BTreeMap<String, String>) -> Arc<BTreeMap<String, String>> {
+        if let Some(x) = self.0.get(&g) {
+            return x.clone();
+        }
+        let x = Arc::new(g.clone());
+        self.0.insert(g, x.clone());
+        x
     }
 }
 
@@ -1051,6 +1073,11 @@ impl SweepRecord {
                         message: format!("outcomes: {e}"),
                     },
                 )?;
+        }
+        let mut shared = SharedGroups::default();
+        for s in &mut record.sessions {
+            let g = std::mem::take(&mut s.groups);
+            s.groups = shared.share(Arc::unwrap_or_clone(g));
         }
         record.schema_version = SCHEMA_VERSION;
         Ok(record)

@@ -364,9 +364,10 @@ pub fn run_sweep(
     let mut by_session = Vec::with_capacity(streamed.sessions.len());
     let mut swept: Vec<Swept> = Vec::with_capacity(streamed.sessions.len());
     let files = &inputs.files;
+    let mut shared = crate::result::SharedGroups::default();
     for ((_, reduced), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
         if let Some(mut sw) = reduced.swept {
-            sw.session.groups = session_groups(&sw, files, paths, tests, labels_file);
+            sw.session.groups = shared.share(session_groups(&sw, files, paths, tests, labels_file));
             swept.push(sw);
             by_session.push(*l);
         }
