@@ -303,9 +303,38 @@ mod tests {
         assert_eq!(some.len(), 30);
         assert_eq!(some["s017"], all[17]);
         assert_eq!(spilled.clone().into_lines().unwrap(), all);
-        let back: Explanations =
-            serde_json::from_str(&serde_json::to_string(&spilled).unwrap()).unwrap();
+        let text = serde_json::to_string(&spilled).unwrap();
+        let back: Explanations = serde_json::from_str(&text).unwrap();
         assert_eq!(back, held);
+        // A loaded record's explanations are spilled again as they are read,
+        // and write back as the text they were.
+        assert!(matches!(back.0, Store::Spilled(_)));
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        let none: Explanations = serde_json::from_str("[]").unwrap();
+        assert!(none.is_empty());
+    }
+
+    /// Spilled parts merge into one spill file, in session order, text for text.
+    #[test]
+    fn spilled_parts_merge_text_for_text() {
+        let spilled = |v: Vec<SessionLines>| -> Explanations {
+            let text = serde_json::to_string(&Explanations::from(v)).unwrap();
+            serde_json::from_str(&text).unwrap()
+        };
+        let a = spilled(vec![lines("b", 1), lines("d", 3)]);
+        let b = Explanations::from(vec![lines("a", 2), lines("c", 0)]);
+        let merged = a.merge(b).unwrap();
+        assert!(matches!(merged.0, Store::Spilled(_)));
+        let want = Explanations::from(vec![
+            lines("a", 2),
+            lines("b", 1),
+            lines("c", 0),
+            lines("d", 3),
+        ]);
+        assert_eq!(
+            serde_json::to_string(&merged).unwrap(),
+            serde_json::to_string(&want).unwrap()
+        );
     }
 
     #[test]

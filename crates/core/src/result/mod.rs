@@ -1823,6 +1823,40 @@ mod tests {
         assert!(e.contains("must come before"), "{e}");
     }
 
+    /// Sessions with equal groups hold one shared map, in a sweep and
+    /// once loaded; the record serializes as before.
+    #[test]
+    fn equal_groups_are_shared() {
+        let g = |agent: &str| {
+            BTreeMap::from([
+                ("agent".to_string(), agent.to_string()),
+                ("model".to_string(), "m".to_string()),
+            ])
+        };
+        let mut shared = SharedGroups::default();
+        let (a, b, c) = (
+            shared.share(g("x")),
+            shared.share(g("y")),
+            shared.share(g("x")),
+        );
+        assert!(Arc::ptr_eq(&a, &c));
+        assert!(!Arc::ptr_eq(&a, &b));
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/schema3/summary.json"
+        );
+        let record = SweepRecord::load(std::path::Path::new(path)).unwrap();
+        let s = &record.sessions;
+        assert!(s.len() > 2);
+        assert!(s.iter().all(|x| Arc::ptr_eq(&x.groups, &s[0].groups)));
+        let mut one = SessionRecord::new("s", 1, 1, false, None);
+        assert!(!serde_json::to_string(&one).unwrap().contains("groups"));
+        one.groups = a;
+        assert!(serde_json::to_string(&one)
+            .unwrap()
+            .contains(r#""groups":{"agent":"x","model":"m"}"#));
+    }
+
     #[test]
     fn shards_split_every_id_exactly_once() {
         let shards: Vec<Shard> = (1..=4).map(|i| Shard { index: i, count: 4 }).collect();
