@@ -45,8 +45,16 @@ impl super::output::Output for ReportHtml {
 /// and one string of it (grown by doubling) was the largest allocation of a
 /// large sweep's outputs.
 pub fn write(d: &ReportData, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-    for (folded, piece) in &pieces(d).map_err(std::io::Error::other)? {
-        match (folded, fold_at(piece)) {
+    for piece in pieces(d).map_err(std::io::Error::other)? {
+        let (folded, piece) = match piece {
+            Piece::Text { folded, text } => (folded, text),
+            Piece::Later(section) => {
+                let mut text = String::new();
+                section(&mut text, d).map_err(std::io::Error::other)?;
+                (true, text)
+            }
+        };
+        match (folded, fold_at(&piece)) {
             (true, Some(end)) => {
                 let (head, body) = piece.split_at(end);
                 w.write_all(FOLD_OPEN.as_bytes())?;
@@ -171,9 +179,24 @@ pub fn render(d: &ReportData) -> std::io::Result<String> {
     Ok(String::from_utf8(out).expect("the report is UTF-8"))
 }
 
-/// The report in order, as pieces: each is written as it is, or folded
-/// ([`fold`]) when marked.
-fn pieces(d: &ReportData) -> std::result::Result<Vec<(bool, String)>, ChartError> {
+/// One section of the report, rendered into a string.
+type Section = fn(&mut String, &ReportData) -> std::result::Result<(), ChartError>;
+
+/// A piece of the report: text, written as it is or folded ([`fold`]), or
+/// a section rendered (and folded) only when its turn to be written comes.
+enum Piece {
+    Text { folded: bool, text: String },
+    Later(Section),
+}
+
+/// Sections that grow with the corpus (every false positive and missed loop
+/// explained, every input file listed: 4 and 3.5 MB of a 20,000-session
+/// report): rendered one at a time as they are written, not held with the
+/// others.
+const LATER: [usize; 2] = [2, 10];
+
+/// The report in order, as pieces.
+fn pieces(d: &ReportData) -> std::result::Result<Vec<Piece>, ChartError> {
     let s = &d.summary;
     let mut out = Vec::new();
     let mut h = String::with_capacity(1 << 20);
@@ -233,7 +256,6 @@ fn pieces(d: &ReportData) -> std::result::Result<Vec<(bool, String)>, ChartError
     // The sections are independent: each is rendered on its own thread of
     // the pool (charts and the table of every configuration are most of a
     // large report), then joined in order.
-    type Section = fn(&mut String, &ReportData) -> std::result::Result<(), ChartError>;
     let sections: [Section; 11] = [
         recommendation,
         groups_section,
@@ -259,18 +281,30 @@ fn pieces(d: &ReportData) -> std::result::Result<Vec<(bool, String)>, ChartError
             Ok(())
         },
     ];
-    let parts: Vec<std::result::Result<String, ChartError>> = sections
+    let parts: Vec<Option<std::result::Result<String, ChartError>>> = sections
         .par_iter()
-        .map(|section| {
-            let mut text = String::new();
-            section(&mut text, d).map(|()| text)
+        .enumerate()
+        .map(|(i, section)| {
+            (!LATER.contains(&i)).then(|| {
+                let mut text = String::new();
+                section(&mut text, d).map(|()| text)
+            })
         })
         .collect();
     // The decision leads; every section after it is folded (its heading
     // stays, the nav and a link to it open it).
-    out.push((false, h));
+    out.push(Piece::Text {
+        folded: false,
+        text: h,
+    });
     for (i, part) in parts.into_iter().enumerate() {
-        out.push((i > 0, part?));
+        out.push(match part {
+            Some(text) => Piece::Text {
+                folded: i > 0,
+                text: text?,
+            },
+            None => Piece::Later(sections[i]),
+        });
     }
     let mut h = String::new();
     h.push_str(&fold(format!(
@@ -288,7 +322,10 @@ fn pieces(d: &ReportData) -> std::result::Result<Vec<(bool, String)>, ChartError
          </main>\n<script>{JS}</script>\n</body>\n</html>",
         esc(&s.looptune_version)
     );
-    out.push((false, h));
+    out.push(Piece::Text {
+        folded: false,
+        text: h,
+    });
     Ok(out)
 }
 

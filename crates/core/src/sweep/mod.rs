@@ -344,7 +344,15 @@ pub fn run_sweep(
     if let Some(e) = spill_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(spill_failed(e));
     }
-    let inputs = streamed.inputs();
+    let mut streamed = streamed;
+    // The file list moves into the corpus: a copy was a few hundred bytes a
+    // file (most real logs hold one session a file).
+    let inputs = Corpus {
+        files: std::mem::take(&mut streamed.files),
+        sessions: Vec::new(),
+        skipped: std::mem::take(&mut streamed.skipped),
+        unreadable: streamed.unreadable,
+    };
     // Labels are resolved against every session read, as without shards (a
     // shard's labels file names every shard's sessions), then kept for its own.
     labels_file.check_onsets(
