@@ -1823,6 +1823,28 @@ mod tests {
         assert!(e.contains("must come before"), "{e}");
     }
 
+    /// A record whose rows are not numbered as configurations meet them (a
+    /// hand-edited one) is told apart, and made so again writes the bytes
+    /// a sweep would have.
+    #[test]
+    fn rows_out_of_meeting_order_are_renumbered() {
+        #[derive(Serialize, Deserialize)]
+        struct W {
+            #[serde(with = "compact")]
+            o: Outcomes,
+        }
+        let odd = r#"{"o":{"detections":[],"rows":[[[null,null,0,0,1],[null,null,0,0,2]]],"configs":[{"config":"a","hits":[1]},{"config":"b","hits":[0]}]}}"#;
+        let w: W = serde_json::from_str(odd).unwrap();
+        assert!(!w.o.canonical());
+        let fixed = Outcomes::from_configs(w.o.configs(), 1).unwrap();
+        assert!(fixed.canonical());
+        assert_eq!(fixed.configs(), w.o.configs());
+        assert_eq!(
+            serde_json::to_string(&W { o: fixed }).unwrap(),
+            r#"{"o":{"detections":[],"rows":[[[null,null,0,0,2],[null,null,0,0,1]]],"configs":[{"config":"a","hits":[0]},{"config":"b","hits":[1]}]}}"#
+        );
+    }
+
     /// Sessions with equal groups hold one shared map, in a sweep and
     /// once loaded; the record serializes as before.
     #[test]
