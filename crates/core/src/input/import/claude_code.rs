@@ -408,6 +408,7 @@ mod tests {
             stem,
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         import(&ctx).unwrap()
     }

@@ -387,6 +387,7 @@ mod tests {
             stem: "r",
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         let fs = import(&ctx).unwrap();
         assert_eq!(fs.unknown, 0);
@@ -439,6 +440,7 @@ mod tests {
             stem: "r",
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         let fs = import(&ctx).unwrap();
         let recs = &fs.sessions[0].1;

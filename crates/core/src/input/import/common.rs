@@ -190,10 +190,19 @@ pub(crate) fn parse_doc(bytes: &[u8]) -> std::result::Result<Value, serde_json::
     crate::input::json::parse_json_slice(bytes)
 }
 
+/// The file being read as one JSON value: the document detection parsed
+/// ([`Ctx::parsed`]), else [`parse_doc`] of its bytes.
+pub(crate) fn doc_of(ctx: &Ctx) -> std::result::Result<Value, serde_json::Error> {
+    match ctx.parsed.take() {
+        Some(doc) => Ok(doc),
+        None => parse_doc(ctx.bytes),
+    }
+}
+
 /// Parse a whole single-JSON file; a parse failure is an error at its line,
 /// or with lenient a skipped line (and `None`).
 pub(crate) fn doc_or_skip(ctx: &Ctx, out: &mut Out) -> Result<Option<Value>> {
-    match parse_doc(ctx.bytes) {
+    match doc_of(ctx) {
         Ok(v) => Ok(Some(v)),
         Err(e) => {
             out.bad(ctx, e.line() as u64, RecordError::NotJson(e))?;
