@@ -22,6 +22,7 @@ mod openhands_v1;
 mod redact;
 mod sqlite;
 mod swe_agent;
+mod typed;
 mod writer;
 
 pub use crate::input::format::UNRECOGNISED;
