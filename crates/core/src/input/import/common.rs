@@ -286,32 +286,51 @@ pub(crate) fn session_rec(agent: &str, model: Option<String>, meta: Map<String, 
 /// key of the root object. Empty when the document has no such array. A tiny
 /// tokenizer: it tracks strings, escapes and nesting, nothing else.
 pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
+    let newlines = |b: &[u8]| memchr::memchr_iter(b'\n', b).count() as u32;
     let mut out = Vec::new();
     let mut line = 1u32;
     let mut depth = 0usize;
-    let mut in_str = false;
-    let mut esc = false;
-    let mut str_start = 0usize;
     // The last string seen at depth 1 (object keys of the root).
     let mut last_key: Option<(usize, usize)> = None;
     // Depth of the target array once entered.
     let mut target: Option<usize> = None;
     let mut expect_elem = false;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0usize;
+    while i < bytes.len() {
+        let b = bytes[i];
         if b == b'\n' {
             line += 1;
         }
-        if in_str {
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-                if depth == 1 {
-                    last_key = Some((str_start, i));
+        if b == b'"' {
+            if expect_elem {
+                out.push(line);
+                expect_elem = false;
+            }
+            // A string: skip to its closing quote, a run at a time.
+            let str_start = i + 1;
+            let mut j = str_start;
+            loop {
+                let Some(k) = memchr::memchr2(b'"', b'\\', &bytes[j..]) else {
+                    return out;
+                };
+                line += newlines(&bytes[j..j + k]);
+                j += k;
+                if bytes[j] == b'"' {
+                    break;
+                }
+                // An escape: the byte after the backslash is skipped.
+                if bytes.get(j + 1) == Some(&b'\n') {
+                    line += 1;
+                }
+                j += 2;
+                if j >= bytes.len() {
+                    return out;
                 }
             }
+            if depth == 1 {
+                last_key = Some((str_start, j));
+            }
+            i = j + 1;
             continue;
         }
         if expect_elem && !b.is_ascii_whitespace() && b != b']' {
@@ -319,10 +338,6 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
             expect_elem = false;
         }
         match b {
-            b'"' => {
-                in_str = true;
-                str_start = i + 1;
-            }
             b'{' | b'[' => {
                 depth += 1;
                 if b == b'[' && target.is_none() {
@@ -346,12 +361,12 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
                 depth = depth.saturating_sub(1);
             }
             b',' if target == Some(depth) => expect_elem = true,
-            b':' if depth == 1 => {}
             _ => {}
         }
         if depth == 1 && b == b',' {
             last_key = None;
         }
+        i += 1;
     }
     out
 }
@@ -479,6 +494,98 @@ mod tests {
         );
         assert_eq!(args_from_str("[1,2]")["_raw"], "[1,2]");
         assert!(args_from_value(None).is_empty());
+    }
+
+    /// `element_lines` as it was, a byte at a time: the reference.
+    fn element_lines_by_byte(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut line = 1u32;
+        let mut depth = 0usize;
+        let mut in_str = false;
+        let mut esc = false;
+        let mut str_start = 0usize;
+        // The last string seen at depth 1 (object keys of the root).
+        let mut last_key: Option<(usize, usize)> = None;
+        // Depth of the target array once entered.
+        let mut target: Option<usize> = None;
+        let mut expect_elem = false;
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' {
+                line += 1;
+            }
+            if in_str {
+                if esc {
+                    esc = false;
+                } else if b == b'\\' {
+                    esc = true;
+                } else if b == b'"' {
+                    in_str = false;
+                    if depth == 1 {
+                        last_key = Some((str_start, i));
+                    }
+                }
+                continue;
+            }
+            if expect_elem && !b.is_ascii_whitespace() && b != b']' {
+                out.push(line);
+                expect_elem = false;
+            }
+            match b {
+                b'"' => {
+                    in_str = true;
+                    str_start = i + 1;
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    if b == b'[' && target.is_none() {
+                        let hit = match key {
+                            None => depth == 1,
+                            Some(k) => {
+                                depth == 2
+                                    && last_key.is_some_and(|(a, z)| &bytes[a..z] == k.as_bytes())
+                            }
+                        };
+                        if hit {
+                            target = Some(depth);
+                            expect_elem = true;
+                        }
+                    }
+                }
+                b'}' | b']' => {
+                    if target == Some(depth) {
+                        return out;
+                    }
+                    depth = depth.saturating_sub(1);
+                }
+                b',' if target == Some(depth) => expect_elem = true,
+                b':' if depth == 1 => {}
+                _ => {}
+            }
+            if depth == 1 && b == b',' {
+                last_key = None;
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Documents made of JSON fragments, broken ones included: the same
+        /// lines as the byte-at-a-time version.
+        #[test]
+        fn element_lines_match_the_byte_at_a_time_version(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "{", "}", "[", "]", ",", ":", "\"", "\\", "\\\"", "\n", " ", "\"messages\"",
+                "\"a\"", "1", "\"x\ny\"", "\"m\\\ne\"", "{\"messages\":[", "]}", "\"k\":",
+            ]), 0..40),
+            keyed in proptest::bool::ANY,
+        ) {
+            let doc: String = parts.concat();
+            let key = keyed.then_some("messages");
+            proptest::prop_assert_eq!(
+                element_lines(doc.as_bytes(), key),
+                element_lines_by_byte(doc.as_bytes(), key)
+            );
+        }
     }
 
     #[test]
