@@ -397,6 +397,7 @@ mod fast {
     use super::*;
     use crate::input::format::FileSessions;
     use serde::Deserialize;
+    use serde_json::value::RawValue;
 
     #[derive(Deserialize)]
     struct Line<'a> {
@@ -420,11 +421,15 @@ mod fast {
         compact_summary: Option<bool>,
         #[serde(borrow, rename = "permissionMode")]
         permission_mode: Str<'a>,
-        cwd: Option<Value>,
-        version: Option<Value>,
-        #[serde(rename = "gitBranch")]
-        git_branch: Option<Value>,
-        slug: Option<Value>,
+        // Read only on a group's first record: kept as text until then.
+        #[serde(borrow)]
+        cwd: Option<&'a RawValue>,
+        #[serde(borrow)]
+        version: Option<&'a RawValue>,
+        #[serde(borrow, rename = "gitBranch")]
+        git_branch: Option<&'a RawValue>,
+        #[serde(borrow)]
+        slug: Option<&'a RawValue>,
         #[serde(borrow)]
         message: Option<Obj<Message<'a>>>,
     }
@@ -596,13 +601,13 @@ mod fast {
             if opened.insert(g.clone()) {
                 let mut meta = Map::new();
                 for (f, v) in [
-                    ("cwd", &l.cwd),
-                    ("version", &l.version),
-                    ("gitBranch", &l.git_branch),
-                    ("slug", &l.slug),
+                    ("cwd", l.cwd),
+                    ("version", l.version),
+                    ("gitBranch", l.git_branch),
+                    ("slug", l.slug),
                 ] {
                     if let Some(v) = v {
-                        meta.insert(f.to_string(), v.clone());
+                        meta.insert(f.to_string(), super::super::typed::value(v)?);
                     }
                 }
                 meta.insert("session_id".into(), Value::String(g.0.clone()));

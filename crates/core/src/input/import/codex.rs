@@ -349,6 +349,7 @@ mod fast {
     use super::*;
     use crate::input::format::FileSessions;
     use serde::{Deserialize, Deserializer};
+    use serde_json::value::RawValue;
 
     #[derive(Deserialize)]
     struct Line<'a> {
@@ -363,12 +364,19 @@ mod fast {
     struct Payload<'a> {
         #[serde(borrow, rename = "type")]
         ty: Str<'a>,
-        id: Option<Value>,
-        cli_version: Option<Value>,
-        originator: Option<Value>,
-        source: Option<Value>,
-        cwd: Option<Value>,
-        model_provider: Option<Value>,
+        // Session metadata (and an image call's id), kept as text until read.
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow)]
+        cli_version: Option<&'a RawValue>,
+        #[serde(borrow)]
+        originator: Option<&'a RawValue>,
+        #[serde(borrow)]
+        source: Option<&'a RawValue>,
+        #[serde(borrow)]
+        cwd: Option<&'a RawValue>,
+        #[serde(borrow)]
+        model_provider: Option<&'a RawValue>,
         #[serde(borrow)]
         model: Str<'a>,
         #[serde(borrow)]
@@ -482,7 +490,7 @@ mod fast {
                     ("model_provider", p.model_provider),
                 ] {
                     if let Some(v) = v {
-                        meta.insert(f.to_string(), v);
+                        meta.insert(f.to_string(), super::super::typed::value(v)?);
                     }
                 }
                 out.push(sid, session_rec("codex", None, meta), line);
@@ -596,8 +604,11 @@ mod fast {
                 if let Some(prompt) = p.revised_prompt.take() {
                     args.insert("prompt".into(), prompt);
                 }
-                let id = p.id.as_ref().and_then(Value::as_str);
-                call(out, st, sid, line, "image_generation", args, id);
+                let id = match p.id.map(super::super::typed::value) {
+                    Some(v) => v?,
+                    None => Value::Null,
+                };
+                call(out, st, sid, line, "image_generation", args, id.as_str());
             }
             Some("agent_message") => {
                 let text = text_of_content(p.content.as_ref());

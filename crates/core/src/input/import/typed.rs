@@ -104,6 +104,13 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Content<T> {
     }
 }
 
+/// A value kept as text (`RawValue`), parsed as the `Value` path parses it;
+/// `None` for what that path would have refused (a lone surrogate, which a
+/// raw value lets through).
+pub(crate) fn value(raw: &serde_json::value::RawValue) -> Option<serde_json::Value> {
+    serde_json::from_str(raw.get()).ok()
+}
+
 /// One line as `T` when it is a JSON object `T` reads, else `None`.
 pub(crate) fn line<'a, T: Deserialize<'a>>(text: &'a str) -> Option<T> {
     if !text.trim_start().starts_with('{') {
