@@ -150,27 +150,40 @@ impl Out {
 }
 
 /// Non-blank lines of a JSONL file as `(1-based line, text)`; BOM and CR
-/// stripped. Lines that are not UTF-8 come back as `Err`.
+/// stripped. Lines that are not UTF-8 come back as `Err`. Line ends are
+/// found with memchr.
 pub(crate) fn lines(
     bytes: &[u8],
 ) -> impl Iterator<Item = (u32, std::result::Result<&str, RecordError>)> {
-    bytes
-        .split(|b| *b == b'\n')
-        .enumerate()
-        .filter_map(|(i, raw)| {
-            let mut raw = raw;
-            if i == 0 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
-                raw = &raw[3..];
+    let mut start = Some(0usize);
+    let mut index = 0usize;
+    std::iter::from_fn(move || loop {
+        let from = start?;
+        let end = match memchr::memchr(b'\n', &bytes[from..]) {
+            Some(k) => {
+                start = Some(from + k + 1);
+                from + k
             }
-            if let Some(r) = raw.strip_suffix(b"\r") {
-                raw = r;
+            None => {
+                start = None;
+                bytes.len()
             }
-            if raw.iter().all(|b| b.is_ascii_whitespace()) {
-                return None;
-            }
-            let text = std::str::from_utf8(raw).map_err(RecordError::NotUtf8);
-            Some(((i + 1) as u32, text))
-        })
+        };
+        let i = index;
+        index += 1;
+        let mut raw = &bytes[from..end];
+        if i == 0 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
+            raw = &raw[3..];
+        }
+        if let Some(r) = raw.strip_suffix(b"\r") {
+            raw = r;
+        }
+        if raw.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        let text = std::str::from_utf8(raw).map_err(RecordError::NotUtf8);
+        return Some(((i + 1) as u32, text));
+    })
 }
 
 /// Parse one JSONL line into an object, or say why not.
@@ -616,6 +629,47 @@ mod tests {
         assert_eq!(got, vec![(vec![0, 0], 5), (vec![0, 1], 6), (vec![2, 0], 9)]);
         let top = value_lines(doc, &[Seg::Key("samples"), Seg::Index]);
         assert_eq!(top[&vec![1]], 8);
+    }
+
+    /// `lines` as it was, by `split`: the reference.
+    fn lines_by_split(
+        bytes: &[u8],
+    ) -> impl Iterator<Item = (u32, std::result::Result<&str, RecordError>)> {
+        bytes
+            .split(|b| *b == b'\n')
+            .enumerate()
+            .filter_map(|(i, raw)| {
+                let mut raw = raw;
+                if i == 0 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
+                    raw = &raw[3..];
+                }
+                if let Some(r) = raw.strip_suffix(b"\r") {
+                    raw = r;
+                }
+                if raw.iter().all(|b| b.is_ascii_whitespace()) {
+                    return None;
+                }
+                let text = std::str::from_utf8(raw).map_err(RecordError::NotUtf8);
+                Some(((i + 1) as u32, text))
+            })
+    }
+
+    proptest::proptest! {
+        /// Texts of lines, blank ones, CRs, a BOM and bytes that are not
+        /// UTF-8: the same lines as the `split` version.
+        #[test]
+        fn lines_match_the_split_version(parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                &b"\n"[..], b"\r\n", b"\r", b" ", b"\t", b"{}", b"x", b"\xef\xbb\xbf", b"\xff", b"\xc3\xa9",
+            ]), 0..30)) {
+            let text: Vec<u8> = parts.concat();
+            fn show((n, t): (u32, std::result::Result<&str, RecordError>)) -> (u32, String) {
+                (n, t.map(str::to_string).unwrap_or_else(|e| format!("error: {e}")))
+            }
+            let fast: Vec<_> = lines(&text).map(show).collect();
+            let slow: Vec<_> = lines_by_split(&text).map(show).collect();
+            proptest::prop_assert_eq!(fast, slow);
+        }
     }
 
     #[test]
