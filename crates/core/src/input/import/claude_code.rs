@@ -393,7 +393,7 @@ fn user(
 /// `message`, a part that is not an object): the caller starts over on the
 /// `Value` path, which says why.
 mod fast {
-    use super::super::typed::{line, Content, Obj, Str};
+    use super::super::typed::{line_or_skip, Content, Obj, Str};
     use super::*;
     use crate::input::format::FileSessions;
     use serde::Deserialize;
@@ -524,14 +524,10 @@ mod fast {
         // Pass 1: parse, drop repeated uuids, learn the groups.
         let mut recs: Vec<(u32, Line)> = Vec::new();
         let mut uuids: HashSet<std::borrow::Cow<str>> = HashSet::new();
-        let texts: Vec<(u32, &str)> = super::super::common::lines(ctx.bytes)
-            .map(|(n, t)| t.ok().map(|t| (n, t)))
-            .collect::<Option<_>>()?;
-        let mut parsed: Vec<(u32, Line)> = Vec::with_capacity(texts.len());
-        for (n, text) in texts {
-            parsed.push((n, line::<Line>(text)?));
-        }
-        for (n, l) in parsed {
+        for (n, text) in super::super::common::lines(ctx.bytes) {
+            let Some(l) = line_or_skip::<Line>(ctx, &mut out, n, text)? else {
+                continue;
+            };
             if let Some(u) = &l.uuid {
                 if !uuids.insert(u.0.clone()) {
                     continue;
@@ -876,20 +872,21 @@ mod tests {
                         assert!(diff.is_empty(), "{name}: {diff}");
                         taken.push(name.as_str());
                     }
-                    None => {
-                        eprintln!("not taken: {name}");
-                        assert!(!name.contains("/tmp"), "{name}: not taken")
-                    }
+                    // Broken lines of the real corpus are skipped on the
+                    // fast path too when the run is lenient.
+                    None => assert!(
+                        !(name.contains("/tmp") || lenient && name.contains("shared/corpus")),
+                        "{name}: not taken"
+                    ),
                 }
             }
         }
-        eprintln!("fast path: {} of {} reads", taken.len(), 2 * files.len());
-        let corpus = files
-            .iter()
-            .filter(|(n, _)| n.contains("shared/corpus"))
-            .count();
-        let corpus_taken = taken.iter().filter(|n| n.contains("shared/corpus")).count();
-        assert!(corpus_taken * 2 >= corpus, "{corpus_taken} of {corpus}");
+        assert!(
+            taken.len() > files.len(),
+            "{} of {}",
+            taken.len(),
+            2 * files.len()
+        );
     }
 
     /// Lines the fast path does not take (a field of another type, a part

@@ -5,6 +5,7 @@
 //! type fails the parse) and hands anything else to that path, which has the
 //! errors and the lenient skips.
 
+use super::common::{parse_object, Ctx, Out, RecordError};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -109,6 +110,31 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Content<T> {
 /// raw value lets through).
 pub(crate) fn value(raw: &serde_json::value::RawValue) -> Option<serde_json::Value> {
     serde_json::from_str(raw.get()).ok()
+}
+
+/// One JSONL line for a fast path: `Some(Some(T))` when `T` reads it;
+/// `Some(None)` when it is not a JSON object at all (broken, not UTF-8) and
+/// the run is lenient, the skip noted in `out` as the `Value` path notes
+/// it; `None` when the fast path cannot go on (such a line in a strict run,
+/// whose error the `Value` path gives, or a JSON object of another shape).
+pub(crate) fn line_or_skip<'a, T: Deserialize<'a>>(
+    ctx: &Ctx,
+    out: &mut Out,
+    n: u32,
+    text: Result<&'a str, RecordError>,
+) -> Option<Option<T>> {
+    if let Ok(t) = text {
+        if let Some(v) = line(t) {
+            return Some(Some(v));
+        }
+    }
+    match parse_object(text) {
+        Err(e) if ctx.lenient => {
+            out.bad(ctx, n as u64, e).ok()?;
+            Some(None)
+        }
+        _ => None,
+    }
 }
 
 /// One line as `T` when it is a JSON object `T` reads, else `None`.
