@@ -148,6 +148,10 @@ pub struct Ctx<'a> {
     pub bytes: &'a [u8],
     /// Skip and count bad lines instead of failing.
     pub lenient: bool,
+    /// The whole document, when detection has already parsed `bytes` as one
+    /// JSON value (and this format's [`Format::sniff_doc`] claimed it): the
+    /// reader takes it instead of parsing the bytes again.
+    pub parsed: std::cell::Cell<Option<Value>>,
 }
 
 impl Ctx<'_> {

@@ -20,16 +20,22 @@ pub fn parse_json(text: &str) -> serde_json::Result<Value> {
     }
 }
 
-/// Same as [`parse_json`] for bytes (a whole file).
+/// Same as [`parse_json`] for bytes (a whole file). A JSONL file, tried as
+/// one document by detection, stops at its second line with `trailing
+/// characters`: the first value parsed, so it holds no lone surrogate, and
+/// replacing those after it would give the same error; the file is not
+/// scanned for them.
 pub fn parse_json_slice(bytes: &[u8]) -> serde_json::Result<Value> {
     match serde_json::from_slice(bytes) {
-        Err(e) if e.is_syntax() => match std::str::from_utf8(bytes)
-            .ok()
-            .and_then(replace_lone_surrogates)
-        {
-            Some(fixed) => serde_json::from_str(&fixed),
-            None => Err(e),
-        },
+        Err(e) if e.is_syntax() && !e.to_string().starts_with("trailing characters") => {
+            match std::str::from_utf8(bytes)
+                .ok()
+                .and_then(replace_lone_surrogates)
+            {
+                Some(fixed) => serde_json::from_str(&fixed),
+                None => Err(e),
+            }
+        }
         other => other,
     }
 }
@@ -290,6 +296,22 @@ mod tests {
                 "\\\\", "\\u0041", "\\n", "\"", "é", "\\udBff", "x\\u"]), 0..24)) {
             let text: String = parts.concat();
             prop_assert_eq!(replace_lone_surrogates(&text), reference(&text));
+        }
+    }
+
+    /// The error of a JSONL file tried as one document is the same whether
+    /// or not its later lines hold lone surrogates (they are not replaced).
+    #[test]
+    fn trailing_lines_give_the_same_error_with_or_without_lone_surrogates() {
+        for text in [
+            "{\"a\":1}\n{\"b\":\"\\ud800\"}\n",
+            "{\"a\":1}\n{\"b\":\"x\"}\n",
+        ] {
+            let e = parse_json_slice(text.as_bytes()).unwrap_err();
+            assert_eq!(e.to_string(), "trailing characters at line 2 column 1");
+            let fixed = replace_lone_surrogates(text).unwrap_or_else(|| text.to_string());
+            let again = serde_json::from_str::<Value>(&fixed).unwrap_err();
+            assert_eq!(e.to_string(), again.to_string());
         }
     }
 

@@ -605,8 +605,18 @@ pub fn stream_sessions<T: Send>(
         })))
     };
     // Everything, the sessions of one file included, runs on the workers.
-    let passed: Vec<Result<Pass1<T>>> =
-        workers.install(|| files.par_iter().enumerate().map(one).collect());
+    // One file a job: rayon would otherwise hand each thread long runs of
+    // files, and files differ in cost by format and size, so one thread
+    // finished its run alone (a quarter of a two-core replay of the
+    // real-shaped corpus); a job costs microseconds, a file a millisecond.
+    let passed: Vec<Result<Pass1<T>>> = workers.install(|| {
+        files
+            .par_iter()
+            .enumerate()
+            .with_max_len(1)
+            .map(one)
+            .collect()
+    });
     // Bookkeeping in file order, as read_corpus does it.
     let mut out = Streamed {
         files: Vec::new(),

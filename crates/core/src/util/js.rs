@@ -159,29 +159,51 @@ fn array_index(key: &str) -> Option<u32> {
 }
 
 /// JSON string quoting as `JSON.stringify` does it (well-formed variant).
+/// Runs of bytes that need no escape are copied whole: only `"`, `\\`,
+/// control characters and the 4-byte stand-ins of lone surrogates (lead
+/// byte `0xF3`) stop the scan.
 pub fn write_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
+    let b = s.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < b.len() {
+        let x = b[i];
+        if x >= 0x20 && x != b'"' && x != b'\\' && x != 0xF3 {
+            i += 1;
+            continue;
+        }
+        // `i` is on a character boundary: an ASCII byte or a lead byte.
+        out.push_str(&s[start..i]);
+        if x == 0xF3 {
+            let c = s[i..].chars().next().expect("a character starts here");
             // Well-formed JSON.stringify escapes a lone surrogate.
-            c => match lone_surrogate_unit(c) {
+            match lone_surrogate_unit(c) {
                 Some(u) => {
                     let _ = write!(out, "\\u{u:04x}");
                 }
                 None => out.push(c),
-            },
+            }
+            i += c.len_utf8();
+            start = i;
+            continue;
         }
+        match x {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            c => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+        }
+        i += 1;
+        start = i;
     }
+    out.push_str(&s[start..]);
     out.push('"');
 }
 
@@ -320,6 +342,63 @@ pub fn js_trim(units: &[u16]) -> &[u16] {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `write_string` as it was, a character at a time: the reference the
+    /// byte-run version must match.
+    fn write_string_by_char(out: &mut String, s: &str) {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\u{08}' => out.push_str("\\b"),
+                '\u{0c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if (c as u32) < 0x20 => {
+                    let _ = write!(out, "\\u{:04x}", c as u32);
+                }
+                c => match lone_surrogate_unit(c) {
+                    Some(u) => {
+                        let _ = write!(out, "\\u{u:04x}");
+                    }
+                    None => out.push(c),
+                },
+            }
+        }
+        out.push('"');
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        /// Any text, with quotes, backslashes, control characters, lone
+        /// surrogate stand-ins and other 4-byte characters (lead byte 0xF3
+        /// too) mixed in, quotes exactly as the character-wise version.
+        #[test]
+        fn write_string_matches_the_character_wise_version(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::string_regex("[ -~]{0,12}").unwrap(),
+                    proptest::string::string_regex("[\\x00-\\x1f\"\\\\]{1,3}").unwrap(),
+                    proptest::string::string_regex("[\u{80}-\u{10ffff}]{1,3}").unwrap(),
+                    (0xD800u16..0xE000).prop_map(|u| lone_surrogate_char(u).to_string()),
+                    proptest::prop_oneof![
+                        proptest::strategy::Just("\u{F0800}\u{F3FFF}\u{FFFFF}\u{F07FF}".to_string()),
+                        proptest::strategy::Just("é€😀".to_string()),
+                    ],
+                ],
+                0..12,
+            )
+        ) {
+            let s: String = parts.concat();
+            let (mut fast, mut slow) = (String::new(), String::new());
+            write_string(&mut fast, &s);
+            write_string_by_char(&mut slow, &s);
+            proptest::prop_assert_eq!(fast, slow);
+        }
+    }
 
     fn s(v: &str) -> String {
         stringify(&serde_json::from_str::<Value>(v).unwrap())

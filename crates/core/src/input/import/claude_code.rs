@@ -76,8 +76,18 @@ fn is_skipped_assistant(m: &Map<String, Value>) -> bool {
     api_err || synthetic
 }
 
-/// Import one Claude Code JSONL file.
+/// Import one Claude Code JSONL file: the typed fast path, else (a line it
+/// does not take) the `Value` path.
 pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::format::FileSessions> {
+    match fast::import(ctx) {
+        Some(fs) => Ok(fs),
+        None => import_values(ctx),
+    }
+}
+
+/// Import one Claude Code JSONL file through `serde_json::Value`: every
+/// shape, with the errors (and lenient skips) of broken records.
+pub(crate) fn import_values(ctx: &Ctx) -> Result<crate::input::format::FileSessions> {
     let mut out = Out::new("claude-code");
     // Pass 1: parse, drop repeated uuids, learn the groups.
     let mut recs: Vec<(u32, Map<String, Value>)> = Vec::new();
@@ -377,6 +387,385 @@ fn user(
     Ok(())
 }
 
+/// The same mapping over typed lines ([`super::typed`]): no `Value` tree,
+/// strings borrowed from the file, unread fields skipped. `None` as soon as
+/// a line is not what it reads (broken, a field of another type, a missing
+/// `message`, a part that is not an object): the caller starts over on the
+/// `Value` path, which says why.
+mod fast {
+    use super::super::typed::{line_or_skip, Content, Obj, Str};
+    use super::*;
+    use crate::input::format::FileSessions;
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+
+    #[derive(Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow, rename = "type")]
+        ty: Str<'a>,
+        #[serde(borrow)]
+        uuid: Str<'a>,
+        #[serde(borrow, rename = "sessionId")]
+        session_id: Str<'a>,
+        #[serde(rename = "isSidechain")]
+        sidechain: Option<bool>,
+        #[serde(borrow, rename = "agentId")]
+        agent_id: Str<'a>,
+        #[serde(rename = "isApiErrorMessage")]
+        api_error: Option<bool>,
+        #[serde(borrow)]
+        subtype: Str<'a>,
+        #[serde(rename = "isMeta")]
+        is_meta: Option<bool>,
+        #[serde(rename = "isCompactSummary")]
+        compact_summary: Option<bool>,
+        #[serde(borrow, rename = "permissionMode")]
+        permission_mode: Str<'a>,
+        // Read only on a group's first record: kept as text until then.
+        #[serde(borrow)]
+        cwd: Option<&'a RawValue>,
+        #[serde(borrow)]
+        version: Option<&'a RawValue>,
+        #[serde(borrow, rename = "gitBranch")]
+        git_branch: Option<&'a RawValue>,
+        #[serde(borrow)]
+        slug: Option<&'a RawValue>,
+        #[serde(borrow)]
+        message: Option<Obj<Message<'a>>>,
+    }
+
+    #[derive(Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow)]
+        id: Str<'a>,
+        #[serde(borrow)]
+        model: Str<'a>,
+        #[serde(borrow)]
+        content: Option<Content<Block<'a>>>,
+        usage: Option<Obj<Usage>>,
+    }
+
+    /// A content block of either side: assistant text, thinking and tool
+    /// calls; user tool results and prompt parts.
+    #[derive(Deserialize)]
+    struct Block<'a> {
+        #[serde(borrow, rename = "type")]
+        ty: Str<'a>,
+        #[serde(borrow)]
+        thinking: Str<'a>,
+        #[serde(borrow)]
+        text: Str<'a>,
+        #[serde(borrow)]
+        name: Str<'a>,
+        #[serde(borrow)]
+        id: Str<'a>,
+        input: Option<Value>,
+        #[serde(borrow)]
+        tool_use_id: Str<'a>,
+        #[serde(borrow)]
+        content: Option<Content<Block<'a>>>,
+        is_error: Option<bool>,
+    }
+
+    #[derive(Deserialize)]
+    struct Usage {
+        input_tokens: Option<u64>,
+        cache_creation_input_tokens: Option<u64>,
+        cache_read_input_tokens: Option<u64>,
+        output_tokens: Option<u64>,
+    }
+
+    type Group = (String, Option<String>);
+
+    impl Line<'_> {
+        fn ty(&self) -> &str {
+            self.ty.as_deref().unwrap_or("")
+        }
+        fn group(&self) -> Group {
+            let sid = self.session_id.as_deref().unwrap_or("").to_string();
+            let agent = self
+                .sidechain
+                .unwrap_or(false)
+                .then(|| self.agent_id.as_deref().unwrap_or("").to_string());
+            (sid, agent)
+        }
+        fn msg(&self) -> Option<&Message<'_>> {
+            self.message.as_ref().map(|m| &m.0)
+        }
+        fn skipped_assistant(&self) -> bool {
+            self.api_error.unwrap_or(false)
+                || self.msg().and_then(|m| m.model.as_deref()) == Some("<synthetic>")
+        }
+    }
+
+    /// [`text_of`] over typed parts: a string as it is, parts' `text`
+    /// joined with newlines, images as `[image]`.
+    fn text_of_content(c: Option<&Content<Block>>) -> String {
+        match c {
+            None => String::new(),
+            Some(Content::Text(t)) => t.clone(),
+            Some(Content::Parts(parts)) => {
+                let mut out: Vec<&str> = Vec::with_capacity(parts.len());
+                for Obj(p) in parts {
+                    if let Some(t) = p.text.as_deref() {
+                        out.push(t);
+                    } else if matches!(p.ty.as_deref(), Some("image" | "image_url" | "input_image"))
+                    {
+                        out.push("[image]");
+                    }
+                }
+                out.join("\n")
+            }
+        }
+    }
+
+    pub(super) fn import(ctx: &Ctx) -> Option<FileSessions> {
+        let mut out = Out::new("claude-code");
+        // Pass 1: parse, drop repeated uuids, learn the groups.
+        let mut recs: Vec<(u32, Line)> = Vec::new();
+        let mut uuids: HashSet<std::borrow::Cow<str>> = HashSet::new();
+        for (n, text) in super::super::common::lines(ctx.bytes) {
+            let Some(l) = line_or_skip::<Line>(ctx, &mut out, n, text)? else {
+                continue;
+            };
+            if let Some(u) = &l.uuid {
+                if !uuids.insert(u.0.clone()) {
+                    continue;
+                }
+            }
+            recs.push((n, l));
+        }
+        let mut groups: Vec<Group> = Vec::new();
+        for (_, l) in &recs {
+            if matches!(l.ty(), "user" | "assistant") {
+                let g = l.group();
+                if !groups.contains(&g) {
+                    groups.push(g);
+                }
+            }
+        }
+        let id_of = |g: &Group| -> String {
+            if groups.len() == 1 {
+                ctx.stem.to_string()
+            } else {
+                match &g.1 {
+                    Some(a) => format!("agent-{a}"),
+                    None => g.0.clone(),
+                }
+            }
+        };
+        // Per group: first real model, compactions, last record of each message.id.
+        let mut model: HashMap<Group, String> = HashMap::new();
+        let mut compactions: HashMap<String, u64> = HashMap::new();
+        let mut last_of_msg: HashMap<(Group, String), usize> = HashMap::new();
+        for (i, (_, l)) in recs.iter().enumerate() {
+            match l.ty() {
+                "assistant" if !l.skipped_assistant() => {
+                    let g = l.group();
+                    if let Some(mo) = l.msg().and_then(|m| m.model.as_deref()) {
+                        model.entry(g.clone()).or_insert_with(|| mo.to_string());
+                    }
+                    if let Some(mid) = l.msg().and_then(|m| m.id.as_deref()) {
+                        last_of_msg.insert((g, mid.to_string()), i);
+                    }
+                }
+                "system" if l.subtype.as_deref() == Some("compact_boundary") => {
+                    *compactions
+                        .entry(l.session_id.as_deref().unwrap_or("").to_string())
+                        .or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+        // Pass 2: emit.
+        let mut opened: HashSet<Group> = HashSet::new();
+        let mut seen_msg: HashSet<(Group, String)> = HashSet::new();
+        let mut tool_names: HashMap<String, String> = HashMap::new();
+        let mut mode: HashMap<String, String> = HashMap::new();
+        for (i, (line, l)) in recs.iter_mut().enumerate() {
+            let line = *line;
+            let ty = l.ty();
+            if ty != "user" && ty != "assistant" {
+                if !SKIPPED.contains(&ty) {
+                    out.unknown();
+                }
+                continue;
+            }
+            let g = l.group();
+            let sid = id_of(&g);
+            let key = l.uuid.as_deref();
+            if opened.insert(g.clone()) {
+                let mut meta = Map::new();
+                for (f, v) in [
+                    ("cwd", l.cwd),
+                    ("version", l.version),
+                    ("gitBranch", l.git_branch),
+                    ("slug", l.slug),
+                ] {
+                    if let Some(v) = v {
+                        meta.insert(f.to_string(), super::super::typed::value(v)?);
+                    }
+                }
+                meta.insert("session_id".into(), Value::String(g.0.clone()));
+                if let Some(n) = compactions.get(&g.0).filter(|_| g.1.is_none()) {
+                    meta.insert("compactions".into(), Value::from(*n));
+                }
+                out.push_keyed(
+                    &sid,
+                    session_rec("claude-code", model.get(&g).cloned(), meta),
+                    line,
+                    key,
+                );
+                if let Some(a) = &g.1 {
+                    out.meta(&sid, "parent_session", Value::String(g.0.clone()));
+                    out.meta(&sid, "agent_id", Value::String(a.clone()));
+                }
+            }
+            if ty == "assistant" {
+                if l.skipped_assistant() {
+                    continue;
+                }
+                let Obj(msg) = l.message.as_mut()?;
+                let mid = msg.id.as_deref();
+                let mut recs: Vec<Record> = Vec::new();
+                match mid {
+                    Some(id) => {
+                        if seen_msg.insert((g.clone(), id.to_string())) {
+                            recs.push(Record::Turn);
+                        }
+                    }
+                    None => recs.push(Record::Turn),
+                }
+                let blocks: &mut [Obj<Block>] = match &mut msg.content {
+                    None => &mut [],
+                    Some(Content::Parts(p)) => p,
+                    Some(Content::Text(_)) => return None,
+                };
+                for Obj(b) in blocks {
+                    match b.ty.as_deref() {
+                        Some("thinking") => recs.push(Record::Thought {
+                            text: b.thinking.as_deref().unwrap_or_default().to_string(),
+                        }),
+                        Some("redacted_thinking") => recs.push(Record::Thought {
+                            text: String::new(),
+                        }),
+                        Some("text") => {
+                            let t = b.text.as_deref().unwrap_or_default();
+                            if !t.is_empty() {
+                                recs.push(Record::Content {
+                                    text: t.to_string(),
+                                });
+                            }
+                        }
+                        Some("tool_use") => {
+                            let name = b.name.as_deref()?;
+                            let id = b.id.as_deref();
+                            if let Some(id) = id {
+                                tool_names.insert(id.to_string(), name.to_string());
+                            }
+                            let args = match b.input.take() {
+                                Some(Value::Object(m)) => m,
+                                other => args_from_value(other.as_ref()),
+                            };
+                            recs.push(Record::ToolCall {
+                                name: name.to_string(),
+                                args: args.into(),
+                                id: id.map(str::to_string),
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+                let is_last =
+                    mid.is_none_or(|id| last_of_msg.get(&(g.clone(), id.to_string())) == Some(&i));
+                if let (true, Some(Obj(u))) = (is_last, &msg.usage) {
+                    let input = [
+                        u.input_tokens,
+                        u.cache_creation_input_tokens,
+                        u.cache_read_input_tokens,
+                    ];
+                    let input_tokens = if input.iter().all(Option::is_none) {
+                        None
+                    } else {
+                        Some(input.iter().flatten().sum())
+                    };
+                    recs.push(Record::Usage {
+                        input_tokens,
+                        output_tokens: u.output_tokens,
+                    });
+                }
+                for r in recs {
+                    out.push_keyed(&sid, r, line, key);
+                }
+                continue;
+            }
+            // A user record.
+            let msg = l.msg()?;
+            let meta_only = l.is_meta.unwrap_or(false) || l.compact_summary.unwrap_or(false);
+            if let Some(pm) = l.permission_mode.as_deref() {
+                if mode.get(&sid).map(String::as_str) != Some(pm) {
+                    mode.insert(sid.clone(), pm.to_string());
+                    out.push_keyed(
+                        &sid,
+                        Record::Session {
+                            agent: None,
+                            model: None,
+                            mode: Some(pm.to_string()),
+                            meta: None,
+                        },
+                        line,
+                        key,
+                    );
+                }
+            }
+            let prompt = |out: &mut Out, text: String| {
+                if !meta_only && !text.is_empty() && !is_harness_text(&text) {
+                    out.push_keyed(
+                        &sid,
+                        Record::User {
+                            text,
+                            prompt_id: key.map(str::to_string),
+                        },
+                        line,
+                        key,
+                    );
+                }
+            };
+            match &msg.content {
+                None => {}
+                Some(Content::Text(t)) => prompt(&mut out, t.clone()),
+                Some(c @ Content::Parts(blocks)) => {
+                    let has_results = blocks
+                        .iter()
+                        .any(|Obj(b)| b.ty.as_deref() == Some("tool_result"));
+                    if !has_results {
+                        prompt(&mut out, text_of_content(Some(c)));
+                        continue;
+                    }
+                    for Obj(b) in blocks {
+                        if b.ty.as_deref() != Some("tool_result") {
+                            continue;
+                        }
+                        let id = b.tool_use_id.as_deref();
+                        out.push_keyed(
+                            &sid,
+                            Record::ToolResult {
+                                id: id.map(str::to_string),
+                                name: id.and_then(|i| tool_names.get(i)).cloned(),
+                                output: Some(text_of_content(b.content.as_ref())),
+                                error: Some(b.is_error.unwrap_or(false)),
+                            },
+                            line,
+                            key,
+                        );
+                    }
+                }
+            }
+        }
+        Some(out.finish())
+    }
+}
+
 /// Claude Code session JSONL.
 pub(crate) struct ClaudeCode;
 
@@ -408,6 +797,7 @@ mod tests {
             stem,
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         import(&ctx).unwrap()
     }
@@ -456,6 +846,69 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(fs.record_keys["S"].len(), 7);
+    }
+
+    /// The typed fast path reads every Claude Code file of the real corpus,
+    /// the fixtures and a synth corpus exactly as the `Value` path does, and
+    /// is the path taken for the synth files.
+    #[test]
+    fn the_fast_path_reads_as_the_value_path() {
+        let files = super::super::typed::sample_files("claude-code");
+        assert!(files.len() >= 30, "{}", files.len());
+        let mut taken = Vec::new();
+        for (name, bytes) in &files {
+            for lenient in [false, true] {
+                let ctx = Ctx {
+                    display: name,
+                    stem: "s",
+                    bytes,
+                    lenient,
+                    parsed: Default::default(),
+                };
+                let slow = import_values(&ctx);
+                match fast::import(&ctx) {
+                    Some(fs) => {
+                        let diff = super::super::typed::difference(&fs, &slow);
+                        assert!(diff.is_empty(), "{name}: {diff}");
+                        taken.push(name.as_str());
+                    }
+                    // Broken lines of the real corpus are skipped on the
+                    // fast path too when the run is lenient.
+                    None => assert!(
+                        !(name.contains("/tmp") || lenient && name.contains("shared/corpus")),
+                        "{name}: not taken"
+                    ),
+                }
+            }
+        }
+        assert!(
+            taken.len() > files.len(),
+            "{} of {}",
+            taken.len(),
+            2 * files.len()
+        );
+    }
+
+    /// Lines the fast path does not take (a field of another type, a part
+    /// that is not an object) go to the `Value` path whole.
+    #[test]
+    fn odd_lines_take_the_value_path() {
+        for text in [
+            r#"{"type":"user","uuid":"u1","sessionId":"S","message":{"content":["a",{"type":"text","text":"b"}]}}"#,
+            r#"{"type":"user","uuid":7,"sessionId":"S","message":{"content":"a"}}"#,
+            r#"{"type":"assistant","uuid":"a","sessionId":"S","message":{"id":"m","content":[{"type":"text","text":"x"}],"usage":{"input_tokens":1.5}}}"#,
+            "{\"type\":\"user\",\"uuid\":\"u1\",\"sessionId\":\"S\",\"message\":{\"content\":\"\\ud800\"}}",
+        ] {
+            let ctx = Ctx {
+                display: "t.jsonl",
+                stem: "S",
+                bytes: text.as_bytes(),
+                lenient: false,
+                parsed: Default::default(),
+            };
+            assert!(fast::import(&ctx).is_none(), "{text}");
+            assert!(import(&ctx).is_ok(), "{text}");
+        }
     }
 
     #[test]

@@ -38,8 +38,18 @@ pub(crate) fn sniff_line(m: &Map<String, Value>) -> bool {
         && m.get("payload").is_some_and(Value::is_object)
 }
 
-/// Import one rollout file.
+/// Import one rollout file: the typed fast path, else (a line it does not
+/// take) the `Value` path.
 pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::format::FileSessions> {
+    match fast::import(ctx) {
+        Some(fs) => Ok(fs),
+        None => import_values(ctx),
+    }
+}
+
+/// Import one rollout file through `serde_json::Value`: every shape, with
+/// the errors (and lenient skips) of broken lines.
+pub(crate) fn import_values(ctx: &Ctx) -> Result<crate::input::format::FileSessions> {
     let mut out = Out::new("codex");
     let sid = ctx.stem.to_string();
     out.open(&sid);
@@ -330,6 +340,351 @@ pub(crate) fn output_and_error(raw: &str) -> (String, Option<bool>) {
     (raw.to_string(), None)
 }
 
+/// The same mapping over typed lines ([`super::typed`]): no `Value` tree
+/// but for tool arguments and metadata, strings borrowed from the file,
+/// unread fields skipped. `None` as soon as a line is not what it reads: the
+/// caller starts over on the `Value` path, which says why.
+mod fast {
+    use super::super::typed::{line_or_skip, Content, Obj, Str};
+    use super::*;
+    use crate::input::format::FileSessions;
+    use serde::{Deserialize, Deserializer};
+    use serde_json::value::RawValue;
+
+    #[derive(Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow, rename = "type")]
+        ty: Str<'a>,
+        #[serde(borrow)]
+        payload: Option<Obj<Payload<'a>>>,
+    }
+
+    /// Every payload's fields the mapping reads, by name.
+    #[derive(Deserialize)]
+    struct Payload<'a> {
+        #[serde(borrow, rename = "type")]
+        ty: Str<'a>,
+        // Session metadata (and an image call's id), kept as text until read.
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        #[serde(borrow)]
+        cli_version: Option<&'a RawValue>,
+        #[serde(borrow)]
+        originator: Option<&'a RawValue>,
+        #[serde(borrow)]
+        source: Option<&'a RawValue>,
+        #[serde(borrow)]
+        cwd: Option<&'a RawValue>,
+        #[serde(borrow)]
+        model_provider: Option<&'a RawValue>,
+        #[serde(borrow)]
+        model: Str<'a>,
+        #[serde(borrow)]
+        turn_id: Str<'a>,
+        #[serde(borrow)]
+        message: Str<'a>,
+        info: Option<Obj<Info>>,
+        #[serde(borrow)]
+        role: Str<'a>,
+        #[serde(borrow)]
+        content: Option<Content<Part<'a>>>,
+        #[serde(borrow)]
+        summary: Option<Content<Part<'a>>>,
+        #[serde(borrow)]
+        name: Str<'a>,
+        #[serde(borrow)]
+        namespace: Str<'a>,
+        #[serde(borrow)]
+        call_id: Str<'a>,
+        arguments: Option<Value>,
+        revised_prompt: Option<Value>,
+        tools: Option<Value>,
+        #[serde(borrow)]
+        status: Str<'a>,
+        input: Option<Value>,
+        action: Option<Value>,
+        output: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    struct Info {
+        /// Kept as written, `null` included: a repeated total is dropped.
+        #[serde(default, deserialize_with = "present")]
+        total_token_usage: Option<Value>,
+        last_token_usage: Option<Obj<Last>>,
+    }
+
+    #[derive(Deserialize)]
+    struct Last {
+        input_tokens: Option<u64>,
+        output_tokens: Option<u64>,
+    }
+
+    /// A part of a message's content or of a reasoning summary.
+    #[derive(Deserialize)]
+    struct Part<'a> {
+        #[serde(borrow, rename = "type")]
+        ty: Str<'a>,
+        #[serde(borrow)]
+        text: Str<'a>,
+    }
+
+    /// A field that is there, `null` or not.
+    fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Value>, D::Error> {
+        Value::deserialize(d).map(Some)
+    }
+
+    /// [`text_of`] over typed parts.
+    fn text_of_content(c: Option<&Content<Part>>) -> String {
+        match c {
+            None => String::new(),
+            Some(Content::Text(t)) => t.clone(),
+            Some(Content::Parts(parts)) => {
+                let mut out: Vec<&str> = Vec::with_capacity(parts.len());
+                for Obj(p) in parts {
+                    if let Some(t) = p.text.as_deref() {
+                        out.push(t);
+                    } else if matches!(p.ty.as_deref(), Some("image" | "image_url" | "input_image"))
+                    {
+                        out.push("[image]");
+                    }
+                }
+                out.join("\n")
+            }
+        }
+    }
+
+    /// Tool-call arguments as [`args_from_value`] makes them, a string parsed.
+    fn args_of(v: Option<Value>) -> Map<String, Value> {
+        match v {
+            Some(Value::String(a)) => args_from_str(&a),
+            Some(Value::Object(m)) => m,
+            other => args_from_value(other.as_ref()),
+        }
+    }
+
+    pub(super) fn import(ctx: &Ctx) -> Option<FileSessions> {
+        let mut out = Out::new("codex");
+        let sid = ctx.stem.to_string();
+        out.open(&sid);
+        let mut st = State::default();
+        for (n, text) in super::super::common::lines(ctx.bytes) {
+            if let Some(l) = line_or_skip::<Line>(ctx, &mut out, n, text)? {
+                item(&mut out, &mut st, &sid, n, l)?;
+            }
+        }
+        Some(out.finish())
+    }
+
+    fn item(out: &mut Out, st: &mut State, sid: &str, line: u32, l: Line) -> Option<()> {
+        let ty = l.ty?;
+        let Obj(mut p) = l.payload?;
+        match &*ty {
+            "session_meta" => {
+                let mut meta = Map::new();
+                for (f, v) in [
+                    ("id", p.id),
+                    ("cli_version", p.cli_version),
+                    ("originator", p.originator),
+                    ("source", p.source),
+                    ("cwd", p.cwd),
+                    ("model_provider", p.model_provider),
+                ] {
+                    if let Some(v) = v {
+                        meta.insert(f.to_string(), super::super::typed::value(v)?);
+                    }
+                }
+                out.push(sid, session_rec("codex", None, meta), line);
+            }
+            "turn_context" => {
+                if let Some(model) = p.model.as_deref() {
+                    if st.model.as_deref() != Some(model) {
+                        st.model = Some(model.to_string());
+                        out.push(
+                            sid,
+                            Record::Session {
+                                agent: None,
+                                model: Some(model.to_string()),
+                                mode: None,
+                                meta: None,
+                            },
+                            line,
+                        );
+                    }
+                }
+            }
+            "event_msg" => match p.ty.as_deref() {
+                Some("task_started") => st.task_turn_id = p.turn_id.map(|t| t.0.into_owned()),
+                Some("user_message") => out.push(
+                    sid,
+                    Record::User {
+                        text: p.message.as_deref().unwrap_or_default().to_string(),
+                        prompt_id: st.task_turn_id.take(),
+                    },
+                    line,
+                ),
+                Some("token_count") => {
+                    if let Some(Obj(info)) = p.info {
+                        // The CLI writes the same count twice in a row; keep one.
+                        let total = info.total_token_usage;
+                        if total.is_some() && total == st.last_total {
+                            return Some(());
+                        }
+                        st.last_total = total;
+                        if let Some(Obj(last)) = info.last_token_usage {
+                            out.push(
+                                sid,
+                                Record::Usage {
+                                    input_tokens: last.input_tokens,
+                                    output_tokens: last.output_tokens,
+                                },
+                                line,
+                            );
+                        }
+                    }
+                }
+                _ => {}
+            },
+            "response_item" => response_item(out, st, sid, line, &mut p)?,
+            "compacted" => {}
+            _ => out.unknown(),
+        }
+        Some(())
+    }
+
+    fn response_item(
+        out: &mut Out,
+        st: &mut State,
+        sid: &str,
+        line: u32,
+        p: &mut Payload,
+    ) -> Option<()> {
+        let call_id = p.call_id.as_deref();
+        match p.ty.as_deref() {
+            Some("message") => {
+                if p.role.as_deref() == Some("assistant") {
+                    let text = text_of_content(p.content.as_ref());
+                    if !text.is_empty() {
+                        out.push(sid, Record::Content { text }, line);
+                    }
+                }
+            }
+            Some("reasoning") => {
+                let mut parts: Vec<&str> = Vec::new();
+                for field in [&p.summary, &p.content] {
+                    match field {
+                        None => {}
+                        Some(Content::Text(_)) => return None,
+                        Some(Content::Parts(xs)) => {
+                            parts.extend(xs.iter().filter_map(|Obj(x)| x.text.as_deref()))
+                        }
+                    }
+                }
+                let text = parts.join("\n");
+                if !text.is_empty() {
+                    out.push(sid, Record::Thought { text }, line);
+                }
+            }
+            Some("function_call") => {
+                let name = p.name.as_deref()?;
+                let args = args_of(p.arguments.take());
+                match p.namespace.as_deref().filter(|n| !n.is_empty()) {
+                    Some(ns) => {
+                        let name = format!("{ns}.{name}");
+                        call(out, st, sid, line, &name, args, call_id);
+                    }
+                    None => call(out, st, sid, line, name, args, call_id),
+                }
+            }
+            Some("tool_search_call") => {
+                let args = args_of(p.arguments.take());
+                call(out, st, sid, line, "tool_search", args, call_id);
+            }
+            Some("image_generation_call") => {
+                let mut args = Map::new();
+                if let Some(prompt) = p.revised_prompt.take() {
+                    args.insert("prompt".into(), prompt);
+                }
+                let id = match p.id.map(super::super::typed::value) {
+                    Some(v) => v?,
+                    None => Value::Null,
+                };
+                call(out, st, sid, line, "image_generation", args, id.as_str());
+            }
+            Some("agent_message") => {
+                let text = text_of_content(p.content.as_ref());
+                if !text.is_empty() {
+                    out.push(sid, Record::Content { text }, line);
+                }
+            }
+            Some("tool_search_output") => {
+                let output = match &p.tools {
+                    None => String::new(),
+                    Some(tools) => tools.to_string(),
+                };
+                let error = p
+                    .status
+                    .as_deref()
+                    .map(|s| s == "failed" || s == "incomplete");
+                out.push(
+                    sid,
+                    Record::ToolResult {
+                        id: call_id.map(str::to_string),
+                        name: call_id.and_then(|i| st.tool_names.get(i)).cloned(),
+                        output: Some(output),
+                        error,
+                    },
+                    line,
+                );
+            }
+            Some(
+                "compaction" | "compaction_summary" | "compaction_trigger" | "context_compaction",
+            ) => {
+                st.compactions += 1;
+                out.meta(sid, "compactions", Value::from(st.compactions));
+            }
+            Some("additional_tools") => {}
+            Some("custom_tool_call") => {
+                let name = p.name.as_deref()?;
+                let mut args = Map::new();
+                args.insert("input".into(), p.input.take().unwrap_or(Value::Null));
+                call(out, st, sid, line, name, args, call_id);
+            }
+            Some("local_shell_call") => {
+                let args = args_from_value(p.action.as_ref());
+                call(out, st, sid, line, "local_shell", args, call_id);
+            }
+            Some("web_search_call") => {
+                let args = args_from_value(p.action.as_ref());
+                call(out, st, sid, line, "web_search", args, None);
+            }
+            Some(
+                "function_call_output" | "custom_tool_call_output" | "local_shell_call_output",
+            ) => {
+                let raw = match p.output.take() {
+                    Some(Value::String(o)) => o,
+                    None => String::new(),
+                    Some(other) => text_of(Some(&other)),
+                };
+                let (output, error) = output_and_error(&raw);
+                out.push(
+                    sid,
+                    Record::ToolResult {
+                        id: call_id.map(str::to_string),
+                        name: call_id.and_then(|i| st.tool_names.get(i)).cloned(),
+                        output: Some(output),
+                        error,
+                    },
+                    line,
+                );
+            }
+            Some("ghost_snapshot") => {}
+            _ => out.unknown(),
+        }
+        Some(())
+    }
+}
+
 /// Codex CLI rollout JSONL.
 pub(crate) struct Codex;
 
@@ -351,6 +706,89 @@ impl crate::input::format::Format for Codex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed fast path reads every rollout of the real corpus, the
+    /// fixtures and a synth corpus exactly as the `Value` path does, and is
+    /// the path taken for the synth files.
+    #[test]
+    fn the_fast_path_reads_as_the_value_path() {
+        let files = super::super::typed::sample_files("codex");
+        assert!(files.len() >= 20, "{}", files.len());
+        for (name, bytes) in &files {
+            for lenient in [false, true] {
+                let ctx = Ctx {
+                    display: name,
+                    stem: "s",
+                    bytes,
+                    lenient,
+                    parsed: Default::default(),
+                };
+                let slow = import_values(&ctx);
+                match fast::import(&ctx) {
+                    Some(fs) => {
+                        let diff = super::super::typed::difference(&fs, &slow);
+                        assert!(diff.is_empty(), "{name}: {diff}");
+                    }
+                    // Broken lines of the real corpus are skipped on the
+                    // fast path too when the run is lenient.
+                    None => assert!(
+                        !(name.contains("/tmp") || lenient && name.contains("shared/corpus")),
+                        "{name}: not taken"
+                    ),
+                }
+            }
+        }
+    }
+
+    /// Lines the fast path does not take go to the `Value` path whole; a
+    /// repeated `null` total is still a repeat.
+    #[test]
+    fn odd_lines_take_the_value_path() {
+        for text in [
+            r#"{"type":"response_item","payload":{"type":"reasoning","summary":"s"}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","name":7}}"#,
+            r#"{"type":"event_msg"}"#,
+        ] {
+            let ctx = Ctx {
+                display: "r.jsonl",
+                stem: "r",
+                bytes: text.as_bytes(),
+                lenient: true,
+                parsed: Default::default(),
+            };
+            assert!(fast::import(&ctx).is_none(), "{text}");
+            assert!(import(&ctx).is_ok(), "{text}");
+        }
+        // A line that is no JSON object is skipped as the Value path skips it.
+        let text = "[\"event_msg\",{}]\n{\"type\":\"session_meta\",\"payload\":{}}\n{broken";
+        let ctx = Ctx {
+            display: "r.jsonl",
+            stem: "r",
+            bytes: text.as_bytes(),
+            lenient: true,
+            parsed: Default::default(),
+        };
+        let fs = fast::import(&ctx).unwrap();
+        assert!(super::super::typed::difference(&fs, &import_values(&ctx)).is_empty());
+        assert_eq!(fs.skipped.len(), 2);
+        let strict = Ctx {
+            lenient: false,
+            ..ctx
+        };
+        assert!(fast::import(&strict).is_none());
+        let text = r#"{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":null,"last_token_usage":{"input_tokens":1}}}}
+{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":null,"last_token_usage":{"input_tokens":1}}}}"#;
+        let ctx = Ctx {
+            display: "r.jsonl",
+            stem: "r",
+            bytes: text.as_bytes(),
+            lenient: false,
+            parsed: Default::default(),
+        };
+        let fs = fast::import(&ctx).unwrap();
+        assert!(super::super::typed::difference(&fs, &import_values(&ctx)).is_empty());
+        assert_eq!(fs.sessions[0].1.len(), 1);
+    }
 
     #[test]
     fn outputs_and_exit_codes() {
@@ -387,6 +825,7 @@ mod tests {
             stem: "r",
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         let fs = import(&ctx).unwrap();
         assert_eq!(fs.unknown, 0);
@@ -439,6 +878,7 @@ mod tests {
             stem: "r",
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         let fs = import(&ctx).unwrap();
         let recs = &fs.sessions[0].1;

@@ -150,27 +150,40 @@ impl Out {
 }
 
 /// Non-blank lines of a JSONL file as `(1-based line, text)`; BOM and CR
-/// stripped. Lines that are not UTF-8 come back as `Err`.
+/// stripped. Lines that are not UTF-8 come back as `Err`. Line ends are
+/// found with memchr.
 pub(crate) fn lines(
     bytes: &[u8],
 ) -> impl Iterator<Item = (u32, std::result::Result<&str, RecordError>)> {
-    bytes
-        .split(|b| *b == b'\n')
-        .enumerate()
-        .filter_map(|(i, raw)| {
-            let mut raw = raw;
-            if i == 0 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
-                raw = &raw[3..];
+    let mut start = Some(0usize);
+    let mut index = 0usize;
+    std::iter::from_fn(move || loop {
+        let from = start?;
+        let end = match memchr::memchr(b'\n', &bytes[from..]) {
+            Some(k) => {
+                start = Some(from + k + 1);
+                from + k
             }
-            if let Some(r) = raw.strip_suffix(b"\r") {
-                raw = r;
+            None => {
+                start = None;
+                bytes.len()
             }
-            if raw.iter().all(|b| b.is_ascii_whitespace()) {
-                return None;
-            }
-            let text = std::str::from_utf8(raw).map_err(RecordError::NotUtf8);
-            Some(((i + 1) as u32, text))
-        })
+        };
+        let i = index;
+        index += 1;
+        let mut raw = &bytes[from..end];
+        if i == 0 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
+            raw = &raw[3..];
+        }
+        if let Some(r) = raw.strip_suffix(b"\r") {
+            raw = r;
+        }
+        if raw.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        let text = std::str::from_utf8(raw).map_err(RecordError::NotUtf8);
+        return Some(((i + 1) as u32, text));
+    })
 }
 
 /// Parse one JSONL line into an object, or say why not.
@@ -190,10 +203,19 @@ pub(crate) fn parse_doc(bytes: &[u8]) -> std::result::Result<Value, serde_json::
     crate::input::json::parse_json_slice(bytes)
 }
 
+/// The file being read as one JSON value: the document detection parsed
+/// ([`Ctx::parsed`]), else [`parse_doc`] of its bytes.
+pub(crate) fn doc_of(ctx: &Ctx) -> std::result::Result<Value, serde_json::Error> {
+    match ctx.parsed.take() {
+        Some(doc) => Ok(doc),
+        None => parse_doc(ctx.bytes),
+    }
+}
+
 /// Parse a whole single-JSON file; a parse failure is an error at its line,
 /// or with lenient a skipped line (and `None`).
 pub(crate) fn doc_or_skip(ctx: &Ctx, out: &mut Out) -> Result<Option<Value>> {
-    match parse_doc(ctx.bytes) {
+    match doc_of(ctx) {
         Ok(v) => Ok(Some(v)),
         Err(e) => {
             out.bad(ctx, e.line() as u64, RecordError::NotJson(e))?;
@@ -277,32 +299,51 @@ pub(crate) fn session_rec(agent: &str, model: Option<String>, meta: Map<String, 
 /// key of the root object. Empty when the document has no such array. A tiny
 /// tokenizer: it tracks strings, escapes and nesting, nothing else.
 pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
+    let newlines = |b: &[u8]| memchr::memchr_iter(b'\n', b).count() as u32;
     let mut out = Vec::new();
     let mut line = 1u32;
     let mut depth = 0usize;
-    let mut in_str = false;
-    let mut esc = false;
-    let mut str_start = 0usize;
     // The last string seen at depth 1 (object keys of the root).
     let mut last_key: Option<(usize, usize)> = None;
     // Depth of the target array once entered.
     let mut target: Option<usize> = None;
     let mut expect_elem = false;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0usize;
+    while i < bytes.len() {
+        let b = bytes[i];
         if b == b'\n' {
             line += 1;
         }
-        if in_str {
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-                if depth == 1 {
-                    last_key = Some((str_start, i));
+        if b == b'"' {
+            if expect_elem {
+                out.push(line);
+                expect_elem = false;
+            }
+            // A string: skip to its closing quote, a run at a time.
+            let str_start = i + 1;
+            let mut j = str_start;
+            loop {
+                let Some(k) = memchr::memchr2(b'"', b'\\', &bytes[j..]) else {
+                    return out;
+                };
+                line += newlines(&bytes[j..j + k]);
+                j += k;
+                if bytes[j] == b'"' {
+                    break;
+                }
+                // An escape: the byte after the backslash is skipped.
+                if bytes.get(j + 1) == Some(&b'\n') {
+                    line += 1;
+                }
+                j += 2;
+                if j >= bytes.len() {
+                    return out;
                 }
             }
+            if depth == 1 {
+                last_key = Some((str_start, j));
+            }
+            i = j + 1;
             continue;
         }
         if expect_elem && !b.is_ascii_whitespace() && b != b']' {
@@ -310,10 +351,6 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
             expect_elem = false;
         }
         match b {
-            b'"' => {
-                in_str = true;
-                str_start = i + 1;
-            }
             b'{' | b'[' => {
                 depth += 1;
                 if b == b'[' && target.is_none() {
@@ -337,12 +374,12 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
                 depth = depth.saturating_sub(1);
             }
             b',' if target == Some(depth) => expect_elem = true,
-            b':' if depth == 1 => {}
             _ => {}
         }
         if depth == 1 && b == b',' {
             last_key = None;
         }
+        i += 1;
     }
     out
 }
@@ -472,6 +509,98 @@ mod tests {
         assert!(args_from_value(None).is_empty());
     }
 
+    /// `element_lines` as it was, a byte at a time: the reference.
+    fn element_lines_by_byte(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut line = 1u32;
+        let mut depth = 0usize;
+        let mut in_str = false;
+        let mut esc = false;
+        let mut str_start = 0usize;
+        // The last string seen at depth 1 (object keys of the root).
+        let mut last_key: Option<(usize, usize)> = None;
+        // Depth of the target array once entered.
+        let mut target: Option<usize> = None;
+        let mut expect_elem = false;
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' {
+                line += 1;
+            }
+            if in_str {
+                if esc {
+                    esc = false;
+                } else if b == b'\\' {
+                    esc = true;
+                } else if b == b'"' {
+                    in_str = false;
+                    if depth == 1 {
+                        last_key = Some((str_start, i));
+                    }
+                }
+                continue;
+            }
+            if expect_elem && !b.is_ascii_whitespace() && b != b']' {
+                out.push(line);
+                expect_elem = false;
+            }
+            match b {
+                b'"' => {
+                    in_str = true;
+                    str_start = i + 1;
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    if b == b'[' && target.is_none() {
+                        let hit = match key {
+                            None => depth == 1,
+                            Some(k) => {
+                                depth == 2
+                                    && last_key.is_some_and(|(a, z)| &bytes[a..z] == k.as_bytes())
+                            }
+                        };
+                        if hit {
+                            target = Some(depth);
+                            expect_elem = true;
+                        }
+                    }
+                }
+                b'}' | b']' => {
+                    if target == Some(depth) {
+                        return out;
+                    }
+                    depth = depth.saturating_sub(1);
+                }
+                b',' if target == Some(depth) => expect_elem = true,
+                b':' if depth == 1 => {}
+                _ => {}
+            }
+            if depth == 1 && b == b',' {
+                last_key = None;
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Documents made of JSON fragments, broken ones included: the same
+        /// lines as the byte-at-a-time version.
+        #[test]
+        fn element_lines_match_the_byte_at_a_time_version(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "{", "}", "[", "]", ",", ":", "\"", "\\", "\\\"", "\n", " ", "\"messages\"",
+                "\"a\"", "1", "\"x\ny\"", "\"m\\\ne\"", "{\"messages\":[", "]}", "\"k\":",
+            ]), 0..40),
+            keyed in proptest::bool::ANY,
+        ) {
+            let doc: String = parts.concat();
+            let key = keyed.then_some("messages");
+            proptest::prop_assert_eq!(
+                element_lines(doc.as_bytes(), key),
+                element_lines_by_byte(doc.as_bytes(), key)
+            );
+        }
+    }
+
     #[test]
     fn element_lines_of_root_key_and_root_array() {
         let doc = b"{\n \"a\": \"[x\",\n \"messages\": [\n  {\"k\": [1,2]},\n  {\"k\": \"]\"}\n ],\n \"z\": []\n}";
@@ -500,6 +629,47 @@ mod tests {
         assert_eq!(got, vec![(vec![0, 0], 5), (vec![0, 1], 6), (vec![2, 0], 9)]);
         let top = value_lines(doc, &[Seg::Key("samples"), Seg::Index]);
         assert_eq!(top[&vec![1]], 8);
+    }
+
+    /// `lines` as it was, by `split`: the reference.
+    fn lines_by_split(
+        bytes: &[u8],
+    ) -> impl Iterator<Item = (u32, std::result::Result<&str, RecordError>)> {
+        bytes
+            .split(|b| *b == b'\n')
+            .enumerate()
+            .filter_map(|(i, raw)| {
+                let mut raw = raw;
+                if i == 0 && raw.starts_with(&[0xef, 0xbb, 0xbf]) {
+                    raw = &raw[3..];
+                }
+                if let Some(r) = raw.strip_suffix(b"\r") {
+                    raw = r;
+                }
+                if raw.iter().all(|b| b.is_ascii_whitespace()) {
+                    return None;
+                }
+                let text = std::str::from_utf8(raw).map_err(RecordError::NotUtf8);
+                Some(((i + 1) as u32, text))
+            })
+    }
+
+    proptest::proptest! {
+        /// Texts of lines, blank ones, CRs, a BOM and bytes that are not
+        /// UTF-8: the same lines as the `split` version.
+        #[test]
+        fn lines_match_the_split_version(parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                &b"\n"[..], b"\r\n", b"\r", b" ", b"\t", b"{}", b"x", b"\xef\xbb\xbf", b"\xff", b"\xc3\xa9",
+            ]), 0..30)) {
+            let text: Vec<u8> = parts.concat();
+            fn show((n, t): (u32, std::result::Result<&str, RecordError>)) -> (u32, String) {
+                (n, t.map(str::to_string).unwrap_or_else(|e| format!("error: {e}")))
+            }
+            let fast: Vec<_> = lines(&text).map(show).collect();
+            let slow: Vec<_> = lines_by_split(&text).map(show).collect();
+            proptest::prop_assert_eq!(fast, slow);
+        }
     }
 
     #[test]

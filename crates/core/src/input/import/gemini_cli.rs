@@ -3,7 +3,7 @@
 //! canonical records, including the CLI's own loop-detection notices.
 
 use super::common::{
-    args_from_value, element_lines, lines, opt_arr, opt_str, parse_doc, parse_object, pointer, s,
+    args_from_value, doc_of, element_lines, lines, opt_arr, opt_str, parse_object, pointer, s,
     session_rec, text_of, Ctx, FieldError, Out, RecordError,
 };
 use crate::error::Result;
@@ -51,11 +51,15 @@ pub(crate) fn claims_message(m: &Map<String, Value>) -> bool {
 pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::format::FileSessions> {
     let mut out = Out::new("gemini-cli");
     let sid = ctx.stem.to_string();
-    let (meta, messages) = match parse_doc(ctx.bytes) {
-        Ok(Value::Object(doc)) if doc.contains_key("messages") && !doc.contains_key("id") => {
-            let msgs = match opt_arr(&doc, "messages", "messages") {
-                Ok(a) => a.to_vec(),
-                Err(e) => return Err(ctx.file_err(e.to_string())),
+    let (meta, messages) = match doc_of(ctx) {
+        Ok(Value::Object(mut doc)) if doc.contains_key("messages") && !doc.contains_key("id") => {
+            if let Err(e) = opt_arr(&doc, "messages", "messages") {
+                return Err(ctx.file_err(e.to_string()));
+            }
+            // Taken, not copied: the rest of the document is only metadata.
+            let msgs = match doc.remove("messages") {
+                Some(Value::Array(a)) => a,
+                _ => Vec::new(),
             };
             let lines = element_lines(ctx.bytes, Some("messages"));
             let msgs = msgs
@@ -382,6 +386,7 @@ mod tests {
             stem: "s",
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         import(&ctx).unwrap()
     }

@@ -6,8 +6,8 @@
 //! parts are calls, `toolResponse` parts (in user messages) their results.
 
 use super::common::{
-    args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec,
-    text_of, Ctx, FieldError, Out, RecordError,
+    args_from_value, doc_of, element_lines, lines, parse_object, pointer, s, session_rec, text_of,
+    Ctx, FieldError, Out, RecordError,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -65,7 +65,7 @@ pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::format::FileSessions> {
     out.open(&sid);
     // (line, JSON pointer in a whole document, message)
     let mut items: Vec<(u32, Option<String>, Map<String, Value>)> = Vec::new();
-    match parse_doc(ctx.bytes) {
+    match doc_of(ctx) {
         Ok(Value::Object(doc)) if messages_of(&doc).is_some() => {
             let meta = meta_of(&doc);
             out.push(&sid, session_rec("goose", None, meta), 0);
@@ -272,6 +272,7 @@ mod tests {
             stem: "g",
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         let fs = import(&ctx).unwrap();
         let recs = &fs.sessions[0].1;

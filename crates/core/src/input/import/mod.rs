@@ -22,6 +22,7 @@ mod openhands_v1;
 mod redact;
 mod sqlite;
 mod swe_agent;
+mod typed;
 mod writer;
 
 pub use crate::input::format::UNRECOGNISED;
@@ -180,14 +181,25 @@ pub fn detect(bytes: &[u8]) -> Option<&'static str> {
 }
 
 fn detect_format(bytes: &[u8]) -> Option<&'static dyn Format> {
+    detect_parsed(bytes).0
+}
+
+/// [`detect_format`], with the whole document when a format claimed the
+/// file by it (its reader takes it through [`Ctx::parsed`]).
+fn detect_parsed(bytes: &[u8]) -> (Option<&'static dyn Format>, Option<Value>) {
     if let Some(f) = REGISTRY.iter().find(|f| f.sniff_bytes(bytes)) {
-        return Some(*f);
+        return (Some(*f), None);
     }
     if let Ok(doc) = common::parse_doc(bytes) {
         if let Some(f) = REGISTRY.iter().find(|f| f.sniff_doc(&doc)) {
-            return Some(*f);
+            return (Some(*f), Some(doc));
         }
     }
+    (detect_by_lines(bytes), None)
+}
+
+/// Detection by the leading lines, then as a stream of documents.
+fn detect_by_lines(bytes: &[u8]) -> Option<&'static dyn Format> {
     if let Some(line) = first_json_line(bytes) {
         if let Some(f) = REGISTRY.iter().copied().find(|f| f.sniff_line(&line)) {
             return Some(f);
@@ -245,6 +257,7 @@ pub fn import_path(
         stem,
         bytes: &[],
         lenient,
+        parsed: Default::default(),
     };
     fmt.read_path(path, &ctx)
 }
@@ -269,6 +282,7 @@ pub fn import_as(
         stem,
         bytes,
         lenient,
+        parsed: Default::default(),
     };
     if !fits(fmt, bytes) {
         return Err(Error::Unrecognised {
@@ -289,8 +303,11 @@ pub fn import_auto(display: &str, stem: &str, bytes: &[u8], lenient: bool) -> Re
         stem,
         bytes,
         lenient,
+        parsed: Default::default(),
     };
-    match detect_format(bytes) {
+    let (fmt, doc) = detect_parsed(bytes);
+    ctx.parsed.set(doc);
+    match fmt {
         Some(fmt) => fmt.read(&ctx),
         None => Err(Error::Unrecognised {
             path: display.to_string(),
@@ -372,6 +389,30 @@ mod tests {
             Some("openai-chat")
         );
         assert!(walk_extension("x.traj") && walk_extension("x.json") && !walk_extension("x.txt"));
+    }
+
+    /// A whole document detection parsed is read as the bytes would be: the
+    /// same sessions as a reader that parses them itself.
+    #[test]
+    fn a_document_detection_parsed_reads_as_its_bytes() {
+        let docs: [&[u8]; 3] = [
+            b"{\"sessionId\":\"s\",\"projectHash\":\"h\",\"messages\":[\n{\"id\":\"m1\",\"type\":\"user\",\"content\":\"go\"},\n{\"id\":\"m2\",\"type\":\"gemini\",\"content\":\"ok\",\"model\":\"g\",\"toolCalls\":[{\"id\":\"c\",\"name\":\"ls\",\"args\":{\"p\":1},\"status\":\"success\"}]}]}",
+            b"[{\"role\":\"user\",\"content\":\"x\"},{\"role\":\"assistant\",\"content\":\"y\"}]",
+            b"{\"working_dir\":\"/w\",\"messages\":[{\"role\":\"user\",\"created\":1,\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}",
+        ];
+        for bytes in docs {
+            let fmt = detect_format(bytes).expect("a format");
+            let again = Ctx {
+                display: "d.json",
+                stem: "d",
+                bytes,
+                lenient: false,
+                parsed: Default::default(),
+            };
+            let (auto, own) = (import_auto("d.json", "d", bytes, false), fmt.read(&again));
+            assert_eq!(format!("{auto:?}"), format!("{own:?}"), "{}", fmt.name());
+            assert!(detect_parsed(bytes).1.is_some(), "{}", fmt.name());
+        }
     }
 
     /// Registry order decides between formats whose sniffs overlap: a Goose

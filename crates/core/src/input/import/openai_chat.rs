@@ -3,7 +3,7 @@
 //! trajectories, mapped onto canonical records: one turn per assistant message.
 
 use super::common::{
-    args_from_str, args_from_value, lines, parse_doc, pointer, s, session_rec, text_of, Ctx,
+    args_from_str, args_from_value, doc_of, lines, pointer, s, session_rec, text_of, Ctx,
     FieldError, Out, RecordError,
 };
 use crate::error::Result;
@@ -46,7 +46,7 @@ pub(crate) fn sniff_line(v: &Value) -> bool {
 /// Import a file of message lists.
 pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::format::FileSessions> {
     let mut out = Out::new("openai-chat");
-    if let Ok(doc) = parse_doc(ctx.bytes) {
+    if let Ok(doc) = doc_of(ctx) {
         if is_list(&doc) || doc.is_array() || doc.get("messages").is_some() {
             let lines = match &doc {
                 Value::Array(_) => super::common::element_lines(ctx.bytes, None),
@@ -393,6 +393,7 @@ mod tests {
             stem: "c",
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         import(&ctx).unwrap()
     }

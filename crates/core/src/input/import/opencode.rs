@@ -246,6 +246,7 @@ mod tests {
             stem: "s",
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         let fs = import(&ctx).unwrap();
         let types: Vec<&str> = fs.sessions[0]

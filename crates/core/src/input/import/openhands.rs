@@ -4,8 +4,8 @@
 //! mapped onto canonical records, including its stuck detector's verdicts.
 
 use super::common::{
-    args_from_value, element_lines, lines, parse_doc, parse_object, pointer, s, session_rec,
-    text_of, Ctx, FieldError, Out, RecordError,
+    args_from_value, doc_of, element_lines, lines, parse_object, pointer, s, session_rec, text_of,
+    Ctx, FieldError, Out, RecordError,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -83,7 +83,7 @@ pub(crate) fn sniff_line(m: &Map<String, Value>) -> bool {
 /// Import a trajectory file or an eval output file.
 pub(crate) fn import(ctx: &Ctx) -> Result<crate::input::format::FileSessions> {
     let mut out = Out::new("openhands");
-    match parse_doc(ctx.bytes) {
+    match doc_of(ctx) {
         Ok(Value::Array(events)) => {
             let lines = element_lines(ctx.bytes, None);
             let sid = ctx.stem.to_string();
@@ -576,6 +576,7 @@ mod tests {
             stem,
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         import(&ctx).unwrap()
     }

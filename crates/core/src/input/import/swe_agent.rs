@@ -299,6 +299,7 @@ mod tests {
             stem: "eps",
             bytes: text.as_bytes(),
             lenient: false,
+            parsed: Default::default(),
         };
         let fs = import(&ctx).unwrap();
         let recs = &fs.sessions[0].1;
