@@ -393,7 +393,7 @@ fn user(
 /// `message`, a part that is not an object): the caller starts over on the
 /// `Value` path, which says why.
 mod fast {
-    use super::super::typed::{line_or_skip, Content, Obj, Str};
+    use super::super::typed::{line_or_skip, text_of_content, Content, Obj, Str, TextPart};
     use super::*;
     use crate::input::format::FileSessions;
     use serde::Deserialize;
@@ -498,24 +498,12 @@ mod fast {
         }
     }
 
-    /// [`text_of`] over typed parts: a string as it is, parts' `text`
-    /// joined with newlines, images as `[image]`.
-    fn text_of_content(c: Option<&Content<Block>>) -> String {
-        match c {
-            None => String::new(),
-            Some(Content::Text(t)) => t.clone(),
-            Some(Content::Parts(parts)) => {
-                let mut out: Vec<&str> = Vec::with_capacity(parts.len());
-                for Obj(p) in parts {
-                    if let Some(t) = p.text.as_deref() {
-                        out.push(t);
-                    } else if matches!(p.ty.as_deref(), Some("image" | "image_url" | "input_image"))
-                    {
-                        out.push("[image]");
-                    }
-                }
-                out.join("\n")
-            }
+    impl TextPart for Block<'_> {
+        fn ty(&self) -> Option<&str> {
+            self.ty.as_deref()
+        }
+        fn text(&self) -> Option<&str> {
+            self.text.as_deref()
         }
     }
 

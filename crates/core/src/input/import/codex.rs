@@ -345,7 +345,7 @@ pub(crate) fn output_and_error(raw: &str) -> (String, Option<bool>) {
 /// unread fields skipped. `None` as soon as a line is not what it reads: the
 /// caller starts over on the `Value` path, which says why.
 mod fast {
-    use super::super::typed::{line_or_skip, Content, Obj, Str};
+    use super::super::typed::{line_or_skip, text_of_content, Content, Obj, Str, TextPart};
     use super::*;
     use crate::input::format::FileSessions;
     use serde::{Deserialize, Deserializer};
@@ -434,23 +434,12 @@ mod fast {
         Value::deserialize(d).map(Some)
     }
 
-    /// [`text_of`] over typed parts.
-    fn text_of_content(c: Option<&Content<Part>>) -> String {
-        match c {
-            None => String::new(),
-            Some(Content::Text(t)) => t.clone(),
-            Some(Content::Parts(parts)) => {
-                let mut out: Vec<&str> = Vec::with_capacity(parts.len());
-                for Obj(p) in parts {
-                    if let Some(t) = p.text.as_deref() {
-                        out.push(t);
-                    } else if matches!(p.ty.as_deref(), Some("image" | "image_url" | "input_image"))
-                    {
-                        out.push("[image]");
-                    }
-                }
-                out.join("\n")
-            }
+    impl TextPart for Part<'_> {
+        fn ty(&self) -> Option<&str> {
+            self.ty.as_deref()
+        }
+        fn text(&self) -> Option<&str> {
+            self.text.as_deref()
         }
     }
 

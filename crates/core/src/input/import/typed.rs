@@ -79,6 +79,34 @@ pub(crate) enum Content<T> {
     Parts(Vec<Obj<T>>),
 }
 
+/// A content part's `type` and `text`, as [`text_of_content`] reads them.
+pub(crate) trait TextPart {
+    /// Its `type`.
+    fn ty(&self) -> Option<&str>;
+    /// Its `text`.
+    fn text(&self) -> Option<&str>;
+}
+
+/// [`super::common::text_of`] over typed parts: a string as it is, parts'
+/// `text` joined with newlines, images as `[image]`.
+pub(crate) fn text_of_content<T: TextPart>(c: Option<&Content<T>>) -> String {
+    match c {
+        None => String::new(),
+        Some(Content::Text(t)) => t.clone(),
+        Some(Content::Parts(parts)) => {
+            let mut out: Vec<&str> = Vec::with_capacity(parts.len());
+            for Obj(p) in parts {
+                if let Some(t) = p.text() {
+                    out.push(t);
+                } else if matches!(p.ty(), Some("image" | "image_url" | "input_image")) {
+                    out.push("[image]");
+                }
+            }
+            out.join("\n")
+        }
+    }
+}
+
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Content<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<T>(PhantomData<T>);
