@@ -841,40 +841,9 @@ mod tests {
     /// is the path taken for the synth files.
     #[test]
     fn the_fast_path_reads_as_the_value_path() {
-        let files = super::super::typed::sample_files("claude-code");
-        assert!(files.len() >= 30, "{}", files.len());
-        let mut taken = Vec::new();
-        for (name, bytes) in &files {
-            for lenient in [false, true] {
-                let ctx = Ctx {
-                    display: name,
-                    stem: "s",
-                    bytes,
-                    lenient,
-                    parsed: Default::default(),
-                };
-                let slow = import_values(&ctx);
-                match fast::import(&ctx) {
-                    Some(fs) => {
-                        let diff = super::super::typed::difference(&fs, &slow);
-                        assert!(diff.is_empty(), "{name}: {diff}");
-                        taken.push(name.as_str());
-                    }
-                    // Broken lines of the real corpus are skipped on the
-                    // fast path too when the run is lenient.
-                    None => assert!(
-                        !(name.contains("/tmp") || lenient && name.contains("shared/corpus")),
-                        "{name}: not taken"
-                    ),
-                }
-            }
-        }
-        assert!(
-            taken.len() > files.len(),
-            "{} of {}",
-            taken.len(),
-            2 * files.len()
-        );
+        let (taken, files) =
+            super::super::typed::fast_path_agrees("claude-code", 30, fast::import, import_values);
+        assert!(taken > files, "{taken} of {files}");
     }
 
     /// Lines the fast path does not take (a field of another type, a part

@@ -701,32 +701,7 @@ mod tests {
     /// the path taken for the synth files.
     #[test]
     fn the_fast_path_reads_as_the_value_path() {
-        let files = super::super::typed::sample_files("codex");
-        assert!(files.len() >= 20, "{}", files.len());
-        for (name, bytes) in &files {
-            for lenient in [false, true] {
-                let ctx = Ctx {
-                    display: name,
-                    stem: "s",
-                    bytes,
-                    lenient,
-                    parsed: Default::default(),
-                };
-                let slow = import_values(&ctx);
-                match fast::import(&ctx) {
-                    Some(fs) => {
-                        let diff = super::super::typed::difference(&fs, &slow);
-                        assert!(diff.is_empty(), "{name}: {diff}");
-                    }
-                    // Broken lines of the real corpus are skipped on the
-                    // fast path too when the run is lenient.
-                    None => assert!(
-                        !(name.contains("/tmp") || lenient && name.contains("shared/corpus")),
-                        "{name}: not taken"
-                    ),
-                }
-            }
-        }
+        super::super::typed::fast_path_agrees("codex", 20, fast::import, import_values);
     }
 
     /// Lines the fast path does not take go to the `Value` path whole; a

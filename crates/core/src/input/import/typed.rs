@@ -212,6 +212,46 @@ pub(crate) fn sample_files(format: &str) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// Hold a format's fast path to its `Value` path on every [`sample_files`]
+/// file, strict and lenient; returns how many runs the fast path took. A
+/// file it does not take must be one the `Value` path has to read: never a
+/// generated one, and in a lenient run none of the real corpus's (its
+/// broken lines are skipped on the fast path too).
+#[cfg(test)]
+pub(crate) fn fast_path_agrees(
+    format: &str,
+    least_files: usize,
+    fast: impl Fn(&Ctx) -> Option<crate::input::format::FileSessions>,
+    slow: impl Fn(&Ctx) -> crate::error::Result<crate::input::format::FileSessions>,
+) -> (usize, usize) {
+    let files = sample_files(format);
+    assert!(files.len() >= least_files, "{}", files.len());
+    let mut taken = 0;
+    for (name, bytes) in &files {
+        for lenient in [false, true] {
+            let ctx = Ctx {
+                display: name,
+                stem: "s",
+                bytes,
+                lenient,
+                parsed: Default::default(),
+            };
+            match fast(&ctx) {
+                Some(fs) => {
+                    let diff = difference(&fs, &slow(&ctx));
+                    assert!(diff.is_empty(), "{name}: {diff}");
+                    taken += 1;
+                }
+                None => assert!(
+                    !(name.contains("/tmp") || lenient && name.contains("shared/corpus")),
+                    "{name}: not taken"
+                ),
+            }
+        }
+    }
+    (taken, files.len())
+}
+
 /// A reader's result as text that does not depend on hash order, and the
 /// first place two such texts differ (empty when they are equal).
 #[cfg(test)]
