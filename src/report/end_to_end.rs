@@ -179,6 +179,32 @@ fn sweep_writes_a_self_contained_report_that_regenerates() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), html);
 }
 
+/// The report made from a result writes each explanation as it is made; it
+/// is the page the same explanations listed first would give.
+#[test]
+fn streamed_explanations_are_the_listed_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let out = tmp.path().join("out");
+    let req = crate::cli::SweepRequest {
+        paths: vec![fixtures.clone()],
+        labels: vec![fixtures.join("labels.csv")],
+        out: Some(out.clone()),
+        quiet: true,
+        ..Default::default()
+    };
+    let mut err = Vec::new();
+    let code = crate::cli::sweep_command(&req, &mut Vec::new(), &mut err).unwrap();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    let d = ReportData::load(&out).unwrap();
+    let listed = d.listed();
+    assert!(!listed.summary.explanations.is_empty(), "nothing explained");
+    assert_eq!(listed.explanation_count(), d.explanation_count());
+    let html = crate::report::html::render(&d).unwrap();
+    assert_eq!(html, crate::report::html::render(&listed).unwrap());
+    assert!(html.contains("id=\"explain-0\""));
+}
+
 #[test]
 fn chart_numbers_match_sweep_csv() {
     let tmp = tempfile::tempdir().unwrap();

@@ -46,27 +46,90 @@ impl super::output::Output for ReportHtml {
 /// large sweep's outputs.
 pub fn write(d: &ReportData, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     for piece in pieces(d).map_err(std::io::Error::other)? {
-        let (folded, piece) = match piece {
-            Piece::Text { folded, text } => (folded, text),
+        match piece {
+            Piece::Text { folded, text } => match (folded, fold_at(&text)) {
+                (true, Some(end)) => {
+                    let (head, body) = text.split_at(end);
+                    w.write_all(FOLD_OPEN.as_bytes())?;
+                    w.write_all(head.as_bytes())?;
+                    w.write_all(b"</summary>")?;
+                    w.write_all(body.as_bytes())?;
+                    w.write_all(FOLD_CLOSE.as_bytes())?;
+                }
+                _ => w.write_all(text.as_bytes())?,
+            },
             Piece::Later(section) => {
-                let mut text = String::new();
-                section(&mut text, d).map_err(std::io::Error::other)?;
-                (true, text)
+                let mut sink = FoldSink::new(w);
+                section(&mut sink, d);
+                sink.finish()?;
             }
-        };
-        match (folded, fold_at(&piece)) {
-            (true, Some(end)) => {
-                let (head, body) = piece.split_at(end);
-                w.write_all(FOLD_OPEN.as_bytes())?;
-                w.write_all(head.as_bytes())?;
-                w.write_all(b"</summary>")?;
-                w.write_all(body.as_bytes())?;
-                w.write_all(FOLD_CLOSE.as_bytes())?;
-            }
-            _ => w.write_all(piece.as_bytes())?,
         }
     }
     Ok(())
+}
+
+/// A section written straight to the file as it is made, folded as
+/// [`fold`] folds a whole one: only its heading is held, until it ends.
+struct FoldSink<'w> {
+    w: &'w mut dyn std::io::Write,
+    /// The text so far while the heading is not yet whole.
+    head: Option<String>,
+    folded: bool,
+    error: Option<std::io::Error>,
+}
+
+impl<'w> FoldSink<'w> {
+    fn new(w: &'w mut dyn std::io::Write) -> FoldSink<'w> {
+        FoldSink {
+            w,
+            head: Some(String::new()),
+            folded: false,
+            error: None,
+        }
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> std::fmt::Result {
+        self.w.write_all(bytes).map_err(|e| {
+            self.error.get_or_insert(e);
+            std::fmt::Error
+        })
+    }
+
+    /// Write what is held (a section with no whole heading is left as it
+    /// is) and close the fold.
+    fn finish(mut self) -> std::io::Result<()> {
+        if let Some(head) = self.head.take() {
+            let _ = self.put(head.as_bytes());
+        }
+        if self.folded {
+            let _ = self.put(FOLD_CLOSE.as_bytes());
+        }
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl std::fmt::Write for FoldSink<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let Some(head) = &mut self.head else {
+            return self.put(s.as_bytes());
+        };
+        head.push_str(s);
+        if let Some(end) = fold_at(head) {
+            let head = self.head.take().unwrap_or_default();
+            let (h, body) = head.split_at(end);
+            self.folded = true;
+            self.put(FOLD_OPEN.as_bytes())?;
+            self.put(h.as_bytes())?;
+            self.put(b"</summary>")?;
+            self.put(body.as_bytes())
+        } else if !(head.starts_with("<h2") || "<h2".starts_with(head.as_str())) {
+            // Not a heading: nothing to fold.
+            let head = self.head.take().unwrap_or_default();
+            self.put(head.as_bytes())
+        } else {
+            Ok(())
+        }
+    }
 }
 
 pub use crate::util::escape::html as esc;
@@ -182,18 +245,24 @@ pub fn render(d: &ReportData) -> std::io::Result<String> {
 /// One section of the report, rendered into a string.
 type Section = fn(&mut String, &ReportData) -> std::result::Result<(), ChartError>;
 
-/// A piece of the report: text, written as it is or folded ([`fold`]), or
-/// a section rendered (and folded) only when its turn to be written comes.
-enum Piece {
-    Text { folded: bool, text: String },
-    Later(Section),
+/// A section that grows with the corpus (every false positive and missed
+/// loop explained, every input file listed: 4.7 and 3.5 MB of a
+/// 20,000-session report), written straight to the file as it is made when
+/// its turn comes, never held.
+type Streamed = fn(&mut dyn std::fmt::Write, &ReportData);
+
+/// A section of the report, in order.
+enum Part {
+    Held(Section),
+    Streamed(Streamed),
 }
 
-/// Sections that grow with the corpus (every false positive and missed loop
-/// explained, every input file listed: 4 and 3.5 MB of a 20,000-session
-/// report): rendered one at a time as they are written, not held with the
-/// others.
-const LATER: [usize; 2] = [2, 10];
+/// A piece of the report: text, written as it is or folded ([`fold`]), or
+/// a section written (and folded) only when its turn to be written comes.
+enum Piece {
+    Text { folded: bool, text: String },
+    Later(Streamed),
+}
 
 /// The report in order, as pieces.
 fn pieces(d: &ReportData) -> std::result::Result<Vec<Piece>, ChartError> {
@@ -256,39 +325,37 @@ fn pieces(d: &ReportData) -> std::result::Result<Vec<Piece>, ChartError> {
     // The sections are independent: each is rendered on its own thread of
     // the pool (charts and the table of every configuration are most of a
     // large report), then joined in order.
-    let sections: [Section; 11] = [
-        recommendation,
-        groups_section,
-        |h, d| {
-            explained(h, d);
-            Ok(())
-        },
-        |h, d| {
+    let sections: [Part; 11] = [
+        Part::Held(recommendation),
+        Part::Held(groups_section),
+        Part::Streamed(explained),
+        Part::Held(|h, d| {
             families(h, d);
             Ok(())
-        },
-        ttd_section,
-        fp_recall_section,
-        constants_section,
-        heatmaps_section,
-        sessions,
-        |h, d| {
+        }),
+        Part::Held(ttd_section),
+        Part::Held(fp_recall_section),
+        Part::Held(constants_section),
+        Part::Held(heatmaps_section),
+        Part::Held(sessions),
+        Part::Held(|h, d| {
             config_table(h, d);
             Ok(())
-        },
-        |h, d| {
-            inputs(h, d);
-            Ok(())
-        },
+        }),
+        Part::Streamed(inputs),
     ];
-    let parts: Vec<Option<std::result::Result<String, ChartError>>> = sections
+    let parts: Vec<std::result::Result<Piece, ChartError>> = sections
         .par_iter()
         .enumerate()
-        .map(|(i, section)| {
-            (!LATER.contains(&i)).then(|| {
+        .map(|(i, part)| match part {
+            Part::Held(section) => {
                 let mut text = String::new();
-                section(&mut text, d).map(|()| text)
-            })
+                section(&mut text, d).map(|()| Piece::Text {
+                    folded: i > 0,
+                    text,
+                })
+            }
+            Part::Streamed(section) => Ok(Piece::Later(*section)),
         })
         .collect();
     // The decision leads; every section after it is folded (its heading
@@ -297,14 +364,8 @@ fn pieces(d: &ReportData) -> std::result::Result<Vec<Piece>, ChartError> {
         folded: false,
         text: h,
     });
-    for (i, part) in parts.into_iter().enumerate() {
-        out.push(match part {
-            Some(text) => Piece::Text {
-                folded: i > 0,
-                text: text?,
-            },
-            None => Piece::Later(sections[i]),
-        });
+    for part in parts {
+        out.push(part?);
     }
     let mut h = String::new();
     h.push_str(&fold(format!(
@@ -1117,7 +1178,12 @@ fn input_root<'a>(mut files: impl Iterator<Item = &'a str>) -> String {
 
 /// An excerpt: its file named once, relative to the input root, then its
 /// records (empty ones left out), each with its line or pointer.
-fn excerpt(h: &mut String, root: &str, intro: &str, lines: &[crate::result::ExcerptLine]) {
+fn excerpt(
+    h: &mut dyn std::fmt::Write,
+    root: &str,
+    intro: &str,
+    lines: &[crate::result::ExcerptLine],
+) {
     let file = lines
         .iter()
         .find_map(|l| l.place.as_ref())
@@ -1130,16 +1196,21 @@ fn excerpt(h: &mut String, root: &str, intro: &str, lines: &[crate::result::Exce
             esc(f.strip_prefix(root).unwrap_or(f))
         );
     }
-    h.push_str(":</p><div class=\"excerpt\">");
+    let _ = h.write_str(":</p><div class=\"excerpt\">");
     for l in lines.iter().filter(|l| !l.text.trim().is_empty() || l.hit) {
         excerpt_line(h, l, root, file);
     }
-    h.push_str("</div>\n");
+    let _ = h.write_str("</div>\n");
 }
 
 /// One record of an excerpt: number, turn and place (its line, or its whole
 /// place when it is not in the excerpt's `file`), type, text (all escaped).
-fn excerpt_line(h: &mut String, l: &crate::result::ExcerptLine, root: &str, file: Option<&str>) {
+fn excerpt_line(
+    h: &mut dyn std::fmt::Write,
+    l: &crate::result::ExcerptLine,
+    root: &str,
+    file: Option<&str>,
+) {
     let place = l.place.as_ref().map(|p| {
         if Some(p.file.as_str()) == file {
             match (p.line, &p.pointer) {
@@ -1170,20 +1241,21 @@ fn excerpt_line(h: &mut String, l: &crate::result::ExcerptLine, root: &str, file
 
 /// One section per false positive and missed loop of the baseline and the
 /// recommendation: where, the records around it, and what each family did.
-fn explained(h: &mut String, d: &ReportData) {
-    let ex = &d.summary.explanations;
+fn explained(h: &mut dyn std::fmt::Write, d: &ReportData) {
+    let count = d.explanation_count();
     let root = input_root(d.summary.inputs.files.iter().map(|f| f.path.as_str()));
-    h.push_str("<h2 id=\"explained\">False positives and missed loops, explained</h2>\n");
-    if ex.is_empty() {
-        h.push_str("<p>The baseline and the recommendation have no false positive and miss no labelled loop.</p>\n");
+    let _ = h.write_str("<h2 id=\"explained\">False positives and missed loops, explained</h2>\n");
+    if count == 0 {
+        let _ = h.write_str("<p>The baseline and the recommendation have no false positive and miss no labelled loop.</p>\n");
         return;
     }
     let _ = writeln!(
         h,
         "<p>{} cases of the baseline and the recommendation: where each is in its file, the records around it (around the labelled onset for a missed loop), and what every family's default profile did on the same session.</p>",
-        ex.len()
+        count
     );
-    for (i, x) in ex.iter().enumerate() {
+    let mut i = 0;
+    d.each_explanation(|x| {
         let what = if x.verdict == "fp" {
             format!(
                 "false positive at turn {}",
@@ -1237,7 +1309,8 @@ fn explained(h: &mut String, d: &ReportData) {
             "<p>Every family on this session: {}.</p></section>",
             others.join("; ")
         );
-    }
+        i += 1;
+    });
 }
 
 /// How many configurations the grid has, as the terminal counts them, and
@@ -1309,7 +1382,7 @@ fn config_table(h: &mut String, d: &ReportData) {
     h.push_str("</tbody></table></div>\n");
 }
 
-fn inputs(h: &mut String, d: &ReportData) {
+fn inputs(h: &mut dyn std::fmt::Write, d: &ReportData) {
     let i = &d.summary.inputs;
     let t = &d.summary.totals;
     let l = &d.summary.labels;
@@ -1336,7 +1409,9 @@ fn inputs(h: &mut String, d: &ReportData) {
                 esc(l.sha256.as_deref().unwrap_or(""))
             );
         }
-        None => h.push_str("<p>No labels file: nothing is scored.</p>\n"),
+        None => {
+            let _ = h.write_str("<p>No labels file: nothing is scored.</p>\n");
+        }
     }
     if t.whole_message_sessions > 0 {
         let _ = writeln!(
@@ -1367,7 +1442,7 @@ fn inputs(h: &mut String, d: &ReportData) {
             esc(&f.sha256)
         );
     }
-    h.push_str("</tbody></table></div></details>\n");
+    let _ = h.write_str("</tbody></table></div></details>\n");
     for (what, items) in [
         ("skipped lines", &i.skipped),
         ("label warnings", &l.warnings),
@@ -1379,13 +1454,49 @@ fn inputs(h: &mut String, d: &ReportData) {
         for s in items.iter() {
             let _ = write!(h, "<li class=\"mono\">{}</li>", esc(s));
         }
-        h.push_str("</ul></details>\n");
+        let _ = h.write_str("</ul></details>\n");
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A streamed section comes out as the same section held whole and
+    /// folded, however its text is cut into writes.
+    #[test]
+    fn a_streamed_section_folds_as_a_whole_one() {
+        use std::fmt::Write as _;
+        for whole in [
+            "<h2 id=\"x\">Title</h2>\n<p>body</p>\n",
+            "<h2>only a heading</h2>",
+            "<h2 never closed",
+            "<p>no heading</p>",
+            "<h",
+            "",
+        ] {
+            for cut in 0..=whole.len() {
+                for step in [1, 2, 5] {
+                    let mut out = Vec::new();
+                    let mut sink = FoldSink::new(&mut out);
+                    let (a, b) = whole.split_at(cut);
+                    for part in a
+                        .as_bytes()
+                        .chunks(step)
+                        .chain(std::iter::once(b.as_bytes()))
+                    {
+                        sink.write_str(std::str::from_utf8(part).unwrap()).unwrap();
+                    }
+                    sink.finish().unwrap();
+                    assert_eq!(
+                        String::from_utf8(out).unwrap(),
+                        fold(whole.to_string()),
+                        "{whole:?} cut at {cut} in steps of {step}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn an_excerpt_names_its_file_once_relative_to_the_input_root_and_hides_empty_records() {

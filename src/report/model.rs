@@ -8,6 +8,7 @@
 use crate::result::{ConfigRecord, Excerpt, ExcerptLine, GridRecord, InputsRecord, SweepRecord};
 use crate::score::SweepResult;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// What replay cannot know, said in `summary.json` and the report.
@@ -15,14 +16,18 @@ pub const NOTE: &str = "Replay cannot know how the model would have reacted to a
 
 /// Everything the report is drawn from.
 #[derive(Debug, Clone, Default)]
-pub struct ReportData {
-    /// The result's record and what is derived from it.
-    pub summary: Summary,
+pub struct ReportData<'a> {
+    /// The result's record and what is derived from it (borrowing the
+    /// result's large parts: the grid, the inputs, the turns-to-detection).
+    pub summary: Summary<'a>,
     /// One row per configuration, in grid order, then the union's.
     pub rows: Vec<Row>,
     /// Position of each configuration id in the grid: charts look
     /// configurations up by id, 10,000 of them in a large grid.
     by_id: std::collections::HashMap<String, usize>,
+    /// The result it was made from: its explanations are made from it one
+    /// at a time as the report writes them, never all held.
+    result: Option<&'a SweepResult>,
 }
 
 /// One configuration's scores and flags (a row of `sweep.csv`).
@@ -60,13 +65,13 @@ impl Row {
 /// Deserializable (missing fields default) so tests can write one as JSON.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
-pub struct Summary {
+pub struct Summary<'a> {
     /// Version of looptune that wrote the record.
     pub looptune_version: String,
     /// The grid.
-    pub grid: GridRecord,
+    pub grid: Cow<'a, GridRecord>,
     /// The inputs.
-    pub inputs: InputsRecord,
+    pub inputs: Cow<'a, InputsRecord>,
     /// Sessions, turns and records replayed.
     pub totals: Totals,
     /// The labels.
@@ -74,7 +79,7 @@ pub struct Summary {
     /// The recommendation rule, in words.
     pub objective: String,
     /// Per-configuration score extras (the whole turns-to-detection distribution).
-    pub scores: Vec<ScoreEntry>,
+    pub scores: Vec<ScoreEntry<'a>>,
     /// Ids on the Pareto front.
     pub pareto: Vec<String>,
     /// The base stock profile.
@@ -93,7 +98,9 @@ pub struct Summary {
     pub family_best: Vec<FamilyBest>,
     /// The best union of detectors (`--combine`).
     pub union: Option<UnionInfo>,
-    /// Every false positive and missed loop of the baseline and the recommendation, explained.
+    /// Every false positive and missed loop of the baseline and the
+    /// recommendation, explained (left empty by [`ReportData::from_result`],
+    /// which makes them from the result as they are written).
     pub explanations: Vec<Explanation>,
     /// Sessions where the selected configurations disagree most.
     pub disagreements: Vec<Disagreement>,
@@ -438,11 +445,11 @@ pub struct LabelsInfo {
 /// Per-configuration extras of the scores.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
-pub struct ScoreEntry {
+pub struct ScoreEntry<'a> {
     /// Configuration id.
     pub config: String,
     /// Turns-to-detection of every detected labeled loop.
-    pub ttd: Vec<i64>,
+    pub ttd: Cow<'a, [i64]>,
     /// Labeled loops (the denominator of recall).
     pub labeled_loops: Option<f64>,
     /// Detections by kind.
@@ -647,9 +654,9 @@ pub struct DetectionInfo {
     pub detail: String,
 }
 
-impl ReportData {
+impl<'a> ReportData<'a> {
     /// The report's data from a summary and its rows.
-    pub fn new(summary: Summary, rows: Vec<Row>) -> ReportData {
+    pub fn new(summary: Summary<'a>, rows: Vec<Row>) -> ReportData<'a> {
         let by_id = summary
             .grid
             .configs
@@ -661,16 +668,17 @@ impl ReportData {
             summary,
             rows,
             by_id,
+            result: None,
         }
     }
 
     /// The report's view of an analysed result.
-    pub fn from_result(r: &SweepResult) -> ReportData {
+    pub fn from_result(r: &'a SweepResult) -> ReportData<'a> {
         let rec = &r.record;
         let summary = Summary {
             looptune_version: rec.looptune_version.clone(),
-            grid: rec.grid.clone(),
-            inputs: rec.inputs.clone(),
+            grid: Cow::Borrowed(&rec.grid),
+            inputs: Cow::Borrowed(&rec.inputs),
             totals: totals(rec),
             labels: labels(rec),
             objective: r.objective.describe(),
@@ -680,7 +688,7 @@ impl ReportData {
                 .enumerate()
                 .map(|(i, s)| ScoreEntry {
                     config: r.config(i).id.clone(),
-                    ttd: s.ttd.clone(),
+                    ttd: Cow::Borrowed(&s.ttd),
                     labeled_loops: Some(s.labeled_loops as f64),
                     detection_kinds: s
                         .kinds
@@ -715,7 +723,7 @@ impl ReportData {
                     .as_ref()
                     .map(|cv| cross_validation(r, cv)),
             }),
-            explanations: explanations(r),
+            explanations: Vec::new(),
             disagreements: disagreements(r),
             note: NOTE.to_string(),
             wall_time_ms: rec.wall_time_ms,
@@ -748,12 +756,48 @@ impl ReportData {
                 ..Row::default()
             });
         }
-        ReportData::new(summary, rows)
+        ReportData {
+            result: Some(r),
+            ..ReportData::new(summary, rows)
+        }
+    }
+
+    /// The same view with its explanations made and listed, not made from
+    /// the result as they are written.
+    #[cfg(test)]
+    pub fn listed(&self) -> ReportData<'a> {
+        let mut explanations = Vec::new();
+        self.each_explanation(|e| explanations.push(e.clone()));
+        let mut d = self.clone();
+        d.summary.explanations = explanations;
+        d.result = None;
+        d
+    }
+
+    /// How many explanations [`ReportData::each_explanation`] gives.
+    pub fn explanation_count(&self) -> usize {
+        match self.result {
+            Some(r) => r.explained.cases.len(),
+            None => self.summary.explanations.len(),
+        }
+    }
+
+    /// Every explanation in order, each made from the result when there is
+    /// one (and dropped after `f`), else the summary's own.
+    pub fn each_explanation(&self, mut f: impl FnMut(&Explanation)) {
+        match self.result {
+            Some(r) => each_explanation(r, |e| {
+                f(&e);
+                Ok::<(), std::convert::Infallible>(())
+            })
+            .unwrap_or_else(|never| match never {}),
+            None => self.summary.explanations.iter().for_each(f),
+        }
     }
 
     /// Load a sweep's result (`DIR/summary.json`) and derive the report's view.
     #[cfg(test)]
-    pub fn load(dir: &std::path::Path) -> crate::error::Result<ReportData> {
+    pub fn load(dir: &std::path::Path) -> crate::error::Result<ReportData<'static>> {
         use crate::error::Error;
         let sp = dir.join(crate::util::outdir::SUMMARY_JSON);
         if !sp.is_file() {
@@ -763,7 +807,9 @@ impl ReportData {
             )));
         }
         let record = crate::result::SweepRecord::load(&sp)?;
-        Ok(ReportData::from_result(&crate::score::analyze(record)?))
+        // Test-only: the view borrows its result, which lives to the end.
+        let result = Box::leak(Box::new(crate::score::analyze(record)?));
+        Ok(ReportData::from_result(result))
     }
 
     /// The `sweep.csv` row of a configuration.
@@ -794,7 +840,7 @@ impl ReportData {
     }
 
     /// Display label: the grid's (never spreadsheet-neutralised), else the row's.
-    pub fn label<'a>(&'a self, row: &'a Row) -> &'a str {
+    pub fn label<'r>(&'r self, row: &'r Row) -> &'r str {
         self.config(&row.config)
             .map(|c| c.label.as_str())
             .unwrap_or(&row.label)
@@ -917,96 +963,64 @@ fn cross_validation(
     }
 }
 
-/// Every false positive and missed loop of the baseline and the
-/// recommendation: where it is, the records around it (around the labelled
-/// onset for a miss) and what every family's default profile did there.
-pub fn explanations(r: &SweepResult) -> Vec<Explanation> {
-    let mut out = Vec::new();
-    each_explanation(r, |e| {
-        out.push(e);
-        Ok::<(), std::convert::Infallible>(())
-    })
-    .unwrap_or_else(|never| match never {});
-    out
-}
-
-/// [`explanations`] one at a time, in order, each handed to `f` and
-/// dropped: `summary.json` writes them as they are made (a large corpus has
-/// thousands, each with its records).
+/// [`SweepResult::explained`]'s cases one at a time, in order, each made,
+/// handed to `f` and dropped: `summary.json` and the report write them as
+/// they are made (a large corpus has thousands, each with its records).
+///
+/// # Panics
+/// If the sweep's own temporary file of explanations cannot be read back.
 pub fn each_explanation<E>(
     r: &SweepResult,
     mut f: impl FnMut(Explanation) -> Result<(), E>,
 ) -> Result<(), E> {
     use crate::result::Hit;
-    use crate::score::metrics::{verdict_at, Verdict};
+    use crate::score::metrics::verdict_at;
     let rec = &r.record;
-    let mut configs = vec![r.baseline];
-    configs.extend(r.recommended.filter(|&c| c != r.baseline));
-    // Each family's default profile: its first stock configuration in grid order.
-    let mut families: Vec<usize> = Vec::new();
-    for (i, c) in rec.grid.configs.iter().enumerate() {
-        if c.stock
-            && !families
-                .iter()
-                .any(|&f| rec.grid.configs[f].family == c.family)
-        {
-            families.push(i);
-        }
-    }
-    let dense: Vec<(usize, Vec<Option<Hit>>)> = configs
-        .iter()
-        .chain(&families)
-        .map(|&c| (c, r.dense(c)))
-        .collect();
-    let hits_of = |c: usize| &dense.iter().find(|(x, _)| *x == c).expect("listed").1;
-    let explained = &r.explained;
-    for &c in &configs {
-        for (si, s) in rec.sessions.iter().enumerate() {
-            let hit = hits_of(c)[si].as_ref();
-            let (v, _) = verdict_at(hit.and_then(Hit::turn), s.label());
-            if !matches!(v, Verdict::FalsePositive | Verdict::Missed) {
-                continue;
-            }
-            let Some(lines) = explained.get(s.id.as_str()) else {
-                continue;
-            };
-            let first = hit.and_then(|h| h.first.as_ref());
-            let event = match first {
-                Some(d) => Some(d.event),
-                None => s
-                    .onset_turn
-                    .and_then(|on| lines.lines.iter().find(|l| l.turn >= on).map(|l| l.event)),
-            };
-            let others = families
-                .iter()
-                .map(|&f| {
-                    let h = hits_of(f)[si].as_ref();
-                    let (v, _) = verdict_at(h.and_then(Hit::turn), s.label());
-                    let fc = &rec.grid.configs[f];
-                    OtherFamily {
-                        family: fc.family.clone(),
-                        config: fc.id.clone(),
-                        label: fc.label.clone(),
-                        turn: h.and_then(Hit::turn).map(u64::from),
-                        verdict: v.as_str().to_string(),
-                    }
-                })
-                .collect();
-            f(Explanation {
-                config: r.config(c).id.clone(),
-                label: r.config(c).label.clone(),
-                session: s.id.clone(),
-                verdict: v.as_str().to_string(),
-                onset_turn: s.onset_turn.map(u64::from),
-                turn: first.map(|d| u64::from(d.turn)),
-                event: event.map(u64::from),
-                kind: first.map(|d| d.kind.clone()),
-                detail: first.map(|d| d.detail.clone()),
-                place: first.and_then(|d| d.place.as_ref()).map(|p| p.to_string()),
-                lines: event.map(|e| lines.around(e)).unwrap_or_default(),
-                others,
-            })?;
-        }
+    for case in &r.explained.cases {
+        let s = &rec.sessions[case.session];
+        let lines = rec.explain.get(case.lines).unwrap_or_else(|e| {
+            panic!("reading back this sweep's explanations from its temporary file (TMPDIR): {e}")
+        });
+        let hit = case.hit.as_ref();
+        let (v, _) = verdict_at(hit.and_then(Hit::turn), s.label());
+        let first = hit.and_then(|h| h.first.as_ref());
+        let event = match first {
+            Some(d) => Some(d.event),
+            None => s
+                .onset_turn
+                .and_then(|on| lines.lines.iter().find(|l| l.turn >= on).map(|l| l.event)),
+        };
+        let others = r
+            .explained
+            .families
+            .iter()
+            .zip(&case.others)
+            .map(|(&f, h)| {
+                let (v, _) = verdict_at(h.as_ref().and_then(Hit::turn), s.label());
+                let fc = &rec.grid.configs[f];
+                OtherFamily {
+                    family: fc.family.clone(),
+                    config: fc.id.clone(),
+                    label: fc.label.clone(),
+                    turn: h.as_ref().and_then(Hit::turn).map(u64::from),
+                    verdict: v.as_str().to_string(),
+                }
+            })
+            .collect();
+        f(Explanation {
+            config: r.config(case.config).id.clone(),
+            label: r.config(case.config).label.clone(),
+            session: s.id.clone(),
+            verdict: v.as_str().to_string(),
+            onset_turn: s.onset_turn.map(u64::from),
+            turn: first.map(|d| u64::from(d.turn)),
+            event: event.map(u64::from),
+            kind: first.map(|d| d.kind.clone()),
+            detail: first.map(|d| d.detail.clone()),
+            place: first.and_then(|d| d.place.as_ref()).map(|p| p.to_string()),
+            lines: event.map(|e| lines.around(e)).unwrap_or_default(),
+            others,
+        })?;
     }
     Ok(())
 }

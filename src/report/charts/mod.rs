@@ -329,7 +329,7 @@ fn tip(d: &ReportData, r: &Row) -> String {
 
 /// The configurations charts compare: the recommended one, the base stock
 /// profile, then every other stock profile, in grid order.
-pub fn selected(d: &ReportData) -> Vec<&Row> {
+pub fn selected<'d>(d: &'d ReportData) -> Vec<&'d Row> {
     let rec = d.rows.iter().find(|r| r.recommended);
     let base = d
         .summary

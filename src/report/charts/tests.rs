@@ -176,7 +176,7 @@ pub(crate) fn sample_summary() -> serde_json::Value {
     })
 }
 
-pub(crate) fn sample() -> ReportData {
+pub(crate) fn sample() -> ReportData<'static> {
     ReportData::new(
         serde_json::from_value::<Summary>(sample_summary()).unwrap(),
         parse_sweep_csv(&sample_csv()),

@@ -58,7 +58,7 @@ pub fn ttd_data(d: &ReportData) -> TtdData {
     let (mut silent, mut silent_configs) = (Vec::new(), Vec::new());
     for r in selected(d) {
         let entry = d.summary.scores.iter().find(|s| s.config == r.config);
-        let mut ttd = entry.map(|e| e.ttd.clone()).unwrap_or_default();
+        let mut ttd = entry.map(|e| e.ttd.to_vec()).unwrap_or_default();
         ttd.sort_unstable();
         let label = d.label(r).to_string();
         if ttd.is_empty() {

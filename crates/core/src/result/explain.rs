@@ -44,6 +44,10 @@ struct Spilled {
     index: Vec<(String, Place)>,
 }
 
+/// One entry of an [`Explanations`], as [`Explanations::find`] names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry(usize);
+
 /// Where one session's text is in the spill file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Place {
@@ -128,26 +132,27 @@ impl Explanations {
         self.len() == 0
     }
 
-    /// The lines of the sessions `wanted` names (the last entry of a
-    /// session), read back from the spill file only for those.
-    pub fn of(
-        &self,
-        wanted: impl Fn(&str) -> bool,
-    ) -> std::io::Result<HashMap<String, SessionLines>> {
-        let mut out = HashMap::new();
+    /// Where the lines of the sessions `wanted` names are (the last entry
+    /// of a session): nothing is read yet, so a caller holds only the
+    /// entries it will show and reads each with [`Explanations::get`] when
+    /// it needs it.
+    pub fn find(&self, wanted: impl Fn(&str) -> bool) -> HashMap<String, Entry> {
+        let ids: Box<dyn Iterator<Item = &str>> = match &self.0 {
+            Store::Lines(v) => Box::new(v.iter().map(|l| l.session.as_str())),
+            Store::Spilled(s) => Box::new(s.index.iter().map(|(id, _)| id.as_str())),
+        };
+        ids.enumerate()
+            .filter(|(_, id)| wanted(id))
+            .map(|(i, id)| (id.to_string(), Entry(i)))
+            .collect()
+    }
+
+    /// One entry's lines (read back from the spill file when spilled).
+    pub fn get(&self, e: Entry) -> std::io::Result<SessionLines> {
         match &self.0 {
-            Store::Lines(v) => {
-                for l in v.iter().filter(|l| wanted(&l.session)) {
-                    out.insert(l.session.clone(), l.clone());
-                }
-            }
-            Store::Spilled(s) => {
-                for (id, p) in s.index.iter().filter(|(id, _)| wanted(id)) {
-                    out.insert(id.clone(), s.lines(*p)?);
-                }
-            }
+            Store::Lines(v) => Ok(v[e.0].clone()),
+            Store::Spilled(s) => s.lines(s.index[e.0].1),
         }
-        Ok(out)
     }
 
     /// Every entry, parsed.
@@ -299,9 +304,13 @@ mod tests {
             serde_json::to_string(&held).unwrap()
         );
         assert_eq!(spilled.len(), 300);
-        let some = spilled.of(|id| id.ends_with('7')).unwrap();
+        let some = spilled.find(|id| id.ends_with('7'));
         assert_eq!(some.len(), 30);
-        assert_eq!(some["s017"], all[17]);
+        assert_eq!(spilled.get(some["s017"]).unwrap(), all[17]);
+        assert_eq!(
+            held.get(held.find(|id| id == "s017")["s017"]).unwrap(),
+            all[17]
+        );
         assert_eq!(spilled.clone().into_lines().unwrap(), all);
         let text = serde_json::to_string(&spilled).unwrap();
         let back: Explanations = serde_json::from_str(&text).unwrap();

@@ -126,10 +126,38 @@ pub struct SweepResult {
     pub advice: Advice,
     /// Every session's group under `--group-by`.
     pub groups: GroupIndex,
-    /// The explanations the report shows, by session: where the baseline or
-    /// the recommendation has a false positive or misses a loop (read back
-    /// once from the record, which may hold them on disk).
-    pub explained: HashMap<String, crate::result::SessionLines>,
+    /// The cases the report and `summary.json` explain: where the baseline
+    /// or the recommendation has a false positive or misses a loop.
+    pub explained: Explained,
+}
+
+/// The false positives and missed loops of the baseline and the
+/// recommendation that have lines to show, in order (the baseline's, then
+/// the recommendation's; sessions in record order), with the hits they are
+/// told with. Their lines stay where the record keeps them (on disk after a
+/// large sweep) until each is written.
+#[derive(Debug, Clone, Default)]
+pub struct Explained {
+    /// Each family's default profile: its first stock configuration in grid
+    /// order (what "every family on this session" lists).
+    pub families: Vec<usize>,
+    /// The cases.
+    pub cases: Vec<ExplainedCase>,
+}
+
+/// One false positive or missed loop of a shown configuration.
+#[derive(Debug, Clone)]
+pub struct ExplainedCase {
+    /// The configuration (grid index).
+    pub config: usize,
+    /// The session (record index).
+    pub session: usize,
+    /// Its lines in the record's explanations.
+    pub lines: crate::result::explain::Entry,
+    /// The configuration's hit on the session.
+    pub hit: Option<Hit>,
+    /// Each of [`Explained::families`]' hit on the session.
+    pub others: Vec<Option<Hit>>,
 }
 
 /// A row of the summary: its role, its grid index (`None`: the union), and
@@ -299,32 +327,71 @@ fn analyze_options(
         objective: opts.objective.clone(),
         advice: Advice::default(),
         groups,
-        explained: HashMap::new(),
+        explained: Explained::default(),
     };
     let (recommended, advice) = advise(&result, &opts);
     result.recommended = recommended;
     result.advice = advice;
-    result.explained = shown_explanations(&result)?;
+    result.explained = shown_explanations(&result);
     Ok(result)
 }
 
-/// The explanations of the sessions where the baseline or the
-/// recommendation has a false positive or misses a loop.
-fn shown_explanations(r: &SweepResult) -> Result<HashMap<String, crate::result::SessionLines>> {
+/// The cases where the baseline or the recommendation has a false positive
+/// or misses a loop, on sessions the record has lines for.
+fn shown_explanations(r: &SweepResult) -> Explained {
     use crate::score::metrics::{verdict_at, Verdict};
-    let mut wanted = std::collections::HashSet::new();
-    for c in std::iter::once(r.baseline).chain(r.recommended) {
-        for (s, hit) in r.record.sessions.iter().zip(r.dense(c)) {
+    let rec = &r.record;
+    let mut configs = vec![r.baseline];
+    configs.extend(r.recommended.filter(|&c| c != r.baseline));
+    let mut families: Vec<usize> = Vec::new();
+    for (i, c) in rec.grid.configs.iter().enumerate() {
+        if c.stock
+            && !families
+                .iter()
+                .any(|&f| rec.grid.configs[f].family == c.family)
+        {
+            families.push(i);
+        }
+    }
+    let mut wanted: Vec<(usize, usize, Option<Hit>)> = Vec::new();
+    for &c in &configs {
+        for (si, (s, hit)) in rec.sessions.iter().zip(r.dense(c)).enumerate() {
             let (v, _) = verdict_at(hit.as_ref().and_then(Hit::turn), s.label());
             if matches!(v, Verdict::FalsePositive | Verdict::Missed) {
-                wanted.insert(s.id.as_str());
+                wanted.push((c, si, hit));
             }
         }
     }
-    r.record
-        .explain
-        .of(|id| wanted.contains(id))
-        .map_err(|e| crate::error::Error::io("<the sweep's explanations>", e))
+    let ids: std::collections::HashSet<&str> = wanted
+        .iter()
+        .map(|&(_, si, _)| rec.sessions[si].id.as_str())
+        .collect();
+    let entries = rec.explain.find(|id| ids.contains(id));
+    let mut cases: Vec<ExplainedCase> = wanted
+        .into_iter()
+        .filter_map(|(config, session, hit)| {
+            Some(ExplainedCase {
+                config,
+                session,
+                lines: *entries.get(rec.sessions[session].id.as_str())?,
+                hit,
+                others: Vec::with_capacity(families.len()),
+            })
+        })
+        .collect();
+    // The families' hits on just these sessions, one configuration at a time.
+    for &f in &families {
+        let mut on: HashMap<usize, Option<Hit>> = cases.iter().map(|c| (c.session, None)).collect();
+        for h in rec.outcomes.hits(f) {
+            if let Some(slot) = on.get_mut(&(h.session as usize)) {
+                *slot = Some(h);
+            }
+        }
+        for c in &mut cases {
+            c.others.push(on[&c.session].clone());
+        }
+    }
+    Explained { families, cases }
 }
 
 /// The distance of any configuration of another family from the baseline,

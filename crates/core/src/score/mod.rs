@@ -17,7 +17,7 @@ pub mod stats;
 mod analysis;
 mod options;
 pub use analysis::{
-    analyze, analyze_with, Advice, Concentration, GroupIndex, ShownRow, SweepResult, TestScores,
-    UnionRow,
+    analyze, analyze_with, Advice, Concentration, Explained, ExplainedCase, GroupIndex, ShownRow,
+    SweepResult, TestScores, UnionRow,
 };
 pub use options::{SweepOptions, FEW_LABELS};
