@@ -11,13 +11,6 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() {
-    // Keep freed pages instead of handing them back to the OS after 10 ms:
-    // files are parsed and dropped one after another, and each file's pages
-    // came back zeroed by the kernel again (4,000+ page faults, 7% of a
-    // one-core replay). Peak memory is what it was; it is just not returned
-    // before exit.
-    // SAFETY: sets a plain integer option; mimalloc reads it at each purge.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     // No transparent huge pages: mimalloc advises them for its whole 1 GiB
     // arena, reserved before `main`, so each first touch of a 2 MB stretch
     // zeroed all of it (a 1,000 x 10,000 sweep zeroed about 1.3 GB for a
@@ -29,5 +22,20 @@ fn main() {
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0)
     };
-    std::process::exit(looptune::cli::main());
+    std::process::exit(looptune::cli::main_with(|work| {
+        let delay = match work {
+            // Keep freed pages instead of handing them back to the OS after
+            // 10 ms: files are parsed and dropped one after another, and each
+            // file's pages came back zeroed by the kernel again (4,000+ page
+            // faults, 7% of a one-core replay).
+            looptune::cli::Workload::Streaming => -1,
+            // Hand them back at once: a sweep's reading threads free what
+            // the main thread then cannot reuse, and kept, they were a third
+            // of its peak (1,000 configurations over 20,000 real-shaped
+            // sessions: 99 -> 64 MB, for 12% more time; benches/README.md).
+            looptune::cli::Workload::Holding => 0,
+        };
+        // SAFETY: sets a plain integer option; mimalloc reads it at each purge.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, delay) };
+    }));
 }

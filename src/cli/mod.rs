@@ -93,6 +93,30 @@ enum Command {
     Synth(SynthArgs),
 }
 
+/// What a command's memory looks like, for the binary to set its allocator
+/// by: the library names the work, `main.rs` owns the allocator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// Files parsed and dropped one after another, and measured for speed
+    /// (`replay`, `import`...): freed pages are best kept for the next file.
+    Streaming,
+    /// Results held while more are made, and measured for peak memory
+    /// (`sweep`, `merge`, `diff`, `report`): freed pages are best returned
+    /// to the system at once, or a worker thread keeps what another needs.
+    Holding,
+}
+
+impl Command {
+    fn workload(&self) -> Workload {
+        match self {
+            Command::Sweep(_) | Command::Merge(_) | Command::Diff(_) | Command::Report(_) => {
+                Workload::Holding
+            }
+            _ => Workload::Streaming,
+        }
+    }
+}
+
 /// Run the parsed command; returns the exit code.
 pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
     // No PATHS: the agents' default log folders (said on stderr).
@@ -191,9 +215,17 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
 /// The binary's whole work: parse arguments, run, and the exit code (errors
 /// reported on stderr).
 pub fn main() -> i32 {
+    main_with(|_| {})
+}
+
+/// [`main`], telling `set_up` the command's [`Workload`] once the
+/// arguments are parsed, before any work (the binary sets its allocator).
+pub fn main_with(set_up: impl FnOnce(Workload)) -> i32 {
     // The process ends right after the command: no need to free its data.
     LEAVE_TO_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
-    main_from(std::env::args_os())
+    let cli = Cli::parse_from(std::env::args_os());
+    set_up(cli.command.workload());
+    run_parsed(cli)
 }
 
 /// [`main`] with the arguments given (the program name first), as the
@@ -203,7 +235,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = Cli::parse_from(args);
+    run_parsed(Cli::parse_from(args))
+}
+
+/// Run parsed arguments: results on stdout, errors reported on stderr.
+fn run_parsed(cli: Cli) -> i32 {
     let stdout = std::io::stdout();
     match dispatch(cli, &mut stdout.lock()) {
         Ok(code) => code,
@@ -279,5 +315,32 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// The commands measured for peak memory hand freed pages back; the
+    /// ones measured for speed keep them (`main.rs` sets the allocator).
+    #[test]
+    fn holding_commands_are_the_ones_measured_for_memory() {
+        let work = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("looptune").chain(args.iter().copied()))
+                .unwrap()
+                .command
+                .workload()
+        };
+        for args in [
+            &["sweep", "runs/"][..],
+            &["merge", "a", "b", "--out", "c"],
+            &["diff", "a", "b"],
+            &["report", "a"],
+        ] {
+            assert_eq!(work(args), Workload::Holding, "{args:?}");
+        }
+        for args in [
+            &["replay", "runs/"][..],
+            &["import", "runs/", "--output", "x.jsonl"],
+            &["detectors"],
+        ] {
+            assert_eq!(work(args), Workload::Streaming, "{args:?}");
+        }
     }
 }

@@ -321,6 +321,9 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         progress.as_ref(),
     )?;
     progress.finish();
+    // Every session is labelled: the labels file as read (a few MB for a
+    // large corpus) is not needed by what follows.
+    drop(labels_file);
     warn_skipped(&inputs, err);
     require_sessions(
         &inputs,

@@ -669,6 +669,16 @@ pub fn stream_sessions<T: Send>(
                 .is_some_and(|sf| sf.ids.iter().any(|id| multi.contains(id)))
         })
         .collect();
+    // Every file's ids are known: drop their copies now, and size the
+    // list of sessions once (grown by doubling, it held up to twice what it
+    // needed, and its old and new buffers at once: a quarter of a large
+    // sweep's peak).
+    let mut total = 0;
+    for sf in per_file.iter_mut().flatten() {
+        sf.ids = Vec::new();
+        total += sf.done.len();
+    }
+    out.sessions.reserve_exact(total);
     let mut kept: HashMap<usize, Box<FileSessions>> = HashMap::new();
     for (fi, sf) in per_file.iter_mut().enumerate() {
         let Some(sf) = sf else { continue };

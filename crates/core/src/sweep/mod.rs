@@ -135,7 +135,9 @@ type Disagreeing = Vec<(u32, bool, String, crate::result::SessionMaterial)>;
 struct Reduced {
     inline_label: Option<crate::event::Label>,
     turns: u32,
-    swept: Option<Swept>,
+    /// Boxed: every file's sessions wait in a list until all files are
+    /// read, then move into the record's order without being copied.
+    swept: Option<Box<Swept>>,
 }
 
 /// The per-session step of a sweep: replay the grid over one session and
@@ -209,7 +211,7 @@ impl Reducer<'_> {
         Reduced {
             inline_label: s.inline_label,
             turns: s.turns,
-            swept: Some(Swept {
+            swept: Some(Box::new(Swept {
                 session: crate::result::SessionRecord::of(&s, label),
                 slot,
                 explain,
@@ -217,7 +219,7 @@ impl Reducer<'_> {
                 first_file: s.events.first().map(|e| e.origin.file),
                 agent: s.meta.agent.clone(),
                 model: s.meta.model.clone(),
-            }),
+            })),
         }
     }
 
@@ -370,7 +372,7 @@ pub fn run_sweep(
     drop(ids);
     // Sized once: a vector grown by doubling held twice what it needed.
     let mut by_session = Vec::with_capacity(streamed.sessions.len());
-    let mut swept: Vec<Swept> = Vec::with_capacity(streamed.sessions.len());
+    let mut swept: Vec<Box<Swept>> = Vec::with_capacity(streamed.sessions.len());
     let files = &inputs.files;
     let mut shared = crate::result::SharedGroups::default();
     for ((_, reduced), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
@@ -554,7 +556,7 @@ fn source_of(file: &str, args: &[std::path::PathBuf]) -> (Option<usize>, String)
 /// gets its material from `again`, given those sessions' `(disagreement,
 /// unlabelled)` by id.
 fn disagreement_material(
-    swept: &[Swept],
+    swept: &[Box<Swept>],
     mut held: Disagreeing,
     again: impl FnOnce(&HashMap<String, (u32, bool)>) -> Result<Vec<crate::result::SessionMaterial>>,
 ) -> Result<Vec<crate::result::SessionMaterial>> {
@@ -692,10 +694,10 @@ mod tests {
             agent: None,
             model: None,
         };
-        let mut all: Vec<Swept> = (0..9)
-            .map(|i| swept(&format!("s{i}"), Some((1 + i % 3, true))))
+        let mut all: Vec<Box<Swept>> = (0..9)
+            .map(|i| Box::new(swept(&format!("s{i}"), Some((1 + i % 3, true)))))
             .collect();
-        all.push(swept("quiet", None));
+        all.push(Box::new(swept("quiet", None)));
         // The stream held s8 and s5 (d = 3), s7 (d = 2) and a stale part.
         let held: Disagreeing = vec![
             (3, true, "s8".into(), m("s8", 3)),
