@@ -625,18 +625,21 @@ pub fn stream_sessions<T: Send>(
         sessions: Vec::new(),
     };
     let mut per_file: Vec<Option<Box<Streamed1<T>>>> = Vec::with_capacity(files.len());
+    out.files.reserve_exact(files.len());
     for p in passed {
         match p? {
-            Pass1::File(sf) => {
+            Pass1::File(mut sf) => {
                 note_skipped_lines(&mut out.skipped, &sf.display, &sf.skipped);
+                // Moved, not copied: most real logs are a file a session.
                 out.files.push(SourceFile {
-                    path: sf.display.clone(),
-                    format: sf.format.clone(),
-                    sha256: sf.sha256.clone(),
+                    path: std::mem::take(&mut sf.display),
+                    format: std::mem::take(&mut sf.format),
+                    sha256: std::mem::take(&mut sf.sha256),
                     bytes: sf.stored,
                     skipped_lines: sf.skipped_lines,
                     unknown_records: sf.unknown,
                 });
+                sf.skipped = Vec::new();
                 per_file.push(Some(sf));
             }
             Pass1::Skipped(note) => {
@@ -651,17 +654,20 @@ pub fn stream_sessions<T: Send>(
         }
     }
     // Ids given more than once, by any file or twice by one.
-    let mut seen: HashMap<&str, u32> = HashMap::new();
-    for sf in per_file.iter().flatten() {
-        for id in &sf.ids {
-            *seen.entry(id.as_str()).or_default() += 1;
-        }
-    }
-    let multi: HashSet<String> = seen
-        .into_iter()
-        .filter(|(_, n)| *n > 1)
-        .map(|(id, _)| id.to_string())
+    // Sorted, not counted in a map: a map of every id (and its copy as it
+    // grew) was a large sweep's peak.
+    let mut all: Vec<&str> = per_file
+        .iter()
+        .flatten()
+        .flat_map(|sf| sf.ids.iter().map(String::as_str))
         .collect();
+    all.sort_unstable();
+    let multi: HashSet<String> = all
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0].to_string())
+        .collect();
+    drop(all);
     let involved: Vec<usize> = (0..per_file.len())
         .filter(|&fi| {
             per_file[fi]

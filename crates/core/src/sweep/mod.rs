@@ -77,8 +77,26 @@ struct Swept {
     /// names, for its groups (the file's format and place are known once
     /// every file is read).
     first_file: Option<u32>,
-    agent: Option<String>,
-    model: Option<String>,
+    agent: Option<std::sync::Arc<str>>,
+    model: Option<std::sync::Arc<str>>,
+}
+
+/// Agents' and models' names, one copy each: a corpus names a handful, and
+/// a string each was two allocations a session held to the end of the read.
+#[derive(Default)]
+struct Names(std::sync::Mutex<std::collections::HashSet<std::sync::Arc<str>>>);
+
+impl Names {
+    fn of(&self, name: Option<&str>) -> Option<std::sync::Arc<str>> {
+        let name = name?;
+        let mut set = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(x) = set.get(name) {
+            return Some(x.clone());
+        }
+        let x: std::sync::Arc<str> = name.into();
+        set.insert(x.clone());
+        Some(x)
+    }
 }
 
 /// Every configuration's hits, filled as sessions stream by, in the order
@@ -157,6 +175,7 @@ struct Reducer<'a> {
     /// Labelled sessions' explanations, written as they are made.
     spill: &'a crate::result::explain::Spill,
     spill_error: &'a std::sync::Mutex<Option<std::io::Error>>,
+    names: &'a Names,
 }
 
 impl Reducer<'_> {
@@ -217,8 +236,8 @@ impl Reducer<'_> {
                 explain,
                 disagreement: (d > 0).then_some((d, label.is_none())),
                 first_file: s.events.first().map(|e| e.origin.file),
-                agent: s.meta.agent.clone(),
-                model: s.meta.model.clone(),
+                agent: self.names.of(s.meta.agent.as_deref()),
+                model: self.names.of(s.meta.model.as_deref()),
             })),
         }
     }
@@ -324,6 +343,7 @@ pub fn run_sweep(
     let spill_failed = |e| Error::io("<a temporary file for the explanations (TMPDIR)>", e);
     let spill = crate::result::explain::Spill::new().map_err(spill_failed)?;
     let spill_error = std::sync::Mutex::new(None);
+    let agents_and_models = Names::default();
     let reducer = Reducer {
         plan: &plan,
         shard,
@@ -334,6 +354,7 @@ pub fn run_sweep(
         filling: &filling,
         spill: &spill,
         spill_error: &spill_error,
+        names: &agents_and_models,
     };
     let one = |s: std::sync::Arc<crate::event::Session>, names: &crate::input::FileNames| {
         reducer.reduce(s, names)
@@ -494,17 +515,18 @@ fn session_groups(
     let file = sw.first_file.and_then(|f| files.get(f as usize));
     let agent = sw
         .agent
-        .clone()
+        .as_deref()
         .filter(|a| !a.trim().is_empty())
+        .map(str::to_string)
         .or_else(|| file.map(|f| f.format.clone()));
     let unknown = || crate::result::UNKNOWN_GROUP.to_string();
     g.insert(AGENT.into(), agent.unwrap_or_else(unknown));
     g.insert(
         MODEL.into(),
         sw.model
-            .clone()
+            .as_deref()
             .filter(|m| !m.trim().is_empty())
-            .unwrap_or_else(unknown),
+            .map_or_else(unknown, str::to_string),
     );
     let (arg, source) = match file {
         Some(f) => source_of(&f.path, args),
