@@ -29,13 +29,18 @@ fn main() {
             // file's pages came back zeroed by the kernel again (4,000+ page
             // faults, 7% of a one-core replay).
             looptune::cli::Workload::Streaming => -1,
-            // Hand them back at once: a sweep's reading threads free what
-            // the main thread then cannot reuse, and kept, they were a third
-            // of its peak (1,000 configurations over 20,000 real-shaped
-            // sessions: 99 -> 64 MB, for 12% more time; benches/README.md).
+            // Hand them back at once: kept, the pages a sweep's threads freed
+            // while reading (long-lived results among short-lived parses)
+            // were a third of its peak (1,000 configurations over 20,000
+            // real-shaped sessions: 87 -> 53 MB), for 0-30% more time (45%
+            // with one configuration, where parsing is all; benches/README.md).
             looptune::cli::Workload::Holding => 0,
         };
-        // SAFETY: sets a plain integer option; mimalloc reads it at each purge.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, delay) };
+        // `MIMALLOC_PURGE_DELAY` in the environment (milliseconds; -1:
+        // never) is the user's choice, speed or memory: mimalloc read it.
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            // SAFETY: sets a plain integer option; mimalloc reads it at each purge.
+            unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, delay) };
+        }
     }));
 }
