@@ -104,8 +104,13 @@ fn sweep(root: &Path) -> std::path::PathBuf {
     let out = root.join("out");
     std::fs::create_dir_all(&input).unwrap();
     write_corpus(&input);
+    sweep_into(&input, out)
+}
+
+/// Sweep `input` (its `labels.csv` too) with the default grid into `out`.
+fn sweep_into(input: &Path, out: std::path::PathBuf) -> std::path::PathBuf {
     let req = crate::cli::SweepRequest {
-        paths: vec![input.clone()],
+        paths: vec![input.to_path_buf()],
         read: crate::input::ReadOptions {
             digests: true,
             ..Default::default()
@@ -185,17 +190,7 @@ fn sweep_writes_a_self_contained_report_that_regenerates() {
 fn streamed_explanations_are_the_listed_ones() {
     let tmp = tempfile::tempdir().unwrap();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    let out = tmp.path().join("out");
-    let req = crate::cli::SweepRequest {
-        paths: vec![fixtures.clone()],
-        labels: vec![fixtures.join("labels.csv")],
-        out: Some(out.clone()),
-        quiet: true,
-        ..Default::default()
-    };
-    let mut err = Vec::new();
-    let code = crate::cli::sweep_command(&req, &mut Vec::new(), &mut err).unwrap();
-    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    let out = sweep_into(&fixtures, tmp.path().join("out"));
     let d = ReportData::load(&out).unwrap();
     let listed = d.listed();
     assert!(!listed.summary.explanations.is_empty(), "nothing explained");
