@@ -60,8 +60,9 @@ pub fn write(d: &ReportData, w: &mut dyn std::io::Write) -> std::io::Result<()> 
             },
             Piece::Later(section) => {
                 let mut sink = FoldSink::new(w);
-                section(&mut sink, d);
+                let made = section(&mut sink, d);
                 sink.finish()?;
+                made?;
             }
         }
     }
@@ -249,7 +250,7 @@ type Section = fn(&mut String, &ReportData) -> std::result::Result<(), ChartErro
 /// loop explained, every input file listed: 4.7 and 3.5 MB of a
 /// 20,000-session report), written straight to the file as it is made when
 /// its turn comes, never held.
-type Streamed = fn(&mut dyn std::fmt::Write, &ReportData);
+type Streamed = fn(&mut dyn std::fmt::Write, &ReportData) -> std::io::Result<()>;
 
 /// A section of the report, in order.
 enum Part {
@@ -1241,13 +1242,13 @@ fn excerpt_line(
 
 /// One section per false positive and missed loop of the baseline and the
 /// recommendation: where, the records around it, and what each family did.
-fn explained(h: &mut dyn std::fmt::Write, d: &ReportData) {
+fn explained(h: &mut dyn std::fmt::Write, d: &ReportData) -> std::io::Result<()> {
     let count = d.explanation_count();
     let root = input_root(d.summary.inputs.files.iter().map(|f| f.path.as_str()));
     let _ = h.write_str("<h2 id=\"explained\">False positives and missed loops, explained</h2>\n");
     if count == 0 {
         let _ = h.write_str("<p>The baseline and the recommendation have no false positive and miss no labelled loop.</p>\n");
-        return;
+        return Ok(());
     }
     let _ = writeln!(
         h,
@@ -1310,7 +1311,7 @@ fn explained(h: &mut dyn std::fmt::Write, d: &ReportData) {
             others.join("; ")
         );
         i += 1;
-    });
+    })
 }
 
 /// How many configurations the grid has, as the terminal counts them, and
@@ -1382,7 +1383,7 @@ fn config_table(h: &mut String, d: &ReportData) {
     h.push_str("</tbody></table></div>\n");
 }
 
-fn inputs(h: &mut dyn std::fmt::Write, d: &ReportData) {
+fn inputs(h: &mut dyn std::fmt::Write, d: &ReportData) -> std::io::Result<()> {
     let i = &d.summary.inputs;
     let t = &d.summary.totals;
     let l = &d.summary.labels;
@@ -1456,6 +1457,7 @@ fn inputs(h: &mut dyn std::fmt::Write, d: &ReportData) {
         }
         let _ = h.write_str("</ul></details>\n");
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -767,7 +767,8 @@ impl<'a> ReportData<'a> {
     #[cfg(test)]
     pub fn listed(&self) -> ReportData<'a> {
         let mut explanations = Vec::new();
-        self.each_explanation(|e| explanations.push(e.clone()));
+        self.each_explanation(|e| explanations.push(e.clone()))
+            .expect("explanations read back");
         let mut d = self.clone();
         d.summary.explanations = explanations;
         d.result = None;
@@ -784,14 +785,17 @@ impl<'a> ReportData<'a> {
 
     /// Every explanation in order, each made from the result when there is
     /// one (and dropped after `f`), else the summary's own.
-    pub fn each_explanation(&self, mut f: impl FnMut(&Explanation)) {
+    pub fn each_explanation(&self, mut f: impl FnMut(&Explanation)) -> std::io::Result<()> {
         match self.result {
             Some(r) => each_explanation(r, |e| {
                 f(&e);
                 Ok::<(), std::convert::Infallible>(())
             })
-            .unwrap_or_else(|never| match never {}),
-            None => self.summary.explanations.iter().for_each(f),
+            .map(|made| made.unwrap_or_else(|never| match never {})),
+            None => {
+                self.summary.explanations.iter().for_each(f);
+                Ok(())
+            }
         }
     }
 
@@ -966,21 +970,22 @@ fn cross_validation(
 /// [`SweepResult::explained`]'s cases one at a time, in order, each made,
 /// handed to `f` and dropped: `summary.json` and the report write them as
 /// they are made (a large corpus has thousands, each with its records).
-///
-/// # Panics
-/// If the sweep's own temporary file of explanations cannot be read back.
+/// The outer error: the sweep's temporary file of explanations could not be
+/// read back; the inner one is `f`'s.
 pub fn each_explanation<E>(
     r: &SweepResult,
     mut f: impl FnMut(Explanation) -> Result<(), E>,
-) -> Result<(), E> {
+) -> std::io::Result<Result<(), E>> {
     use crate::result::Hit;
     use crate::score::metrics::verdict_at;
     let rec = &r.record;
     for case in &r.explained.cases {
         let s = &rec.sessions[case.session];
-        let lines = rec.explain.get(case.lines).unwrap_or_else(|e| {
-            panic!("reading back this sweep's explanations from its temporary file (TMPDIR): {e}")
-        });
+        let lines = rec.explain.get(case.lines).map_err(|e| {
+            std::io::Error::other(format!(
+                "reading back this sweep's explanations from its temporary file (TMPDIR): {e}"
+            ))
+        })?;
         let hit = case.hit.as_ref();
         let (v, _) = verdict_at(hit.and_then(Hit::turn), s.label());
         let first = hit.and_then(|h| h.first.as_ref());
@@ -1007,7 +1012,7 @@ pub fn each_explanation<E>(
                 }
             })
             .collect();
-        f(Explanation {
+        let made = f(Explanation {
             config: r.config(case.config).id.clone(),
             label: r.config(case.config).label.clone(),
             session: s.id.clone(),
@@ -1020,9 +1025,12 @@ pub fn each_explanation<E>(
             place: first.and_then(|d| d.place.as_ref()).map(|p| p.to_string()),
             lines: event.map(|e| lines.around(e)).unwrap_or_default(),
             others,
-        })?;
+        });
+        if made.is_err() {
+            return Ok(made);
+        }
     }
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// Sessions where the stock profiles disagree most (from the record's

@@ -102,7 +102,8 @@ impl serde::Serialize for Explanations<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
         let mut seq = ser.serialize_seq(None)?;
-        super::model::each_explanation(self.0, |e| seq.serialize_element(&e))?;
+        super::model::each_explanation(self.0, |e| seq.serialize_element(&e))
+            .map_err(serde::ser::Error::custom)??;
         seq.end()
     }
 }
