@@ -353,7 +353,8 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     }
     // The comparison with an earlier run, whose summary (in the same shape
     // as on the terminal) ends the Markdown summary.
-    let compared = earlier.map(|earlier| crate::score::diff::diff(&earlier, &result));
+    let compared =
+        earlier.map(|earlier| workers.install(|| crate::score::diff::diff(&earlier, &result)));
     let mut ci = req.ci.clone();
     if let Some(d) = &compared {
         ci.append_markdown = crate::report::diff_out::markdown_within(

@@ -6,6 +6,7 @@
 use crate::result::{Hit, SweepRecord};
 use crate::score::metrics::{verdict_at, Scores};
 use crate::score::SweepResult;
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 
 /// Counts a diff gate can check (`--require 'new_false_positives==0'`).
@@ -119,6 +120,12 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
         .collect();
     ids.sort_unstable();
     ids.dedup();
+    // Each id's place in either run, found once: looked up again for every
+    // configuration, they were most of a large diff's time (1,000 x 100,000).
+    let places: Vec<(Option<usize>, Option<usize>)> = ids
+        .iter()
+        .map(|id| (b_sessions.get(id).copied(), n_sessions.get(id).copied()))
+        .collect();
     let b_configs: BTreeMap<&str, usize> = b
         .grid
         .configs
@@ -140,8 +147,9 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
             order.push((Some(i), None));
         }
     }
+    // Configurations are compared apart: in parallel (the caller's pool).
     let configs = order
-        .into_iter()
+        .into_par_iter()
         .map(|(bi, ni)| {
             let bd = bi.map(|i| base.dense(i));
             let nd = ni.map(|i| new.dense(i));
@@ -150,9 +158,7 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
                 .or(bi.map(|i| &b.grid.configs[i]))
                 .expect("in one run at least");
             let mut changes = Vec::new();
-            for id in &ids {
-                let bs = b_sessions.get(id).copied();
-                let ns = n_sessions.get(id).copied();
+            for (id, &(bs, ns)) in ids.iter().zip(&places) {
                 let bh = bd.as_ref().zip(bs).and_then(|(d, s)| d[s].as_ref());
                 let nh = nd.as_ref().zip(ns).and_then(|(d, s)| d[s].as_ref());
                 let bv = if bd.is_some() {
