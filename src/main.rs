@@ -32,8 +32,8 @@ fn main() {
             // Hand them back at once: kept, the pages a sweep's threads freed
             // while reading (long-lived results among short-lived parses)
             // were a third of its peak (1,000 configurations over 20,000
-            // real-shaped sessions: 87 -> 53 MB), for 0-30% more time (45%
-            // with one configuration, where parsing is all; benches/README.md).
+            // real-shaped sessions: 87 -> 53 MB), for about 30% more time
+            // (benches/README.md).
             looptune::cli::Workload::Holding => 0,
         };
         // `MIMALLOC_PURGE_DELAY` in the environment (milliseconds; -1:
