@@ -700,11 +700,27 @@ pub fn stream_sessions<T: Send>(
     if !involved.is_empty() {
         // Read the involved files again, keep only the ids they share, and
         // merge those as read_corpus does.
+        // Read again on the workers: read one after another, the real
+        // corpus's shared ids (trajectories of one task in several runs)
+        // ran alone for a sixth of its two-core replay.
+        let again: Vec<usize> = involved
+            .iter()
+            .copied()
+            .filter(|fi| !kept.contains_key(fi))
+            .collect();
+        let loads: Vec<Result<Loaded>> = workers.install(|| {
+            again
+                .par_iter()
+                .with_max_len(1)
+                .map(|&fi| load_file(&files[fi], opts, &crate::util::progress::NoProgress))
+                .collect()
+        });
+        let mut loads: HashMap<usize, Result<Loaded>> = again.into_iter().zip(loads).collect();
         let mut read: Vec<ReadFile> = Vec::new();
         for fi in involved {
             let mut fs = match kept.remove(&fi) {
                 Some(fs) => *fs,
-                None => match load_file(&files[fi], opts, &crate::util::progress::NoProgress)? {
+                None => match loads.remove(&fi).expect("read above")? {
                     Loaded::File { fs, .. } => *fs,
                     // The file changed under us between the two reads.
                     _ => {
