@@ -299,9 +299,37 @@ pub(crate) fn session_rec(agent: &str, model: Option<String>, meta: Map<String, 
 /// key of the root object. Empty when the document has no such array. A tiny
 /// tokenizer: it tracks strings, escapes and nesting, nothing else.
 pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
-    let newlines = |b: &[u8]| memchr::memchr_iter(b'\n', b).count() as u32;
+    // Lines are counted once, over the whole prefix, after the scan: counted
+    // string by string (and newline by newline outside strings), they were
+    // a quarter of reading a Gemini CLI recording.
+    let starts = element_starts(bytes, key);
+    let (mut line, mut from) = (1u32, 0usize);
+    starts
+        .into_iter()
+        .map(|at| {
+            line += memchr::memchr_iter(b'\n', &bytes[from..at]).count() as u32;
+            from = at;
+            line
+        })
+        .collect()
+}
+
+/// Whether a byte outside strings can change [`element_starts`]'s state
+/// (whitespace and the bytes of numbers and literals cannot, once no
+/// element is awaited).
+const STRUCTURAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 6 {
+        t[b"\"{}[],"[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
+/// Byte offsets where [`element_lines`]'s elements start.
+fn element_starts(bytes: &[u8], key: Option<&str>) -> Vec<usize> {
     let mut out = Vec::new();
-    let mut line = 1u32;
     let mut depth = 0usize;
     // The last string seen at depth 1 (object keys of the root).
     let mut last_key: Option<(usize, usize)> = None;
@@ -311,12 +339,9 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
     let mut i = 0usize;
     while i < bytes.len() {
         let b = bytes[i];
-        if b == b'\n' {
-            line += 1;
-        }
         if b == b'"' {
             if expect_elem {
-                out.push(line);
+                out.push(i);
                 expect_elem = false;
             }
             // A string: skip to its closing quote, a run at a time.
@@ -326,15 +351,11 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
                 let Some(k) = memchr::memchr2(b'"', b'\\', &bytes[j..]) else {
                     return out;
                 };
-                line += newlines(&bytes[j..j + k]);
                 j += k;
                 if bytes[j] == b'"' {
                     break;
                 }
                 // An escape: the byte after the backslash is skipped.
-                if bytes.get(j + 1) == Some(&b'\n') {
-                    line += 1;
-                }
                 j += 2;
                 if j >= bytes.len() {
                     return out;
@@ -347,7 +368,7 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
             continue;
         }
         if expect_elem && !b.is_ascii_whitespace() && b != b']' {
-            out.push(line);
+            out.push(i);
             expect_elem = false;
         }
         match b {
@@ -380,6 +401,11 @@ pub(crate) fn element_lines(bytes: &[u8], key: Option<&str>) -> Vec<u32> {
             last_key = None;
         }
         i += 1;
+        if !expect_elem {
+            while i < bytes.len() && !STRUCTURAL[bytes[i] as usize] {
+                i += 1;
+            }
+        }
     }
     out
 }
