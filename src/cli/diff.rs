@@ -138,7 +138,7 @@ pub fn diff_command(
         // The new run's configurations come first in the diff, in grid order.
         shape.only = Some(new.chosen);
     }
-    let d = crate::score::diff::diff(&base, &new);
+    let d = crate::score::diff::diff(&base, &new)?;
     warn_grids(&d, err);
     let io = |e| Error::io("<stdout>", e);
     match format {

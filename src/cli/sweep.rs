@@ -353,8 +353,9 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     }
     // The comparison with an earlier run, whose summary (in the same shape
     // as on the terminal) ends the Markdown summary.
-    let compared =
-        earlier.map(|earlier| workers.install(|| crate::score::diff::diff(&earlier, &result)));
+    let compared = earlier
+        .map(|earlier| workers.install(|| crate::score::diff::diff(&earlier, &result)))
+        .transpose()?;
     let mut ci = req.ci.clone();
     if let Some(d) = &compared {
         ci.append_markdown = crate::report::diff_out::markdown_within(
@@ -439,7 +440,9 @@ pub(crate) fn finish_sweep(
         by_session: rec.sessions.iter().map(|s| s.label()).collect(),
         ..Default::default()
     };
-    let chosen_hits = result.dense(result.chosen);
+    let chosen_hits = result
+        .dense(result.chosen)
+        .map_err(Error::hits_unreadable)?;
     let chosen_view: Vec<Option<&crate::result::Hit>> =
         chosen_hits.iter().map(Option::as_ref).collect();
     let view = crate::report::ci::CiView {

@@ -97,7 +97,7 @@ fn write_rows(w: &mut csv::Writer<Vec<u8>>, r: &SweepResult) -> csv::Result<()> 
 /// configuration's id, the key sessions are grouped by, the group, and
 /// `sweep.csv`'s score columns and intervals under the same names, scored on
 /// that group's sessions alone (so the counts add up to `sweep.csv`'s).
-pub fn groups_csv(r: &SweepResult) -> Vec<u8> {
+pub fn groups_csv(r: &SweepResult) -> std::io::Result<Vec<u8>> {
     use rayon::prelude::*;
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<&str> = vec!["config", "group_by", "group"];
@@ -111,8 +111,8 @@ pub fn groups_csv(r: &SweepResult) -> Vec<u8> {
         .configs
         .par_iter()
         .enumerate()
-        .map(|(i, v)| (v.id.as_str(), r.config_group_scores(i)))
-        .collect();
+        .map(|(i, v)| Ok((v.id.as_str(), r.config_group_scores(i)?)))
+        .collect::<std::io::Result<_>>()?;
     if let Some(u) = &r.advice.union {
         let view: Vec<Option<&crate::result::Hit>> = u.hits.iter().map(Option::as_ref).collect();
         rows.push((u.id.as_str(), r.group_scores(&view)));
@@ -132,7 +132,7 @@ pub fn groups_csv(r: &SweepResult) -> Vec<u8> {
             write(&mut w, &mut buf).expect("in-memory write");
         }
     }
-    w.into_inner().expect("in-memory flush")
+    Ok(w.into_inner().expect("in-memory flush"))
 }
 
 /// `sweep.csv`.
@@ -162,7 +162,7 @@ impl super::output::Output for GroupsCsv {
         10
     }
     fn render(&self, r: &SweepResult, w: &mut (dyn std::io::Write + Send)) -> std::io::Result<()> {
-        w.write_all(&groups_csv(r))
+        w.write_all(&groups_csv(r)?)
     }
 }
 
@@ -214,7 +214,7 @@ pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> st
     let mut block: Vec<u8> = Vec::with_capacity(BLOCK + 4096);
     for (id, hits) in rows {
         let id = csv_cells(&[id]);
-        for o in hits {
+        for o in hits? {
             let Some(d) = &o.first else { continue };
             let known = &mut cells[o.session as usize];
             let ptr = std::sync::Arc::as_ptr(d);
@@ -254,7 +254,7 @@ const BLOCK: usize = 1 << 20;
 /// configuration's hits by its id, in grid order, then the union's.
 pub(crate) fn detection_rows(
     r: &SweepResult,
-) -> impl Iterator<Item = (&str, Vec<crate::result::Hit>)> {
+) -> impl Iterator<Item = (&str, std::io::Result<Vec<crate::result::Hit>>)> {
     let union: Vec<crate::result::Hit> = r
         .advice
         .union
@@ -266,7 +266,7 @@ pub(crate) fn detection_rows(
         r.advice
             .union
             .iter()
-            .map(move |u| (u.id.as_str(), union.clone())),
+            .map(move |u| (u.id.as_str(), Ok(union.clone()))),
     )
 }
 

@@ -37,7 +37,7 @@ impl super::output::Output for ReportHtml {
         r: &crate::score::SweepResult,
         w: &mut (dyn std::io::Write + Send),
     ) -> std::io::Result<()> {
-        write(&ReportData::from_result(r), w)
+        write(&ReportData::from_result(r)?, w)
     }
 }
 

@@ -148,7 +148,7 @@ pub struct LiveCount {
 
 impl LiveView {
     /// The live detections of a result; `None` when no session kept one.
-    pub fn of(r: &SweepResult) -> Option<LiveView> {
+    pub fn of(r: &SweepResult) -> std::io::Result<Option<LiveView>> {
         let sessions = &r.record.sessions;
         let live: Vec<(usize, u32)> = sessions
             .iter()
@@ -156,15 +156,15 @@ impl LiveView {
             .filter_map(|(i, s)| s.live_turn.map(|t| (i, t)))
             .collect();
         if live.is_empty() {
-            return None;
+            return Ok(None);
         }
         let mut kinds = BTreeMap::new();
         for &(i, _) in &live {
             let kind = sessions[i].live_kind.clone().unwrap_or_default();
             *kinds.entry(kind).or_insert(0) += 1;
         }
-        let count = |c: usize| -> LiveCount {
-            let dense = r.dense(c);
+        let count = |c: usize| -> std::io::Result<LiveCount> {
+            let dense = r.dense(c)?;
             let reproduced = live
                 .iter()
                 .filter(|(i, t)| {
@@ -174,24 +174,28 @@ impl LiveView {
                         .is_some_and(|d| d.turn == *t)
                 })
                 .count();
-            LiveCount {
+            Ok(LiveCount {
                 config: r.config(c).id.clone(),
                 label: r.label(c).to_string(),
                 reproduced,
-            }
+            })
         };
-        let mut stock: Vec<(usize, LiveCount)> = (0..r.record.grid.configs.len())
-            .filter(|&c| r.record.grid.configs[c].stock && c != r.baseline)
-            .map(|c| (c, count(c)))
-            .filter(|(_, k)| k.reproduced > 0)
-            .collect();
+        let mut stock: Vec<(usize, LiveCount)> = Vec::new();
+        for c in 0..r.record.grid.configs.len() {
+            if r.record.grid.configs[c].stock && c != r.baseline {
+                let k = count(c)?;
+                if k.reproduced > 0 {
+                    stock.push((c, k));
+                }
+            }
+        }
         stock.sort_by(|a, b| b.1.reproduced.cmp(&a.1.reproduced).then(a.0.cmp(&b.0)));
-        Some(LiveView {
+        Ok(Some(LiveView {
             sessions: live.len(),
             kinds,
-            baseline: count(r.baseline),
+            baseline: count(r.baseline)?,
             stock: stock.into_iter().map(|(_, k)| k).collect(),
-        })
+        }))
     }
 }
 
@@ -307,7 +311,7 @@ impl GroupValidationView {
 
 impl GroupsView {
     /// The view of a result.
-    pub fn of(r: &SweepResult) -> GroupsView {
+    pub fn of(r: &SweepResult) -> std::io::Result<GroupsView> {
         let g = &r.groups;
         let mut sessions = vec![0u64; g.names.len()];
         for &x in &g.of {
@@ -320,7 +324,7 @@ impl GroupsView {
                 .map_or(String::new(), |u| u.label.clone())
         };
         let rows = r
-            .shown()
+            .shown()?
             .iter()
             .map(|(role, c, hits)| GroupRow {
                 role: role.clone(),
@@ -379,7 +383,7 @@ impl GroupsView {
                 validation.push(view("union", gv, Some(&u.scores)));
             }
         }
-        GroupsView {
+        Ok(GroupsView {
             by: g.by.clone(),
             names: g.names.clone(),
             sessions,
@@ -406,7 +410,7 @@ impl GroupsView {
                     })
                     .collect(),
             }),
-        }
+        })
     }
 }
 
@@ -673,7 +677,7 @@ impl<'a> ReportData<'a> {
     }
 
     /// The report's view of an analysed result.
-    pub fn from_result(r: &'a SweepResult) -> ReportData<'a> {
+    pub fn from_result(r: &'a SweepResult) -> std::io::Result<ReportData<'a>> {
         let rec = &r.record;
         let summary = Summary {
             looptune_version: rec.looptune_version.clone(),
@@ -724,11 +728,11 @@ impl<'a> ReportData<'a> {
                     .map(|cv| cross_validation(r, cv)),
             }),
             explanations: Vec::new(),
-            disagreements: disagreements(r),
+            disagreements: disagreements(r)?,
             note: NOTE.to_string(),
             wall_time_ms: rec.wall_time_ms,
-            groups: GroupsView::of(r),
-            live: LiveView::of(r),
+            groups: GroupsView::of(r)?,
+            live: LiveView::of(r)?,
         };
         let mut rows: Vec<Row> = rec
             .grid
@@ -756,10 +760,10 @@ impl<'a> ReportData<'a> {
                 ..Row::default()
             });
         }
-        ReportData {
+        Ok(ReportData {
             result: Some(r),
             ..ReportData::new(summary, rows)
-        }
+        })
     }
 
     /// The same view with its explanations made and listed, not made from
@@ -813,7 +817,7 @@ impl<'a> ReportData<'a> {
         let record = crate::result::SweepRecord::load(&sp)?;
         // Test-only: the view borrows its result, which lives to the end.
         let result = Box::leak(Box::new(crate::score::analyze(record)?));
-        Ok(ReportData::from_result(result))
+        ReportData::from_result(result).map_err(Error::hits_unreadable)
     }
 
     /// The `sweep.csv` row of a configuration.
@@ -1035,51 +1039,54 @@ pub fn each_explanation<E>(
 
 /// Sessions where the stock profiles disagree most (from the record's
 /// material), with every selected configuration's first detection.
-pub fn disagreements(r: &SweepResult) -> Vec<Disagreement> {
+pub fn disagreements(r: &SweepResult) -> std::io::Result<Vec<Disagreement>> {
     let sel = selected(r);
     let rec = &r.record;
-    rec.material
-        .iter()
-        .filter_map(|m| {
-            let si = rec.sessions.iter().position(|s| s.id == m.session)?;
-            let s = &rec.sessions[si];
-            let detections = sel
-                .iter()
-                .filter_map(|&c| {
-                    let h = rec.outcomes.hit(c, si)?;
-                    let d = h.first.as_ref()?;
-                    Some(DetectionInfo {
-                        config: r.config(c).id.clone(),
-                        label: r.config(c).label.clone(),
-                        turn: d.turn.into(),
-                        event: d.event.into(),
-                        kind: d.kind.clone(),
-                        detail: d.detail.clone(),
-                    })
-                })
-                .collect();
-            let timeline = m
-                .timeline
-                .iter()
-                .enumerate()
-                .map(|(t, x)| TimelineTurn {
-                    turn: t as u64,
-                    tool_calls: x[0].into(),
-                    tool_errors: x[1].into(),
-                    content: x[2].into(),
-                })
-                .collect();
-            Some(Disagreement {
-                session: s.id.clone(),
-                turns: s.turns.into(),
-                label: s.label.clone(),
-                onset_turn: s.onset_turn.map(u64::from),
-                timeline,
-                detections,
-                excerpts: m.excerpts.clone(),
+    let mut out = Vec::new();
+    for m in &rec.material {
+        let Some(si) = rec.sessions.iter().position(|s| s.id == m.session) else {
+            continue;
+        };
+        let s = &rec.sessions[si];
+        let mut detections = Vec::new();
+        for &c in &sel {
+            let Some(h) = rec.outcomes.hit(c, si)? else {
+                continue;
+            };
+            let Some(d) = h.first.as_ref() else {
+                continue;
+            };
+            detections.push(DetectionInfo {
+                config: r.config(c).id.clone(),
+                label: r.config(c).label.clone(),
+                turn: d.turn.into(),
+                event: d.event.into(),
+                kind: d.kind.clone(),
+                detail: d.detail.clone(),
+            });
+        }
+        let timeline = m
+            .timeline
+            .iter()
+            .enumerate()
+            .map(|(t, x)| TimelineTurn {
+                turn: t as u64,
+                tool_calls: x[0].into(),
+                tool_errors: x[1].into(),
+                content: x[2].into(),
             })
-        })
-        .collect()
+            .collect();
+        out.push(Disagreement {
+            session: s.id.clone(),
+            turns: s.turns.into(),
+            label: s.label.clone(),
+            onset_turn: s.onset_turn.map(u64::from),
+            timeline,
+            detections,
+            excerpts: m.excerpts.clone(),
+        });
+    }
+    Ok(out)
 }
 
 /// Parse `sweep.csv`: parameter columns are those between `profile` and the

@@ -353,7 +353,7 @@ impl Output for GroupsParquet {
                 Some((id, view)) if i == configs => (*id, r.group_scores(view)),
                 _ => (
                     r.record.grid.configs[i].id.as_str(),
-                    r.config_group_scores(i),
+                    r.config_group_scores(i)?,
                 ),
             };
             for (g, s) in per_group.iter().enumerate() {
@@ -404,7 +404,7 @@ impl Output for DetectionsParquet {
         let rows = super::csv_out::detection_rows(r);
         let mut detail = String::new();
         for (id, hits) in rows {
-            for o in hits {
+            for o in hits? {
                 let Some(d) = &o.first else { continue };
                 let d: &FirstDetection = d;
                 let s = &r.record.sessions[o.session as usize];

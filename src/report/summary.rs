@@ -36,7 +36,7 @@ pub fn write_summary(r: &SweepResult, out: &mut dyn std::io::Write) -> std::io::
         #[serde(flatten)]
         derived: &'a Derived<'a>,
     }
-    let derived = derived(r);
+    let derived = derived(r)?;
     // serde_json writes token by token: a concrete buffer here takes those
     // small writes inline (through `dyn Write` each was a call), and hands
     // `out` whole blocks, which its own buffer passes straight through.
@@ -138,7 +138,7 @@ impl serde::Serialize for Scores<'_> {
 }
 
 /// Everything `summary.json` derives from the record.
-fn derived(r: &SweepResult) -> Map<String, Value> {
+fn derived(r: &SweepResult) -> std::io::Result<Map<String, Value>> {
     let rec: &SweepRecord = &r.record;
     // A placeholder that keeps the key's place: the scores (every
     // configuration's turns-to-detection list) are written from the typed
@@ -167,15 +167,15 @@ fn derived(r: &SweepResult) -> Map<String, Value> {
         })),
         "guard": r.advice.guard.name(),
         "guard_note": r.advice.guard_note,
-        "groups": groups(r),
+        "groups": groups(r)?,
         "test": r.advice.test.as_ref().map(|t| test(r, t)),
-        "disagreements": super::model::disagreements(r),
+        "disagreements": super::model::disagreements(r)?,
         // Written as they are made (see `Derived`).
         "explanations": Value::Null,
         "note": super::model::NOTE,
     });
     match derived {
-        Value::Object(m) => m,
+        Value::Object(m) => Ok(m),
         _ => unreachable!("json! of an object"),
     }
 }
@@ -253,14 +253,14 @@ fn group_validation(r: &SweepResult, gv: &crate::score::recommend::GroupValidati
 
 /// The groups: the key, each group's sessions, the summary's rows counted
 /// per group, and the rows whose gain comes mostly from one group.
-fn groups(r: &SweepResult) -> Value {
+fn groups(r: &SweepResult) -> std::io::Result<Value> {
     let g = &r.groups;
     let mut sessions = vec![0u64; g.names.len()];
     for &x in &g.of {
         sessions[x as usize] += 1;
     }
     let rows: Vec<Value> = r
-        .shown()
+        .shown()?
         .iter()
         .map(|(role, c, hits)| {
             let per: Map<String, Value> = r
@@ -282,7 +282,7 @@ fn groups(r: &SweepResult) -> Value {
             json!({"role": role, "config": id, "groups": per})
         })
         .collect();
-    json!({
+    Ok(json!({
         "by": g.by,
         "names": g.names,
         "sessions": sessions,
@@ -294,7 +294,7 @@ fn groups(r: &SweepResult) -> Value {
             },
             "group": c.group, "from_group": c.from_group, "total": c.total,
         })).collect::<Vec<_>>(),
-    })
+    }))
 }
 
 /// The test sessions and what was chosen, scored on them.

@@ -281,7 +281,7 @@ pub fn live_table(
 /// their first detection falls on the same turn. Nothing when no session
 /// kept a live detection.
 pub fn live_summary(r: &crate::score::SweepResult, out: &mut dyn Write) -> io::Result<()> {
-    let Some(live) = crate::report::model::LiveView::of(r) else {
+    let Some(live) = crate::report::model::LiveView::of(r)? else {
         return Ok(());
     };
     let others: Vec<String> = live
@@ -768,7 +768,7 @@ fn group_block(out: &mut dyn Write, r: &crate::score::SweepResult) -> io::Result
     if g.names.len() < 2 {
         return Ok(());
     }
-    let shown = r.shown();
+    let shown = r.shown()?;
     let scores: Vec<Vec<crate::score::metrics::Scores>> =
         shown.iter().map(|(_, _, h)| r.group_scores(h)).collect();
     let width = g

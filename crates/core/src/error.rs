@@ -127,6 +127,12 @@ impl Error {
             source,
         }
     }
+
+    /// Reading back the process's own temporary file of hits failed (a
+    /// disk error, a TMPDIR removed or unmounted under the run).
+    pub fn hits_unreadable(source: std::io::Error) -> Error {
+        Error::io("<the temporary file of the hits (TMPDIR)>", source)
+    }
 }
 
 /// Result with [`Error`].

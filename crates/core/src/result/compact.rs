@@ -88,7 +88,7 @@ impl Serialize for AllRows<'_> {
 }
 
 /// Configuration `c`'s hits as picks and skips (see the module's note).
-fn picks(o: &Outcomes, c: usize) -> String {
+fn picks(o: &Outcomes, c: usize) -> std::io::Result<String> {
     let mut out = String::with_capacity(o.count(c) * 3 + 2);
     out.push('[');
     let mut cursor = 0u32;
@@ -110,9 +110,9 @@ fn picks(o: &Outcomes, c: usize) -> String {
             _ => out.push_str(num.format(k)),
         }
         cursor = s + 1;
-    });
+    })?;
     out.push(']');
-    out
+    Ok(out)
 }
 
 /// Every configuration's picks. A few configurations at a time are
@@ -137,7 +137,12 @@ impl Serialize for AllConfigs<'_> {
             let texts: Vec<String> = (first..(first + CONFIGS_AT_ONCE).min(o.len()))
                 .into_par_iter()
                 .map(|c| picks(o, c))
-                .collect();
+                .collect::<std::io::Result<_>>()
+                .map_err(|e| {
+                    serde::ser::Error::custom(format_args!(
+                        "reading back the temporary file of the hits (TMPDIR): {e}"
+                    ))
+                })?;
             for (i, text) in texts.iter().enumerate() {
                 seq.serialize_element(&OutConfig {
                     config: o.id(first + i),

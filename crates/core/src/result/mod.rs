@@ -830,7 +830,7 @@ impl SweepRecord {
     /// index), most first, labelled before unlabelled, then by id; at most
     /// [`DISAGREEMENTS`]. Each session's rank depends on that session alone,
     /// so the best of every shard's best are the best of the whole run.
-    pub fn disagreement_candidates(&self) -> Vec<(u32, usize)> {
+    pub fn disagreement_candidates(&self) -> std::io::Result<Vec<(u32, usize)>> {
         let stock: Vec<usize> = (0..self.grid.configs.len())
             .filter(|&c| self.grid.configs[c].stock)
             .collect();
@@ -841,7 +841,7 @@ impl SweepRecord {
                 if h.first.is_some() {
                     fired[s as usize] += 1;
                 }
-            });
+            })?;
         }
         let total = stock.len() as u32;
         let mut ranked: Vec<(u32, usize)> = (0..n)
@@ -859,7 +859,7 @@ impl SweepRecord {
                 .then(self.sessions[a.1].id.cmp(&self.sessions[b.1].id))
         });
         ranked.truncate(DISAGREEMENTS);
-        ranked
+        Ok(ranked)
     }
 
     /// Merge records of disjoint shards of one run into the record of the whole run.
@@ -973,6 +973,7 @@ impl SweepRecord {
             .collect();
         let keep: Vec<String> = whole
             .disagreement_candidates()
+            .map_err(spill_failed)?
             .into_iter()
             .map(|(_, s)| whole.sessions[s].id.clone())
             .collect();
@@ -1065,14 +1066,19 @@ impl SweepRecord {
             })?;
         // Rows as a sweep numbers them, so that writing the record again
         // gives the bytes its writer would have.
-        if !record.outcomes.canonical() {
+        if !record
+            .outcomes
+            .canonical()
+            .map_err(Error::hits_unreadable)?
+        {
+            let configs = record.outcomes.configs().map_err(Error::hits_unreadable)?;
             record.outcomes =
-                Outcomes::from_configs(record.outcomes.configs(), record.sessions.len()).map_err(
-                    |e| Error::File {
+                Outcomes::from_configs(configs, record.sessions.len()).map_err(|e| {
+                    Error::File {
                         path: name.clone(),
                         message: format!("outcomes: {e}"),
-                    },
-                )?;
+                    }
+                })?;
         }
         let mut shared = SharedGroups::default();
         for s in &mut record.sessions {
@@ -1146,10 +1152,12 @@ impl SweepRecord {
         }
         for c in 0..self.outcomes.len() {
             let mut total = Some(0u64);
-            self.outcomes.each(c, |_, h| {
-                let tokens = h.effect.as_ref().map_or(0, |e| e.tokens_after_stop);
-                total = total.and_then(|t| t.checked_add(tokens));
-            });
+            self.outcomes
+                .each(c, |_, h| {
+                    let tokens = h.effect.as_ref().map_or(0, |e| e.tokens_after_stop);
+                    total = total.and_then(|t| t.checked_add(tokens));
+                })
+                .map_err(|e| Invalid::Unreadable(e.to_string()))?;
             if total.is_none() {
                 return Err(Invalid::Tokens(self.outcomes.id(c).to_string()));
             }
@@ -1161,6 +1169,8 @@ impl SweepRecord {
 /// What a loaded record may not hold ([`SweepRecord::load`] names the file).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 enum Invalid {
+    #[error("reading back the temporary file of its hits (TMPDIR): {0}")]
+    Unreadable(String),
     #[error("grid: configuration {0} is listed twice")]
     GridTwice(String),
     #[error("outcomes: configuration {0} is not one of the grid's")]
@@ -1655,7 +1665,7 @@ mod tests {
         );
         assert_eq!(text, expected);
         let back: W = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.o.configs(), outcomes);
+        assert_eq!(back.o.configs().unwrap(), outcomes);
         // Hits out of session order cannot be held as picks.
         let mut bad = outcomes.clone();
         bad[1].hits.swap(0, 1);
@@ -1763,9 +1773,9 @@ mod tests {
         );
         assert_eq!(text.matches("tool_call").count(), 3, "{text}");
         let back: W = serde_json::from_str(&text).unwrap();
-        assert_eq!(back.o.configs(), outcomes);
+        assert_eq!(back.o.configs().unwrap(), outcomes);
         // Equal effects are shared again on loading.
-        let b = back.o.hits(1);
+        let b = back.o.hits(1).unwrap();
         let (e4, e5) = (&b[3].effect, &b[4].effect);
         assert!(Arc::ptr_eq(e4.as_ref().unwrap(), e5.as_ref().unwrap()));
         // Schema 2 wrote one object per hit: it still reads, and writes back alike.
@@ -1799,19 +1809,31 @@ mod tests {
             v["o"]["detections"][0], v["o"]["detections"][2]
         );
         assert_eq!(
-            serde_json::from_str::<W>(&schema3).unwrap().o.configs(),
+            serde_json::from_str::<W>(&schema3)
+                .unwrap()
+                .o
+                .configs()
+                .unwrap(),
             outcomes
         );
         // Rows are read as they come: extra values are ignored, unknown keys
         // skipped, and the detections must come first (as written).
         let extra = text.replace("[[1]]", "[[1,null,0,0,0,0,0,0,5,6]]");
         assert_eq!(
-            serde_json::from_str::<W>(&extra).unwrap().o.configs(),
+            serde_json::from_str::<W>(&extra)
+                .unwrap()
+                .o
+                .configs()
+                .unwrap(),
             outcomes
         );
         let keyed = text.replace(r#""configs":["#, r#""later":{"x":[1]},"configs":["#);
         assert_eq!(
-            serde_json::from_str::<W>(&keyed).unwrap().o.configs(),
+            serde_json::from_str::<W>(&keyed)
+                .unwrap()
+                .o
+                .configs()
+                .unwrap(),
             outcomes
         );
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -1835,10 +1857,10 @@ mod tests {
         }
         let odd = r#"{"o":{"detections":[],"rows":[[[null,null,0,0,1],[null,null,0,0,2]]],"configs":[{"config":"a","hits":[1]},{"config":"b","hits":[0]}]}}"#;
         let w: W = serde_json::from_str(odd).unwrap();
-        assert!(!w.o.canonical());
-        let fixed = Outcomes::from_configs(w.o.configs(), 1).unwrap();
-        assert!(fixed.canonical());
-        assert_eq!(fixed.configs(), w.o.configs());
+        assert!(!w.o.canonical().unwrap());
+        let fixed = Outcomes::from_configs(w.o.configs().unwrap(), 1).unwrap();
+        assert!(fixed.canonical().unwrap());
+        assert_eq!(fixed.configs().unwrap(), w.o.configs().unwrap());
         assert_eq!(
             serde_json::to_string(&W { o: fixed }).unwrap(),
             r#"{"o":{"detections":[],"rows":[[[null,null,0,0,2],[null,null,0,0,1]]],"configs":[{"config":"a","hits":[0]},{"config":"b","hits":[1]}]}}"#

@@ -89,6 +89,9 @@ pub enum Misfit {
         /// The configuration's id.
         config: String,
     },
+    /// The temporary file of the hits could not be written (TMPDIR).
+    #[error("writing the temporary file of the hits (TMPDIR): {0}")]
+    Spill(String),
     /// A hit on a session past the last.
     #[error("configuration {config} has a hit on session {session}, but the result lists {sessions} sessions")]
     PastTheEnd {
@@ -269,50 +272,51 @@ impl Outcomes {
         Ok(())
     }
 
-    /// Configuration `c`'s picks, read back.
-    fn read(&self, c: usize) -> Decoded {
+    /// Configuration `c`'s picks, read back. The spill file is this
+    /// process's own, written above: failing to read it back is the
+    /// machine's failure (a disk error, a full or removed TMPDIR), reported
+    /// as an error of the command, never a panic.
+    fn read(&self, c: usize) -> std::io::Result<Decoded> {
         let p = &self.picks[c];
         let spilled: usize = p.chunks.iter().map(|&(_, n)| n as usize).sum();
         let mut bytes = Vec::with_capacity(spilled + p.tail.len());
         for &(at, n) in &p.chunks {
-            // The file is this process's own, written above: failing to read
-            // it back is the machine's failure, not the input's.
-            self.spill
-                .read(at, &mut bytes, n as usize)
-                .expect("reading back a sweep's hits from its temporary file");
+            self.spill.read(at, &mut bytes, n as usize)?;
         }
         bytes.extend_from_slice(&p.tail);
-        Decoded { bytes }
+        Ok(Decoded { bytes })
     }
 
     /// Call `f(session, body)` for each of configuration `c`'s hits, in
     /// session order (nothing is copied).
-    pub fn each(&self, c: usize, mut f: impl FnMut(u32, &HitBody)) {
-        self.read(c)
+    pub fn each(&self, c: usize, mut f: impl FnMut(u32, &HitBody)) -> std::io::Result<()> {
+        self.read(c)?
             .each(|s, k| f(s, &self.rows[(self.start[s as usize] + k) as usize]));
+        Ok(())
     }
 
     /// `(session, row)` of each of configuration `c`'s hits, in session order.
-    pub fn each_pick(&self, c: usize, f: impl FnMut(u32, u32)) {
-        self.read(c).each(f);
+    pub fn each_pick(&self, c: usize, f: impl FnMut(u32, u32)) -> std::io::Result<()> {
+        self.read(c)?.each(f);
+        Ok(())
     }
 
     /// Configuration `c`'s hits, in session order.
-    pub fn hits(&self, c: usize) -> Vec<Hit> {
+    pub fn hits(&self, c: usize) -> std::io::Result<Vec<Hit>> {
         let mut out = Vec::with_capacity(self.count(c));
-        self.read(c).each(|s, k| {
+        self.read(c)?.each(|s, k| {
             out.push(Hit {
                 session: s,
                 body: self.rows[(self.start[s as usize] + k) as usize].clone(),
             })
         });
-        out
+        Ok(out)
     }
 
     /// Configuration `c`'s hit on session `s`, if any.
-    pub fn hit(&self, c: usize, s: usize) -> Option<Hit> {
+    pub fn hit(&self, c: usize, s: usize) -> std::io::Result<Option<Hit>> {
         let mut found = None;
-        self.read(c).each(|x, k| {
+        self.read(c)?.each(|x, k| {
             if x as usize == s {
                 found = Some(Hit {
                     session: x,
@@ -320,31 +324,31 @@ impl Outcomes {
                 });
             }
         });
-        found
+        Ok(found)
     }
 
     /// Configuration `c`'s hits, one entry per session (`None`: nothing happened).
-    pub fn dense(&self, c: usize) -> Vec<Option<Hit>> {
+    pub fn dense(&self, c: usize) -> std::io::Result<Vec<Option<Hit>>> {
         let mut out = vec![None; self.sessions()];
-        self.read(c).each(|s, k| {
+        self.read(c)?.each(|s, k| {
             out[s as usize] = Some(Hit {
                 session: s,
                 body: self.rows[(self.start[s as usize] + k) as usize].clone(),
             })
         });
-        out
+        Ok(out)
     }
 
     /// Configuration `c` with its hits.
-    pub fn config(&self, c: usize) -> ConfigOutcomes {
-        ConfigOutcomes {
+    pub fn config(&self, c: usize) -> std::io::Result<ConfigOutcomes> {
+        Ok(ConfigOutcomes {
             config: self.ids[c].clone(),
-            hits: self.hits(c),
-        }
+            hits: self.hits(c)?,
+        })
     }
 
     /// Every configuration with its hits (small records: tests, schema 2).
-    pub fn configs(&self) -> Vec<ConfigOutcomes> {
+    pub fn configs(&self) -> std::io::Result<Vec<ConfigOutcomes>> {
         (0..self.len()).map(|c| self.config(c)).collect()
     }
 
@@ -377,7 +381,7 @@ impl Outcomes {
                 }
             }
             out.push_session(&one)
-                .expect("a store built from memory spills through a temporary file");
+                .map_err(|e| Misfit::Spill(e.to_string()))?;
         }
         Ok(out)
     }
@@ -415,7 +419,7 @@ impl Outcomes {
     /// met by some configuration, numbered as configurations meet them,
     /// distinct by value. A record read from a file that is not (edited by
     /// hand) is made so again, as its writer would have.
-    pub fn canonical(&self) -> bool {
+    pub fn canonical(&self) -> std::io::Result<bool> {
         let n = self.sessions();
         let mut met = vec![0u32; n];
         for c in 0..self.len() {
@@ -427,19 +431,19 @@ impl Outcomes {
                 } else if k == *m {
                     *m += 1;
                 }
-            });
+            })?;
             if !ok {
-                return false;
+                return Ok(false);
             }
         }
-        (0..n).all(|s| {
+        Ok((0..n).all(|s| {
             let rows = self.rows(s);
             met[s] as usize == rows.len()
                 && rows
                     .iter()
                     .enumerate()
                     .all(|(i, r)| rows[..i].iter().all(|x| **x != **r))
-        })
+        }))
     }
 
     /// The same hits with the sessions renumbered: session `s` becomes
@@ -465,7 +469,7 @@ impl Outcomes {
                 if let Some(new) = index.get(s as usize).copied().flatten() {
                     picks.push((new, k));
                 }
-            });
+            })?;
             // A configuration has at most one hit a session: the order is total.
             picks.sort_unstable_by_key(|&(s, _)| s);
             for &(s, k) in &picks {
@@ -486,7 +490,7 @@ impl Outcomes {
         let mut picks: Vec<(u32, u32)> = Vec::new();
         for (c, &to) in at.iter().enumerate() {
             picks.clear();
-            other.each_pick(c, |s, k| picks.push((s + offset, k)));
+            other.each_pick(c, |s, k| picks.push((s + offset, k)))?;
             for &(s, k) in &picks {
                 self.pick(to, s, k)?;
             }
@@ -495,11 +499,37 @@ impl Outcomes {
     }
 }
 
+#[cfg(test)]
+impl Outcomes {
+    /// Spill every configuration's held picks, then put a write-only
+    /// handle in place of the spill file: reads fail, as on a failing disk.
+    pub(crate) fn break_spill(&mut self) {
+        for p in &mut self.picks {
+            if !p.tail.is_empty() {
+                let at = self.spill.append(&p.tail).unwrap();
+                p.chunks.push((at, p.tail.len() as u32));
+                p.tail.clear();
+            }
+        }
+        let named = tempfile::NamedTempFile::new().unwrap();
+        let write_only = std::fs::OpenOptions::new()
+            .write(true)
+            .open(named.path())
+            .unwrap();
+        let mut held = self.spill.0.lock().unwrap();
+        *held = Some((write_only, held.as_ref().map_or(0, |h| h.1)));
+    }
+}
+
 impl PartialEq for Outcomes {
     fn eq(&self, other: &Outcomes) -> bool {
         self.ids == other.ids
             && self.sessions() == other.sessions()
-            && (0..self.len()).all(|c| self.hits(c) == other.hits(c))
+            && (0..self.len()).all(|c| match (self.hits(c), other.hits(c)) {
+                (Ok(a), Ok(b)) => a == b,
+                // Unreadable: nothing can be said equal.
+                _ => false,
+            })
     }
 }
 
@@ -531,6 +561,29 @@ mod tests {
         )
     }
 
+    /// Reading the spilled hits back fails: every reader says so, none
+    /// panics, and what was not spilled still reads.
+    #[test]
+    fn an_unreadable_spill_file_is_an_error_not_a_panic() {
+        let mut o = Outcomes::new(vec!["a".into(), "b".into()]);
+        for s in 0..2 * CHUNK as u32 {
+            o.push_session(&[(0, hit(s % 5))]).unwrap();
+        }
+        assert!(!o.picks[0].chunks.is_empty(), "spilled");
+        o.break_spill();
+        assert!(o.hits(0).is_err());
+        assert!(o.dense(0).is_err());
+        assert!(o.hit(0, 3).is_err());
+        assert!(o.each(0, |_, _| {}).is_err());
+        assert!(o.each_pick(0, |_, _| {}).is_err());
+        assert!(o.configs().is_err());
+        assert!(o.canonical().is_err());
+        assert!(o.renumber(&[Some(0)], 1).is_err());
+        assert_ne!(o, o.clone(), "unreadable: nothing is said equal");
+        // Configuration b has no hit: nothing to read.
+        assert!(o.hits(1).unwrap().is_empty());
+    }
+
     /// Enough hits to spill many chunks come back whole, with their rows
     /// shared by value and numbered as configurations meet them.
     #[test]
@@ -546,9 +599,19 @@ mod tests {
         }
         assert!(!o.picks[0].chunks.is_empty(), "spilled");
         assert_eq!(o.sessions(), n as usize);
-        let a: Vec<(u32, u32)> = o.hits(0).iter().map(|h| (h.session, h.judge_due)).collect();
+        let a: Vec<(u32, u32)> = o
+            .hits(0)
+            .unwrap()
+            .iter()
+            .map(|h| (h.session, h.judge_due))
+            .collect();
         assert_eq!(a, (0..n).map(|s| (s, s % 7)).collect::<Vec<_>>());
-        let b: Vec<(u32, u32)> = o.hits(1).iter().map(|h| (h.session, h.judge_due)).collect();
+        let b: Vec<(u32, u32)> = o
+            .hits(1)
+            .unwrap()
+            .iter()
+            .map(|h| (h.session, h.judge_due))
+            .collect();
         assert_eq!(
             b,
             (0..n)
@@ -559,8 +622,8 @@ mod tests {
         // Equal by value: one row.
         assert_eq!(o.rows(0).len(), 2);
         assert_eq!(o.rows(1).len(), 1);
-        assert!(o.canonical());
-        let d = o.dense(1);
+        assert!(o.canonical().unwrap());
+        let d = o.dense(1).unwrap();
         assert_eq!(
             (d.len(), d[3].as_ref().map(|h| h.judge_due)),
             (n as usize, Some(1003))
@@ -579,11 +642,15 @@ mod tests {
         o.push_session(&[(0, hit(20))]).unwrap();
         let r = o.renumber(&[Some(2), Some(0), None, Some(1)], 3).unwrap();
         let seen = |c: usize| -> Vec<(u32, u32)> {
-            r.hits(c).iter().map(|h| (h.session, h.judge_due)).collect()
+            r.hits(c)
+                .unwrap()
+                .iter()
+                .map(|h| (h.session, h.judge_due))
+                .collect()
         };
         assert_eq!(seen(0), vec![(1, 20), (2, 30)]);
         assert_eq!(seen(1), vec![(0, 11), (2, 31)]);
-        assert!(r.canonical());
+        assert!(r.canonical().unwrap());
     }
 
     /// A store made from hit lists gives them back; out of order and past
@@ -604,13 +671,13 @@ mod tests {
             conf("b", vec![at(1, 1), at(4, 3)]),
         ];
         let o = Outcomes::from_configs(configs.clone(), 6).unwrap();
-        assert_eq!(o.configs(), configs);
+        assert_eq!(o.configs().unwrap(), configs);
         assert_eq!((o.sessions(), o.sessions_with_hits()), (6, 5));
         let mut more = o.clone();
         more.append(&o, &[1, 0]).unwrap();
         assert_eq!(more.sessions(), 12);
-        assert_eq!(more.hits(1).len(), 4);
-        assert_eq!(more.hits(1)[2].session, 6);
+        assert_eq!(more.hits(1).unwrap().len(), 4);
+        assert_eq!(more.hits(1).unwrap()[2].session, 6);
         assert_eq!(
             Outcomes::from_configs(vec![conf("x", vec![at(2, 1), at(2, 1)])], 3),
             Err(Misfit::OutOfOrder { config: "x".into() })
@@ -630,6 +697,6 @@ mod tests {
         ];
         odd.start = vec![0, 2];
         odd.pick(0, 0, 1).unwrap();
-        assert!(!odd.canonical());
+        assert!(!odd.canonical().unwrap());
     }
 }

@@ -214,7 +214,7 @@ impl SweepResult {
     }
 
     /// Configuration i's hits, one entry per session.
-    pub fn dense(&self, i: usize) -> Vec<Option<Hit>> {
+    pub fn dense(&self, i: usize) -> std::io::Result<Vec<Option<Hit>>> {
         self.record.outcomes.dense(i)
     }
 
@@ -243,34 +243,34 @@ impl SweepResult {
 
     /// [`SweepResult::group_scores`] of configuration `c`; with one group,
     /// its pooled scores as they are.
-    pub fn config_group_scores(&self, c: usize) -> Vec<Scores> {
-        if self.groups.names.len() <= 1 {
+    pub fn config_group_scores(&self, c: usize) -> std::io::Result<Vec<Scores>> {
+        Ok(if self.groups.names.len() <= 1 {
             vec![self.scores[c].clone()]
         } else {
-            self.group_scores(&self.dense(c))
-        }
+            self.group_scores(&self.dense(c)?)
+        })
     }
 
     /// The rows the summary shows, in its order: role, grid index (`None`
     /// for the union), and hits per session.
-    pub fn shown(&self) -> Vec<ShownRow> {
+    pub fn shown(&self) -> std::io::Result<Vec<ShownRow>> {
         let mut rows = vec![(
             "baseline".to_string(),
             Some(self.baseline),
-            self.dense(self.baseline),
+            self.dense(self.baseline)?,
         )];
         if let Some(c) = self.recommended {
-            rows.push(("recommended".into(), Some(c), self.dense(c)));
+            rows.push(("recommended".into(), Some(c), self.dense(c)?));
         }
         for (f, best) in &self.advice.family_best {
             if let Some(c) = best {
-                rows.push((format!("best {f}"), Some(*c), self.dense(*c)));
+                rows.push((format!("best {f}"), Some(*c), self.dense(*c)?));
             }
         }
         if let Some(u) = &self.advice.union {
             rows.push(("union".into(), None, u.hits.clone()));
         }
-        rows
+        Ok(rows)
     }
 }
 
@@ -311,11 +311,12 @@ fn analyze_options(
     let scores: Vec<Scores> = (0..record.outcomes.len())
         .into_par_iter()
         .map(|c| {
-            let dense = record.outcomes.dense(c);
+            let dense = record.outcomes.dense(c)?;
             let view: Vec<Option<&Hit>> = dense.iter().map(Option::as_ref).collect();
-            metrics::score_hits(&view, |i| sessions[i])
+            Ok(metrics::score_hits(&view, |i| sessions[i]))
         })
-        .collect();
+        .collect::<std::io::Result<_>>()
+        .map_err(crate::error::Error::hits_unreadable)?;
     let pareto = metrics::pareto(&scores);
     let mut result = SweepResult {
         record,
@@ -329,16 +330,44 @@ fn analyze_options(
         groups,
         explained: Explained::default(),
     };
-    let (recommended, advice) = advise(&result, &opts);
+    let (recommended, advice) =
+        advise(&result, &opts).map_err(crate::error::Error::hits_unreadable)?;
     result.recommended = recommended;
     result.advice = advice;
-    result.explained = shown_explanations(&result);
+    result.explained = shown_explanations(&result).map_err(crate::error::Error::hits_unreadable)?;
     Ok(result)
+}
+
+/// The first failure to read hits back in a pass that reads configurations
+/// through many closures (the advice): a failed read counts as no hit and
+/// is kept here, and the pass ends in that error, so nothing is made of it.
+#[derive(Default)]
+struct Reads(std::sync::Mutex<Option<std::io::Error>>);
+
+impl Reads {
+    /// `read`'s value, or `none()` with the failure kept.
+    fn or<T>(&self, read: std::io::Result<T>, none: impl FnOnce() -> T) -> T {
+        read.unwrap_or_else(|e| {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e);
+            none()
+        })
+    }
+
+    /// The first failure, if any.
+    fn end(self) -> std::io::Result<()> {
+        match self.0.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The cases where the baseline or the recommendation has a false positive
 /// or misses a loop, on sessions the record has lines for.
-fn shown_explanations(r: &SweepResult) -> Explained {
+fn shown_explanations(r: &SweepResult) -> std::io::Result<Explained> {
     use crate::score::metrics::{verdict_at, Verdict};
     let rec = &r.record;
     let mut configs = vec![r.baseline];
@@ -355,7 +384,7 @@ fn shown_explanations(r: &SweepResult) -> Explained {
     }
     let mut wanted: Vec<(usize, usize, Option<Hit>)> = Vec::new();
     for &c in &configs {
-        for (si, (s, hit)) in rec.sessions.iter().zip(r.dense(c)).enumerate() {
+        for (si, (s, hit)) in rec.sessions.iter().zip(r.dense(c)?).enumerate() {
             let (v, _) = verdict_at(hit.as_ref().and_then(Hit::turn), s.label());
             if matches!(v, Verdict::FalsePositive | Verdict::Missed) {
                 wanted.push((c, si, hit));
@@ -382,7 +411,7 @@ fn shown_explanations(r: &SweepResult) -> Explained {
     // The families' hits on just these sessions, one configuration at a time.
     for &f in &families {
         let mut on: HashMap<usize, Option<Hit>> = cases.iter().map(|c| (c.session, None)).collect();
-        for h in rec.outcomes.hits(f) {
+        for h in rec.outcomes.hits(f)? {
             if let Some(slot) = on.get_mut(&(h.session as usize)) {
                 *slot = Some(h);
             }
@@ -391,7 +420,7 @@ fn shown_explanations(r: &SweepResult) -> Explained {
             c.others.push(on[&c.session].clone());
         }
     }
-    Explained { families, cases }
+    Ok(Explained { families, cases })
 }
 
 /// The distance of any configuration of another family from the baseline,
@@ -407,14 +436,20 @@ fn distance(cfg: &BTreeMap<String, String>, reference: &BTreeMap<String, String>
 
 /// First detection turns of configuration `c` on the sessions `at` indexes
 /// (`at[session]` = its place in a [`Labelled`] of `len` sessions).
-fn turns_on(r: &SweepResult, at: &[Option<u32>], len: usize, c: usize) -> Vec<Option<u32>> {
+fn turns_on(
+    r: &SweepResult,
+    at: &[Option<u32>],
+    len: usize,
+    c: usize,
+    reads: &Reads,
+) -> Vec<Option<u32>> {
     let mut v = vec![None; len];
-    r.record.outcomes.each(c, |s, h| {
+    let read = r.record.outcomes.each(c, |s, h| {
         if let Some(j) = at[s as usize] {
             v[j as usize] = h.first.as_ref().map(|d| d.turn);
         }
     });
-    v
+    reads.or(read.map(|()| v), || vec![None; len])
 }
 
 /// Where each session sits in `labelled` (`None`: not in it).
@@ -427,7 +462,8 @@ fn places(labelled: &Labelled, sessions: usize) -> Vec<Option<u32>> {
 }
 
 /// The recommendation, its qualifications, and the union.
-fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
+fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize>, Advice)> {
+    let reads = Reads::default();
     let mut advice = Advice {
         across_families: opts.across_families,
         seed: opts.seed,
@@ -446,13 +482,13 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
         advice.reason = Some(
             "no labelled sessions: a recommendation needs labels (--labels FILE or inline `label` records); the outputs still show how often each configuration fires".into(),
         );
-        return (None, advice);
+        return Ok((None, advice));
     }
     if loops == 0 {
         advice.reason = Some(format!(
             "no labelled loops among the {clean} labelled sessions: recall is undefined, so nothing can be recommended; the outputs still show false positives"
         ));
-        return (None, advice);
+        return Ok((None, advice));
     }
     if loops < FEW_LABELS || clean < FEW_LABELS {
         advice.warnings.push(format!(
@@ -499,7 +535,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
     // time: a table of every configuration (80 MB for 1,000 x 10,000) is
     // built only for the union search, which needs it.
     let labelled_at = places(&labelled, sessions.len());
-    let turns = |c: usize| turns_on(r, &labelled_at, labelled.len(), c);
+    let turns = |c: usize| turns_on(r, &labelled_at, labelled.len(), c, &reads);
     let in_family: Vec<usize> = (0..n)
         .filter(|&c| opts.across_families || family[c] == baseline_cfg.family)
         .collect();
@@ -670,7 +706,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
                     &r.groups.names,
                     &choose_union,
                 );
-                advice.union = Some(union_row(r, members, cv, gv));
+                advice.union = Some(union_row(r, members, cv, gv, &reads));
             }
         }
     }
@@ -736,8 +772,9 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> (Option<usize>, Advice) {
         }
     }
 
-    advice.test = test_scores(r, recommended, &advice);
-    (recommended, advice)
+    advice.test = test_scores(r, recommended, &advice, &reads);
+    reads.end()?;
+    Ok((recommended, advice))
 }
 
 /// Why the per-group guard refused what the pooled rule would choose, or
@@ -816,7 +853,12 @@ fn guard_note(
 }
 
 /// The shown configurations scored on the test sessions (`None` without any).
-fn test_scores(r: &SweepResult, recommended: Option<usize>, a: &Advice) -> Option<TestScores> {
+fn test_scores(
+    r: &SweepResult,
+    recommended: Option<usize>,
+    a: &Advice,
+    reads: &Reads,
+) -> Option<TestScores> {
     let sessions = &r.record.sessions;
     if !sessions.iter().any(|s| s.is_test()) {
         return None;
@@ -834,7 +876,7 @@ fn test_scores(r: &SweepResult, recommended: Option<usize>, a: &Advice) -> Optio
         Some(r.baseline),
         recommend::tally(
             &labelled,
-            &turns_on(r, &at, labelled.len(), r.baseline),
+            &turns_on(r, &at, labelled.len(), r.baseline, reads),
             all,
         ),
     )];
@@ -842,7 +884,7 @@ fn test_scores(r: &SweepResult, recommended: Option<usize>, a: &Advice) -> Optio
         rows.push((
             "recommended".into(),
             Some(c),
-            recommend::tally(&labelled, &turns_on(r, &at, labelled.len(), c), all),
+            recommend::tally(&labelled, &turns_on(r, &at, labelled.len(), c, reads), all),
         ));
     }
     for (f, best) in &a.family_best {
@@ -850,7 +892,7 @@ fn test_scores(r: &SweepResult, recommended: Option<usize>, a: &Advice) -> Optio
             rows.push((
                 format!("best {f}"),
                 Some(*c),
-                recommend::tally(&labelled, &turns_on(r, &at, labelled.len(), *c), all),
+                recommend::tally(&labelled, &turns_on(r, &at, labelled.len(), *c, reads), all),
             ));
         }
     }
@@ -877,8 +919,13 @@ fn union_row(
     members: Vec<usize>,
     cross_validation: Option<CrossValidation>,
     group_validation: Option<recommend::GroupValidation>,
+    reads: &Reads,
 ) -> UnionRow {
-    let dense: Vec<Vec<Option<Hit>>> = members.iter().map(|&m| r.dense(m)).collect();
+    let none = || vec![None; r.record.sessions.len()];
+    let dense: Vec<Vec<Option<Hit>>> = members
+        .iter()
+        .map(|&m| reads.or(r.dense(m), none))
+        .collect();
     let hits: Vec<Option<Hit>> = (0..r.record.sessions.len())
         .map(|s| {
             dense
@@ -918,6 +965,26 @@ fn union_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A result whose hits cannot be read back is an error naming the
+    /// temporary file (exit 2), not a panic and not a result.
+    #[test]
+    fn unreadable_hits_make_an_error() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/schema3/summary.json"
+        );
+        let mut record = SweepRecord::load(std::path::Path::new(path)).unwrap();
+        assert!(analyze(record.clone()).is_ok());
+        record.outcomes.break_spill();
+        let e = analyze(record).expect_err("an error");
+        assert!(
+            e.to_string()
+                .contains("temporary file of the hits (TMPDIR)"),
+            "{e}"
+        );
+        assert_eq!(e.exit_code(), crate::error::EXIT_INPUT);
+    }
 
     /// `analyze_with` takes the baseline the command found; `analyze` finds
     /// the record's own.

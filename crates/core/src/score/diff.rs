@@ -109,7 +109,7 @@ fn verdict_name(hit: Option<&Hit>, s: Option<&crate::result::SessionRecord>) -> 
 }
 
 /// Compare two analysed results.
-pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
+pub fn diff(base: &SweepResult, new: &SweepResult) -> crate::error::Result<Diff> {
     let (b, n) = (&base.record, &new.record);
     let b_sessions: BTreeMap<&str, usize> = index(b);
     let n_sessions: BTreeMap<&str, usize> = index(n);
@@ -151,8 +151,8 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
     let configs = order
         .into_par_iter()
         .map(|(bi, ni)| {
-            let bd = bi.map(|i| base.dense(i));
-            let nd = ni.map(|i| new.dense(i));
+            let bd = bi.map(|i| base.dense(i)).transpose()?;
+            let nd = ni.map(|i| new.dense(i)).transpose()?;
             let c = ni
                 .map(|i| &n.grid.configs[i])
                 .or(bi.map(|i| &b.grid.configs[i]))
@@ -182,16 +182,17 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
                     });
                 }
             }
-            ConfigDiff {
+            Ok(ConfigDiff {
                 config: c.id.clone(),
                 label: c.label.clone(),
                 base: bi.map(|i| base.scores[i].clone()),
                 new: ni.map(|i| new.scores[i].clone()),
                 changes,
-            }
+            })
         })
-        .collect();
-    Diff {
+        .collect::<std::io::Result<_>>()
+        .map_err(crate::error::Error::hits_unreadable)?;
+    Ok(Diff {
         configs,
         sessions_removed: ids
             .iter()
@@ -205,7 +206,7 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> Diff {
             .collect(),
         chosen: new.chosen,
         grids: (b.grid.name.clone(), n.grid.name.clone()),
-    }
+    })
 }
 
 fn index(r: &SweepRecord) -> BTreeMap<&str, usize> {

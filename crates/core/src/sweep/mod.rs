@@ -685,6 +685,7 @@ mod tests {
         let out = f.finish(&[Some(2), Some(0), None, Some(1)], 3).unwrap();
         let seen = |c: usize| -> Vec<(u32, u32)> {
             out.hits(c)
+                .unwrap()
                 .iter()
                 .map(|h| (h.session, h.judge_due))
                 .collect()
@@ -782,6 +783,7 @@ mod tests {
         let out = f.finish(&index, kept_n as usize).unwrap();
         let kept: Vec<(u32, u32)> = out
             .hits(0)
+            .unwrap()
             .iter()
             .map(|h| (h.session, h.judge_due))
             .collect();
