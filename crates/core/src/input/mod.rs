@@ -700,20 +700,21 @@ pub fn stream_sessions<T: Send>(
     if !involved.is_empty() {
         // Read the involved files again, keep only the ids they share, and
         // merge those as read_corpus does.
-        // Read again on the workers: read one after another, the real
-        // corpus's shared ids (trajectories of one task in several runs)
-        // ran alone for a sixth of its two-core replay.
+        // Read again on the workers, largest file first: read one after
+        // another, the real corpus's shared ids (trajectories of one task in
+        // several runs) ran alone for a sixth of its two-core replay; in
+        // path order, its largest such file came last and ran alone.
         let again: Vec<usize> = involved
             .iter()
             .copied()
             .filter(|fi| !kept.contains_key(fi))
             .collect();
         let loads: Vec<Result<Loaded>> = workers.install(|| {
-            again
-                .par_iter()
-                .with_max_len(1)
-                .map(|&fi| load_file(&files[fi], opts, &crate::util::progress::NoProgress))
-                .collect()
+            largest_first(
+                &again,
+                |&fi| file_size(&files[fi]),
+                |&fi| load_file(&files[fi], opts, &crate::util::progress::NoProgress),
+            )
         });
         let mut loads: HashMap<usize, Result<Loaded>> = again.into_iter().zip(loads).collect();
         let mut read: Vec<ReadFile> = Vec::new();
@@ -786,13 +787,53 @@ fn note_skipped_lines(notes: &mut Vec<Skip>, display: &str, skipped: &[SkippedLi
 
 /// Bytes the files hold on disk (stdin counts 0), for the progress bar.
 fn stored_bytes(files: &[Found]) -> u64 {
-    files
+    files.iter().map(file_size).sum()
+}
+
+/// A file's size on disk (stdin, and a file that cannot be read, count 0).
+fn file_size(found: &Found) -> u64 {
+    match found {
+        Found::Path { path, .. } => std::fs::metadata(path).map_or(0, |m| m.len()),
+        Found::Stdin => 0,
+    }
+}
+
+/// `f` over every item on the current pool, the largest (by `size`) first,
+/// each a job taken from one queue by whichever thread is free; the results
+/// in the items' order. (Split in runs, as `par_iter` splits, one thread can
+/// be left with the largest items.)
+fn largest_first<I: Sync, R: Send>(
+    items: &[I],
+    size: impl Fn(&I) -> u64,
+    f: impl Fn(&I) -> R + Sync,
+) -> Vec<R> {
+    let mut order: Vec<(u64, usize)> = items
         .iter()
-        .map(|f| match f {
-            Found::Path { path, .. } => std::fs::metadata(path).map_or(0, |m| m.len()),
-            Found::Stdin => 0,
+        .enumerate()
+        .map(|(i, x)| (size(x), i))
+        .collect();
+    order.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let slots: Vec<std::sync::Mutex<Option<R>>> =
+        items.iter().map(|_| Default::default()).collect();
+    // FIFO spawns: every thread takes the oldest job first, so the queue is
+    // worked in the order it was filled.
+    rayon::scope_fifo(|scope| {
+        for &(_, i) in &order {
+            let (f, slots) = (&f, &slots);
+            scope.spawn_fifo(move |_| {
+                let r = f(&items[i]);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every job ran")
         })
-        .sum()
+        .collect()
 }
 
 /// One session from its records in reading order, with the file's
@@ -1527,6 +1568,39 @@ fn first_line(bytes: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Largest first, on a queue: every item once, results in the items'
+    /// order, and the largest item started before any smaller one.
+    #[test]
+    fn largest_first_runs_every_item_once_in_size_order() {
+        let sizes: Vec<u64> = vec![3, 90, 7, 90, 1, 40, 0, 12];
+        let started = std::sync::Mutex::new(Vec::new());
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let out = pool.install(|| {
+            largest_first(
+                &sizes,
+                |&s| s,
+                |&s| {
+                    started.lock().unwrap().push(s);
+                    s * 10
+                },
+            )
+        });
+        assert_eq!(out, sizes.iter().map(|s| s * 10).collect::<Vec<_>>());
+        assert_eq!(
+            started.into_inner().unwrap(),
+            vec![90, 90, 40, 12, 7, 3, 1, 0]
+        );
+        let two = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let out = two.install(|| largest_first(&sizes, |&s| s, |&s| s + 1));
+        assert_eq!(out, sizes.iter().map(|s| s + 1).collect::<Vec<_>>());
+    }
 
     fn gz(bytes: &[u8]) -> Vec<u8> {
         use std::io::Write;
