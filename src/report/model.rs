@@ -987,7 +987,8 @@ pub fn each_explanation<E>(
         let s = &rec.sessions[case.session];
         let lines = rec.explain.get(case.lines).map_err(|e| {
             std::io::Error::other(format!(
-                "reading back this sweep's explanations from its temporary file (TMPDIR): {e}"
+                "reading back this sweep's explanations from a temporary file in {}: {e}",
+                crate::error::tmp_dir()
             ))
         })?;
         let hit = case.hit.as_ref();

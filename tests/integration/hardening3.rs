@@ -411,6 +411,40 @@ fn a_full_disk_replaces_nothing() {
     assert_eq!(std::fs::read(&md).unwrap(), md_before);
 }
 
+/// A temporary folder that cannot be used (TMPDIR gone): the commands that
+/// spill hits or explanations say which folder, exit 2, and replace nothing.
+#[test]
+fn an_unusable_tmpdir_is_named_and_replaces_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let grid = small_grid(d.path());
+    let out = d.path().join("out");
+    sweep(&grid, &out, &[]).success();
+    let before = snapshot(&out);
+    let gone = d.path().join("no-such-tmp");
+    let named = |a: assert_cmd::assert::Assert| {
+        a.code(2)
+            .stderr(predicate::str::contains(gone.to_str().unwrap()))
+            .stderr(predicate::str::contains("(TMPDIR)"));
+    };
+    named(sweep_cmd(&grid, &out, &[]).env("TMPDIR", &gone).assert());
+    named(
+        looptune()
+            .arg("report")
+            .arg(&out)
+            .env("TMPDIR", &gone)
+            .assert(),
+    );
+    named(
+        looptune()
+            .arg("diff")
+            .arg(&out)
+            .arg(&out)
+            .env("TMPDIR", &gone)
+            .assert(),
+    );
+    assert_eq!(snapshot(&out), before);
+}
+
 /// The configuration ids of each file of a sweep's folder agree: one set.
 fn one_set(out: &Path) -> Vec<String> {
     let summary: serde_json::Value =

@@ -129,10 +129,24 @@ impl Error {
     }
 
     /// Reading back the process's own temporary file of hits failed (a
-    /// disk error, a TMPDIR removed or unmounted under the run).
+    /// disk error under the run).
     pub fn hits_unreadable(source: std::io::Error) -> Error {
-        Error::io("<the temporary file of the hits (TMPDIR)>", source)
+        Error::temp("reading back the hits", source)
     }
+
+    /// A temporary file for `what` failed: named by the folder it is made
+    /// in, so the user knows which TMPDIR to fix.
+    pub fn temp(what: &str, source: std::io::Error) -> Error {
+        Error::io(
+            format!("<a temporary file, {what}, in {}>", tmp_dir()),
+            source,
+        )
+    }
+}
+
+/// The folder temporary files are made in, as messages name it.
+pub fn tmp_dir() -> String {
+    format!("{} (TMPDIR)", std::env::temp_dir().display())
 }
 
 /// Result with [`Error`].

@@ -140,7 +140,8 @@ impl Serialize for AllConfigs<'_> {
                 .collect::<std::io::Result<_>>()
                 .map_err(|e| {
                     serde::ser::Error::custom(format_args!(
-                        "reading back the temporary file of the hits (TMPDIR): {e}"
+                        "reading back the hits from a temporary file in {}: {e}",
+                        crate::error::tmp_dir()
                     ))
                 })?;
             for (i, text) in texts.iter().enumerate() {
@@ -284,7 +285,8 @@ fn from_lists<E: serde::de::Error>(configs: Vec<ConfigOutcomes>) -> Result<Outco
 
 fn spill_failed<E: serde::de::Error>(e: std::io::Error) -> E {
     E::custom(format!(
-        "could not write the hits to a temporary file (TMPDIR): {e}"
+        "could not write the hits to a temporary file in {}: {e}",
+        crate::error::tmp_dir()
     ))
 }
 

@@ -239,7 +239,8 @@ impl<'de> Deserialize<'de> for Explanations {
                 use serde::de::Error;
                 let failed = |e: std::io::Error| {
                     A::Error::custom(format!(
-                        "could not write the explanations to a temporary file (TMPDIR): {e}"
+                        "could not write the explanations to a temporary file in {}: {e}",
+                        crate::error::tmp_dir()
                     ))
                 };
                 let mut spill: Option<Spill> = None;

@@ -869,7 +869,7 @@ impl SweepRecord {
             .next()
             .ok_or_else(|| Error::Usage("merge: no parts given".into()))?;
         let mut seen_shards: Vec<Shard> = whole.shard.into_iter().collect();
-        let spill_failed = |e| Error::io("<a temporary file for the merged hits (TMPDIR)>", e);
+        let spill_failed = |e| Error::temp("for the merged hits", e);
         for p in parts {
             let same = |what: &str, ok: bool| {
                 if ok {
@@ -1169,7 +1169,7 @@ impl SweepRecord {
 /// What a loaded record may not hold ([`SweepRecord::load`] names the file).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 enum Invalid {
-    #[error("reading back the temporary file of its hits (TMPDIR): {0}")]
+    #[error("reading back its hits from a temporary file in {tmp}: {0}", tmp = crate::error::tmp_dir())]
     Unreadable(String),
     #[error("grid: configuration {0} is listed twice")]
     GridTwice(String),

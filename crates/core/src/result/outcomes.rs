@@ -90,7 +90,7 @@ pub enum Misfit {
         config: String,
     },
     /// The temporary file of the hits could not be written (TMPDIR).
-    #[error("writing the temporary file of the hits (TMPDIR): {0}")]
+    #[error("writing the hits to a temporary file in {tmp}: {0}", tmp = crate::error::tmp_dir())]
     Spill(String),
     /// A hit on a session past the last.
     #[error("configuration {config} has a hit on session {session}, but the result lists {sessions} sessions")]

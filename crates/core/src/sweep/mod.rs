@@ -340,7 +340,7 @@ pub fn run_sweep(
     let filling = std::sync::Mutex::new(Filling::new(
         record_grid.configs.iter().map(|c| c.id.clone()).collect(),
     ));
-    let spill_failed = |e| Error::io("<a temporary file for the explanations (TMPDIR)>", e);
+    let spill_failed = |e| Error::temp("for the explanations", e);
     let spill = crate::result::explain::Spill::new().map_err(spill_failed)?;
     let spill_error = std::sync::Mutex::new(None);
     let agents_and_models = Names::default();
@@ -454,7 +454,7 @@ pub fn run_sweep(
     let explain = spill.finish(explain).map_err(spill_failed)?;
     let outcomes = filling
         .finish(&index, sessions.len())
-        .map_err(|e| Error::io("<a temporary file for the hits (TMPDIR)>", e))?;
+        .map_err(|e| Error::temp("for the hits", e))?;
     let record = SweepRecord::assemble(
         record_grid,
         options,
