@@ -461,6 +461,13 @@ impl<T> Streamed<T> {
 /// spread over the threads once it is parsed.
 const GIVING_FILES_PER_THREAD: usize = 4;
 
+/// Stored bytes of files whose parse a streamed read keeps for the merge of
+/// ids shared across files, rather than reading them again: a file is known
+/// to share only once a file before it gave the same id, so the first of
+/// each group is read again. Beyond the budget (many runs of one benchmark's
+/// tasks, say), every file is read again and memory stays a file per thread.
+const KEEP_SHARED_BYTES: u64 = 64 << 20;
+
 /// One file of a streamed read after its sessions were handed out.
 struct Streamed1<T> {
     display: String,
@@ -474,7 +481,8 @@ struct Streamed1<T> {
     ids: Vec<String>,
     /// `f` of every session of this file taken alone.
     done: Vec<(String, T)>,
-    /// Standard input cannot be read twice: its sessions are kept.
+    /// Standard input cannot be read twice: its sessions are kept; so are a
+    /// file's that gave an id seen before (see [`KEEP_SHARED_BYTES`]).
     kept: Option<Box<FileSessions>>,
 }
 
@@ -517,6 +525,13 @@ pub fn stream_sessions<T: Send>(
             })
             .collect(),
     );
+    // Every id seen so far, hashed: a file giving an id seen before (in
+    // another file, or earlier in itself) is sure to be merged below, so
+    // its parse is kept for that (within a budget) instead of read again.
+    let seen = std::sync::Mutex::new(HashSet::<u64>::new());
+    let keep_left = std::sync::atomic::AtomicU64::new(KEEP_SHARED_BYTES);
+    let id_hash =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
     let one = |(fi, found): (usize, &Found)| -> Result<Pass1<T>> {
         if let Found::Path { path, walked } = found {
             if large::streams(path, opts) {
@@ -569,7 +584,28 @@ pub fn stream_sessions<T: Send>(
         };
         let (display, sha256, stored, mut fs) = fs;
         let ids: Vec<String> = fs.sessions.iter().map(|(id, _)| id.clone()).collect();
-        let kept = matches!(found, Found::Stdin).then(|| fs.clone());
+        let seen_before = {
+            use std::hash::BuildHasher;
+            let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+            // Every id goes in (no short cut): a later file may share any.
+            let mut again = false;
+            for id in &ids {
+                again |= !seen.insert(id_hash.hash_one(id));
+            }
+            again
+        };
+        // Sessions given as parsed are no longer in `fs`: those are read again.
+        let keep = matches!(found, Found::Stdin)
+            || (seen_before
+                && given.is_none()
+                && keep_left
+                    .fetch_update(
+                        std::sync::atomic::Ordering::Relaxed,
+                        std::sync::atomic::Ordering::Relaxed,
+                        |left| left.checked_sub(stored),
+                    )
+                    .is_ok());
+        let kept = keep.then(|| fs.clone());
         let done = match given {
             Some(done) => done,
             None => {
@@ -1568,6 +1604,62 @@ fn first_line(bytes: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids shared across files (a trajectory of one task in three runs, a
+    /// resumed Claude Code session, canonical sessions split across files):
+    /// a streamed read keeps the later files' parses and reads the first of
+    /// each group again, and gives what the whole read gives, on one thread
+    /// and on two.
+    #[test]
+    fn shared_ids_stream_as_the_whole_read_merges_them() {
+        let d = tempfile::tempdir().unwrap();
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/import");
+        let traj = fixtures.join("clash/run1/x/task.traj.json");
+        for run in ["run1", "run2", "run3"] {
+            let to = d.path().join(run).join("x");
+            std::fs::create_dir_all(&to).unwrap();
+            std::fs::copy(&traj, to.join("task.traj.json")).unwrap();
+        }
+        for (from, to) in [
+            ("resume/A.jsonl", "resume-A.jsonl"),
+            ("resume/B.jsonl", "resume-B.jsonl"),
+            ("canonical-merge/a.jsonl", "merge-a.jsonl"),
+            ("canonical-merge/b.jsonl", "merge-b.jsonl"),
+            ("canonical-merge/c.jsonl", "merge-c.jsonl"),
+        ] {
+            std::fs::copy(fixtures.join(from), d.path().join(to)).unwrap();
+        }
+        let opts = ReadOptions::default();
+        let inputs = InputFiles::walk(&[d.path().to_path_buf()], false).unwrap();
+        let whole = read_files(
+            &inputs,
+            &opts,
+            &Workers::new(1).unwrap(),
+            &crate::util::progress::NoProgress,
+        )
+        .unwrap();
+        let mut expected: Vec<(String, String)> = whole
+            .sessions
+            .iter()
+            .map(|s| (s.id.clone(), format!("{s:?}")))
+            .collect();
+        expected.sort();
+        assert!(
+            expected.iter().any(|(id, _)| id.starts_with("run3/")),
+            "{expected:?}"
+        );
+        for jobs in [1, 2] {
+            let got = stream_sessions(
+                &inputs,
+                &opts,
+                &Workers::new(jobs).unwrap(),
+                &crate::util::progress::NoProgress,
+                &|s, _| format!("{:?}", *s),
+            )
+            .unwrap();
+            assert_eq!(got.sessions, expected, "jobs {jobs}");
+        }
+    }
 
     /// Largest first, on a queue: every item once, results in the items'
     /// order, and the largest item started before any smaller one.
