@@ -528,6 +528,8 @@ pub fn stream_sessions<T: Send>(
     // Every id seen so far, hashed: a file giving an id seen before (in
     // another file, or earlier in itself) is sure to be merged below, so
     // its parse is kept for that (within a budget) instead of read again.
+    // Which file of a group is kept depends on the threads' timing; what
+    // is merged does not (a kept parse is the parse a second read makes).
     let seen = std::sync::Mutex::new(HashSet::<u64>::new());
     let keep_left = std::sync::atomic::AtomicU64::new(KEEP_SHARED_BYTES);
     let id_hash =
@@ -734,12 +736,11 @@ pub fn stream_sessions<T: Send>(
         );
     }
     if !involved.is_empty() {
-        // Read the involved files again, keep only the ids they share, and
-        // merge those as read_corpus does.
-        // Read again on the workers, largest file first: read one after
-        // another, the real corpus's shared ids (trajectories of one task in
-        // several runs) ran alone for a sixth of its two-core replay; in
-        // path order, its largest such file came last and ran alone.
+        // Read the involved files again (those whose parse was not kept),
+        // keep only the ids they share, and merge those as read_corpus does.
+        // The reads run on the workers, largest file first: one after
+        // another, the real corpus's (one task's trajectories in several
+        // runs) ran alone for a sixth of its two-core replay.
         let again: Vec<usize> = involved
             .iter()
             .copied()
