@@ -1281,15 +1281,11 @@ fn load(found: &Found) -> Result<(Vec<u8>, String)> {
             Ok((buf, "-".to_string()))
         }
         Found::Path { path, .. } => {
-            // As `std::fs::read`, into this thread's spare buffer.
+            // As `std::fs::read`, into this thread's spare buffer (a
+            // file's `read_to_end` reserves its size itself).
             let mut bytes = SPARE.take();
             std::fs::File::open(path)
-                .and_then(|mut f| {
-                    if let Ok(m) = f.metadata() {
-                        bytes.reserve(m.len() as usize);
-                    }
-                    f.read_to_end(&mut bytes)
-                })
+                .and_then(|mut f| f.read_to_end(&mut bytes))
                 .map_err(|e| Error::io(path, e))?;
             Ok((bytes, path.display().to_string()))
         }

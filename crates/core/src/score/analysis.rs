@@ -966,15 +966,20 @@ fn union_row(
 mod tests {
     use super::*;
 
-    /// A result whose hits cannot be read back is an error naming the
-    /// temporary file (exit 2), not a panic and not a result.
-    #[test]
-    fn unreadable_hits_make_an_error() {
+    /// The small schema-3 result the tests load.
+    fn schema3() -> SweepRecord {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/fixtures/schema3/summary.json"
         );
-        let mut record = SweepRecord::load(std::path::Path::new(path)).unwrap();
+        SweepRecord::load(std::path::Path::new(path)).unwrap()
+    }
+
+    /// A result whose hits cannot be read back is an error naming the
+    /// temporary file (exit 2), not a panic and not a result.
+    #[test]
+    fn unreadable_hits_make_an_error() {
+        let mut record = schema3();
         assert!(analyze(record.clone()).is_ok());
         record.outcomes.break_spill();
         let e = analyze(record).expect_err("an error");
@@ -986,11 +991,7 @@ mod tests {
     /// the record's own.
     #[test]
     fn analyze_with_uses_the_baseline_it_is_given() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/fixtures/schema3/summary.json"
-        );
-        let mut record = SweepRecord::load(std::path::Path::new(path)).unwrap();
+        let mut record = schema3();
         record.grid.configs[0].stock = true;
         record.grid.configs[0].profile = "gemini-2025-07".into();
         assert_eq!(analyze(record.clone()).unwrap().baseline, 3);
