@@ -186,12 +186,17 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     let configs = plan.configs();
     let names: Vec<ConfigName> = configs.iter().map(config_name).collect();
     let io = |e| Error::io("<stdout>", e);
+    // Written whole at the end: stdout is line-buffered, a write call per
+    // session's line otherwise.
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, out);
     if req.json {
-        crate::report::text::replay_json(&sessions, &names, req.all, &workers, out).map_err(io)?;
+        crate::report::text::replay_json(&sessions, &names, req.all, &workers, &mut out)
+            .map_err(io)?;
     } else {
-        crate::report::text::replay_table(&sessions, &names, req.all, out).map_err(io)?;
-        crate::report::text::live_table(&sessions, &names, req.all, out).map_err(io)?;
+        crate::report::text::replay_table(&sessions, &names, req.all, &mut out).map_err(io)?;
+        crate::report::text::live_table(&sessions, &names, req.all, &mut out).map_err(io)?;
     }
+    out.flush().map_err(io)?;
     let fired = sessions
         .iter()
         .flat_map(|s| &s.outcomes)
