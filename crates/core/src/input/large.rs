@@ -255,6 +255,7 @@ pub(super) fn stream<T: Send>(
         unknown,
         ids,
         done,
+        unreplayed: Vec::new(),
         kept: None,
     }))))
 }

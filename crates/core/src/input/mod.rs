@@ -481,6 +481,11 @@ struct Streamed1<T> {
     ids: Vec<String>,
     /// `f` of every session of this file taken alone.
     done: Vec<(String, T)>,
+    /// Ids of sessions not handed to `f` alone because an earlier file (or
+    /// this one, earlier) gave the same id: they are merged and handed out
+    /// below. The check is by hash: one not shared after all sends the read
+    /// down the exact path (see [`stream_sessions`]).
+    unreplayed: Vec<String>,
     /// Standard input cannot be read twice: its sessions are kept; so are a
     /// file's that gave an id seen before (see [`KEEP_SHARED_BYTES`]).
     kept: Option<Box<FileSessions>>,
@@ -511,6 +516,19 @@ pub fn stream_sessions<T: Send>(
     progress: &dyn crate::util::progress::Progress,
     f: &(dyn Fn(Arc<Session>, &FileNames) -> T + Sync),
 ) -> Result<Streamed<T>> {
+    stream_sessions_hashed(inputs, opts, workers, progress, f, false)
+}
+
+/// [`stream_sessions`]; `collide`: every id hashes alike (tests of the
+/// exact path a hash collision takes).
+fn stream_sessions_hashed<T: Send>(
+    inputs: &InputFiles,
+    opts: &ReadOptions,
+    workers: &Workers,
+    progress: &dyn crate::util::progress::Progress,
+    f: &(dyn Fn(Arc<Session>, &FileNames) -> T + Sync),
+    collide: bool,
+) -> Result<Streamed<T>> {
     let files = &inputs.files;
     progress.set_length(stored_bytes(files));
     if files.is_empty() {
@@ -526,14 +544,29 @@ pub fn stream_sessions<T: Send>(
             .collect(),
     );
     // Every id seen so far, hashed: a file giving an id seen before (in
-    // another file, or earlier in itself) is sure to be merged below, so
-    // its parse is kept for that (within a budget) instead of read again.
+    // another file, or earlier in itself) is merged below (unless the
+    // hashes alone matched), so its parse is kept for that (within a
+    // budget) instead of read again.
     // Which file of a group is kept depends on the threads' timing; what
     // is merged does not (a kept parse is the parse a second read makes).
     let seen = std::sync::Mutex::new(HashSet::<u64>::new());
     let keep_left = std::sync::atomic::AtomicU64::new(KEEP_SHARED_BYTES);
     let id_hash =
         std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+    // Every file read whole, merged as read_corpus merges, and every session
+    // handed to `f`: where the streamed read cannot decide alone.
+    let whole_read = |mut out: Streamed<T>| -> Result<Streamed<T>> {
+        let corpus = read_files(inputs, opts, workers, &crate::util::progress::NoProgress)?;
+        let names = FileNames(corpus.files.iter().map(|f| f.path.clone()).collect());
+        out.sessions = workers.install(|| {
+            corpus
+                .sessions
+                .par_iter()
+                .map(|s| (s.id.clone(), f(s.clone(), &names)))
+                .collect()
+        });
+        Ok(out)
+    };
     let one = |(fi, found): (usize, &Found)| -> Result<Pass1<T>> {
         if let Found::Path { path, walked } = found {
             if large::streams(path, opts) {
@@ -586,16 +619,20 @@ pub fn stream_sessions<T: Send>(
         };
         let (display, sha256, stored, mut fs) = fs;
         let ids: Vec<String> = fs.sessions.iter().map(|(id, _)| id.clone()).collect();
-        let seen_before = {
+        // Which of this file's sessions give an id seen before.
+        let again: Vec<usize> = {
             use std::hash::BuildHasher;
             let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
             // Every id goes in (no short cut): a later file may share any.
-            let mut again = false;
-            for id in &ids {
-                again |= !seen.insert(id_hash.hash_one(id));
-            }
-            again
+            let hash = |id: &str| match collide {
+                true => 0,
+                false => id_hash.hash_one(id),
+            };
+            (0..ids.len())
+                .filter(|&k| !seen.insert(hash(&ids[k])))
+                .collect()
         };
+        let seen_before = !again.is_empty();
         // Sessions given as parsed are no longer in `fs`: those are read again.
         let keep = matches!(found, Found::Stdin)
             || (seen_before
@@ -608,17 +645,27 @@ pub fn stream_sessions<T: Send>(
                     )
                     .is_ok());
         let kept = keep.then(|| fs.clone());
+        let mut unreplayed = Vec::new();
         let done = match given {
             Some(done) => done,
             None => {
                 let whole = fs.whole_messages;
                 let mut meta = std::mem::take(&mut fs.session_meta);
+                // A session whose id was given before is merged with the
+                // others of that id and handed to `f` then: its result
+                // alone would be thrown away (on runs of one benchmark
+                // repeated, nearly every session's).
                 let alone: Vec<(String, Session)> = std::mem::take(&mut fs.sessions)
                     .into_iter()
-                    .map(|(id, mut records)| {
+                    .enumerate()
+                    .filter_map(|(k, (id, mut records))| {
+                        if again.binary_search(&k).is_ok() {
+                            unreplayed.push(id);
+                            return None;
+                        }
                         records.iter_mut().for_each(|e| e.origin.file = fi as u32);
                         let m = meta.remove(&id);
-                        (id.clone(), session_of(id, records, whole, m))
+                        Some((id.clone(), session_of(id, records, whole, m)))
                     })
                     .collect();
                 alone
@@ -639,6 +686,7 @@ pub fn stream_sessions<T: Send>(
             unknown: fs.unknown,
             ids,
             done,
+            unreplayed,
             kept,
         })))
     };
@@ -706,6 +754,15 @@ pub fn stream_sessions<T: Send>(
         .map(|w| w[0].to_string())
         .collect();
     drop(all);
+    // A session left out above by a hash that matched another id's: the
+    // exact path (astronomically rare with 64-bit hashes).
+    if per_file
+        .iter()
+        .flatten()
+        .any(|sf| sf.unreplayed.iter().any(|id| !multi.contains(id)))
+    {
+        return whole_read(out);
+    }
     let involved: Vec<usize> = (0..per_file.len())
         .filter(|&fi| {
             per_file[fi]
@@ -788,16 +845,8 @@ pub fn stream_sessions<T: Send>(
         if merged.iter().any(|s| taken.contains(s.id.as_str())) {
             // A renamed id (`folder/id`) equals another session's id: the
             // merge of the whole corpus decides, as read_corpus does.
-            let corpus = read_files(inputs, opts, workers, &crate::util::progress::NoProgress)?;
-            let names = FileNames(corpus.files.iter().map(|f| f.path.clone()).collect());
-            out.sessions = workers.install(|| {
-                corpus
-                    .sessions
-                    .par_iter()
-                    .map(|s| f(s.clone(), &names))
-                    .collect()
-            });
-            return Ok(out);
+            drop(taken);
+            return whole_read(out);
         }
         let again: Vec<(String, T)> =
             workers.install(|| merged.into_par_iter().map(|s| f(s, &names)).collect());
@@ -1646,15 +1695,32 @@ mod tests {
             "{expected:?}"
         );
         for jobs in [1, 2] {
-            let got = stream_sessions(
-                &inputs,
-                &opts,
-                &Workers::new(jobs).unwrap(),
-                &crate::util::progress::NoProgress,
-                &|s, _| format!("{:?}", *s),
-            )
-            .unwrap();
-            assert_eq!(got.sessions, expected, "jobs {jobs}");
+            // `collide`: every id hashes alike, so sessions not shared look
+            // shared too and the read must take the exact path.
+            for collide in [false, true] {
+                let handed = std::sync::Mutex::new(Vec::new());
+                let got = stream_sessions_hashed(
+                    &inputs,
+                    &opts,
+                    &Workers::new(jobs).unwrap(),
+                    &crate::util::progress::NoProgress,
+                    &|s, _| {
+                        handed.lock().unwrap().push(s.id.clone());
+                        format!("{:?}", *s)
+                    },
+                    collide,
+                )
+                .unwrap();
+                assert_eq!(got.sessions, expected, "jobs {jobs}, collide {collide}");
+                // The trajectory's first run is handed out alone (nothing
+                // shares its id yet); the two later runs are not: they are
+                // merged, and handed out under their renamed ids.
+                let handed = handed.into_inner().unwrap();
+                let alone = handed.iter().filter(|id| *id == "task.traj").count();
+                if !collide {
+                    assert_eq!(alone, 1, "jobs {jobs}: {handed:?}");
+                }
+            }
         }
     }
 
