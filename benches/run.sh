@@ -155,11 +155,16 @@ target "sha256sum / replay, 1 core (#14)" "$(calc "$sha / $one")" ">= 0.5"
 target "jobs 1 / all cores (#14)" "$(calc "$one / $two")" ">= 1.8"
 target "records/s over the original's, 1 core (#14)" "$(calc "$events / $one / $original_eps")" ">= 50"
 # What 50x would take on these records (#30): the one-core time it allows,
-# against sha256sum's time over the same bytes; and the detector's own share
-# (replay less the parse floor), which alone spends most of that time.
-need=$(calc "$events / (50 * $original_eps)")
-target "  one-core time at 50x / sha256sum's time" "$(calc "$need / $sha")" "(${need} s allowed)"
-target "  one-core time at 50x / cat's time (reading only)" "$(calc "$need / $cat_t")" "(cat ${cat_t} s)"
+# against sha256sum's and cat's times over the same bytes.
+fifty_x() { # events sha256sum-seconds cat-seconds
+  local need
+  need=$(calc "$1 / (50 * $original_eps)")
+  target "  one-core time at 50x / sha256sum's time" "$(calc "$need / $2")" "(${need} s allowed)"
+  target "  one-core time at 50x / cat's time (reading only)" "$(calc "$need / $3")" "(cat $3 s)"
+}
+fifty_x "$events" "$sha" "$cat_t"
+# The detector's own share (replay less the parse floor), which alone
+# spends most of the time 50x allows.
 target "  detector alone (1 core, less parse floor), x original" "$(calc "$events / ($one - $base) / $original_eps")" "(no parse)"
 target "1000-config sweep / one configuration, all cores (#14)" "$(calc "$gridall / $two")" "<= 3"
 if [ -d ../shared/corpus ]; then
@@ -196,9 +201,7 @@ if [ -d ../shared/corpus ]; then
   target "sha256sum / replay, all cores (#30)" "$(calc "$csha / $ctwo")" ">= 1"
   target "jobs 1 / all cores (#30)" "$(calc "$cone / $ctwo")" ">= 1.8"
   target "records/s over the original's, 1 core (#30)" "$(calc "$cevents / $cone / $original_eps")" ">= 50"
-  cneed=$(calc "$cevents / (50 * $original_eps)")
-  target "  one-core time at 50x / sha256sum's time" "$(calc "$cneed / $csha")" "(${cneed} s allowed)"
-  target "  one-core time at 50x / cat's time (reading only)" "$(calc "$cneed / $ccat")" "(cat ${ccat} s)"
+  fifty_x "$cevents" "$csha" "$ccat"
 fi
 # Memory against corpus size (#30): the same 1,000-configuration sweep over
 # generated corpora of 10k, 20k, 40k and 100k sessions of SCAN_BYTES each
