@@ -26,6 +26,7 @@ mod provenance;
 mod qwen_conformance;
 mod rules;
 mod setup;
+mod splits;
 mod stores;
 mod walk;
 mod zstd;

@@ -44,20 +44,49 @@ impl InputList {
     }
 
     /// The files to read, in order, with what the walks skipped; or the
-    /// first path's error, in the order given.
+    /// first path's error, in the order given. A file that several paths
+    /// hold (a `--test` folder inside an input folder, `logs logs/a`) is read
+    /// once, as part of the last path that holds it: read twice, its
+    /// sessions came back under renamed ids, in train and test at once.
     pub fn files(self) -> Result<InputFiles> {
-        let mut files = Vec::new();
+        let mut walks = Vec::with_capacity(self.walks.len());
         let mut notes = Vec::new();
         for walk in self.walks {
             let (found, skipped) = walk?;
-            files.extend(found);
+            walks.push(found);
             notes.extend(skipped);
         }
+        if walks.len() > 1 {
+            keep_last_of_each(&mut walks);
+        }
+        let files = walks.into_iter().flatten().collect();
         Ok(InputFiles {
             paths: self.paths,
             files,
             notes,
         })
+    }
+}
+
+/// Drop from each walk the files a later walk also found (the same file,
+/// however its path was spelled). Standard input is never dropped.
+fn keep_last_of_each(walks: &mut [Vec<Found>]) {
+    let key = |f: &Found| match f {
+        Found::Stdin => None,
+        Found::Path { path, .. } => {
+            Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()))
+        }
+    };
+    let mut later: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    for walk in walks.iter_mut().rev() {
+        let keys: Vec<Option<PathBuf>> = walk.iter().map(key).collect();
+        let mut i = 0;
+        walk.retain(|_| {
+            let k = &keys[i];
+            i += 1;
+            k.as_ref().is_none_or(|k| !later.contains(k))
+        });
+        later.extend(keys.into_iter().flatten());
     }
 }
 

@@ -441,6 +441,11 @@ pub struct Streamed<T> {
     pub unreadable: u64,
     /// `(session id, what `f` made of it)`, sorted by id.
     pub sessions: Vec<(String, T)>,
+    /// For each file number a record's [`Origin::file`] may hold, its place
+    /// in [`Streamed::files`] (`None`: a file skipped or unreadable). The
+    /// numbers `f` saw count every file walked, read or not, so without this
+    /// a skipped file shifted every later session onto the next file.
+    pub file_of_origin: Vec<Option<u32>>,
 }
 
 impl<T> Streamed<T> {
@@ -558,6 +563,8 @@ fn stream_sessions_hashed<T: Send>(
     let whole_read = |mut out: Streamed<T>| -> Result<Streamed<T>> {
         let corpus = read_files(inputs, opts, workers, &crate::util::progress::NoProgress)?;
         let names = FileNames(corpus.files.iter().map(|f| f.path.clone()).collect());
+        // Here records are numbered by the files read, as read_corpus does.
+        out.file_of_origin = (0..corpus.files.len() as u32).map(Some).collect();
         out.sessions = workers.install(|| {
             corpus
                 .sessions
@@ -709,11 +716,15 @@ fn stream_sessions_hashed<T: Send>(
         unreadable: inputs.notes.len() as u64,
         skipped: inputs.notes.clone(),
         sessions: Vec::new(),
+        file_of_origin: Vec::with_capacity(files.len()),
     };
     let mut per_file: Vec<Option<Box<Streamed1<T>>>> = Vec::with_capacity(files.len());
     out.files.reserve_exact(files.len());
     for p in passed {
-        match p? {
+        let p = p?;
+        out.file_of_origin
+            .push(matches!(p, Pass1::File(_)).then_some(out.files.len() as u32));
+        match p {
             Pass1::File(mut sf) => {
                 note_skipped_lines(&mut out.skipped, &sf.display, &sf.skipped);
                 // Moved, not copied: most real logs are a file a session.

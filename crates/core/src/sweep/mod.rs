@@ -370,6 +370,7 @@ pub fn run_sweep(
     let mut streamed = streamed;
     // The file list moves into the corpus: a copy was a few hundred bytes a
     // file (most real logs hold one session a file).
+    let file_of_origin = std::mem::take(&mut streamed.file_of_origin);
     let inputs = Corpus {
         files: std::mem::take(&mut streamed.files),
         sessions: Vec::new(),
@@ -398,7 +399,14 @@ pub fn run_sweep(
     let mut shared = crate::result::SharedGroups::default();
     for ((_, reduced), l) in streamed.sessions.into_iter().zip(&all_labels.by_session) {
         if let Some(mut sw) = reduced.swept {
-            sw.session.groups = shared.share(session_groups(&sw, files, paths, tests, labels_file));
+            sw.session.groups = shared.share(session_groups(
+                &sw,
+                files,
+                &file_of_origin,
+                paths,
+                tests,
+                labels_file,
+            ));
             swept.push(sw);
             by_session.push(*l);
         }
@@ -507,12 +515,16 @@ pub fn check_group_key(
 fn session_groups(
     sw: &Swept,
     files: &[crate::event::SourceFile],
+    file_of_origin: &[Option<u32>],
     args: &[std::path::PathBuf],
     tests: usize,
     labels_file: &crate::input::labels::LabelsFile,
 ) -> BTreeMap<String, String> {
     let mut g = labels_file.extra(&sw.session.id);
-    let file = sw.first_file.and_then(|f| files.get(f as usize));
+    let file = sw
+        .first_file
+        .and_then(|f| file_of_origin.get(f as usize).copied().flatten())
+        .and_then(|f| files.get(f as usize));
     let agent = sw
         .agent
         .as_deref()
@@ -545,12 +557,14 @@ fn session_groups(
     g
 }
 
-/// Which input argument a file was found under (the first that holds it),
-/// and its source: the first folder under that argument, else the
-/// argument's own name (a file given directly, or one at a folder's top).
+/// Which input argument a file was found under (the last that holds it: a
+/// file several paths hold is read as part of the last, see
+/// [`crate::input::InputList::files`]), and its source: the first folder
+/// under that argument, else the argument's own name (a file given
+/// directly, or one at a folder's top).
 fn source_of(file: &str, args: &[std::path::PathBuf]) -> (Option<usize>, String) {
     let path = std::path::Path::new(file);
-    for (i, a) in args.iter().enumerate() {
+    for (i, a) in args.iter().enumerate().rev() {
         if file == "-" && a.as_os_str() == "-" {
             return (Some(i), "-".into());
         }

@@ -1,0 +1,119 @@
+//! A session's file, source and split come from the file it was read from,
+//! whatever the walk skipped before it, and a `--test` path inside an input
+//! path makes its sessions test sessions, read once.
+
+use crate::util::{root, run};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Copy the named fixture sessions into `dir`.
+fn copy(dir: &Path, names: &[&str]) {
+    std::fs::create_dir_all(dir).unwrap();
+    for n in names {
+        let from = root().join("fixtures/sessions").join(n);
+        std::fs::copy(from, dir.join(n)).unwrap();
+    }
+}
+
+/// Each session's groups, by id, from a sweep's `summary.json`.
+fn groups(out: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let g = s["groups"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+                .collect();
+            (s["id"].as_str().unwrap().to_string(), g)
+        })
+        .collect()
+}
+
+fn sweep(args: &[&str], out: &Path) {
+    let labels = root().join("fixtures/labels.csv");
+    let mut all: Vec<&str> = vec!["sweep", "-q", "--labels", labels.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    let o = run(&all);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+const A: [&str; 2] = [
+    "loop_identical_read.jsonl",
+    "clean_batch_reads_20_files.jsonl",
+];
+const B: [&str; 2] = ["loop_chanting_stream.jsonl", "clean_markdown_list.jsonl"];
+
+#[test]
+fn a_skipped_file_shifts_no_session_into_another_folder_or_split() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    copy(&a, &A);
+    copy(&b, &B);
+    // Walked first, and skipped: no reader takes it.
+    std::fs::write(a.join("0manifest.json"), r#"{"name":"manifest"}"#).unwrap();
+    let out = d.path().join("out");
+    sweep(
+        &[
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            &format!("--test={}", b.display()),
+        ],
+        &out,
+    );
+    let g = groups(&out);
+    assert_eq!(g.len(), 4, "{g:?}");
+    for (names, source, split) in [(&A, "a", "train"), (&B, "b", "test")] {
+        for n in names.iter() {
+            let id = n.trim_end_matches(".jsonl");
+            assert_eq!(g[id]["source"], source, "{id}: {g:?}");
+            assert_eq!(g[id]["split"], split, "{id}: {g:?}");
+        }
+    }
+}
+
+#[test]
+fn a_test_path_inside_an_input_path_is_read_once_as_test() {
+    let d = tempfile::tempdir().unwrap();
+    let logs = d.path().join("logs");
+    copy(&logs.join("a"), &A);
+    copy(&logs.join("b"), &B);
+    let out = d.path().join("out");
+    let test = logs.join("b");
+    sweep(
+        &[
+            logs.to_str().unwrap(),
+            &format!("--test={}", test.display()),
+        ],
+        &out,
+    );
+    let g = groups(&out);
+    // Four sessions, under their own ids: nothing read twice.
+    assert_eq!(
+        g.keys().cloned().collect::<Vec<_>>(),
+        [&A[..], &B[..]]
+            .concat()
+            .iter()
+            .map(|n| n.trim_end_matches(".jsonl").to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+    );
+    for n in B {
+        assert_eq!(g[n.trim_end_matches(".jsonl")]["split"], "test", "{g:?}");
+    }
+    for n in A {
+        let id = n.trim_end_matches(".jsonl");
+        assert_eq!(g[id]["split"], "train", "{g:?}");
+        assert_eq!(g[id]["source"], "a", "{g:?}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["test"]["sessions"], 2, "{}", v["test"]);
+}
