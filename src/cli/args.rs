@@ -118,9 +118,13 @@ pub(super) struct CiOpts {
     /// Write a short Markdown summary (for a CI job summary page; `-`: stdout).
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     pub(super) markdown: Option<PathBuf>,
-    /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
+    /// Write JUnit XML: one test case per gate, failing when it trips (`-`: stdout).
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     pub(super) junit: Option<PathBuf>,
+    /// JUnit also gets one test case per labelled session, failing on a
+    /// false positive or a missed loop of the chosen configuration.
+    #[arg(help_heading = "Outputs", long, requires = "junit")]
+    pub(super) junit_sessions: bool,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9' (any score name; >=, <=, >, <, ==, !=). Repeatable, or comma-separated.
     #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::score::gates::Gate::parse)]
     pub(super) requires: Vec<crate::score::gates::Gate>,
@@ -155,6 +159,8 @@ impl CiOpts {
             requires: self.requires.clone(),
             append_markdown: String::new(),
             json: false,
+            junit_sessions: self.junit_sessions,
+            diff_gates: Vec::new(),
         }
     }
 }

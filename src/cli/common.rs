@@ -104,6 +104,11 @@ pub struct CiArgs {
     pub append_markdown: String,
     /// `--json`: one object on stdout instead of the text summary.
     pub json: bool,
+    /// `--junit-sessions`: JUnit also has a case per labelled session.
+    pub junit_sessions: bool,
+    /// Gates already checked on the changes since an earlier run (`sweep
+    /// --baseline`): the Markdown and JUnit outputs show them with the rest.
+    pub diff_gates: Vec<crate::score::gates::GateResult>,
 }
 
 impl CiArgs {
@@ -209,7 +214,10 @@ pub(crate) fn write_ci(
             ci.markdown.as_ref(),
             crate::report::ci::markdown(view) + &ci.append_markdown,
         ),
-        (ci.junit.as_ref(), crate::report::ci::junit(view)),
+        (
+            ci.junit.as_ref(),
+            crate::report::ci::junit(view, ci.junit_sessions),
+        ),
     ];
     for (path, text) in outputs {
         let Some(p) = path else { continue };

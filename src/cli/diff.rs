@@ -34,8 +34,13 @@ warning when the grids differ), one line per changed configuration (the gated
 one first, --limit N of them), then the gated configuration's changed
 sessions (--verbose: every listed configuration's, all of them).
 
-Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 the Markdown
-summary could not be written.";
+Only sessions both runs have, labelled alike, count in the gates: sessions
+added, removed or relabelled change verdicts too, and are counted apart (a
+night whose logs grew is not a regression). --junit writes one test case per
+gate.
+
+Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 the Markdown or
+JUnit file could not be written.";
 
 #[derive(Debug, Args)]
 pub(super) struct DiffArgs {
@@ -51,6 +56,9 @@ pub(super) struct DiffArgs {
     /// Write the changes as Markdown (for a CI job summary page; under 64 KB; `-`: stdout).
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     pub(super) markdown: Option<PathBuf>,
+    /// Write JUnit XML: one test case per gate, failing when it trips (`-`: stdout).
+    #[arg(help_heading = "Outputs", long, value_name = "FILE")]
+    pub(super) junit: Option<PathBuf>,
     /// A gate on the changes, e.g. 'new_false_positives==0'. Repeatable, or comma-separated.
     #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::score::gates::Gate::parse)]
     pub(super) requires: Vec<crate::score::gates::Gate>,
@@ -147,8 +155,19 @@ pub fn diff_command(
         DiffFormat::Table => crate::report::diff_out::table(&d, &shape, out).map_err(io)?,
     }
     let mut failed = false;
-    if let Some(p) = &ci.markdown {
-        let text = crate::report::diff_out::markdown(&d, &shape);
+    let results = diff_gates(&d, gates);
+    let texts = [
+        (
+            &ci.markdown,
+            crate::report::diff_out::markdown(&d, &shape, &results),
+        ),
+        (
+            &ci.junit,
+            crate::report::ci::gates_junit("diff", &checked_name(&new), &results),
+        ),
+    ];
+    for (path, text) in texts {
+        let Some(p) = path else { continue };
         let written = if crate::util::outdir::is_stdout(p) {
             std::io::stdout().lock().write_all(text.as_bytes())
         } else {
@@ -159,7 +178,6 @@ pub fn diff_command(
             writeln!(err, "error: failed to write {}: {e}", p.display()).ok();
         }
     }
-    let results = diff_gates(&d, gates);
     let code = finish_gates(&results, &checked_name(&new), failed, err);
     if ci.json {
         let mut brief = crate::report::brief::diff(&d, &shape, &results);

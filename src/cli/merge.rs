@@ -33,9 +33,13 @@ pub(super) struct MergeArgs {
     /// Write a short Markdown summary (for a CI job summary page; `-`: stdout).
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     pub(super) markdown: Option<PathBuf>,
-    /// Write JUnit XML: one test case per labeled session for the chosen configuration (`-`: stdout).
+    /// Write JUnit XML: one test case per gate, failing when it trips (`-`: stdout).
     #[arg(help_heading = "Outputs", long, value_name = "FILE")]
     pub(super) junit: Option<PathBuf>,
+    /// JUnit also gets one test case per labelled session, failing on a
+    /// false positive or a missed loop of the chosen configuration.
+    #[arg(help_heading = "Outputs", long, requires = "junit")]
+    pub(super) junit_sessions: bool,
     /// A gate on the chosen configuration, e.g. 'recall>=0.9'. Repeatable, or comma-separated.
     #[arg(help_heading = "CI gates", long = "require", value_delimiter = ',', value_name = "GATE", value_parser = crate::score::gates::Gate::parse)]
     pub(super) requires: Vec<crate::score::gates::Gate>,
@@ -43,6 +47,9 @@ pub(super) struct MergeArgs {
     /// their verdicts) instead of the text summary, for scripts.
     #[arg(help_heading = "Outputs", long)]
     pub(super) json: bool,
+    /// No progress bar (as `sweep -q`).
+    #[arg(long, short = 'q')]
+    pub(super) quiet: bool,
 }
 
 /// `looptune merge`: combine the results of shards into the full outputs.
@@ -51,6 +58,7 @@ pub fn merge_command(
     out_dir: &std::path::Path,
     ci: &CiArgs,
     options: &crate::report::outputs::OutputOptions,
+    quiet: bool,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<i32> {
@@ -74,7 +82,7 @@ pub fn merge_command(
     // One pool, every core, for the analysis and the writing.
     let workers = crate::util::pool::Workers::new(0)?;
     let result = workers.install(|| crate::score::analyze(record))?;
-    let writing = crate::progress::for_stderr(false, "writing outputs");
+    let writing = crate::progress::for_stderr(quiet, "writing outputs");
     let (code, brief) = finish_sweep(
         &result,
         &list,

@@ -159,10 +159,10 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             },
             &CiArgs {
                 markdown: a.markdown.clone(),
-                junit: None,
+                junit: a.junit.clone(),
                 requires: a.requires.clone(),
-                append_markdown: String::new(),
                 json: a.json,
+                ..Default::default()
             },
             &mut *out,
             &mut std::io::stderr(),
@@ -174,10 +174,12 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
                 markdown: a.markdown.clone(),
                 junit: a.junit.clone(),
                 requires: a.requires.clone(),
-                append_markdown: String::new(),
                 json: a.json,
+                junit_sessions: a.junit_sessions,
+                ..Default::default()
             },
             &a.files.options(),
+            a.quiet,
             &mut *out,
             &mut std::io::stderr(),
         ),

@@ -363,6 +363,8 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
             &req.diff_shape,
             crate::report::diff_out::MARKDOWN_MAX - 8 * 1024,
         );
+        // Shown with the score gates in the Markdown and JUnit files.
+        ci.diff_gates = diff_gates(d, gates);
     }
     let writing = crate::progress::for_stderr(req.quiet, "writing outputs");
     let (mut code, mut brief) = finish_sweep(
@@ -389,7 +391,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
             .map_err(io)?;
             crate::report::diff_out::table(&d, &req.diff_shape, out).map_err(io)?;
         }
-        let results = diff_gates(&d, gates);
+        let results = std::mem::take(&mut ci.diff_gates);
         let diff_code = finish_gates(&results, &checked_name(&result), false, err);
         if code == EXIT_OK {
             code = diff_code;
@@ -435,6 +437,8 @@ pub(crate) fn finish_sweep(
     let chosen = &result.scores[result.chosen];
     let gate_results: Vec<crate::score::gates::GateResult> =
         gates.iter().map(|g| g.check(chosen)).collect();
+    let all_gates: Vec<crate::score::gates::GateResult> =
+        gate_results.iter().chain(&ci.diff_gates).cloned().collect();
     let rec = &result.record;
     let session_labels = crate::input::labels::Labels {
         by_session: rec.sessions.iter().map(|s| s.label()).collect(),
@@ -451,7 +455,7 @@ pub(crate) fn finish_sweep(
         scores: &result.scores,
         chosen: result.chosen,
         recommended: result.recommended,
-        gates: &gate_results,
+        gates: &all_gates,
         sessions: &rec.sessions,
         session_labels: &session_labels,
         hits: &chosen_view,

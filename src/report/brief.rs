@@ -90,6 +90,8 @@ pub fn diff(d: &Diff, shape: &Shape, gate_results: &[GateResult]) -> Value {
     json!({
         "sessions_added": d.sessions_added,
         "sessions_removed": d.sessions_removed,
+        "sessions_relabelled": d.sessions_relabelled,
+        "changed_through_sessions_only": super::diff_out::changed_by_data(d),
         "configurations": {"in_common": common, "only_base": only_base, "only_new": only_new},
         "warning": super::diff_out::grid_warning(d),
         "changed_configurations": total,

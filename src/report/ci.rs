@@ -1,5 +1,6 @@
 //! CI outputs: a short Markdown summary (fits a job summary page) and JUnit
-//! XML with one test case per labeled session for the chosen configuration.
+//! XML with one test case per gate (and, on request, per labelled session)
+//! for the chosen configuration.
 
 use super::fixed;
 use super::text::plural;
@@ -99,16 +100,7 @@ pub fn markdown(v: &CiView) -> String {
         }
         out.push('\n');
     }
-    if !v.gates.is_empty() {
-        out.push_str("\n**Gates**\n\n");
-        for g in v.gates {
-            out.push_str(&format!(
-                "- {} {}\n",
-                if g.passed { "✅" } else { "❌" },
-                md_escape(&g.describe())
-            ));
-        }
-    }
+    out.push_str(&gates_markdown(v.gates));
     let problems: Vec<String> = v
         .sessions
         .iter()
@@ -143,12 +135,34 @@ pub fn markdown(v: &CiView) -> String {
     out
 }
 
-/// JUnit XML: one test case per labeled session; a failure when the chosen
-/// configuration fires on a clean session or misses a loop.
-pub fn junit(v: &CiView) -> String {
+/// The gates' verdicts as a Markdown list under a **Gates** heading (empty
+/// without gates): score gates and gates on changes since an earlier run.
+pub fn gates_markdown(gates: &[GateResult]) -> String {
+    let mut out = String::new();
+    if !gates.is_empty() {
+        out.push_str("\n**Gates**\n\n");
+        for g in gates {
+            out.push_str(&format!(
+                "- {} {}\n",
+                if g.passed { "✅" } else { "❌" },
+                md_escape(&g.describe())
+            ));
+        }
+    }
+    out
+}
+
+/// JUnit XML: one test case per gate (a failure when it trips), so a night
+/// with no gate tripped is green; with `sessions`, also one per labelled
+/// session (a failure when the chosen configuration fires on a clean
+/// session or misses a loop). Without either, one passing case for the run.
+pub fn junit(v: &CiView, sessions: bool) -> String {
     let mut cases = String::new();
     let (mut tests, mut failures) = (0, 0);
     for (i, s) in v.sessions.iter().enumerate() {
+        if !sessions {
+            break;
+        }
         let Some(label) = v.session_labels.by_session[i] else {
             continue;
         };
@@ -197,9 +211,44 @@ pub fn junit(v: &CiView) -> String {
             }
         }
     }
-    let gate_fail = v.gates.iter().filter(|g| !g.passed).count();
+    if !sessions && v.gates.is_empty() {
+        tests += 1;
+        cases.push_str(&run_case(&v.title, &v.labels[v.chosen]));
+    }
+    suite(&v.title, cases, tests, failures, v.gates)
+}
+
+/// One passing case that names the run: a suite with no gate is not empty.
+fn run_case(title: &str, config: &str) -> String {
+    format!(
+        "    <testcase classname=\"looptune\" name=\"{} ({})\"/>\n",
+        xml(title),
+        xml(config)
+    )
+}
+
+/// JUnit XML of gates alone (`looptune diff`): a case per gate, or one
+/// passing case for the run when none was given.
+pub fn gates_junit(title: &str, config: &str, gates: &[GateResult]) -> String {
+    let cases = if gates.is_empty() {
+        run_case(title, config)
+    } else {
+        String::new()
+    };
+    suite(title, cases, usize::from(gates.is_empty()), 0, gates)
+}
+
+/// The document: `cases` (`tests` of them, `failures` failing), then a case per gate.
+fn suite(
+    title: &str,
+    cases: String,
+    tests: usize,
+    failures: usize,
+    gate_results: &[GateResult],
+) -> String {
+    let gate_fail = gate_results.iter().filter(|g| !g.passed).count();
     let mut gates = String::new();
-    for g in v.gates {
+    for g in gate_results {
         gates.push_str(&format!(
             "    <testcase classname=\"gates\" name=\"{}\"",
             xml(&g.gate)
@@ -215,10 +264,10 @@ pub fn junit(v: &CiView) -> String {
     }
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"looptune\" tests=\"{}\" failures=\"{}\">\n  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n{cases}{gates}  </testsuite>\n</testsuites>\n",
-        tests + v.gates.len(),
+        tests + gate_results.len(),
         failures + gate_fail,
-        xml(&v.title),
-        tests + v.gates.len(),
+        xml(title),
+        tests + gate_results.len(),
         failures + gate_fail,
     )
 }

@@ -1,7 +1,8 @@
 //! Writers of a [`Diff`]: JSON lines for scripts, a table for people and
 //! Markdown for CI summary pages. They render; they never compute verdicts.
 
-use crate::score::diff::{ConfigDiff, Diff};
+use crate::score::diff::{Change, ConfigDiff, Diff};
+use crate::score::gates::GateResult;
 use crate::score::metrics::Scores;
 use std::io::{self, Write};
 
@@ -9,7 +10,7 @@ use std::io::{self, Write};
 const LIST: usize = 20;
 
 /// One JSON object per changed verdict:
-/// `{"config","session","base","new","base_turn","new_turn"}`.
+/// `{"config","session","base","new","base_turn","new_turn","cause"}`.
 pub fn json_lines(d: &Diff, out: &mut dyn Write) -> io::Result<()> {
     for c in &d.configs {
         for ch in &c.changes {
@@ -60,12 +61,50 @@ fn turn(t: Option<u32>) -> String {
     t.map_or("-".into(), |t| t.to_string())
 }
 
+/// The configuration itself changed: a verdict on a session both runs
+/// have, labelled alike (scores move with new sessions and labels too,
+/// which is not the detector's doing), or it is in one run only.
 fn changed(c: &ConfigDiff) -> bool {
-    !c.changes.is_empty()
-        || match (&c.base, &c.new) {
-            (Some(b), Some(n)) => !deltas(b, n).is_empty(),
-            _ => true,
-        }
+    c.detector_changes().next().is_some() || c.base.is_none() || c.new.is_none()
+}
+
+/// `the gated configuration X (id) is compared with the base run's gated Y (id)`.
+fn gated_line(d: &Diff) -> Option<String> {
+    let (id, label) = d.gated_against.as_ref()?;
+    let c = d.configs.get(d.chosen)?;
+    Some(format!(
+        "the gated configuration {} ({}) is compared with the base run's gated {label} ({id})",
+        c.label, c.config
+    ))
+}
+
+/// Configurations in both runs whose verdicts changed only through
+/// sessions added, removed or relabelled.
+pub(crate) fn changed_by_data(d: &Diff) -> usize {
+    d.configs
+        .iter()
+        .filter(|c| c.base.is_some() && c.new.is_some() && !changed(c) && c.data_changes() > 0)
+        .count()
+}
+
+/// `12 configurations changed only through the sessions (3 added, 0
+/// removed, 1 relabelled), not by their detectors`, or `None`.
+fn data_line(d: &Diff) -> Option<String> {
+    let k = changed_by_data(d);
+    (k > 0).then(|| {
+        format!(
+            "{} changed only through the sessions ({} added, {} removed, {} relabelled), not by {}",
+            super::text::plural(k, "configuration", "configurations"),
+            d.sessions_added.len(),
+            d.sessions_removed.len(),
+            d.sessions_relabelled.len(),
+            if k == 1 {
+                "its detector"
+            } else {
+                "their detectors"
+            }
+        )
+    })
 }
 
 /// What a summary shows: the first `limit` changed configurations (0: all),
@@ -101,7 +140,7 @@ pub(crate) fn listed(d: &Diff, shape: &Shape) -> (Vec<usize>, usize) {
         .collect();
     let gated_changed = d.configs.get(d.chosen).is_some_and(changed);
     let total = rest.len() + usize::from(gated_changed);
-    rest.sort_by_key(|&i| std::cmp::Reverse(d.configs[i].changes.len()));
+    rest.sort_by_key(|&i| std::cmp::Reverse(d.configs[i].detector_changes().count()));
     let mut v: Vec<usize> = d
         .configs
         .get(d.chosen)
@@ -117,9 +156,16 @@ pub(crate) fn listed(d: &Diff, shape: &Shape) -> (Vec<usize>, usize) {
 
 /// `2 verdicts changed (1 new false positive, 1 new catch)`.
 fn verdicts(c: &ConfigDiff) -> String {
-    let n = c.changes.len();
+    let n = c.detector_changes().count();
+    let data = match c.data_changes() {
+        0 => String::new(),
+        k => format!(
+            "; {} through new, removed or relabelled sessions",
+            super::text::plural(k, "verdict", "verdicts")
+        ),
+    };
     if n == 0 {
-        return "no verdict changed".into();
+        return format!("no verdict changed{data}");
     }
     let parts: Vec<String> = [
         (
@@ -142,7 +188,7 @@ fn verdicts(c: &ConfigDiff) -> String {
     })
     .collect();
     format!(
-        "{}{}",
+        "{}{}{data}",
         super::text::plural(n, "verdict changed", "verdicts changed"),
         if parts.is_empty() {
             String::new()
@@ -175,11 +221,13 @@ fn sessions_line(d: &Diff, quote: &dyn Fn(&str) -> String) -> String {
         }
     };
     format!(
-        "{} added{}, {} removed{}",
+        "{} added{}, {} removed{}, {} relabelled{}",
         d.sessions_added.len(),
         ids(&d.sessions_added),
         d.sessions_removed.len(),
-        ids(&d.sessions_removed)
+        ids(&d.sessions_removed),
+        d.sessions_relabelled.len(),
+        ids(&d.sessions_relabelled)
     )
 }
 
@@ -222,6 +270,12 @@ pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
     let quote = |s: &str| format!("`{}`", crate::util::escape::terminal(s));
     writeln!(out, "sessions: {}", sessions_line(d, &quote))?;
     writeln!(out, "configurations: {}", configs_line(d))?;
+    if let Some(line) = data_line(d) {
+        writeln!(out, "{line}")?;
+    }
+    if let Some(line) = gated_line(d) {
+        writeln!(out, "{}", crate::util::escape::terminal(&line))?;
+    }
     writeln!(
         out,
         "{total} of {common} configurations in both runs changed{}",
@@ -257,7 +311,8 @@ pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
             continue;
         }
         let c = &d.configs[i];
-        if c.changes.is_empty() {
+        let changes: Vec<&Change> = c.detector_changes().collect();
+        if changes.is_empty() {
             continue;
         }
         writeln!(
@@ -267,7 +322,7 @@ pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
             c.config
         )?;
         let cap = if shape.verbose { usize::MAX } else { LIST };
-        for ch in c.changes.iter().take(cap) {
+        for ch in changes.iter().take(cap) {
             writeln!(
                 out,
                 "  {:<40} {:>9} -> {:<9} turn {} -> {}",
@@ -278,11 +333,11 @@ pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
                 turn(ch.new_turn)
             )?;
         }
-        if c.changes.len() > cap {
+        if changes.len() > cap {
             writeln!(
                 out,
                 "  ... and {} more (--verbose lists every session)",
-                c.changes.len() - cap
+                changes.len() - cap
             )?;
         }
     }
@@ -290,12 +345,13 @@ pub fn table(d: &Diff, shape: &Shape, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// Markdown for a CI summary page: the same shape as [`table`], under
-/// [`MARKDOWN_MAX`] bytes whatever the options.
-pub fn markdown(d: &Diff, shape: &Shape) -> String {
-    markdown_within(d, shape, MARKDOWN_MAX)
+/// [`MARKDOWN_MAX`] bytes whatever the options, with the gates' verdicts.
+pub fn markdown(d: &Diff, shape: &Shape, gates: &[GateResult]) -> String {
+    let gates = super::ci::gates_markdown(gates);
+    markdown_within(d, shape, MARKDOWN_MAX - gates.len()) + &gates
 }
 
-/// [`markdown`] under `max` bytes.
+/// [`markdown`] under `max` bytes, without the gates.
 pub fn markdown_within(d: &Diff, shape: &Shape, max: usize) -> String {
     let esc = crate::util::escape::md_text;
     let (common, _, _) = d.config_counts();
@@ -309,6 +365,12 @@ pub fn markdown_within(d: &Diff, shape: &Shape, max: usize) -> String {
     ));
     if let Some(w) = grid_warning(d) {
         s.push_str(&format!("**Warning:** {}.\n\n", esc(&w)));
+    }
+    if let Some(line) = data_line(d) {
+        s.push_str(&format!("{}.\n\n", esc(&line)));
+    }
+    if let Some(line) = gated_line(d) {
+        s.push_str(&format!("{}.\n\n", esc(&line)));
     }
     s.push_str(&format!(
         "{total} of {common} configurations in both runs changed.\n\n"
@@ -326,7 +388,7 @@ pub fn markdown_within(d: &Diff, shape: &Shape, max: usize) -> String {
             "| {}{} | {} | {} | {} | {} |\n",
             if i == d.chosen { "**gated** " } else { "" },
             esc(&c.label),
-            c.changes.len(),
+            c.detector_changes().count(),
             c.count("new_false_positives").unwrap_or(0.0),
             c.count("new_missed_loops").unwrap_or(0.0),
             esc(&scores_line(c))
@@ -347,7 +409,8 @@ pub fn markdown_within(d: &Diff, shape: &Shape, max: usize) -> String {
             continue;
         }
         let c = &d.configs[i];
-        if c.changes.is_empty() {
+        let changes: Vec<&Change> = c.detector_changes().collect();
+        if changes.is_empty() {
             continue;
         }
         let head = format!(
@@ -360,7 +423,7 @@ pub fn markdown_within(d: &Diff, shape: &Shape, max: usize) -> String {
         s.push_str(&head);
         let cap = if shape.verbose { usize::MAX } else { LIST };
         let mut rows = 0;
-        for ch in c.changes.iter().take(cap) {
+        for ch in changes.iter().take(cap) {
             let row = format!(
                 "| {} | {} | {} | {} | {} |\n",
                 esc(&ch.session),
@@ -375,10 +438,10 @@ pub fn markdown_within(d: &Diff, shape: &Shape, max: usize) -> String {
             s.push_str(&row);
             rows += 1;
         }
-        if c.changes.len() > rows {
+        if changes.len() > rows {
             s.push_str(&format!(
                 "\n… and {} more sessions (`looptune diff --verbose` lists them all).\n",
-                c.changes.len() - rows
+                changes.len() - rows
             ));
         }
     }

@@ -165,6 +165,7 @@ fn derived(r: &SweepResult) -> std::io::Result<Map<String, Value>> {
             "cross_validation": u.cross_validation.as_ref().map(|cv| cross_validation(r, cv)),
             "group_validation": u.group_validation.as_ref().map(|gv| group_validation(r, gv)),
         })),
+        "ship": ship(r)?,
         "guard": r.advice.guard.name(),
         "guard_note": r.advice.guard_note,
         "groups": groups(r)?,
@@ -178,6 +179,34 @@ fn derived(r: &SweepResult) -> std::io::Result<Map<String, Value>> {
         Value::Object(m) => Ok(m),
         _ => unreachable!("json! of an object"),
     }
+}
+
+/// The summary's "Ship:" block as data (see `score::ship`).
+fn ship(r: &SweepResult) -> std::io::Result<Value> {
+    let s = crate::score::ship::ship(r)?;
+    let id = |i: usize| json!({"config": r.config(i).id, "label": r.config(i).label});
+    let on = |p: &crate::score::ship::OnGroup| json!({"caught": p.tp, "false_positives": p.fp});
+    let pick = |p: &crate::score::ship::Pick| {
+        json!({
+            "config": id(p.config),
+            "in_group": on(&p.in_group),
+            "out_of_group": p.out_of_group.as_ref().map(|(c, f)| json!({"chosen": id(*c), "scores": on(f)})),
+            "distinguishable_from_baseline": p.distinguishable,
+        })
+    };
+    Ok(json!({
+        "by": s.by,
+        "overall": s.overall.map(id),
+        "groups": s.groups.iter().map(|g| json!({
+            "group": g.name,
+            "loops": g.loops,
+            "clean": g.clean,
+            "baseline": on(&g.baseline),
+            "own_family": g.own_family,
+            "own": g.own.as_ref().map(pick),
+            "overall": g.overall.as_ref().map(pick),
+        })).collect::<Vec<_>>(),
+    }))
 }
 
 /// The labels' counts; their warnings are kept once, in the record's

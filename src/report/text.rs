@@ -741,6 +741,88 @@ pub fn sweep_summary(r: &crate::score::SweepResult, out: &mut dyn Write) -> io::
             " (within the baseline's family; --across-families lets any win)"
         }
     )?;
+    ship_block(out, r)
+}
+
+/// The closing "Ship:" block: the one answer to "what do I ship?", per
+/// group with labelled loops (see `score::ship`).
+fn ship_block(out: &mut dyn Write, r: &crate::score::SweepResult) -> io::Result<()> {
+    let ship = crate::score::ship::ship(r)?;
+    let name = |c: usize| {
+        format!(
+            "{} ({})",
+            crate::util::escape::terminal(r.label(c)),
+            r.config(c).id
+        )
+    };
+    writeln!(
+        out,
+        "
+Ship:"
+    )?;
+    match ship.overall {
+        Some(c) => writeln!(out, "  overall: {}", name(c))?,
+        None => writeln!(
+            out,
+            "  overall: no change: keep the baseline {} (nothing beats it under the rule)",
+            name(r.baseline)
+        )?,
+    }
+    if ship.groups.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  per {} (caught of its labelled loops, false positives of its clean sessions; \"without it\": chosen without its logs, scored on them):",
+        ship.by
+    )?;
+    let figures = |p: &crate::score::ship::OnGroup, g: &crate::score::ship::GroupShip| {
+        format!("{}/{}, {}/{}", p.tp, g.loops, p.fp, g.clean)
+    };
+    for g in &ship.groups {
+        writeln!(
+            out,
+            "  {}: baseline {}",
+            crate::util::escape::terminal(&g.name),
+            figures(&g.baseline, g)
+        )?;
+        let pick = |what: &str, p: &crate::score::ship::Pick| -> String {
+            let held = match &p.out_of_group {
+                Some((c, f)) if *c == p.config => format!("without it {}", figures(f, g)),
+                Some((c, f)) => format!("without it {} picked, {}", name(*c), figures(f, g)),
+                None => "without it nothing met the rule".to_string(),
+            };
+            let verdict = if p.config == r.baseline {
+                "the baseline itself".to_string()
+            } else if p.distinguishable {
+                format!("ship {}", name(p.config))
+            } else {
+                "no change: not distinguishable from the baseline".to_string()
+            };
+            format!(
+                "    {what:<13} {} {}; {held} -> {verdict}",
+                name(p.config),
+                figures(&p.in_group, g)
+            )
+        };
+        match (&g.own_family, &g.own) {
+            (Some(_), Some(p)) => writeln!(out, "{}", pick("own detector", p))?,
+            (Some(f), None) => writeln!(
+                out,
+                "    {:<13} nothing in `{f}` meets the rule",
+                "own detector"
+            )?,
+            (None, _) if ship.by == crate::sweep::AGENT => writeln!(
+                out,
+                "    {:<13} none (no loop detector of its own in looptune)",
+                "own detector"
+            )?,
+            (None, _) => {}
+        }
+        if let Some(p) = &g.overall {
+            writeln!(out, "{}", pick("overall", p))?;
+        }
+    }
     Ok(())
 }
 

@@ -125,6 +125,7 @@ fn markdown_junit_and_terminal_keep_hostile_ids_inert() {
         .arg(&md)
         .arg("--junit")
         .arg(&xml)
+        .arg("--junit-sessions")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");

@@ -239,7 +239,7 @@ fn the_readme_nightly_recipe_runs_unchanged_on_drifting_labels() {
 }
 
 /// Last night's run (the fixtures, the default grid) and tonight's (one
-/// clean session relabelled a loop, one session gone), in `dir`.
+/// clean session's log now holds a loop, one session gone), in `dir`.
 fn two_nights(dir: &Path, tonight_grid: Option<&str>) -> (String, String) {
     let base = dir.join("base").display().to_string();
     let fx = root().join("fixtures/sessions");
@@ -262,15 +262,15 @@ fn two_nights(dir: &Path, tonight_grid: Option<&str>) -> (String, String) {
             std::fs::copy(&p, logs.join(p.file_name().unwrap())).unwrap();
         }
     }
-    let lp = labels_with(dir, "").replace("labels.csv", "tonight.csv");
-    std::fs::write(
-        &lp,
-        labels.replace(
-            "clean_retry_then_fix,clean,,",
-            "clean_retry_then_fix,loop,1,",
-        ),
+    // The same session, labelled alike, that the detectors now see loop:
+    // their own change, unlike a new session or a new label.
+    std::fs::copy(
+        root().join("fixtures/sessions/loop_identical_read.jsonl"),
+        logs.join("clean_retry_then_fix.jsonl"),
     )
     .unwrap();
+    let lp = dir.join("tonight.csv").display().to_string();
+    std::fs::write(&lp, labels).unwrap();
     let new = dir.join("new").display().to_string();
     let mut args = vec![
         "sweep",
@@ -442,15 +442,18 @@ fn json_prints_one_object_for_sweep_merge_and_diff() {
         &new,
         "--json",
         "--require",
-        "new_missed_loops==0",
+        "new_false_positives==0",
     ]);
     assert_eq!(code, Some(1));
     assert_eq!(v["exit_code"], 1);
     assert_eq!(v["sessions_removed"][0], "clean_markdown_list");
     assert_eq!(v["gated"], v["listed"][0]["config"]);
-    assert_eq!(v["gates"][0]["gate"], "new_missed_loops==0");
+    assert_eq!(v["gates"][0]["gate"], "new_false_positives==0");
     assert_eq!(v["gates"][0]["passed"], false);
-    assert_eq!(v["gates"][0]["value"], v["listed"][0]["new_missed_loops"]);
+    assert_eq!(
+        v["gates"][0]["value"],
+        v["listed"][0]["new_false_positives"]
+    );
     // sweep --baseline: baseline, recommendation, gates, and the diff.
     let out = d.path().join("again").display().to_string();
     let logs = d.path().join("logs").display().to_string();
@@ -469,7 +472,7 @@ fn json_prints_one_object_for_sweep_merge_and_diff() {
         "--require",
         "recall>=0",
         "--require",
-        "new_missed_loops==0",
+        "new_false_positives==0",
     ]);
     assert_eq!(code, Some(1));
     assert_eq!(v["baseline"]["label"], "gemini-latest");
@@ -548,4 +551,159 @@ fn man_out_dir_writes_every_page_the_top_page_names() {
         !dir.join("looptune-synth.1").exists(),
         "hidden commands have no page"
     );
+}
+
+/// The README's CI recipe (`sweep --baseline --config --require ...
+/// --markdown --junit`) over the nights given: `(logs, labels, config)`;
+/// returns each night's exit code, Markdown and JUnit.
+fn nights(dir: &Path, runs: &[(&Path, &str, &str)]) -> Vec<(i32, String, String)> {
+    let mut last: Option<std::path::PathBuf> = None;
+    let mut seen = Vec::new();
+    for (i, (logs, labels, config)) in runs.iter().enumerate() {
+        let out = dir.join(format!("night-{i}"));
+        let (md, xml) = (dir.join(format!("{i}.md")), dir.join(format!("{i}.xml")));
+        let mut args: Vec<String> = [
+            "sweep",
+            "-q",
+            &logs.display().to_string(),
+            "--labels",
+            labels,
+            "--out",
+            &out.display().to_string(),
+            "--config",
+            config,
+            "--markdown",
+            &md.display().to_string(),
+            "--junit",
+            &xml.display().to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // The first night has nothing to compare with.
+        if let Some(l) = &last {
+            args.extend(
+                [
+                    "--baseline",
+                    &l.display().to_string(),
+                    "--require",
+                    "new_missed_loops==0",
+                    "--require",
+                    "new_false_positives==0",
+                ]
+                .map(String::from),
+            );
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = run(&args);
+        let code = r.status.code().unwrap();
+        assert!(code <= 1, "{}", String::from_utf8_lossy(&r.stderr));
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        // Markdown escapes punctuation: compared as a reader sees it.
+        seen.push((code, read(&md).replace('\\', ""), read(&xml)));
+        last = Some(out);
+    }
+    seen
+}
+
+/// The fixtures without `left_out`, as a folder of `dir`.
+fn logs_without(dir: &Path, left_out: &[&str]) -> std::path::PathBuf {
+    let to = dir.join("logs-first");
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(root().join("fixtures/sessions")).unwrap() {
+        let p = e.unwrap().path();
+        let stem = p.file_stem().unwrap().to_str().unwrap().to_string();
+        if !left_out.contains(&stem.as_str()) {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    to
+}
+
+#[test]
+fn new_sessions_and_new_labels_are_no_regression_and_a_worse_setting_is() {
+    let d = tempfile::tempdir().unwrap();
+    // gemini-latest misses the first and fires on the second: both arrive
+    // on the second night, with labels that already named them.
+    let first = logs_without(
+        d.path(),
+        &["loop_varied_args_same_error", "clean_polling_process"],
+    );
+    let all = root().join("fixtures/sessions");
+    let labels = root().join("fixtures/labels.csv").display().to_string();
+    // The third night relabels a clean session that gemini-latest is quiet on.
+    let relabelled = d.path().join("relabelled.csv").display().to_string();
+    let text = std::fs::read_to_string(&labels).unwrap().replace(
+        "clean_markdown_table,clean,,",
+        "clean_markdown_table,loop,1,",
+    );
+    std::fs::write(&relabelled, text).unwrap();
+    let ran = nights(
+        d.path(),
+        &[
+            (&first, &labels, "gemini-latest"),
+            (&all, &labels, "gemini-latest"),
+            (&all, &relabelled, "gemini-latest"),
+            // A worse setting shipped: it misses loops the last one caught.
+            (&all, &relabelled, "gemini-latest tool_call_threshold=10"),
+        ],
+    );
+    for (night, (code, md, xml)) in ran.iter().enumerate().take(3).skip(1) {
+        assert_eq!(*code, 0, "night {night}:\n{md}\n{xml}");
+        assert!(xml.contains("failures=\"0\""), "night {night}: {xml}");
+        assert!(!xml.contains("<failure"), "night {night}: {xml}");
+    }
+    let (_, md, xml) = &ran[1];
+    assert!(md.contains("✅ new_missed_loops==0: 0 (met)"), "{md}");
+    assert!(md.contains("2 added"), "{md}");
+    assert!(xml.contains("name=\"new_missed_loops==0\""), "{xml}");
+    let (_, md, _) = &ran[2];
+    assert!(md.contains("1 relabelled"), "{md}");
+    assert!(md.contains("changed only through the sessions"), "{md}");
+    let (code, md, xml) = &ran[3];
+    assert_eq!(*code, 1, "{md}");
+    assert!(md.contains("❌ new_missed_loops==0"), "{md}");
+    assert!(
+        md.contains("compared with the base run's gated gemini-latest"),
+        "{md}"
+    );
+    assert!(
+        xml.contains("<failure message=\"new_missed_loops==0"),
+        "{xml}"
+    );
+    // One case per gate: no per-session cases unless asked for.
+    assert_eq!(xml.matches("<testcase").count(), 2, "{xml}");
+}
+
+#[test]
+fn junit_lists_sessions_only_when_asked() {
+    let d = tempfile::tempdir().unwrap();
+    let labels = root().join("fixtures/labels.csv").display().to_string();
+    let xml = d.path().join("j.xml");
+    let base = [
+        "replay",
+        "-q",
+        &fixtures(),
+        "--labels",
+        &labels,
+        "--profile",
+        "gemini-latest",
+        "--junit",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut plain = base.clone();
+    plain.push(xml.display().to_string());
+    let r = run(&plain.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_ok(&r);
+    let text = std::fs::read_to_string(&xml).unwrap();
+    assert_eq!(text.matches("<testcase").count(), 1, "{text}");
+    assert!(!text.contains("<failure"), "{text}");
+    let mut with = plain.clone();
+    with.push("--junit-sessions".into());
+    let r = run(&with.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_ok(&r);
+    let text = std::fs::read_to_string(&xml).unwrap();
+    assert_eq!(text.matches("<testcase").count(), 15, "{text}");
+    assert!(text.contains("missed a loop"), "{text}");
 }

@@ -345,6 +345,7 @@ fn junit_failures_name_file_and_line() {
         "fixtures/labels.csv",
         "--junit",
         xml.to_str().unwrap(),
+        "--junit-sessions",
     ]);
     assert!(
         o.status.code().is_some(),

@@ -461,6 +461,43 @@ fn places(labelled: &Labelled, sessions: usize) -> Vec<Option<u32>> {
     at
 }
 
+/// How far each configuration moves from the baseline (ties in the
+/// choice go to the nearest): parameters changed within the baseline's
+/// family, from the family's default profile elsewhere, plus a family's
+/// worth for leaving the baseline's.
+pub(crate) fn distances(configs: &[crate::result::ConfigRecord], baseline: usize) -> Vec<usize> {
+    let baseline_cfg = &configs[baseline];
+    // Distance from the baseline in its family, from the family's default
+    // profile elsewhere (its first stock configuration when the registry
+    // does not know it).
+    let mut defaults: BTreeMap<&str, BTreeMap<String, String>> = BTreeMap::new();
+    for c in configs
+        .iter()
+        .filter(|c| c.stock && c.family != baseline_cfg.family)
+    {
+        let default_profile = DetectorConfig::resolve(Some(&c.family), None, &[])
+            .ok()
+            .map(|d| d.profile);
+        let is_default = default_profile.as_deref().is_none_or(|p| p == c.profile);
+        if is_default && !defaults.contains_key(c.family.as_str()) {
+            defaults.insert(&c.family, c.params.clone());
+        }
+    }
+    // Another family is the largest change of all: on equal scores the
+    // baseline's family wins (distances only break ties, and within one
+    // family the offset changes no order).
+    configs
+        .iter()
+        .map(|v| match defaults.get(v.family.as_str()) {
+            Some(d) => OTHER_FAMILY + distance(&v.params, d),
+            None if v.family != baseline_cfg.family => {
+                OTHER_FAMILY + distance(&v.params, &baseline_cfg.params)
+            }
+            None => distance(&v.params, &baseline_cfg.params),
+        })
+        .collect()
+}
+
 /// The recommendation, its qualifications, and the union.
 fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize>, Advice)> {
     let reads = Reads::default();
@@ -502,35 +539,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
     let n = configs.len();
     let baseline_cfg = &configs[r.baseline];
     let family: Vec<&str> = configs.iter().map(|v| v.family.as_str()).collect();
-    // Distance from the baseline in its family, from the family's default
-    // profile elsewhere (its first stock configuration when the registry
-    // does not know it).
-    let mut defaults: BTreeMap<&str, BTreeMap<String, String>> = BTreeMap::new();
-    for c in configs
-        .iter()
-        .filter(|c| c.stock && c.family != baseline_cfg.family)
-    {
-        let default_profile = DetectorConfig::resolve(Some(&c.family), None, &[])
-            .ok()
-            .map(|d| d.profile);
-        let is_default = default_profile.as_deref().is_none_or(|p| p == c.profile);
-        if is_default && !defaults.contains_key(c.family.as_str()) {
-            defaults.insert(&c.family, c.params.clone());
-        }
-    }
-    // Another family is the largest change of all: on equal scores the
-    // baseline's family wins (distances only break ties, and within one
-    // family the offset changes no order).
-    let dist: Vec<usize> = configs
-        .iter()
-        .map(|v| match defaults.get(v.family.as_str()) {
-            Some(d) => OTHER_FAMILY + distance(&v.params, d),
-            None if v.family != baseline_cfg.family => {
-                OTHER_FAMILY + distance(&v.params, &baseline_cfg.params)
-            }
-            None => distance(&v.params, &baseline_cfg.params),
-        })
-        .collect();
+    let dist = distances(configs, r.baseline);
     // First detection turns on the labelled sessions, one configuration at a
     // time: a table of every configuration (80 MB for 1,000 x 10,000) is
     // built only for the union search, which needs it.

@@ -33,7 +33,16 @@ pub struct Change {
     pub base_turn: Option<u32>,
     /// First detection turn after.
     pub new_turn: Option<u32>,
+    /// Why it changed: `detector` (the session is in both runs, labelled
+    /// alike: the configuration's own doing), `added` or `removed` (the
+    /// session is in one run only), `relabelled` (its label or onset
+    /// changed). Only `detector` changes count in the gates: a night whose
+    /// logs or labels grew is not a regression.
+    pub cause: &'static str,
 }
+
+/// [`Change::cause`] of a change the configuration made.
+pub const DETECTOR: &str = "detector";
 
 /// One configuration's side of the diff.
 #[derive(Debug, Clone)]
@@ -52,16 +61,28 @@ pub struct ConfigDiff {
 
 impl ConfigDiff {
     /// A diff count by name (see [`DIFF_SCORES`]).
+    /// Only changes the configuration made count ([`Change::cause`]).
     pub fn count(&self, name: &str) -> Option<f64> {
-        let n = |pred: &dyn Fn(&Change) -> bool| self.changes.iter().filter(|c| pred(c)).count();
+        let n =
+            |pred: &dyn Fn(&Change) -> bool| self.detector_changes().filter(|c| pred(c)).count();
         Some(match name {
-            "changed_verdicts" => self.changes.len(),
+            "changed_verdicts" => self.detector_changes().count(),
             "new_false_positives" => n(&|c| c.new == "fp" && c.base != "fp"),
             "new_missed_loops" => n(&|c| c.new == "fn" && c.base != "fn"),
             "fixed_false_positives" => n(&|c| c.base == "fp" && c.new != "fp"),
             "new_catches" => n(&|c| matches!(c.new, "tp" | "early") && c.base == "fn"),
             _ => return None,
         } as f64)
+    }
+
+    /// The changes the configuration made (sessions in both runs, labelled alike).
+    pub fn detector_changes(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| c.cause == DETECTOR)
+    }
+
+    /// How many changes came from the data: sessions added, removed or relabelled.
+    pub fn data_changes(&self) -> usize {
+        self.changes.iter().filter(|c| c.cause != DETECTOR).count()
     }
 }
 
@@ -75,8 +96,13 @@ pub struct Diff {
     pub sessions_removed: Vec<String>,
     /// Sessions only in the new run.
     pub sessions_added: Vec<String>,
+    /// Sessions in both runs whose label or onset changed.
+    pub sessions_relabelled: Vec<String>,
     /// The configuration gates check (the new run's chosen one).
     pub chosen: usize,
+    /// When the base run gated another configuration: its id and label,
+    /// which the gated one is compared with (its entry in `configs`).
+    pub gated_against: Option<(String, String)>,
     /// The grids' names: base, new.
     pub grids: (String, String),
 }
@@ -126,6 +152,22 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> crate::error::Result<Diff>
         .iter()
         .map(|id| (b_sessions.get(id).copied(), n_sessions.get(id).copied()))
         .collect();
+    // Why a session's verdict may change other than by the detector.
+    let causes: Vec<&'static str> = places
+        .iter()
+        .map(|&(bs, ns)| match (bs, ns) {
+            (None, _) => "added",
+            (_, None) => "removed",
+            (Some(x), Some(y)) => {
+                let (x, y) = (&b.sessions[x], &n.sessions[y]);
+                if (&x.label, x.onset_turn) == (&y.label, y.onset_turn) {
+                    DETECTOR
+                } else {
+                    "relabelled"
+                }
+            }
+        })
+        .collect();
     let b_configs: BTreeMap<&str, usize> = b
         .grid
         .configs
@@ -133,12 +175,22 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> crate::error::Result<Diff>
         .enumerate()
         .map(|(i, c)| (c.id.as_str(), i))
         .collect();
+    // The gated configuration is held to the one the base run gated: a
+    // nightly job that ships another setting tonight is asked whether it
+    // loses what last night's caught, not whether it changed since then.
+    let gated_base = (b.grid.configs.get(base.chosen).map(|c| &c.id)
+        != n.grid.configs.get(new.chosen).map(|c| &c.id))
+    .then_some(base.chosen)
+    .filter(|&i| i < b.grid.configs.len());
     let mut order: Vec<(Option<usize>, Option<usize>)> = n
         .grid
         .configs
         .iter()
         .enumerate()
-        .map(|(i, c)| (b_configs.get(c.id.as_str()).copied(), Some(i)))
+        .map(|(i, c)| match gated_base {
+            Some(g) if i == new.chosen => (Some(g), Some(i)),
+            _ => (b_configs.get(c.id.as_str()).copied(), Some(i)),
+        })
         .collect();
     let n_configs: std::collections::HashSet<&str> =
         n.grid.configs.iter().map(|c| c.id.as_str()).collect();
@@ -158,7 +210,7 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> crate::error::Result<Diff>
                 .or(bi.map(|i| &b.grid.configs[i]))
                 .expect("in one run at least");
             let mut changes = Vec::new();
-            for (id, &(bs, ns)) in ids.iter().zip(&places) {
+            for ((id, &(bs, ns)), &cause) in ids.iter().zip(&places).zip(&causes) {
                 let bh = bd.as_ref().zip(bs).and_then(|(d, s)| d[s].as_ref());
                 let nh = nd.as_ref().zip(ns).and_then(|(d, s)| d[s].as_ref());
                 let bv = if bd.is_some() {
@@ -179,6 +231,7 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> crate::error::Result<Diff>
                         new: nv,
                         base_turn: bh.and_then(Hit::turn),
                         new_turn: nh.and_then(Hit::turn),
+                        cause,
                     });
                 }
             }
@@ -204,7 +257,17 @@ pub fn diff(base: &SweepResult, new: &SweepResult) -> crate::error::Result<Diff>
             .filter(|i| !b_sessions.contains_key(*i))
             .map(|s| s.to_string())
             .collect(),
+        sessions_relabelled: ids
+            .iter()
+            .zip(&causes)
+            .filter(|(_, c)| **c == "relabelled")
+            .map(|(s, _)| s.to_string())
+            .collect(),
         chosen: new.chosen,
+        gated_against: gated_base.map(|g| {
+            let c = &b.grid.configs[g];
+            (c.id.clone(), c.label.clone())
+        }),
         grids: (b.grid.name.clone(), n.grid.name.clone()),
     })
 }

@@ -11,6 +11,7 @@ pub mod gates;
 pub mod metrics;
 #[doc(hidden)]
 pub mod recommend;
+pub mod ship;
 #[doc(hidden)]
 pub mod stats;
 
