@@ -389,18 +389,25 @@ impl App {
         Ok(())
     }
 
-    /// `y` keeps the note of a relabelled session, `n` clears it.
+    /// `y` keeps the note of a relabelled session, `n` clears it; any other
+    /// key keeps it and does what it does (a `u` pressed at once undoes the
+    /// relabelling, as the user meant, instead of answering "keep").
     fn note_answer(&mut self, key: Key) -> Result<()> {
         let Some((id, pos, _)) = self.ask_note.take() else {
             return Ok(());
         };
-        if key == Key::Char('n') {
-            if let Some(undo) = self.store.set_field(&id, "note", "")? {
-                self.done.push(Done { undo, pos });
+        match key {
+            Key::Char('n') => {
+                if let Some(undo) = self.store.set_field(&id, "note", "")? {
+                    self.done.push(Done { undo, pos });
+                }
+                self.status = format!("cleared the note of {id}");
             }
-            self.status = format!("cleared the note of {id}");
-        } else {
-            self.status = format!("kept the note of {id}");
+            Key::Char('y') => self.status = format!("kept the note of {id}"),
+            other => {
+                self.status = format!("kept the note of {id}");
+                return self.key_inner(other);
+            }
         }
         Ok(())
     }
@@ -1062,6 +1069,15 @@ mod tests {
         assert!(std::fs::read_to_string(&p)
             .unwrap()
             .contains(",repeats read\n"));
+        // Any other key keeps the note and does its own work: `u` undoes
+        // the relabelling it followed.
+        a.go(a.sessions.iter().position(|s| s.id == "loopy").unwrap());
+        let before = std::fs::read_to_string(&p).unwrap();
+        a.key(Key::Char('c'));
+        assert!(a.ask_note.is_some(), "{}", a.status);
+        a.key(Key::Char('u'));
+        assert!(a.ask_note.is_none());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), before);
         // A session without a row has no note to edit.
         a.go(a.sessions.iter().position(|s| s.id == "calm").unwrap());
         a.key(Key::Char('e'));

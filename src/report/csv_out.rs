@@ -121,11 +121,12 @@ pub fn groups_csv(r: &SweepResult) -> std::io::Result<Vec<u8>> {
     let names: Vec<_> = r.groups.names.iter().map(|n| safe_cell(n)).collect();
     let mut buf = String::new();
     for (id, per_group) in &rows {
-        for (g, s) in per_group.iter().enumerate() {
+        // Zipped: a sweep that read no session (--allow-empty) has no group.
+        for (s, name) in per_group.iter().zip(&names) {
             let write = |w: &mut csv::Writer<Vec<u8>>, buf: &mut String| -> csv::Result<()> {
                 w.write_field(id)?;
                 w.write_field(by.as_ref())?;
-                w.write_field(names[g].as_ref())?;
+                w.write_field(name.as_ref())?;
                 write_score_cells(w, s, buf)?;
                 w.write_record(None::<&[u8]>)
             };

@@ -826,6 +826,19 @@ Ship:"
     Ok(())
 }
 
+/// A group's name for a column `width` characters wide: made safe for the
+/// terminal and cut with `…` when longer (a long model name pushed every
+/// column after it out of line).
+fn fit(name: &str, width: usize) -> String {
+    let safe = crate::util::escape::terminal(name);
+    if safe.chars().count() <= width {
+        return safe.into_owned();
+    }
+    let mut cut: String = safe.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 /// Columns of the per-group block at most, before it wraps into another.
 const GROUP_COLUMNS: usize = 6;
 
@@ -874,11 +887,7 @@ fn group_block(out: &mut dyn Write, r: &crate::score::SweepResult) -> io::Result
         writeln!(out)?;
         for (gi, name) in g.names.iter().enumerate() {
             let n = g.of.iter().filter(|&&x| x as usize == gi).count();
-            write!(
-                out,
-                "{:<width$} {n:>8} ",
-                crate::util::escape::terminal(name)
-            )?;
+            write!(out, "{:<width$} {n:>8} ", fit(name, width))?;
             for &k in block {
                 write!(out, " {:<13}", group_cell(&scores[k][gi]))?;
             }
@@ -928,7 +937,7 @@ fn group_validation_text(
         writeln!(
             out,
             "  {:<width$} caught {}/{} loops, {}/{} false positives with {chosen}{}",
-            crate::util::escape::terminal(&f.name),
+            fit(&f.name, width),
             f.tally.tp,
             f.tally.loops,
             f.tally.fp,
@@ -1121,4 +1130,19 @@ fn cross_validation_text(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit;
+
+    #[test]
+    fn long_group_names_are_cut_to_their_column() {
+        assert_eq!(fit("gpt-4o", 12), "gpt-4o");
+        let long = "anthropic/claude-opus-4-20250514-with-a-very-long-suffix";
+        let cut = fit(long, 28);
+        assert_eq!(cut.chars().count(), 28);
+        assert!(cut.ends_with('…') && long.starts_with(cut.trim_end_matches('…')));
+        assert_eq!(fit("a\u{1b}[31mb", 28), "a\\u{1b}[31mb");
+    }
 }

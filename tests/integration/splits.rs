@@ -117,3 +117,64 @@ fn a_test_path_inside_an_input_path_is_read_once_as_test() {
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(v["test"]["sessions"], 2, "{}", v["test"]);
 }
+
+#[test]
+fn allow_empty_accepts_an_empty_folder_and_an_empty_file() {
+    let d = tempfile::tempdir().unwrap();
+    let (empty, one) = (d.path().join("empty"), d.path().join("one"));
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::write(one.join("x.jsonl"), "").unwrap();
+    for input in [&empty, &one] {
+        let out = d.path().join("out");
+        let args = [
+            "sweep",
+            "-q",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        let o = run(&[&args[..], &["--allow-empty"]].concat());
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(out.join("groups.csv").is_file());
+        // Without it: exit 2 and why.
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&o.stderr)
+                .contains("(pass --allow-empty to accept an empty input)"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_free_text_column_is_no_group_key() {
+    let d = tempfile::tempdir().unwrap();
+    let labels = root().join("fixtures/labels.csv");
+    let out = d.path().join("out");
+    let o = run(&[
+        "sweep",
+        "-q",
+        root().join("fixtures").to_str().unwrap(),
+        "--labels",
+        labels.to_str().unwrap(),
+        "--group-by",
+        "note",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--group-by `note`: no session can have this key"),
+        "{err}"
+    );
+    assert!(!err.contains("`note`,"), "{err}");
+}

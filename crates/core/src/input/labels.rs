@@ -243,6 +243,15 @@ struct RawRow {
     extra: BTreeMap<String, String>,
 }
 
+/// Columns of free text (a labeller's reasons): kept with the row, never a
+/// group key, since every session would be a group of its own.
+const FREE_TEXT: [&str; 5] = ["note", "notes", "comment", "comments", "reason"];
+
+/// Whether a column holds free text ([`FREE_TEXT`], any case).
+pub fn is_free_text(column: &str) -> bool {
+    FREE_TEXT.iter().any(|f| f.eq_ignore_ascii_case(column))
+}
+
 /// Columns every labels file has; the others are kept as group keys.
 const CORE_COLUMNS: [&str; 3] = ["session", "label", "onset_turn"];
 
@@ -464,18 +473,26 @@ impl LabelsFile {
         self.row(id).map(|(r, _)| r.label).or(inline)
     }
 
-    /// The labels files' other columns for a session (empty when none names it).
+    /// The labels files' other columns for a session that group sessions
+    /// (empty when none names it): free text such as `note` is left out.
     pub fn extra(&self, id: &str) -> BTreeMap<String, String> {
         self.row(id)
-            .map(|(r, _)| r.extra.clone())
+            .map(|(r, _)| {
+                r.extra
+                    .iter()
+                    .filter(|(k, _)| !is_free_text(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
-    /// Every other column any row has a value in.
+    /// Every other column any row has a value in, free text left out: the
+    /// group keys the labels files offer.
     pub fn columns(&self) -> std::collections::BTreeSet<String> {
         self.from_file
             .iter()
-            .flat_map(|(_, r, _)| r.extra.keys().cloned())
+            .flat_map(|(_, r, _)| r.extra.keys().filter(|k| !is_free_text(k)).cloned())
             .collect()
     }
 

@@ -111,9 +111,7 @@ pub fn read_files(
 ) -> Result<Corpus> {
     let files = &inputs.files;
     progress.set_length(stored_bytes(files));
-    if files.is_empty() {
-        return Err(no_files(&inputs.paths));
-    }
+    // No file is no session: the caller says why (or accepts it, --allow-empty).
     let mut corpus = Corpus {
         unreadable: inputs.notes.len() as u64,
         skipped: inputs.notes.clone(),
@@ -536,9 +534,6 @@ fn stream_sessions_hashed<T: Send>(
 ) -> Result<Streamed<T>> {
     let files = &inputs.files;
     progress.set_length(stored_bytes(files));
-    if files.is_empty() {
-        return Err(no_files(&inputs.paths));
-    }
     let names = FileNames(
         files
             .iter()
@@ -947,18 +942,6 @@ fn session_of(
         s.meta.meta.entry(k).or_insert(v);
     }
     s
-}
-
-/// The error for a read that found no input files.
-fn no_files(paths: &[PathBuf]) -> Error {
-    Error::Usage(format!(
-        "no input files found in {} (looked for *.jsonl, *.jsonl.gz and native agent logs)",
-        paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
 }
 
 /// One file loaded and parsed (or skipped as unrecognised), before merging.
