@@ -148,6 +148,7 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Crush,
         &peers::Kimi,
         &peers::Qwen,
+        &peers::Hermes,
         &peers::MaxTurns,
         &looptune::Looptune,
     ]

@@ -1,5 +1,5 @@
 //! The peer detector families: faithful ports of the loop detectors other
-//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI, Qwen Code) and a
+//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI, Qwen Code, Hermes agent) and a
 //! turn-cap baseline.
 
 pub mod blade;
@@ -7,6 +7,7 @@ pub mod cline;
 pub(crate) mod common;
 pub mod crush;
 pub mod goose;
+pub mod hermes;
 pub mod kimi;
 pub mod max_turns;
 pub mod opencode;
@@ -20,6 +21,7 @@ pub use blade::Blade;
 pub use cline::Cline;
 pub use crush::Crush;
 pub use goose::Goose;
+pub use hermes::Hermes;
 pub use kimi::Kimi;
 pub use max_turns::MaxTurns;
 pub use opencode::OpenCode;

@@ -7,6 +7,7 @@ mod blade;
 mod cline;
 mod crush;
 mod goose;
+mod hermes;
 mod kimi;
 mod opencode;
 mod openhands;
