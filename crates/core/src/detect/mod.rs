@@ -149,6 +149,7 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Kimi,
         &peers::Qwen,
         &peers::Hermes,
+        &peers::OpenClaw,
         &peers::MaxTurns,
         &looptune::Looptune,
     ]

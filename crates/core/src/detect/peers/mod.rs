@@ -1,5 +1,5 @@
 //! The peer detector families: faithful ports of the loop detectors other
-//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI, Qwen Code, Hermes agent) and a
+//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI, Qwen Code, Hermes agent, OpenClaw) and a
 //! turn-cap baseline.
 
 pub mod blade;
@@ -10,6 +10,7 @@ pub mod goose;
 pub mod hermes;
 pub mod kimi;
 pub mod max_turns;
+pub mod openclaw;
 pub mod opencode;
 pub mod openhands;
 pub mod qwen;
@@ -24,6 +25,7 @@ pub use goose::Goose;
 pub use hermes::Hermes;
 pub use kimi::Kimi;
 pub use max_turns::MaxTurns;
+pub use openclaw::OpenClaw;
 pub use opencode::OpenCode;
 pub use openhands::OpenHands;
 pub use qwen::Qwen;

@@ -9,6 +9,7 @@ mod crush;
 mod goose;
 mod hermes;
 mod kimi;
+mod openclaw;
 mod opencode;
 mod openhands;
 mod qwen;
