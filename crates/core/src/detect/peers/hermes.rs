@@ -768,10 +768,7 @@ impl<'c> Controller<'c> {
                 continue;
             }
             let mut laps = 1usize;
-            loop {
-                let Some(base) = n.checked_sub(period * (laps + 1)) else {
-                    break;
-                };
+            while let Some(base) = n.checked_sub(period * (laps + 1)) {
                 let equal = (0..period).all(|i| {
                     let (a, b) = (&h[base + i], &h[n - period + i]);
                     a.0 == b.0 && a.1 == b.1

@@ -378,8 +378,8 @@ fn strip_volatile_send_ids(v: &Value) -> Value {
             Value::Object(
                 m.iter()
                     .filter(|(k, _)| {
-                        !VOLATILE_SEND_RESULT_KEYS.contains(&k.as_str())
-                            && !(k.as_str() == "id" && message_object)
+                        !(VOLATILE_SEND_RESULT_KEYS.contains(&k.as_str())
+                            || (k.as_str() == "id" && message_object))
                     })
                     .map(|(k, x)| (k.clone(), strip_volatile_send_ids(x)))
                     .collect(),
@@ -517,7 +517,7 @@ fn ping_pong_streak(history: &[&CallRecord], current: &str) -> (u32, Option<Stri
     };
     let mut tail = 0usize;
     for c in history.iter().rev() {
-        let expected = if tail % 2 == 0 {
+        let expected = if tail.is_multiple_of(2) {
             last.args_hash.as_str()
         } else {
             other
@@ -620,7 +620,7 @@ impl LoopState {
         let pp_key = match &pp_sig {
             Some(p) => {
                 let mut pair = [current.as_str(), p.as_str()];
-                pair.sort_by(|a, b| crate::util::js::utf16(a).cmp(&crate::util::js::utf16(b)));
+                pair.sort_by_key(|a| crate::util::js::utf16(a));
                 format!("pingpong:{}|{}", pair[0], pair[1])
             }
             None => format!("pingpong:{tool}:{current}"),
@@ -743,6 +743,9 @@ impl LoopState {
     }
 }
 
+/// A call awaiting its outcome: tool, arguments, call id.
+type PendingCall = (String, Map<String, Value>, Option<String>);
+
 struct OpenClawCheck {
     s: OpenClawSettings,
 }
@@ -759,8 +762,7 @@ impl Check for OpenClawCheck {
         let s = &self.s;
         let mut state = LoopState::default();
         // Calls awaiting their outcome: tool, arguments, call id; None for a refused call.
-        let mut pending: Unanswered<Option<(String, Map<String, Value>, Option<String>)>> =
-            Unanswered::default();
+        let mut pending: Unanswered<Option<PendingCall>> = Unanswered::default();
         each_record(&session.session, limit, |at, found| {
             let run = at.prompts;
             let prompt = at.prompts.saturating_sub(1);
