@@ -150,6 +150,7 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Qwen,
         &peers::Hermes,
         &peers::OpenClaw,
+        &peers::OpenRouterSdk,
         &peers::MaxTurns,
         &looptune::Looptune,
     ]

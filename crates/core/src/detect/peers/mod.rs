@@ -1,5 +1,5 @@
 //! The peer detector families: faithful ports of the loop detectors other
-//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI, Qwen Code, Hermes agent, OpenClaw) and a
+//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI, Qwen Code, Hermes agent, OpenClaw, OpenRouter's agent SDK) and a
 //! turn-cap baseline.
 
 pub mod blade;
@@ -13,6 +13,7 @@ pub mod max_turns;
 pub mod openclaw;
 pub mod opencode;
 pub mod openhands;
+pub mod openrouter_sdk;
 pub mod qwen;
 pub mod roo;
 #[cfg(test)]
@@ -28,5 +29,6 @@ pub use max_turns::MaxTurns;
 pub use openclaw::OpenClaw;
 pub use opencode::OpenCode;
 pub use openhands::OpenHands;
+pub use openrouter_sdk::OpenRouterSdk;
 pub use qwen::Qwen;
 pub use roo::Roo;

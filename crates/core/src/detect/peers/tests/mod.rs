@@ -12,6 +12,7 @@ mod kimi;
 mod openclaw;
 mod opencode;
 mod openhands;
+mod openrouter_sdk;
 mod qwen;
 mod roo;
 
