@@ -151,6 +151,7 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Hermes,
         &peers::OpenClaw,
         &peers::OpenRouterSdk,
+        &peers::DeepEval,
         &peers::MaxTurns,
         &looptune::Looptune,
     ]

@@ -1,11 +1,12 @@
 //! The peer detector families: faithful ports of the loop detectors other
-//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI, Qwen Code, Hermes agent, OpenClaw, OpenRouter's agent SDK) and a
+//! agents ship (OpenCode, Blade, OpenHands, Roo Code, Cline, Goose, Crush, Kimi CLI, Qwen Code, Hermes agent, OpenClaw, OpenRouter's agent SDK, DeepEval's loop metric) and a
 //! turn-cap baseline.
 
 pub mod blade;
 pub mod cline;
 pub(crate) mod common;
 pub mod crush;
+pub mod deepeval;
 pub mod goose;
 pub mod hermes;
 pub mod kimi;
@@ -22,6 +23,7 @@ mod tests;
 pub use blade::Blade;
 pub use cline::Cline;
 pub use crush::Crush;
+pub use deepeval::DeepEval;
 pub use goose::Goose;
 pub use hermes::Hermes;
 pub use kimi::Kimi;

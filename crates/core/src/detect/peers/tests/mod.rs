@@ -6,6 +6,7 @@
 mod blade;
 mod cline;
 mod crush;
+mod deepeval;
 mod goose;
 mod hermes;
 mod kimi;
