@@ -481,12 +481,24 @@ fn the_guard_keeps_the_baseline_and_names_the_group_a_candidate_would_hurt() {
     // The ported families' stock profiles compete; looptune's own family,
     // which has both an error streak and a repeat rule (looptune-wide catches
     // every loop here), is left out: this is about rules that each help one
-    // group only.
+    // group only. The families of issue 43 are left out too: Hermes'
+    // guardrails have both rules (a same-tool failure warning and the
+    // identical-call notice catch every loop here), and OpenRouter's SDK
+    // observes at the 2nd identical call, before `kilo`, this test's
+    // earliest identical-call rule.
     let mut grid_text = String::from(
         "family = \"gemini\"\nprofile = \"gemini-latest\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [5, 6]\n",
     );
     for fam in looptune::detect::families() {
-        if fam.name() == "looptune" {
+        if [
+            "looptune",
+            "hermes",
+            "openclaw",
+            "openrouter-sdk",
+            "deepeval",
+        ]
+        .contains(&fam.name())
+        {
             continue;
         }
         for p in fam.profiles() {

@@ -148,6 +148,10 @@ pub fn families() -> Vec<&'static dyn Family> {
         &peers::Crush,
         &peers::Kimi,
         &peers::Qwen,
+        &peers::Hermes,
+        &peers::OpenClaw,
+        &peers::OpenRouterSdk,
+        &peers::DeepEval,
         &peers::MaxTurns,
         &looptune::Looptune,
     ]

@@ -6,10 +6,14 @@
 mod blade;
 mod cline;
 mod crush;
+mod deepeval;
 mod goose;
+mod hermes;
 mod kimi;
+mod openclaw;
 mod opencode;
 mod openhands;
+mod openrouter_sdk;
 mod qwen;
 mod roo;
 

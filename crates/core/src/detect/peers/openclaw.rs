@@ -1,0 +1,832 @@
+//! OpenClaw's tool-loop detection (`src/agents/tool-loop-detection.ts`,
+//! driven by `runBeforeToolCallHook` in `pi-tools.before-tool-call.ts`):
+//! before every call, `detectToolCallLoop` reads the recorded history (the
+//! last 30 calls, those of the current run); a critical verdict refuses the
+//! call (the tool throws and nothing is recorded), a warning is logged (once
+//! per bucket of 10 counts and warning key) and the call runs. The call is
+//! then recorded, and its outcome hashed into the same record once it ends.
+//!
+//! How canonical records drive it (docs/detector-mappings.md, "OpenClaw"):
+//! a run is a prompt (a `user` record that begins one); `scope=session`
+//! keeps one history for the whole session (the hook before it passed a run
+//! id). A `tool_call` is checked and recorded with its tool name trimmed and
+//! lower-cased; its result (matched as the peers match results) is the
+//! outcome: `error: true` is a thrown `Error` whose message is the output,
+//! anything else a result `{content: [{type: "text", text: output}],
+//! details: {}}`. Canonical results carry no `details`, so the exec, poll
+//! status and plan-shape normalisations see an empty object: a send-like
+//! call's outcome always hashes alike, `update_plan`'s too.
+//!
+//! Reported: every refused call (tier `block`; kind = the detector), and
+//! with `report_warnings` every warning OpenClaw logs (tier `warning`; logs
+//! only, the model never sees them). A block does not end the run (the model
+//! gets the error and goes on, often with the other half of a ping-pong,
+//! #64500): the profile's `stop` counts the session caught at its first block.
+
+use super::common::{each_record, Unanswered};
+use crate::detect::{
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
+    POLICY_SPEC,
+};
+use crate::error::Result;
+use crate::event::Record;
+use crate::util::js::{is_js_space, stringify_sorted};
+use serde_json::{Map, Value};
+use std::sync::OnceLock;
+
+const SRC: &str = "openclaw/openclaw src/agents/tool-loop-detection.ts @00655306d8";
+const SRC_HOOK: &str = "openclaw/openclaw src/agents/pi-tools.before-tool-call.ts @004e82d079";
+
+/// The `openclaw` family.
+pub struct OpenClaw;
+
+impl Family for OpenClaw {
+    fn name(&self) -> &'static str {
+        "openclaw"
+    }
+    fn about(&self) -> &'static str {
+        "OpenClaw detectToolCallLoop (enabled): over the run's last 30 calls, blocks a no-progress repeat at 20 (generic, known polls), a stable ping-pong at 20, an unknown tool at 10 and anything at 30 (global breaker); warnings at 10 are logged"
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            POLICY_SPEC,
+            ParamSpec::int("history_size", 1, 100_000, "calls", "calls kept in the session's history, all runs together (TOOL_CALL_HISTORY_SIZE)", SRC),
+            ParamSpec::int("warning_threshold", 1, 100_000, "calls", "repeats (or alternating calls) that log a warning (WARNING_THRESHOLD)", SRC),
+            ParamSpec::int("critical_threshold", 1, 100_000, "calls", "no-progress repeats, or alternating calls with stable results, that block (CRITICAL_THRESHOLD)", SRC),
+            ParamSpec::int("unknown_tool_threshold", 1, 100_000, "calls", "calls in a row of one tool failing as an unknown tool that block (UNKNOWN_TOOL_THRESHOLD)", SRC),
+            ParamSpec::int("global_circuit_breaker_threshold", 1, 100_000, "calls", "no-progress repeats that block any tool (GLOBAL_CIRCUIT_BREAKER_THRESHOLD)", SRC),
+            ParamSpec::bool("generic_repeat", "the generic repeat detector runs (detectors.genericRepeat)", SRC),
+            ParamSpec::bool("known_poll_no_progress", "the polling detector runs for command_status and process poll/log (detectors.knownPollNoProgress)", SRC),
+            ParamSpec::bool("ping_pong", "the ping-pong detector runs (detectors.pingPong)", SRC),
+            ParamSpec::int("warning_bucket", 1, 100_000, "calls", "a warning is logged when count / this passes the last bucket logged for its key (LOOP_WARNING_BUCKET_SIZE)", SRC_HOOK),
+            ParamSpec::choice("scope", &["run", "session"], "history read per run (a prompt) or for the whole session", SRC),
+            ParamSpec::bool("report_warnings", "the logged warnings are reported too (they never reach the model)", SRC_HOOK),
+        ]
+    }
+    fn profiles(&self) -> Vec<Profile> {
+        vec![Profile {
+            name: "openclaw",
+            about: "OpenClaw @00655306 with tools.loopDetection.enabled (off by default): constants 30/10/20/10/30 as shipped (the config's other fields are not read); blocks reported, the first counted as the stop",
+            values: vec![
+                (POLICY, ParamValue::word("stop")),
+                ("history_size", ParamValue::Int(30)),
+                ("warning_threshold", ParamValue::Int(10)),
+                ("critical_threshold", ParamValue::Int(20)),
+                ("unknown_tool_threshold", ParamValue::Int(10)),
+                ("global_circuit_breaker_threshold", ParamValue::Int(30)),
+                ("generic_repeat", ParamValue::Bool(true)),
+                ("known_poll_no_progress", ParamValue::Bool(true)),
+                ("ping_pong", ParamValue::Bool(true)),
+                ("warning_bucket", ParamValue::Int(10)),
+                ("scope", ParamValue::word("run")),
+                ("report_warnings", ParamValue::Bool(false)),
+            ],
+        }]
+    }
+    fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
+        let p = Params::new(self.name(), params);
+        let s = OpenClawSettings {
+            history_size: p.get("history_size")?,
+            warning_threshold: p.get("warning_threshold")?,
+            critical_threshold: p.get("critical_threshold")?,
+            unknown_tool_threshold: p.get("unknown_tool_threshold")?,
+            global_circuit_breaker_threshold: p.get("global_circuit_breaker_threshold")?,
+            generic_repeat: p.get("generic_repeat")?,
+            known_poll_no_progress: p.get("known_poll_no_progress")?,
+            ping_pong: p.get("ping_pong")?,
+            warning_bucket: p.get("warning_bucket")?,
+            per_run: p.choice("scope", &[("run", true), ("session", false)])?,
+            report_warnings: p.get("report_warnings")?,
+        };
+        Ok(vec![Box::new(OpenClawCheck { s })])
+    }
+}
+
+/// What the detector reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenClawSettings {
+    pub history_size: usize,
+    pub warning_threshold: u32,
+    pub critical_threshold: u32,
+    pub unknown_tool_threshold: u32,
+    pub global_circuit_breaker_threshold: u32,
+    pub generic_repeat: bool,
+    pub known_poll_no_progress: bool,
+    pub ping_pong: bool,
+    pub warning_bucket: u32,
+    pub per_run: bool,
+    pub report_warnings: bool,
+}
+
+impl Default for OpenClawSettings {
+    fn default() -> Self {
+        OpenClawSettings {
+            history_size: 30,
+            warning_threshold: 10,
+            critical_threshold: 20,
+            unknown_tool_threshold: 10,
+            global_circuit_breaker_threshold: 30,
+            generic_repeat: true,
+            known_poll_no_progress: true,
+            ping_pong: true,
+            warning_bucket: 10,
+            per_run: true,
+            report_warnings: false,
+        }
+    }
+}
+
+/// One `ToolCallRecord`.
+#[derive(Debug, Clone)]
+pub struct CallRecord {
+    pub tool: String,
+    /// `hashToolCall`: the tool and the stable JSON of its (normalised) arguments.
+    pub args_hash: String,
+    pub call_id: Option<String>,
+    pub run: u32,
+    pub result_hash: Option<String>,
+    pub unknown_tool: Option<String>,
+}
+
+/// A verdict of `detectToolCallLoop`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    NotStuck,
+    Warning {
+        detector: &'static str,
+        count: u32,
+        key: String,
+    },
+    Critical {
+        detector: &'static str,
+        count: u32,
+    },
+}
+
+/// What a call's outcome was, as the hook records it.
+#[derive(Debug, Clone)]
+pub enum Outcome<'a> {
+    /// A result: its text content and its `details` (none in canonical records).
+    Result {
+        text: &'a str,
+        details: Option<&'a Map<String, Value>>,
+    },
+    /// A thrown error with this message.
+    Error(&'a str),
+}
+
+/// `normalizeToolName`: trimmed and lower-cased.
+pub fn normalize_tool_name(name: &str) -> String {
+    let t = js_trim(name).to_lowercase();
+    if t.is_empty() {
+        "tool".into()
+    } else {
+        t
+    }
+}
+
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| (c as u32) < 0x10000 && is_js_space(c as u32 as u16))
+}
+
+fn is_plain_str(v: Option<&Value>, s: &str) -> bool {
+    v.and_then(Value::as_str) == Some(s)
+}
+
+/// `normalizeUpdatePlanShape`.
+fn update_plan_shape(value: &Map<String, Value>) -> Value {
+    let plan: Vec<(Value, bool)> = match value.get("plan") {
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|e| match e {
+                Value::Object(m) => (
+                    m.get("status")
+                        .filter(|s| s.is_string())
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                    m.get("step")
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| !js_trim(s).is_empty()),
+                ),
+                _ => (Value::Null, false),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    serde_json::json!({
+        "planLength": plan.len(),
+        "statuses": plan.iter().map(|p| p.0.clone()).collect::<Vec<_>>(),
+        "stepPresence": plan.iter().map(|p| Value::Bool(p.1)).collect::<Vec<_>>(),
+        "hasExplanation": value.get("explanation").and_then(Value::as_str).is_some_and(|s| !js_trim(s).is_empty()),
+    })
+}
+
+/// `hashToolCall` (the digest's input: equal texts, equal digests).
+pub fn hash_tool_call(tool: &str, args: &Map<String, Value>) -> String {
+    let normalized = if tool == "update_plan" {
+        update_plan_shape(args)
+    } else {
+        Value::Object(args.clone())
+    };
+    format!("{tool}:{}", stringify_sorted(&normalized))
+}
+
+/// `isKnownPollToolCall`.
+pub fn is_known_poll(tool: &str, args: &Map<String, Value>) -> bool {
+    tool == "command_status"
+        || (tool == "process"
+            && (is_plain_str(args.get("action"), "poll")
+                || is_plain_str(args.get("action"), "log")))
+}
+
+const SEND_LIKE_MESSAGE_ACTIONS: &[&str] = &[
+    "send",
+    "broadcast",
+    "reply",
+    "thread-reply",
+    "sendWithEffect",
+    "sendAttachment",
+    "upload-file",
+    "sticker",
+    "poll",
+];
+
+/// `isVolatileSendResult` with no channel plugin loaded.
+fn is_volatile_send(tool: &str, args: &Map<String, Value>) -> bool {
+    tool == "sessions_send"
+        || (tool == "message"
+            && args
+                .get("action")
+                .and_then(Value::as_str)
+                .is_some_and(|a| SEND_LIKE_MESSAGE_ACTIONS.contains(&a)))
+}
+
+fn unknown_tool_patterns() -> &'static [regex::Regex; 2] {
+    static RE: OnceLock<[regex::Regex; 2]> = OnceLock::new();
+    RE.get_or_init(|| {
+        [
+            regex::Regex::new(r#"(?i)unknown tool[:\s]+["']?([a-z0-9_.-]+)["']?"#).expect("valid"),
+            regex::Regex::new(
+                r#"(?i)tool\s+["']?([a-z0-9_.-]+)["']?\s+(?:not found|is not available)"#,
+            )
+            .expect("valid"),
+        ]
+    })
+}
+
+/// `extractUnknownToolName` over an error's message.
+pub fn extract_unknown_tool_name(message: &str) -> Option<String> {
+    let raw = js_trim(message);
+    if raw.is_empty() {
+        return None;
+    }
+    let [a, b] = unknown_tool_patterns();
+    let m = a.captures(raw).or_else(|| b.captures(raw))?;
+    let name = js_trim(m.get(1)?.as_str());
+    (!name.is_empty()).then(|| name.to_lowercase())
+}
+
+/// `undefined` in a stable-stringified object (printed as `undefined`,
+/// unlike `null`).
+fn undefined() -> Value {
+    Value::String("\u{0}undefined".into())
+}
+
+fn field_or(details: &Map<String, Value>, key: &str, missing: Value) -> Value {
+    details.get(key).cloned().unwrap_or(missing)
+}
+
+/// `?? null`: a missing or null field is null.
+fn or_null(details: &Map<String, Value>, key: &str) -> Value {
+    field_or(details, key, Value::Null)
+}
+
+fn string_field(details: &Map<String, Value>, key: &str) -> Value {
+    details
+        .get(key)
+        .filter(|v| v.is_string())
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// `hashExecToolOutcome`.
+fn exec_outcome(details: &Map<String, Value>, text: &str) -> Option<Value> {
+    let status = details.get("status")?.as_str()?;
+    Some(match status {
+        "running" => serde_json::json!({
+            "status": status,
+            "tail": details.get("tail").and_then(Value::as_str).unwrap_or(""),
+        }),
+        "completed" | "failed" => {
+            // `normalizeNullableString(details.aggregated) ?? text`.
+            let aggregated = details
+                .get("aggregated")
+                .and_then(Value::as_str)
+                .map(js_trim)
+                .filter(|a| !a.is_empty());
+            serde_json::json!({
+                "status": status,
+                "exitCode": details.get("exitCode").filter(|v| v.is_number()).cloned().unwrap_or(Value::Null),
+                "timedOut": details.get("timedOut") == Some(&Value::Bool(true)),
+                "output": aggregated.unwrap_or(text),
+            })
+        }
+        "approval-pending" | "approval-unavailable" => serde_json::json!({
+            "status": status,
+            "reason": string_field(details, "reason"),
+            "host": string_field(details, "host"),
+            "command": details.get("command").and_then(Value::as_str).unwrap_or(""),
+            "warningText": details.get("warningText").and_then(Value::as_str).unwrap_or(""),
+        }),
+        _ => return None,
+    })
+}
+
+const VOLATILE_SEND_RESULT_KEYS: &[&str] = &[
+    "messageId",
+    "message_id",
+    "messageIds",
+    "platformMessageId",
+    "platformMessageIds",
+    "fileId",
+    "file_id",
+    "fileKey",
+    "pollId",
+    "poll_id",
+    "receipt",
+    "runId",
+    "idempotencyKey",
+    "ts",
+    "timestamp",
+    "sentAt",
+    "deliveredAt",
+    "createdAt",
+];
+
+/// `stripVolatileSendIds`.
+fn strip_volatile_send_ids(v: &Value) -> Value {
+    match v {
+        Value::Array(a) => Value::Array(a.iter().map(strip_volatile_send_ids).collect()),
+        Value::Object(m) => {
+            let is_str = |k: &str| m.get(k).is_some_and(Value::is_string);
+            let message_object = is_str("id")
+                && is_str("text")
+                && (is_str("direction")
+                    || is_str("senderId")
+                    || is_str("accountId")
+                    || m.get("conversation").is_some_and(Value::is_object));
+            Value::Object(
+                m.iter()
+                    .filter(|(k, _)| {
+                        !(VOLATILE_SEND_RESULT_KEYS.contains(&k.as_str())
+                            || (k.as_str() == "id" && message_object))
+                    })
+                    .map(|(k, x)| (k.clone(), strip_volatile_send_ids(x)))
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    }
+}
+
+/// `hashToolOutcome`: the digest's input (`None`: no hash, nothing
+/// recorded) and the unknown tool an error names.
+pub fn hash_outcome(
+    tool: &str,
+    args: &Map<String, Value>,
+    outcome: &Outcome,
+) -> (Option<String>, Option<String>) {
+    let (text, details) = match outcome {
+        Outcome::Error(msg) => {
+            // `formatErrorForHash`: the message, or the error's name.
+            let m = if msg.is_empty() { "Error" } else { msg };
+            return (
+                Some(format!(
+                    "error:{}",
+                    stringify_sorted(&Value::String(m.into()))
+                )),
+                extract_unknown_tool_name(m),
+            );
+        }
+        Outcome::Result { text, details } => (js_trim(text), details.cloned().unwrap_or_default()),
+    };
+    let digest = |v: Value| Some(stringify_sorted(&v));
+    if details.get("status").and_then(Value::as_str) == Some("blocked")
+        && details.get("deniedReason").and_then(Value::as_str) == Some("tool-loop")
+    {
+        return (None, None);
+    }
+    if tool == "exec" {
+        if let Some(v) = exec_outcome(&details, text) {
+            return (digest(v), None);
+        }
+    }
+    if tool == "process" && is_known_poll(tool, args) {
+        let action = args.get("action").and_then(Value::as_str).unwrap_or("");
+        let status = field_or(&details, "status", undefined());
+        let v = if action == "poll" {
+            serde_json::json!({
+                "action": action, "status": status,
+                "exitCode": or_null(&details, "exitCode"), "exitSignal": or_null(&details, "exitSignal"),
+                "aggregated": or_null(&details, "aggregated"), "text": text,
+            })
+        } else {
+            serde_json::json!({
+                "action": action, "status": status,
+                "totalLines": or_null(&details, "totalLines"), "totalChars": or_null(&details, "totalChars"),
+                "truncated": or_null(&details, "truncated"), "exitCode": or_null(&details, "exitCode"),
+                "exitSignal": or_null(&details, "exitSignal"), "text": text,
+            })
+        };
+        return (digest(v), None);
+    }
+    let details = Value::Object(details);
+    if is_volatile_send(tool, args) {
+        return (digest(strip_volatile_send_ids(&details)), None);
+    }
+    let v = if tool == "update_plan" {
+        let shape = match &details {
+            Value::Object(m) => update_plan_shape(m),
+            _ => Value::Null,
+        };
+        serde_json::json!({"details": shape, "text": ""})
+    } else {
+        serde_json::json!({"details": details, "text": text})
+    };
+    (digest(v), None)
+}
+
+fn unknown_tool_streak(history: &[&CallRecord], tool: &str) -> (u32, Option<String>) {
+    let mut streak = 0;
+    let mut name: Option<&str> = None;
+    for r in history.iter().rev() {
+        let Some(u) = r.unknown_tool.as_deref().filter(|_| r.tool == tool) else {
+            break;
+        };
+        match name {
+            None => {
+                name = Some(u);
+                streak = 1;
+            }
+            Some(n) if n != u => break,
+            Some(_) => streak += 1,
+        }
+    }
+    (streak, name.map(String::from))
+}
+
+fn no_progress_streak(
+    history: &[&CallRecord],
+    tool: &str,
+    args_hash: &str,
+) -> (u32, Option<String>) {
+    let mut streak = 0;
+    let mut latest: Option<&str> = None;
+    for r in history.iter().rev() {
+        if r.tool != tool || r.args_hash != args_hash {
+            continue;
+        }
+        let Some(h) = r.result_hash.as_deref().filter(|h| !h.is_empty()) else {
+            continue;
+        };
+        match latest {
+            None => {
+                latest = Some(h);
+                streak = 1;
+            }
+            Some(l) if l != h => break,
+            Some(_) => streak += 1,
+        }
+    }
+    (streak, latest.map(String::from))
+}
+
+/// `getPingPongStreak`: the count, the paired signature and whether both
+/// sides' results were stable.
+fn ping_pong_streak(history: &[&CallRecord], current: &str) -> (u32, Option<String>, bool) {
+    let Some(last) = history.last() else {
+        return (0, None, false);
+    };
+    let Some(other) = history[..history.len() - 1]
+        .iter()
+        .rev()
+        .find(|c| c.args_hash != last.args_hash)
+        .map(|c| c.args_hash.as_str())
+    else {
+        return (0, None, false);
+    };
+    let mut tail = 0usize;
+    for c in history.iter().rev() {
+        let expected = if tail.is_multiple_of(2) {
+            last.args_hash.as_str()
+        } else {
+            other
+        };
+        if c.args_hash != expected {
+            break;
+        }
+        tail += 1;
+    }
+    if tail < 2 || current != other {
+        return (0, None, false);
+    }
+    let mut first_a: Option<&str> = None;
+    let mut first_b: Option<&str> = None;
+    let mut evidence = true;
+    for c in &history[history.len() - tail..] {
+        let Some(h) = c.result_hash.as_deref().filter(|h| !h.is_empty()) else {
+            evidence = false;
+            break;
+        };
+        let slot = if c.args_hash == last.args_hash {
+            &mut first_a
+        } else if c.args_hash == other {
+            &mut first_b
+        } else {
+            evidence = false;
+            break;
+        };
+        match slot {
+            None => *slot = Some(h),
+            Some(f) if *f != h => {
+                evidence = false;
+                break;
+            }
+            Some(_) => {}
+        }
+    }
+    if first_a.is_none() || first_b.is_none() {
+        evidence = false;
+    }
+    ((tail + 1) as u32, Some(last.args_hash.clone()), evidence)
+}
+
+/// One session's `SessionState` as the detector and the hook keep it.
+#[derive(Debug, Default)]
+pub struct LoopState {
+    pub history: Vec<CallRecord>,
+    /// `toolLoopWarningBuckets`, in insertion order.
+    buckets: Vec<(String, u32)>,
+}
+
+impl LoopState {
+    fn scoped(&self, s: &OpenClawSettings, run: u32) -> Vec<&CallRecord> {
+        self.history
+            .iter()
+            .filter(|r| !s.per_run || r.run == run)
+            .collect()
+    }
+
+    /// `detectToolCallLoop`.
+    pub fn detect(
+        &self,
+        s: &OpenClawSettings,
+        run: u32,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Verdict {
+        let history = self.scoped(s, run);
+        let current = hash_tool_call(tool, args);
+        let (unknown, _) = unknown_tool_streak(&history, tool);
+        let (no_progress, latest) = no_progress_streak(&history, tool, &current);
+        let poll = is_known_poll(tool, args);
+        let (pp_count, pp_sig, pp_evidence) = ping_pong_streak(&history, &current);
+        let latest = latest.unwrap_or_else(|| "none".into());
+        if unknown >= s.unknown_tool_threshold {
+            return Verdict::Critical {
+                detector: "unknown_tool_repeat",
+                count: unknown,
+            };
+        }
+        if no_progress >= s.global_circuit_breaker_threshold {
+            return Verdict::Critical {
+                detector: "global_circuit_breaker",
+                count: no_progress,
+            };
+        }
+        if poll && s.known_poll_no_progress && no_progress >= s.critical_threshold {
+            return Verdict::Critical {
+                detector: "known_poll_no_progress",
+                count: no_progress,
+            };
+        }
+        if poll && s.known_poll_no_progress && no_progress >= s.warning_threshold {
+            return Verdict::Warning {
+                detector: "known_poll_no_progress",
+                count: no_progress,
+                key: format!("poll:{tool}:{current}:{latest}"),
+            };
+        }
+        let pp_key = match &pp_sig {
+            Some(p) => {
+                let mut pair = [current.as_str(), p.as_str()];
+                pair.sort_by_key(|a| crate::util::js::utf16(a));
+                format!("pingpong:{}|{}", pair[0], pair[1])
+            }
+            None => format!("pingpong:{tool}:{current}"),
+        };
+        if s.ping_pong && pp_count >= s.critical_threshold && pp_evidence {
+            return Verdict::Critical {
+                detector: "ping_pong",
+                count: pp_count,
+            };
+        }
+        if s.ping_pong && pp_count >= s.warning_threshold {
+            return Verdict::Warning {
+                detector: "ping_pong",
+                count: pp_count,
+                key: pp_key,
+            };
+        }
+        let recent = history
+            .iter()
+            .filter(|h| h.tool == tool && h.args_hash == current)
+            .count() as u32;
+        if !poll && s.generic_repeat && no_progress >= s.critical_threshold {
+            return Verdict::Critical {
+                detector: "generic_repeat",
+                count: no_progress,
+            };
+        }
+        if !poll && s.generic_repeat && recent >= s.warning_threshold {
+            return Verdict::Warning {
+                detector: "generic_repeat",
+                count: recent,
+                key: format!("generic:{tool}:{current}"),
+            };
+        }
+        Verdict::NotStuck
+    }
+
+    /// `shouldEmitLoopWarning`.
+    pub fn should_emit_warning(&mut self, s: &OpenClawSettings, key: &str, count: u32) -> bool {
+        let bucket = count / s.warning_bucket;
+        let pos = self.buckets.iter().position(|(k, _)| k == key);
+        let last = pos.map_or(0, |p| self.buckets[p].1);
+        if bucket <= last {
+            return false;
+        }
+        match pos {
+            Some(p) => self.buckets[p].1 = bucket,
+            None => self.buckets.push((key.to_string(), bucket)),
+        }
+        if self.buckets.len() > 256 {
+            self.buckets.remove(0);
+        }
+        true
+    }
+
+    fn trim(&mut self, s: &OpenClawSettings) {
+        if self.history.len() > s.history_size {
+            let n = self.history.len() - s.history_size;
+            self.history.drain(..n);
+        }
+    }
+
+    /// `recordToolCall`.
+    pub fn record_call(
+        &mut self,
+        s: &OpenClawSettings,
+        run: u32,
+        tool: &str,
+        args: &Map<String, Value>,
+        call_id: Option<&str>,
+    ) {
+        self.history.push(CallRecord {
+            tool: tool.to_string(),
+            args_hash: hash_tool_call(tool, args),
+            call_id: call_id.map(String::from),
+            run: if s.per_run { run } else { 0 },
+            result_hash: None,
+            unknown_tool: None,
+        });
+        self.trim(s);
+    }
+
+    /// `recordToolCallOutcome`.
+    pub fn record_outcome(
+        &mut self,
+        s: &OpenClawSettings,
+        run: u32,
+        tool: &str,
+        args: &Map<String, Value>,
+        call_id: Option<&str>,
+        outcome: &Outcome,
+    ) {
+        let run = if s.per_run { run } else { 0 };
+        let (Some(result_hash), unknown) = hash_outcome(tool, args, outcome) else {
+            return;
+        };
+        let args_hash = hash_tool_call(tool, args);
+        let found = self.history.iter_mut().rev().find(|c| {
+            c.run == run
+                && call_id.is_none_or(|id| c.call_id.as_deref() == Some(id))
+                && c.tool == tool
+                && c.args_hash == args_hash
+                && c.result_hash.is_none()
+        });
+        match found {
+            Some(c) => {
+                c.result_hash = Some(result_hash);
+                c.unknown_tool = unknown;
+            }
+            None => self.history.push(CallRecord {
+                tool: tool.to_string(),
+                args_hash,
+                call_id: call_id.map(String::from),
+                run,
+                result_hash: Some(result_hash),
+                unknown_tool: unknown,
+            }),
+        }
+        self.trim(s);
+    }
+}
+
+/// A call awaiting its outcome: tool, arguments, call id.
+type PendingCall = (String, Map<String, Value>, Option<String>);
+
+struct OpenClawCheck {
+    s: OpenClawSettings,
+}
+
+impl Check for OpenClawCheck {
+    fn name(&self) -> &'static str {
+        "openclaw.tool_loop"
+    }
+    fn settings(&self) -> &dyn std::fmt::Debug {
+        &self.s
+    }
+
+    fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let s = &self.s;
+        let mut state = LoopState::default();
+        // Calls awaiting their outcome: tool, arguments, call id; None for a refused call.
+        let mut pending: Unanswered<Option<PendingCall>> = Unanswered::default();
+        each_record(&session.session, limit, |at, found| {
+            let run = at.prompts;
+            let prompt = at.prompts.saturating_sub(1);
+            match &at.event.record {
+                Record::ToolCall { name, args, id } => {
+                    let tool = normalize_tool_name(name);
+                    match state.detect(s, run, &tool, args) {
+                        Verdict::Critical { detector, count } => {
+                            found.push(
+                                at.i,
+                                detector,
+                                prompt,
+                                format!("block (critical): {tool} ({count} calls)"),
+                            );
+                            pending.push(id.as_deref(), name, None);
+                            return;
+                        }
+                        Verdict::Warning {
+                            detector,
+                            count,
+                            key,
+                        } => {
+                            if state.should_emit_warning(s, &key, count) && s.report_warnings {
+                                found.push(
+                                    at.i,
+                                    detector,
+                                    prompt,
+                                    format!("warning (logged): {tool} ({count} calls)"),
+                                );
+                            }
+                        }
+                        Verdict::NotStuck => {}
+                    }
+                    state.record_call(s, run, &tool, args, id.as_deref());
+                    pending.push(
+                        id.as_deref(),
+                        name,
+                        Some((tool, (**args).clone(), id.clone())),
+                    );
+                }
+                Record::ToolResult {
+                    id,
+                    name,
+                    output,
+                    error,
+                } => {
+                    let Some(Some((tool, args, call_id))) =
+                        pending.answer(id.as_deref(), name.as_deref())
+                    else {
+                        return;
+                    };
+                    let text = output.as_deref().unwrap_or("");
+                    let outcome = if *error == Some(true) {
+                        Outcome::Error(text)
+                    } else {
+                        Outcome::Result {
+                            text,
+                            details: None,
+                        }
+                    };
+                    state.record_outcome(s, run, &tool, &args, call_id.as_deref(), &outcome);
+                }
+                _ => {}
+            }
+        })
+    }
+}
