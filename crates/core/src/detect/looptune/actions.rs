@@ -512,6 +512,11 @@ pub const CHANGE_TOOLS: &[&str] = &[
     "developer__shell:writes",
 ];
 
+/// A list entry that is not of its list's form (the entry as written).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`")]
+pub struct BadEntry(pub String);
+
 /// A `TOOL:REST` list entry split at its last colon (tool names may hold
 /// colons, argument keys do not). `None` when either part is empty.
 fn split_entry(entry: &str) -> Option<(&str, &str)> {
@@ -526,13 +531,13 @@ pub struct TargetKeys(Vec<(String, String)>);
 impl TargetKeys {
     /// From `TOOL:KEY` entries; the first entry that is not one is returned
     /// as the error.
-    pub fn parse(entries: &[String]) -> std::result::Result<TargetKeys, String> {
+    pub fn parse(entries: &[String]) -> std::result::Result<TargetKeys, BadEntry> {
         entries
             .iter()
             .map(|e| {
                 split_entry(e)
                     .map(|(t, k)| (t.to_string(), k.to_string()))
-                    .ok_or_else(|| e.clone())
+                    .ok_or_else(|| BadEntry(e.clone()))
             })
             .collect::<std::result::Result<_, _>>()
             .map(TargetKeys)
@@ -659,20 +664,20 @@ pub struct ChangeTools(Vec<(String, Option<String>)>);
 
 impl ChangeTools {
     /// From the list's entries (a plain tool name, or `TOOL:SUB`).
-    pub fn parse(entries: &[String]) -> std::result::Result<ChangeTools, String> {
+    pub fn parse(entries: &[String]) -> std::result::Result<ChangeTools, BadEntry> {
         entries
             .iter()
             .map(|e| {
                 if !e.contains(':') {
                     return if e.is_empty() {
-                        Err(e.clone())
+                        Err(BadEntry(e.clone()))
                     } else {
                         Ok((e.clone(), None))
                     };
                 }
                 split_entry(e)
                     .map(|(t, s)| (t.to_string(), Some(s.to_string())))
-                    .ok_or_else(|| e.clone())
+                    .ok_or_else(|| BadEntry(e.clone()))
             })
             .collect::<std::result::Result<_, _>>()
             .map(ChangeTools)

@@ -181,13 +181,13 @@ fn stage_specs_from(
 fn entries<T>(
     p: &Params,
     name: &str,
-    parse: fn(&[String]) -> std::result::Result<T, String>,
+    parse: fn(&[String]) -> std::result::Result<T, actions::BadEntry>,
     form: &str,
 ) -> Result<T> {
     let v: Vec<String> = p.get(name)?;
     parse(&v).map_err(|bad| {
         Error::Config(format!(
-            "family `looptune`: parameter `{name}`: `{bad}` is not {form}"
+            "family `looptune`: parameter `{name}`: {bad} is not {form}"
         ))
     })
 }

@@ -2,7 +2,7 @@
 //! kind and sessions it must not flag (batch writes of different files,
 //! polling, retries after a real change).
 
-use super::actions::{shell_writes, ChangeTools, TargetKeys};
+use super::actions::{shell_writes, BadEntry, ChangeTools, TargetKeys};
 use crate::detect::{run_checks, DetectorConfig, ParamValue, Prepared};
 use crate::event::{Origin, Record, Session};
 use serde_json::{json, Map, Value};
@@ -525,9 +525,12 @@ fn bad_list_entries_are_refused_by_name() {
     assert!(TargetKeys::parse(&["Write:file_path".into()]).is_ok());
     assert_eq!(
         TargetKeys::parse(&["Write".into()]),
-        Err("Write".to_string())
+        Err(BadEntry("Write".to_string()))
     );
-    assert_eq!(ChangeTools::parse(&[":x".into()]), Err(":x".to_string()));
+    assert_eq!(
+        ChangeTools::parse(&[":x".into()]),
+        Err(BadEntry(":x".to_string()))
+    );
     let cfg = DetectorConfig::resolve(
         None,
         Some("looptune-default"),
