@@ -414,3 +414,396 @@ mod tests {
         );
     }
 }
+
+// Issue #45: what the rules for the missing kinds read. A call's *target*
+// (the file, URL or the like it acts on) and whether it *changes* something
+// come from per-tool lists, so they hold for every agent whose logs we read.
+
+/// `target_keys`' default: per tool, the argument naming what it acts on,
+/// `TOOL:KEY`, the first present one winning. Claude Code, Gemini CLI / Qwen
+/// Code, OpenHands (both SDKs), SWE-agent, Codex, OpenCode, Goose, Cline,
+/// Kimi CLI, Crush, Copilot-style `create_file`. Whole-file writes, reads
+/// and fetches only: tools that replace a part of a file (`Edit`, `replace`)
+/// are left out, since several partial edits of one file in a row are
+/// ordinary work (a clean Claude Code session of the corpus edits one
+/// document 8 times in a row); the editors' one tool for everything is in,
+/// its sub-command telling `view` from `str_replace`.
+pub const TARGET_KEYS: &[&str] = &[
+    "Read:file_path",
+    "Write:file_path",
+    "NotebookEdit:notebook_path",
+    "WebFetch:url",
+    "read_file:file_path",
+    "read_file:absolute_path",
+    "read_file:path",
+    "write_file:file_path",
+    "write_file:path",
+    "list_directory:dir_path",
+    "list_directory:path",
+    "web_fetch:url",
+    "str_replace_editor:path",
+    "file_editor:path",
+    "text_editor:path",
+    "developer__text_editor:path",
+    "create_file:filePath",
+    "create_file:path",
+    "create_file:file_path",
+    "view:file_path",
+    "view:path",
+    "write:filePath",
+    "write:file_path",
+    "write:path",
+    "read:filePath",
+    "read:file_path",
+    "open:path",
+    "create:filename",
+    "apply_patch:input",
+    "write_to_file:path",
+    "ReadFile:path",
+    "WriteFile:path",
+    "fetch:url",
+    "webfetch:url",
+];
+
+/// `change_tools`' default: tools whose success changes something. `TOOL`,
+/// every call; `TOOL:SUB`, calls whose `command` argument is `SUB`
+/// (OpenHands' and Goose's editors, whose `view` changes nothing);
+/// `TOOL:writes`, shell calls whose command writes ([`shell_writes`]).
+pub const CHANGE_TOOLS: &[&str] = &[
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "write_file",
+    "replace",
+    "edit",
+    "write",
+    "create_file",
+    "apply_patch",
+    "create",
+    "insert",
+    "write_to_file",
+    "replace_in_file",
+    "WriteFile",
+    "StrReplaceFile",
+    "str_replace_editor:create",
+    "str_replace_editor:str_replace",
+    "str_replace_editor:insert",
+    "str_replace_editor:undo_edit",
+    "file_editor:create",
+    "file_editor:str_replace",
+    "file_editor:insert",
+    "file_editor:undo_edit",
+    "text_editor:write",
+    "text_editor:str_replace",
+    "text_editor:insert",
+    "text_editor:undo_edit",
+    "developer__text_editor:write",
+    "developer__text_editor:str_replace",
+    "developer__text_editor:insert",
+    "developer__text_editor:undo_edit",
+    "Bash:writes",
+    "bash:writes",
+    "run_shell_command:writes",
+    "exec_command:writes",
+    "shell:writes",
+    "execute_bash:writes",
+    "run:writes",
+    "developer__shell:writes",
+];
+
+/// A list entry that is not of its list's form (the entry as written).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`")]
+pub struct BadEntry(pub String);
+
+/// A `TOOL:REST` list entry split at its last colon (tool names may hold
+/// colons, argument keys do not). `None` when either part is empty.
+fn split_entry(entry: &str) -> Option<(&str, &str)> {
+    let (tool, rest) = entry.rsplit_once(':')?;
+    (!tool.is_empty() && !rest.is_empty()).then_some((tool, rest))
+}
+
+/// Per tool, the argument keys naming a call's target, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TargetKeys(Vec<(String, String)>);
+
+impl TargetKeys {
+    /// From `TOOL:KEY` entries; the first entry that is not one is returned
+    /// as the error.
+    pub fn parse(entries: &[String]) -> std::result::Result<TargetKeys, BadEntry> {
+        entries
+            .iter()
+            .map(|e| {
+                split_entry(e)
+                    .map(|(t, k)| (t.to_string(), k.to_string()))
+                    .ok_or_else(|| BadEntry(e.clone()))
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map(TargetKeys)
+    }
+
+    /// What the call acts on: the first listed key of its tool present with
+    /// a string value; a Codex patch (`*** Update File: PATH` lines) gives
+    /// the files it touches.
+    pub fn target(&self, tool: &str, args: &Map<String, Value>) -> Option<String> {
+        self.0
+            .iter()
+            .filter(|(t, _)| t == tool)
+            .find_map(|(_, k)| match args.get(k) {
+                Some(Value::String(s)) if !s.trim().is_empty() => {
+                    Some(patch_files(s).unwrap_or_else(|| s.trim().to_string()))
+                }
+                _ => None,
+            })
+    }
+}
+
+/// The files a Codex `apply_patch` text names, joined; `None` for any other text.
+fn patch_files(text: &str) -> Option<String> {
+    let files: Vec<&str> = text
+        .lines()
+        .filter_map(|l| {
+            ["*** Update File: ", "*** Add File: ", "*** Delete File: "]
+                .iter()
+                .find_map(|p| l.strip_prefix(p))
+        })
+        .map(str::trim)
+        .collect();
+    (!files.is_empty()).then(|| files.join("\n"))
+}
+
+/// A call's sub-command: its `command` argument when that is one word
+/// (`view`, `create`, `str_replace`), not a shell command line.
+pub fn sub_command(args: &Map<String, Value>) -> Option<&str> {
+    match args.get("command") {
+        Some(Value::String(s))
+            if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+        {
+            Some(s)
+        }
+        _ => None,
+    }
+}
+
+/// A shell call's command line: `command` or `cmd`, a string or an argv.
+pub fn shell_command(args: &Map<String, Value>) -> Option<String> {
+    match args.get("command").or_else(|| args.get("cmd"))? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(a) => Some(
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    }
+}
+
+static SHELL_WRITE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\bsed\s+(?:-[a-zA-Z]+\s+)*-[a-zA-Z]*i|\bperl\s+(?:-[a-zA-Z]+\s+)*-[a-zA-Z]*i",
+        r"|\btee\b|\bpatch\b|\bgit\s+(?:apply|checkout|restore|reset|stash|am|cherry-pick|revert)\b",
+        r"|(?:^|[\s;&|(])(?:mv|cp|rm|touch|mkdir|truncate)\s",
+        r"|\bopen\([^)]*['\x22][wa]b?\+?['\x22]|\.write_text\(",
+    ))
+    .expect("shell write pattern")
+});
+
+/// Whether a shell command line writes: in-place edits (`sed -i`), a
+/// redirect to a file (not `/dev/null`, not `2>&1`), `tee`, `patch`, git
+/// commands that rewrite the tree, file moves and removals, Python writes.
+/// A heuristic: what bash-only agents (mini-swe-agent, SWE-agent) edit with.
+pub fn shell_writes(cmd: &str) -> bool {
+    if SHELL_WRITE.is_match(cmd) {
+        return true;
+    }
+    let b = cmd.as_bytes();
+    let mut i = 0;
+    // Inside quotes a `>` is text (`grep 'a > b'`), not a redirect.
+    let mut quote = None;
+    while i < b.len() {
+        match (quote, b[i]) {
+            (None, q @ (b'\'' | b'"')) => quote = Some(q),
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+        if b[i] != b'>' || quote.is_some() {
+            i += 1;
+            continue;
+        }
+        let prev = if i > 0 { b[i - 1] } else { b' ' };
+        let mut j = i + 1;
+        if j < b.len() && b[j] == b'>' {
+            j += 1;
+        }
+        // `->`, `=>`, `<>`, `>=`, `>&2`: no redirect to a file.
+        let arrow = matches!(prev, b'-' | b'=' | b'<');
+        if !arrow && j < b.len() && !matches!(b[j], b'=' | b'&') {
+            while j < b.len() && b[j] == b' ' {
+                j += 1;
+            }
+            let word: &[u8] = &b[j..];
+            let end = word
+                .iter()
+                .position(|c| c.is_ascii_whitespace() || b";&|<>)".contains(c))
+                .unwrap_or(word.len());
+            let word = &word[..end];
+            if !word.is_empty() && !word.starts_with(b"/dev/") {
+                return true;
+            }
+        }
+        i = j.max(i + 1);
+    }
+    false
+}
+
+/// Which calls change something, from `TOOL`, `TOOL:SUB` and `TOOL:writes`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChangeTools(Vec<(String, Option<String>)>);
+
+impl ChangeTools {
+    /// From the list's entries (a plain tool name, or `TOOL:SUB`).
+    pub fn parse(entries: &[String]) -> std::result::Result<ChangeTools, BadEntry> {
+        entries
+            .iter()
+            .map(|e| {
+                if !e.contains(':') {
+                    return if e.is_empty() {
+                        Err(BadEntry(e.clone()))
+                    } else {
+                        Ok((e.clone(), None))
+                    };
+                }
+                split_entry(e)
+                    .map(|(t, s)| (t.to_string(), Some(s.to_string())))
+                    .ok_or_else(|| BadEntry(e.clone()))
+            })
+            .collect::<std::result::Result<_, _>>()
+            .map(ChangeTools)
+    }
+
+    /// Whether this call, if it succeeds, changes something.
+    pub fn changes(&self, tool: &str, args: &Map<String, Value>) -> bool {
+        self.0.iter().any(|(t, sub)| {
+            t == tool
+                && match sub.as_deref() {
+                    None => true,
+                    Some("writes") => shell_command(args).is_some_and(|c| shell_writes(&c)),
+                    Some(s) => sub_command(args) == Some(s),
+                }
+        })
+    }
+}
+
+/// One step of a session's calls in record order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A new prompt begins.
+    NewPrompt,
+    /// The call of this index (into [`Calls::calls`]) is made.
+    Call(usize),
+    /// The call of this index is answered.
+    Answer(usize),
+}
+
+/// A tool call and its answer.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// 0-based record index of the call.
+    pub at: usize,
+    /// Prompt count at the call.
+    pub prompt: u32,
+    /// The trimmed tool name.
+    pub tool: String,
+    /// 0-based record index of its result, if answered.
+    pub answer: Option<usize>,
+    /// Prompt count at the result.
+    pub answer_prompt: u32,
+    /// Whether the result is an error.
+    pub error: bool,
+}
+
+/// Every call with its answer, whatever the settings: shared by the rules of
+/// issue #45.
+#[derive(Debug, Default)]
+pub struct Calls {
+    /// Steps in record order.
+    pub steps: Vec<Step>,
+    /// The calls.
+    pub calls: Vec<Call>,
+}
+
+impl Calls {
+    /// The call's arguments.
+    pub fn args<'s>(&self, s: &'s Session, c: usize) -> &'s Map<String, Value> {
+        match &s.events[self.calls[c].at].record {
+            Record::ToolCall { args, .. } => args,
+            _ => unreachable!("a call's record is a tool call"),
+        }
+    }
+
+    /// The call's result text ("" when it has none).
+    pub fn output<'s>(&self, s: &'s Session, c: usize) -> &'s str {
+        match self.calls[c].answer.map(|a| &s.events[a].record) {
+            Some(Record::ToolResult {
+                output: Some(o), ..
+            }) => o,
+            _ => "",
+        }
+    }
+}
+
+/// The calls of a session, made once and shared.
+pub fn calls(session: &Prepared) -> Arc<Calls> {
+    session.shared("looptune.calls", |s| {
+        let mut out = Calls::default();
+        let mut prompts = Prompts::default();
+        let mut pending: Unanswered<usize> = Unanswered::default();
+        for (i, e) in s.events.iter().enumerate() {
+            if prompts.observe(&e.record) {
+                out.steps.push(Step::NewPrompt);
+            }
+            match &e.record {
+                Record::ToolCall { name, id, .. } => {
+                    let c = out.calls.len();
+                    out.calls.push(Call {
+                        at: i,
+                        prompt: prompts.count(),
+                        tool: trimmed_name(name).to_string(),
+                        answer: None,
+                        answer_prompt: 0,
+                        error: false,
+                    });
+                    pending.push(id.as_deref(), name, c);
+                    out.steps.push(Step::Call(c));
+                }
+                Record::ToolResult {
+                    id, name, error, ..
+                } => {
+                    if let Some(c) = pending.answer(id.as_deref(), name.as_deref()) {
+                        let call = &mut out.calls[c];
+                        call.answer = Some(i);
+                        call.answer_prompt = prompts.count();
+                        call.error = *error == Some(true);
+                        out.steps.push(Step::Answer(c));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    })
+}
+
+/// A text as the outcome and opening rules compare it: volatile values
+/// replaced, durations (`0.53s`, `12 ms`) too, runs of white space made one
+/// space, trimmed.
+pub fn normalize_loose(text: &str) -> String {
+    static DURATION: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\b\d+(?:\.\d+)?\s*(?:s|ms|sec|secs|seconds)\b").expect("duration pattern")
+    });
+    let t = normalize_text(text);
+    let t = DURATION.replace_all(&t, "<t>");
+    t.split_whitespace().collect::<Vec<_>>().join(" ")
+}

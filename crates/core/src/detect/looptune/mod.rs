@@ -14,7 +14,12 @@
 //! - [`chant`]: Gemini CLI's content check (its port, quirks included) with
 //!   chunk size `C` and threshold `H`;
 //! - [`long_chant`]: the streamed text (thought included) ending in a passage
-//!   of `L` characters or more seen `M` times.
+//!   of `L` characters or more seen `M` times;
+//! - issue #45's rules for the kinds those miss: [`target`] (one tool on one
+//!   file or URL `T` times in a row, its content new or not), [`ladder`] (one
+//!   tool failing `N` times in a row, any arguments and error text),
+//!   [`same_edit`] (an edit made again), [`outcome`] (the same result after
+//!   every change), [`opening`] (turns opening with the same words).
 //!
 //! What counts as the same action ([`actions`]) is computed once per session
 //! and sameness setting and shared by every rule that reads it. Each rule
@@ -35,11 +40,18 @@ pub mod actions;
 mod chant;
 mod cycle;
 mod errors;
+mod ladder;
 mod long_chant;
+mod opening;
+mod outcome;
 mod repeat;
+mod same_edit;
 mod stall;
+mod target;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_missing_kinds;
 mod window;
 
 use crate::detect::{
@@ -50,6 +62,7 @@ use crate::event::Session;
 use actions::{Same, SameSettings};
 
 const SRC: &str = "looptune (issue #32): designed from ../shared/corpus and users' reports";
+const SRC45: &str = "looptune (issue #45)";
 
 /// The `looptune` family.
 pub struct Looptune;
@@ -148,10 +161,35 @@ fn stage_specs(
     warn: &'static str,
     stop: &'static str,
 ) -> [ParamSpec; 2] {
+    stage_specs_from(names, unit, warn, stop, SRC)
+}
+
+fn stage_specs_from(
+    names: (&'static str, &'static str),
+    unit: &'static str,
+    warn: &'static str,
+    stop: &'static str,
+    src: &'static str,
+) -> [ParamSpec; 2] {
     [
-        ParamSpec::int(names.0, 0, 100_000, unit, warn, SRC),
-        ParamSpec::int(names.1, 0, 100_000, unit, stop, SRC),
+        ParamSpec::int(names.0, 0, 100_000, unit, warn, src),
+        ParamSpec::int(names.1, 0, 100_000, unit, stop, src),
     ]
+}
+
+/// A list parameter parsed by `parse`, its bad entry named.
+fn entries<T>(
+    p: &Params,
+    name: &str,
+    parse: fn(&[String]) -> std::result::Result<T, actions::BadEntry>,
+    form: &str,
+) -> Result<T> {
+    let v: Vec<String> = p.get(name)?;
+    parse(&v).map_err(|bad| {
+        Error::Config(format!(
+            "family `looptune`: parameter `{name}`: {bad} is not {form}"
+        ))
+    })
 }
 
 impl Family for Looptune {
@@ -284,6 +322,7 @@ impl Family for Looptune {
             "long chants: occurrences of the passage that warn",
             "long chants: occurrences of the passage that stop",
         ));
+        v.extend(issue45_params());
         // Gemini CLI's LLM judge, its port run as it is (verdicts come from
         // recorded judge records): on in the default, so the default
         // detects whatever gemini-latest detects.
@@ -323,6 +362,20 @@ impl Family for Looptune {
                     ("long_chant_chars", off.clone()),
                     ("long_chant_warn", off.clone()),
                     ("long_chant_stop", ParamValue::Int(4)),
+                    ("target_keys", ParamValue::words(actions::TARGET_KEYS)),
+                    ("change_tools", ParamValue::words(actions::CHANGE_TOOLS)),
+                    ("target_warn", off.clone()),
+                    ("target_stop", off.clone()),
+                    ("ladder_warn", off.clone()),
+                    ("ladder_stop", off.clone()),
+                    ("same_edit_warn", off.clone()),
+                    ("same_edit_stop", off.clone()),
+                    ("outcome_chars", ParamValue::Int(200)),
+                    ("outcome_warn", off.clone()),
+                    ("outcome_stop", off.clone()),
+                    ("opening_chars", ParamValue::Int(60)),
+                    ("opening_warn", off.clone()),
+                    ("opening_stop", off.clone()),
                 ]
                 .into_iter()
                 .chain(crate::detect::gemini::judge_latest())
@@ -474,6 +527,137 @@ impl Family for Looptune {
                 s: long_chant::LongChantSettings { chars, stages: st },
             }));
         }
+        issue45_checks(&p, &mut out)?;
         Ok(out)
     }
+}
+
+/// The parameters of issue #45's rules.
+fn issue45_params() -> Vec<ParamSpec> {
+    let mut v = vec![
+        ParamSpec::list(
+            "target_keys",
+            "TOOL:KEY",
+            "what a call acts on (same target, same outcome): per tool, the argument keys naming the file, URL or the like, the first present one winning; a Codex patch gives the files it touches",
+            SRC45,
+        ),
+        ParamSpec::list(
+            "change_tools",
+            "TOOL, TOOL:SUB",
+            "calls that change something (failure ladder, repeated edit, same outcome): a tool, a tool with its `command` argument (str_replace_editor:create), or TOOL:writes for shell commands that write (sed -i, redirects, tee, patch, git checkout, mv, rm ...)",
+            SRC45,
+        ),
+    ];
+    v.extend(stage_specs_from(
+        ("target_warn", "target_stop"),
+        "calls",
+        "same target: calls of one tool on one target in a row that warn",
+        "same target: calls of one tool on one target in a row that stop (0 = off)",
+        SRC45,
+    ));
+    v.extend(stage_specs_from(
+        ("ladder_warn", "ladder_stop"),
+        "results",
+        "failure ladder: failures of one tool in a row, any arguments and error, that warn",
+        "failure ladder: failures of one tool in a row (reset by its success or any change) that stop (0 = off)",
+        SRC45,
+    ));
+    v.extend(stage_specs_from(
+        ("same_edit_warn", "same_edit_stop"),
+        "edits",
+        "repeated edit: times one identical change was made in the session that warn (2 = its first repeat)",
+        "repeated edit: times one identical change was made in the session that stop (0 = off)",
+        SRC45,
+    ));
+    v.push(ParamSpec::int(
+        "outcome_chars",
+        0,
+        1_000_000,
+        "chars",
+        "same outcome: leading characters of a result compared, normalised (0 = the whole result)",
+        SRC45,
+    ));
+    v.extend(stage_specs_from(
+        ("outcome_warn", "outcome_stop"),
+        "results",
+        "same outcome: times one action got the same result, a change between each, that warn",
+        "same outcome: times one action got the same result, a change between each, that stop (0 = off)",
+        SRC45,
+    ));
+    v.push(ParamSpec::int(
+        "opening_chars",
+        1,
+        100_000,
+        "chars",
+        "turn openings: leading characters of a turn's text (normalised) compared; shorter texts have none",
+        SRC45,
+    ));
+    v.extend(stage_specs_from(
+        ("opening_warn", "opening_stop"),
+        "turns",
+        "turn openings: turns of one prompt with one opening that warn",
+        "turn openings: turns of one prompt with one opening that stop (0 = off)",
+        SRC45,
+    ));
+    v
+}
+
+/// The checks of issue #45's rules that are on.
+fn issue45_checks(p: &Params, out: &mut Vec<Box<dyn Check>>) -> Result<()> {
+    let target = stages(p, "target")?;
+    let ladder = stages(p, "ladder")?;
+    let same_edit = stages(p, "same_edit")?;
+    let outcome = stages(p, "outcome")?;
+    let opening = stages(p, "opening")?;
+    // Parsed whatever is on, so a bad entry is an error before any work.
+    let keys = entries(p, "target_keys", actions::TargetKeys::parse, "TOOL:KEY")?;
+    let changes = entries(
+        p,
+        "change_tools",
+        actions::ChangeTools::parse,
+        "TOOL or TOOL:SUB",
+    )?;
+    if target.on() {
+        out.push(Box::new(target::TargetCheck {
+            s: target::TargetSettings {
+                keys: keys.clone(),
+                stages: target,
+            },
+        }));
+    }
+    if ladder.on() {
+        out.push(Box::new(ladder::LadderCheck {
+            s: ladder::LadderSettings {
+                changes: changes.clone(),
+                stages: ladder,
+            },
+        }));
+    }
+    if same_edit.on() {
+        out.push(Box::new(same_edit::SameEditCheck {
+            s: same_edit::SameEditSettings {
+                changes: changes.clone(),
+                stages: same_edit,
+            },
+        }));
+    }
+    if outcome.on() {
+        out.push(Box::new(outcome::OutcomeCheck {
+            s: outcome::OutcomeSettings {
+                keys,
+                changes,
+                chars: p.get("outcome_chars")?,
+                stages: outcome,
+            },
+        }));
+    }
+    if opening.on() {
+        out.push(Box::new(opening::OpeningCheck {
+            s: opening::OpeningSettings {
+                chars: p.get("opening_chars")?,
+                stages: opening,
+            },
+        }));
+    }
+    Ok(())
 }
