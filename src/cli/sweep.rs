@@ -66,7 +66,9 @@ pub(super) struct SweepArgs {
     /// How to pick the recommended configuration: `default` (no more false
     /// positives than the baseline, then highest recall, then lowest median
     /// turns-to-detection, then closest to the baseline's values), `f1`, or
-    /// `max-fp=N` (at most N false positives, then as default).
+    /// `max-fp=N` (at most N false positives, then as default), or
+    /// `fp-rate=R` (false positives on at most R of the labelled clean
+    /// sessions chosen on, e.g. 0.05, rounded down; then as default).
     #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "default", value_parser = crate::score::metrics::Objective::parse)]
     pub(super) objective: crate::score::metrics::Objective,
     /// The profile the recommendation is compared with and whose family it is
@@ -92,8 +94,11 @@ pub(super) struct SweepArgs {
     pub(super) group_by: String,
     /// `per-group`: a candidate may not catch fewer of any group's loops, nor
     /// give any group more false positives, than the baseline (the union
-    /// search too); `pooled`: only the pooled counts matter.
-    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "per-group", value_parser = ["per-group", "pooled"])]
+    /// search too; also named `strict`); `pooled`: only the pooled counts
+    /// matter; `interval`: a group vetoes only a loss beyond what its size
+    /// allows (recall below the lower end of the baseline's 95% Wilson
+    /// interval in that group, or a false-positive rate above its upper end).
+    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "per-group", value_parser = ["per-group", "strict", "pooled", "interval"])]
     pub(super) guard: String,
     /// Test sessions: recommendation, family bests and unions are chosen on
     /// PATHS only, then scored once on these (also: a `split` column in the

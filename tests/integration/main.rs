@@ -5,6 +5,7 @@
 mod util;
 
 mod browser;
+mod choosing;
 mod cli;
 mod corpus_detection;
 mod formats_2026;
