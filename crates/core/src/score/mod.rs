@@ -15,6 +15,7 @@ pub mod recommend;
 pub mod stats;
 
 mod analysis;
+pub mod combine;
 mod options;
 pub use analysis::{
     analyze, analyze_with, Advice, Concentration, Explained, ExplainedCase, GroupIndex, ShownRow,

@@ -335,6 +335,90 @@ pub fn forward_union(
     Some(u)
 }
 
+/// One configuration built by adding rule settings (steps) to a start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RulePath {
+    /// The steps added, in the order the search added them.
+    pub steps: Vec<usize>,
+    /// First detection turn per labelled session of the start plus `steps`.
+    pub hits: Vec<Option<u32>>,
+}
+
+/// Greedy forward search of one configuration: from the start (no step),
+/// add the step that most improves the configuration under the objective,
+/// within the cap set by `baseline` (the recommendation's baseline on the
+/// same sessions) and, with a `guard`, vetoed by no group; stop when no step
+/// improves it. A step that `conflicts` with one already taken (it sets the
+/// same parameter) is not tried. `evaluate` gives the hits of each set of
+/// steps (the start plus them), one round at a time, so the caller can
+/// replay a round's configurations together and share their unchanged
+/// rules. While the start itself breaks the rule, the best step that meets
+/// it is taken; `None` when nothing ever meets it.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_rules(
+    steps: usize,
+    conflicts: &dyn Fn(usize, usize) -> bool,
+    evaluate: &dyn Fn(&[Vec<usize>]) -> Vec<Vec<Option<u32>>>,
+    guard: Option<&GroupGuard>,
+    labelled: &Labelled,
+    objective: &Objective,
+    baseline: &Tally,
+    keep: &(dyn Fn(usize) -> bool + Sync),
+) -> Option<RulePath> {
+    let cap = cap(objective, baseline);
+    let meets = |t: &Tally, h: &[Option<u32>]| {
+        cap.is_none_or(|m| t.fp <= m) && guard.is_none_or(|g| g.admits(labelled, h, keep))
+    };
+    let mut path = RulePath {
+        steps: Vec::new(),
+        hits: evaluate(&[Vec::new()]).pop()?,
+    };
+    let mut current = tally(labelled, &path.hits, keep);
+    let mut ok = meets(&current, &path.hits);
+    loop {
+        let tried: Vec<usize> = (0..steps)
+            .filter(|&s| !path.steps.iter().any(|&p| p == s || conflicts(p, s)))
+            .collect();
+        if tried.is_empty() {
+            break;
+        }
+        let sets: Vec<Vec<usize>> = tried
+            .iter()
+            .map(|&s| {
+                let mut v = path.steps.clone();
+                v.push(s);
+                v
+            })
+            .collect();
+        let now = Scored::of(&current);
+        let mut best: Option<(usize, Vec<Option<u32>>, Tally)> = None;
+        for (&s, h) in tried.iter().zip(evaluate(&sets)) {
+            let t = tally(labelled, &h, keep);
+            if !meets(&t, &h) {
+                continue;
+            }
+            let scored = Scored::of(&t);
+            // Only a strict improvement earns a step (any step that meets
+            // the rule, while the current configuration does not).
+            if ok && !compare_scores(objective, &scored, &now).is_lt() {
+                continue;
+            }
+            // On equal scores the step tried first (grid order) stays.
+            if best.as_ref().is_none_or(|(_, _, bt)| {
+                compare_scores(objective, &scored, &Scored::of(bt)).is_lt()
+            }) {
+                best = Some((s, h, t));
+            }
+        }
+        let Some((s, h, t)) = best else { break };
+        path.steps.push(s);
+        path.hits = h;
+        current = t;
+        ok = true;
+    }
+    ok.then_some(path)
+}
+
 /// The out-of-sample estimate of a choosing procedure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CrossValidation {
@@ -973,6 +1057,128 @@ mod tests {
         assert_eq!(interval.hurt(&l, &both_lost, &all), vec![1]);
         assert_eq!(Guard::parse("strict"), Some(Guard::PerGroup));
         assert_eq!(Guard::parse("interval").map(Guard::name), Some("interval"));
+    }
+
+    /// The hits of a configuration made of steps, each step catching some
+    /// sessions at a turn; a configuration fires at its earliest step.
+    fn stepped(
+        table: &[Vec<Option<u32>>],
+        start: &[Option<u32>],
+        set: &[usize],
+    ) -> Vec<Option<u32>> {
+        set.iter()
+            .fold(start.to_vec(), |acc, &s| union_hits(&acc, &table[s]))
+    }
+
+    #[test]
+    fn forward_rules_adds_the_best_step_until_none_improves() {
+        let l = labelled();
+        // The start catches loop 0; the baseline (for the cap) has 1 FP.
+        let start = vec![Some(4), None, None, None, None, None, None, None];
+        let baseline = tally(
+            &l,
+            &vec![Some(4), None, None, None, Some(1), None, None, None],
+            |_| true,
+        );
+        let table: Vec<Vec<Option<u32>>> = vec![
+            // 0: loop 1.
+            vec![None, Some(3), None, None, None, None, None, None],
+            // 1: loops 1 and 2, 1 FP.
+            vec![None, Some(5), Some(5), None, Some(1), None, None, None],
+            // 2: loop 3, 1 FP (another session): with 1 it breaks the cap.
+            vec![None, None, None, Some(2), None, Some(1), None, None],
+            // 3: sets the same parameter as 1; catches everything.
+            vec![Some(1); 8],
+        ];
+        let rounds = std::cell::RefCell::new(Vec::new());
+        let evaluate = |sets: &[Vec<usize>]| {
+            rounds.borrow_mut().push(sets.len());
+            sets.iter()
+                .map(|set| stepped(&table, &start, set))
+                .collect()
+        };
+        let conflicts = |a: usize, b: usize| (a == 1 && b == 3) || (a == 3 && b == 1);
+        let p = forward_rules(
+            4,
+            &conflicts,
+            &evaluate,
+            None,
+            &l,
+            &Objective::Default,
+            &baseline,
+            &|_| true,
+        )
+        .unwrap();
+        // Round 1: 0 gives 2/4, 1 gives 3/4 with 1 FP (the cap), 2 gives
+        // 2/4, 3 breaks the cap. Round 2 (3 conflicts with 1): 1+0 keeps
+        // 3/4 and 1 FP, loop 1 caught at turn 3 not 5 (median TTD 3 < 4);
+        // 1+2 has 2 FP. Round 3: 1+0+2 has 2 FP: stop.
+        assert_eq!(p.steps, vec![1, 0]);
+        assert_eq!(p.hits, stepped(&table, &start, &[1, 0]));
+        // The start, then 4 sets, then 2, then 1.
+        assert_eq!(*rounds.borrow(), vec![1, 4, 2, 1]);
+        // No false positive allowed: only step 0 (every other adds one).
+        let p = forward_rules(
+            4,
+            &conflicts,
+            &evaluate,
+            None,
+            &l,
+            &Objective::MaxFalsePositives(0),
+            &baseline,
+            &|_| true,
+        )
+        .unwrap();
+        assert_eq!(p.steps, vec![0]);
+        // F1, no cap: 1 (0.75), then 2 (4/4 caught, 2 FP: 0.8), then 0
+        // (same counts, median TTD 2.5 against 3.5); 3 conflicts with 1.
+        let p = forward_rules(
+            4,
+            &conflicts,
+            &evaluate,
+            None,
+            &l,
+            &Objective::F1,
+            &baseline,
+            &|_| true,
+        )
+        .unwrap();
+        assert_eq!(p.steps, vec![1, 2, 0]);
+        // A start that breaks the rule takes the best step that meets it.
+        let noisy = |sets: &[Vec<usize>]| -> Vec<Vec<Option<u32>>> {
+            sets.iter()
+                .map(|set| {
+                    let mut h = stepped(&table, &start, set);
+                    if !set.contains(&0) {
+                        h[6] = Some(1); // a false positive only step 0 removes
+                    }
+                    h
+                })
+                .collect()
+        };
+        let p = forward_rules(
+            1,
+            &|_, _| false,
+            &noisy,
+            None,
+            &l,
+            &Objective::MaxFalsePositives(0),
+            &baseline,
+            &|_| true,
+        )
+        .unwrap();
+        assert_eq!(p.steps, vec![0]);
+        assert!(forward_rules(
+            0,
+            &|_, _| false,
+            &noisy,
+            None,
+            &l,
+            &Objective::MaxFalsePositives(0),
+            &baseline,
+            &|_| true
+        )
+        .is_none());
     }
 
     #[test]
