@@ -932,11 +932,21 @@ fn interval_note(
             .into_iter()
             .filter(|w| w.vetoes)
             .collect();
-        parts.push(format!(
-            "the pooled rule would choose {}, which loses beyond the interval (95% Wilson, the baseline's counts) in {}; the interval guard keeps this choice (--guard pooled to allow it)",
-            r.label(p),
-            told(&vetoes)
-        ));
+        parts.push(if vetoes.is_empty() {
+            // Across families the reference is also the best of the
+            // baseline's own family: that is what refused it.
+            format!(
+                "the pooled rule would choose {}, which loses beyond the interval against the best of the baseline's own family in some {}; the interval guard keeps this choice (--guard pooled to allow it)",
+                r.label(p),
+                r.groups.by
+            )
+        } else {
+            format!(
+                "the pooled rule would choose {}, which loses beyond the interval (95% Wilson, the baseline's counts) in {}; the interval guard keeps this choice (--guard pooled to allow it)",
+                r.label(p),
+                told(&vetoes)
+            )
+        });
     }
     (!parts.is_empty()).then(|| parts.join("; "))
 }
