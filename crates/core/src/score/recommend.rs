@@ -344,6 +344,9 @@ pub struct RulePath {
     pub hits: Vec<Option<u32>>,
 }
 
+/// Hits of each set of steps (the start plus them), in the order asked.
+pub type Evaluate<'a> = dyn Fn(&[Vec<usize>]) -> Vec<Vec<Option<u32>>> + 'a;
+
 /// Greedy forward search of one configuration: from the start (no step),
 /// add the step that most improves the configuration under the objective,
 /// within the cap set by `baseline` (the recommendation's baseline on the
@@ -358,7 +361,7 @@ pub struct RulePath {
 pub fn forward_rules(
     steps: usize,
     conflicts: &dyn Fn(usize, usize) -> bool,
-    evaluate: &dyn Fn(&[Vec<usize>]) -> Vec<Vec<Option<u32>>>,
+    evaluate: &Evaluate,
     guard: Option<&GroupGuard>,
     labelled: &Labelled,
     objective: &Objective,
@@ -1077,7 +1080,7 @@ mod tests {
         let start = vec![Some(4), None, None, None, None, None, None, None];
         let baseline = tally(
             &l,
-            &vec![Some(4), None, None, None, Some(1), None, None, None],
+            &[Some(4), None, None, None, Some(1), None, None, None],
             |_| true,
         );
         let table: Vec<Vec<Option<u32>>> = vec![
