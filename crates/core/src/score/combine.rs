@@ -314,3 +314,70 @@ pub fn search(
         cost: eval.cost(),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn looptune(set: &[(&str, ParamValue)]) -> DetectorConfig {
+        let v: Vec<(String, ParamValue)> = set
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        DetectorConfig::resolve(Some(FAMILY), Some(START), &v).unwrap()
+    }
+
+    #[test]
+    fn steps_are_what_each_looptune_configuration_changes_each_once() {
+        let pair = looptune(&[
+            ("window_size", ParamValue::Int(20)),
+            ("window_stop", ParamValue::Int(4)),
+        ]);
+        let configs = [
+            looptune(&[]),
+            looptune(&[("repeat_stop", ParamValue::Int(3))]),
+            DetectorConfig::resolve(Some("gemini"), Some("gemini-latest"), &[]).unwrap(),
+            looptune(&[("repeat_stop", ParamValue::Int(3))]),
+            // The default's own value changes nothing: no step.
+            looptune(&[("repeat_stop", ParamValue::Int(5))]),
+            pair,
+            looptune(&[("repeat_stop", ParamValue::Int(0))]),
+        ];
+        let s = steps(configs.iter()).unwrap();
+        let labels: Vec<String> = s.iter().map(Step::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "repeat_stop=3",
+                "window_size=20 window_stop=4",
+                "repeat_stop=0"
+            ]
+        );
+        assert!(s[0].conflicts(&s[2]));
+        assert!(!s[0].conflicts(&s[1]));
+    }
+
+    #[test]
+    fn a_set_of_steps_is_its_values_on_the_default_in_any_order() {
+        let s = vec![
+            Step {
+                values: vec![("repeat_stop".into(), ParamValue::Int(3))],
+            },
+            Step {
+                values: vec![("stall_stop".into(), ParamValue::Int(4))],
+            },
+        ];
+        let e = Evaluator::new(&[], &s);
+        let both = e.config(&[0, 1]).unwrap();
+        assert_eq!(both.params.0["repeat_stop"], ParamValue::Int(3));
+        assert_eq!(both.params.0["stall_stop"], ParamValue::Int(4));
+        assert_eq!(both.params, e.config(&[1, 0]).unwrap().params);
+        // No sessions: every set's hits are empty, and nothing failed.
+        assert_eq!(
+            e.evaluate(&[vec![0], vec![1, 0]]),
+            vec![Vec::new(), Vec::new()]
+        );
+        assert_eq!(e.cost().0, 2);
+        e.finish().unwrap();
+    }
+}
