@@ -36,7 +36,11 @@ fn counts(line: &str) -> (u64, u64) {
     let num = |s: &str| s.split('/').next().unwrap().parse::<u64>().unwrap();
     let words: Vec<&str> = line.split_whitespace().collect();
     let tp = words.iter().position(|w| *w == "loops").unwrap() - 1;
-    let fp = words.iter().position(|w| w.starts_with("positives")).unwrap() - 2;
+    let fp = words
+        .iter()
+        .position(|w| w.starts_with("positives"))
+        .unwrap()
+        - 2;
     (num(words[tp]), num(words[fp]))
 }
 
@@ -67,7 +71,10 @@ fn the_combined_configuration_is_one_looptune_configuration_a_sweep_scores_alike
     // Each addition is one of the grid's settings, each parameter once.
     let keys: Vec<&str> = path.iter().map(|s| s.split('=').next().unwrap()).collect();
     for k in &keys {
-        assert!(["repeat_stop", "stall_stop", "error_stop"].contains(k), "{block}");
+        assert!(
+            ["repeat_stop", "stall_stop", "error_stop"].contains(k),
+            "{block}"
+        );
         assert_eq!(keys.iter().filter(|x| *x == k).count(), 1, "{block}");
     }
     assert!(block.contains("-fold:"), "{block}");
