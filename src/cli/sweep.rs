@@ -66,7 +66,9 @@ pub(super) struct SweepArgs {
     /// How to pick the recommended configuration: `default` (no more false
     /// positives than the baseline, then highest recall, then lowest median
     /// turns-to-detection, then closest to the baseline's values), `f1`, or
-    /// `max-fp=N` (at most N false positives, then as default).
+    /// `max-fp=N` (at most N false positives, then as default), or
+    /// `fp-rate=R` (false positives on at most R of the labelled clean
+    /// sessions chosen on, e.g. 0.05, rounded down; then as default).
     #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "default", value_parser = crate::score::metrics::Objective::parse)]
     pub(super) objective: crate::score::metrics::Objective,
     /// The profile the recommendation is compared with and whose family it is
@@ -92,8 +94,11 @@ pub(super) struct SweepArgs {
     pub(super) group_by: String,
     /// `per-group`: a candidate may not catch fewer of any group's loops, nor
     /// give any group more false positives, than the baseline (the union
-    /// search too); `pooled`: only the pooled counts matter.
-    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "per-group", value_parser = ["per-group", "pooled"])]
+    /// search too; also named `strict`); `pooled`: only the pooled counts
+    /// matter; `interval`: a group vetoes only a loss beyond what its size
+    /// allows (recall below the lower end of the baseline's 95% Wilson
+    /// interval in that group, or a false-positive rate above its upper end).
+    #[arg(help_heading = "Scoring", long, value_name = "RULE", default_value = "per-group", value_parser = ["per-group", "strict", "pooled", "interval"])]
     pub(super) guard: String,
     /// Test sessions: recommendation, family bests and unions are chosen on
     /// PATHS only, then scored once on these (also: a `split` column in the
@@ -113,6 +118,14 @@ pub(super) struct SweepArgs {
     /// a union: it is something you would have to build.
     #[arg(help_heading = "Scoring", long, value_name = "N", default_value_t = 0)]
     pub(super) combine: usize,
+    /// Also search one combined `looptune` configuration: from
+    /// looptune-default, add the setting of the looptune grid (what one of
+    /// its configurations changes) that most improves it under the same rule
+    /// and guard, until none does; the whole search is re-run in each fold
+    /// and without each group. Opt-in: it reads the labelled sessions again
+    /// and replays each round's settings on them.
+    #[arg(help_heading = "Scoring", long)]
+    pub(super) combine_rules: bool,
     /// Replay only shard I of N (sessions split by a stable hash of their id)
     /// and write that part's result; combine the parts with `looptune merge`.
     #[arg(long, value_name = "I/N", value_parser = crate::result::Shard::parse)]
@@ -182,6 +195,8 @@ pub struct SweepRequest {
     pub diff_shape: crate::report::diff_out::Shape,
     /// Optional outputs (`--parquet`).
     pub outputs: crate::report::outputs::OutputOptions,
+    /// Search the combined looptune configuration (`--combine-rules`).
+    pub combine_rules: bool,
 }
 
 /// Load the grid named by a request, or the embedded default, under a
@@ -248,6 +263,7 @@ impl SweepArgs {
             strict_labels: self.ci.strict_labels,
             diff_shape: self.shape.shape(),
             outputs: self.files.options(),
+            combine_rules: self.combine_rules,
         })
     }
 }
@@ -308,6 +324,12 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     crate::sweep::check_group_key(&opts.group_by, &labels_file, !req.test.is_empty())?;
     // One bar over the bytes: every session is replayed under the whole grid
     // as soon as it is read.
+    // The combined search's settings come from the grid before it is spent.
+    let steps = if req.combine_rules {
+        crate::score::combine::steps(grid.variants.iter().map(|v| &v.config))?
+    } else {
+        Vec::new()
+    };
     let progress = crate::progress::bytes_for_stderr(req.quiet, "sweeping");
     let (mut record, inputs, labels) = crate::sweep::run_sweep(
         inputs,
@@ -341,6 +363,15 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     record.wall_time_ms = started.elapsed().as_millis() as u64;
     // Scoring and choosing run per configuration on the sweep's threads.
     let result = workers.install(|| crate::score::analyze_with(record, baseline))?;
+    let combined = if req.combine_rules {
+        let searching = std::time::Instant::now();
+        let corpus = crate::input::read_corpus(&req.paths, &read)?;
+        let c =
+            workers.install(|| crate::score::combine::search(&result, &steps, &corpus.sessions))?;
+        Some((c, searching.elapsed().as_secs_f64()))
+    } else {
+        None
+    };
     let plain: Vec<crate::score::gates::Gate> =
         gates.iter().filter(|g| !g.is_diff()).cloned().collect();
     if req.out.is_none() && crate::util::outdir::is_output_folder(&out_dir) {
@@ -403,6 +434,10 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
             );
             m.insert("exit_code".into(), code.into());
         }
+    }
+    if let (Some((c, secs)), None) = (&combined, &brief) {
+        crate::report::combined::combined_block(&result, c.as_ref(), *secs, out)
+            .map_err(|e| Error::io("<stdout>", e))?;
     }
     if let Some(b) = &brief {
         print_json(b, out)?;

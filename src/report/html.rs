@@ -873,6 +873,8 @@ fn groups_section(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
         esc(&v.guard),
         if v.guard == "per-group" {
             format!(" (no {by} may lose a caught loop or gain a false positive against the baseline).")
+        } else if v.guard == "interval" {
+            format!(" (no {by} may lose more than its size allows: recall below the lower end of the baseline's 95% interval there, or a false-positive rate above its upper end).")
         } else {
             " (only the pooled counts matter).".to_string()
         }

@@ -5,6 +5,7 @@
 pub mod brief;
 pub mod charts;
 pub mod ci;
+pub mod combined;
 pub mod csv_out;
 pub mod diff_out;
 pub mod html;

@@ -734,6 +734,10 @@ pub fn sweep_summary(r: &crate::score::SweepResult, out: &mut dyn Write) -> io::
                 r.groups.by
             ),
             crate::score::recommend::Guard::Pooled => String::new(),
+            crate::score::recommend::Guard::Interval => format!(
+                ", and no {} worse off than the baseline beyond what its size allows (recall below the lower end of the baseline's 95% interval there, or a false-positive rate above its upper end; --guard strict vetoes any loss)",
+                r.groups.by
+            ),
         },
         if a.across_families {
             " (any family)"

@@ -5,7 +5,9 @@
 mod util;
 
 mod browser;
+mod choosing;
 mod cli;
+mod combine_rules;
 mod corpus_detection;
 mod formats_2026;
 mod gemini_cases;

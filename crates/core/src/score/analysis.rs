@@ -556,8 +556,16 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
     let group: Vec<u32> = labelled.session.iter().map(|&s| r.groups.of[s]).collect();
     let n_groups = r.groups.names.len();
     let guard_on = |keep: &dyn Fn(usize) -> bool| {
-        (opts.guard == recommend::Guard::PerGroup)
-            .then(|| recommend::GroupGuard::new(&labelled, &group, n_groups, &base_turns, keep))
+        opts.guard.per_group().then(|| {
+            recommend::GroupGuard::with_rule(
+                opts.guard,
+                &labelled,
+                &group,
+                n_groups,
+                &base_turns,
+                keep,
+            )
+        })
     };
     // The candidates of `among` the guard lets through on `keep`.
     let admitted = |among: &[usize], keep: &(dyn Fn(usize) -> bool + Sync)| -> Vec<usize> {
@@ -596,10 +604,17 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
         // cost any group what tuning the one you ship would give it (a rule
         // that sees one kind of loop can look best on logs that hold few of
         // the others).
-        if opts.across_families && opts.guard == recommend::Guard::PerGroup {
+        if opts.across_families && opts.guard.per_group() {
             let own: Vec<usize> = own_family.iter().copied().filter(|&c| passes[c]).collect();
             if let Some(o) = recommend::pick(&own, &tallies, &dist, objective, &tallies[base]) {
-                let g = recommend::GroupGuard::new(&labelled, &group, n_groups, &turns(o), keep);
+                let g = recommend::GroupGuard::with_rule(
+                    opts.guard,
+                    &labelled,
+                    &group,
+                    n_groups,
+                    &turns(o),
+                    keep,
+                );
                 candidates.retain(|&c| {
                     family[c] == baseline_cfg.family || g.admits(&labelled, &turns(c), keep)
                 });
@@ -637,7 +652,18 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
         let best = recommend::pick(&members, &all_tallies, &dist, objective, &all_tallies[base]);
         advice.family_best.push((f.to_string(), best));
     }
-    if let Some(g) = guard_on(&|_| true) {
+    if let Some(g) = guard_on(&|_| true).filter(|g| g.rule() == recommend::Guard::Interval) {
+        advice.guard_note = interval_note(
+            r,
+            &g,
+            &labelled,
+            &in_family,
+            &all_tallies,
+            &dist,
+            recommended,
+            &turns,
+        );
+    } else if let Some(g) = guard_on(&|_| true) {
         advice.guard_note = guard_note(
             r,
             &g,
@@ -859,6 +885,79 @@ fn guard_note(
             r.groups.names.get(g).map_or("", String::as_str)
         )
     })
+}
+
+/// What the interval guard weighed: the groups where the recommendation
+/// does worse than the baseline (each within its interval, or it would not
+/// be recommended), and the groups that vetoed the pooled rule's choice.
+/// `None` when it weighed nothing.
+#[allow(clippy::too_many_arguments)]
+fn interval_note(
+    r: &SweepResult,
+    guard: &recommend::GroupGuard,
+    labelled: &Labelled,
+    candidates: &[usize],
+    tallies: &[Tally],
+    dist: &[usize],
+    recommended: Option<usize>,
+    turns: &(dyn Fn(usize) -> Vec<Option<u32>> + Sync),
+) -> Option<String> {
+    let base = r.baseline;
+    let keep_all: &dyn Fn(usize) -> bool = &|_| true;
+    let told = |ws: &[recommend::Weighed]| {
+        ws.iter()
+            .map(|w| {
+                format!(
+                    "{} ({}/{} loops against {}, {}/{} false positives against {})",
+                    r.groups.names[w.group],
+                    w.candidate.tp,
+                    w.candidate.loops,
+                    w.baseline.tp,
+                    w.candidate.fp,
+                    w.candidate.clean,
+                    w.baseline.fp
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if let Some(c) = recommended.filter(|&c| c != base) {
+        let weighed = guard.weigh(labelled, &turns(c), keep_all);
+        if !weighed.is_empty() {
+            parts.push(format!(
+                "the interval guard weighed {} {}, where {} does worse than the baseline within what the group's size allows",
+                weighed.len(),
+                if weighed.len() == 1 { r.groups.by.clone() } else { format!("{}s", r.groups.by) },
+                r.label(c)
+            ) + &format!(": {}", told(&weighed)));
+        }
+    }
+    if let Some(p) = recommend::pick(candidates, tallies, dist, &r.objective, &tallies[base])
+        .filter(|&p| Some(p) != recommended)
+    {
+        let vetoes: Vec<recommend::Weighed> = guard
+            .weigh(labelled, &turns(p), keep_all)
+            .into_iter()
+            .filter(|w| w.vetoes)
+            .collect();
+        parts.push(if vetoes.is_empty() {
+            // Across families the reference is also the best of the
+            // baseline's own family: that is what refused it.
+            format!(
+                "the pooled rule would choose {}, which loses beyond the interval against the best of the baseline's own family in some {}; the interval guard keeps this choice (--guard pooled to allow it)",
+                r.label(p),
+                r.groups.by
+            )
+        } else {
+            format!(
+                "the pooled rule would choose {}, which loses beyond the interval (95% Wilson, the baseline's counts) in {}; the interval guard keeps this choice (--guard pooled to allow it)",
+                r.label(p),
+                told(&vetoes)
+            )
+        });
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The shown configurations scored on the test sessions (`None` without any).

@@ -729,34 +729,52 @@ pub enum Objective {
     F1,
     /// At most N false positives, then as the default rule.
     MaxFalsePositives(usize),
+    /// False positives on at most this share of the labelled clean sessions
+    /// chosen on (rounded down), then as the default rule: a budget that
+    /// scales from one corpus (or fold) to the next, where the default
+    /// rule's "no more than the baseline" is a count.
+    FpRate(f64),
 }
 
 /// An `--objective` that is not one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown objective `{text}` (default, f1, max-fp=N)")]
+#[error("unknown objective `{text}` (default, f1, max-fp=N, fp-rate=R with R from 0 to 1)")]
 pub struct ObjectiveError {
     /// The rule as given.
     pub text: String,
     /// Why `max-fp=N`'s count did not parse, for `max-fp=` rules.
     #[source]
     pub count: Option<std::num::ParseIntError>,
+    /// Why `fp-rate=R`'s rate did not parse, for `fp-rate=` rules.
+    pub rate: Option<std::num::ParseFloatError>,
 }
 
 impl std::str::FromStr for Objective {
     type Err = ObjectiveError;
 
-    /// Parse `default`, `f1` or `max-fp=N`.
+    /// Parse `default`, `f1`, `max-fp=N` or `fp-rate=R` (0 <= R <= 1).
     fn from_str(s: &str) -> Result<Objective, ObjectiveError> {
+        let err = |count, rate| ObjectiveError {
+            text: s.to_string(),
+            count,
+            rate,
+        };
         match s {
             "default" => Ok(Objective::Default),
             "f1" => Ok(Objective::F1),
-            _ => match s.strip_prefix("max-fp=").map(str::parse) {
-                Some(Ok(n)) => Ok(Objective::MaxFalsePositives(n)),
-                other => Err(ObjectiveError {
-                    text: s.to_string(),
-                    count: other.and_then(Result::err),
-                }),
-            },
+            _ => {
+                if let Some(r) = s.strip_prefix("fp-rate=") {
+                    return match r.parse::<f64>() {
+                        Ok(x) if (0.0..=1.0).contains(&x) => Ok(Objective::FpRate(x)),
+                        Ok(_) => Err(err(None, None)),
+                        Err(e) => Err(err(None, Some(e))),
+                    };
+                }
+                match s.strip_prefix("max-fp=").map(str::parse) {
+                    Some(Ok(n)) => Ok(Objective::MaxFalsePositives(n)),
+                    other => Err(err(other.and_then(Result::err), None)),
+                }
+            }
         }
     }
 }
@@ -768,6 +786,8 @@ impl std::fmt::Display for Objective {
             Objective::Default => write!(f, "default"),
             Objective::F1 => write!(f, "f1"),
             Objective::MaxFalsePositives(n) => write!(f, "max-fp={n}"),
+            // f64's Display is the shortest text that parses back the same.
+            Objective::FpRate(r) => write!(f, "fp-rate={r}"),
         }
     }
 }
@@ -784,6 +804,7 @@ impl Objective {
             Objective::Default => "no more false positives than the baseline, then highest recall, then lowest median turns-to-detection, then closest to the baseline's values".into(),
             Objective::F1 => "highest F1, then fewest false positives, then lowest median turns-to-detection, then closest to the baseline's values".into(),
             Objective::MaxFalsePositives(n) => format!("at most {n} false positives, then highest recall, then lowest median turns-to-detection, then closest to the baseline's values"),
+            Objective::FpRate(r) => format!("false positives on at most {} of the labelled clean sessions (rounded down), then highest recall, then lowest median turns-to-detection, then closest to the baseline's values", crate::util::number::fixed(*r)),
         }
     }
 }
@@ -891,5 +912,12 @@ mod tests {
             Objective::MaxFalsePositives(2)
         );
         assert!(Objective::parse("x").is_err());
+        let r = Objective::parse("fp-rate=0.05").unwrap();
+        assert_eq!(r, Objective::FpRate(0.05));
+        assert_eq!(r.to_string(), "fp-rate=0.05");
+        assert_eq!(Objective::parse(&r.to_string()).unwrap(), r);
+        assert!(Objective::parse("fp-rate=1.5").is_err());
+        assert!(Objective::parse("fp-rate=-0.1").is_err());
+        assert!(Objective::parse("fp-rate=x").unwrap_err().rate.is_some());
     }
 }

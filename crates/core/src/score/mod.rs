@@ -16,6 +16,7 @@ pub mod ship;
 pub mod stats;
 
 mod analysis;
+pub mod combine;
 mod options;
 pub use analysis::{
     analyze, analyze_with, Advice, Concentration, Explained, ExplainedCase, GroupIndex, ShownRow,

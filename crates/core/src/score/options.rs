@@ -82,7 +82,7 @@ impl SweepOptions {
             group_by: r.group_by.clone(),
             guard: recommend::Guard::parse(&r.guard).ok_or_else(|| {
                 Error::Usage(format!(
-                    "options.guard `{}`: expected `per-group` or `pooled`",
+                    "options.guard `{}`: expected `per-group`, `pooled` or `interval`",
                     r.guard
                 ))
             })?,

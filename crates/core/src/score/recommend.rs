@@ -166,6 +166,10 @@ fn cap(objective: &Objective, baseline: &Tally) -> Option<u64> {
     match objective {
         Objective::Default => Some(baseline.fp),
         Objective::MaxFalsePositives(n) => Some(*n as u64),
+        // A share of the clean sessions chosen on (the baseline's tally has
+        // them all), so a fold or a smaller corpus gets its share; the
+        // epsilon keeps 0.29 x 100 at 29, not 28.
+        Objective::FpRate(rate) => Some((rate * baseline.clean as f64 + 1e-9).floor() as u64),
         Objective::F1 => None,
     }
 }
@@ -331,6 +335,93 @@ pub fn forward_union(
     Some(u)
 }
 
+/// One configuration built by adding rule settings (steps) to a start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RulePath {
+    /// The steps added, in the order the search added them.
+    pub steps: Vec<usize>,
+    /// First detection turn per labelled session of the start plus `steps`.
+    pub hits: Vec<Option<u32>>,
+}
+
+/// Hits of each set of steps (the start plus them), in the order asked.
+pub type Evaluate<'a> = dyn Fn(&[Vec<usize>]) -> Vec<Vec<Option<u32>>> + 'a;
+
+/// Greedy forward search of one configuration: from the start (no step),
+/// add the step that most improves the configuration under the objective,
+/// within the cap set by `baseline` (the recommendation's baseline on the
+/// same sessions) and, with a `guard`, vetoed by no group; stop when no step
+/// improves it. A step that `conflicts` with one already taken (it sets the
+/// same parameter) is not tried. `evaluate` gives the hits of each set of
+/// steps (the start plus them), one round at a time, so the caller can
+/// replay a round's configurations together and share their unchanged
+/// rules. While the start itself breaks the rule, the best step that meets
+/// it is taken; `None` when nothing ever meets it.
+#[allow(clippy::too_many_arguments)]
+pub fn forward_rules(
+    steps: usize,
+    conflicts: &dyn Fn(usize, usize) -> bool,
+    evaluate: &Evaluate,
+    guard: Option<&GroupGuard>,
+    labelled: &Labelled,
+    objective: &Objective,
+    baseline: &Tally,
+    keep: &(dyn Fn(usize) -> bool + Sync),
+) -> Option<RulePath> {
+    let cap = cap(objective, baseline);
+    let meets = |t: &Tally, h: &[Option<u32>]| {
+        cap.is_none_or(|m| t.fp <= m) && guard.is_none_or(|g| g.admits(labelled, h, keep))
+    };
+    let mut path = RulePath {
+        steps: Vec::new(),
+        hits: evaluate(&[Vec::new()]).pop()?,
+    };
+    let mut current = tally(labelled, &path.hits, keep);
+    let mut ok = meets(&current, &path.hits);
+    loop {
+        let tried: Vec<usize> = (0..steps)
+            .filter(|&s| !path.steps.iter().any(|&p| p == s || conflicts(p, s)))
+            .collect();
+        if tried.is_empty() {
+            break;
+        }
+        let sets: Vec<Vec<usize>> = tried
+            .iter()
+            .map(|&s| {
+                let mut v = path.steps.clone();
+                v.push(s);
+                v
+            })
+            .collect();
+        let now = Scored::of(&current);
+        let mut best: Option<(usize, Vec<Option<u32>>, Tally)> = None;
+        for (&s, h) in tried.iter().zip(evaluate(&sets)) {
+            let t = tally(labelled, &h, keep);
+            if !meets(&t, &h) {
+                continue;
+            }
+            let scored = Scored::of(&t);
+            // Only a strict improvement earns a step (any step that meets
+            // the rule, while the current configuration does not).
+            if ok && !compare_scores(objective, &scored, &now).is_lt() {
+                continue;
+            }
+            // On equal scores the step tried first (grid order) stays.
+            if best.as_ref().is_none_or(|(_, _, bt)| {
+                compare_scores(objective, &scored, &Scored::of(bt)).is_lt()
+            }) {
+                best = Some((s, h, t));
+            }
+        }
+        let Some((s, h, t)) = best else { break };
+        path.steps.push(s);
+        path.hits = h;
+        current = t;
+        ok = true;
+    }
+    ok.then_some(path)
+}
+
 /// The out-of-sample estimate of a choosing procedure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CrossValidation {
@@ -398,29 +489,41 @@ pub fn cross_validate(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Guard {
     /// No group may lose a caught loop or gain a false positive against the
-    /// baseline (the default).
+    /// baseline (the default; also named `strict`).
     #[default]
     PerGroup,
     /// Only the pooled counts matter (the rule before groups existed).
     Pooled,
+    /// A group vetoes only a loss its sample size cannot explain: recall
+    /// below the lower end of the baseline's 95% Wilson interval in that
+    /// group, or a false-positive rate above its upper end. One session
+    /// more or less in a small group is noise; the strict rule let it veto.
+    Interval,
 }
 
 impl Guard {
-    /// `per-group` or `pooled`.
+    /// `per-group`, `pooled` or `interval`.
     pub fn name(self) -> &'static str {
         match self {
             Guard::PerGroup => "per-group",
             Guard::Pooled => "pooled",
+            Guard::Interval => "interval",
         }
     }
 
-    /// Parse a name as [`Guard::name`] writes it.
+    /// Parse a name as [`Guard::name`] writes it (`strict` is `per-group`).
     pub fn parse(s: &str) -> Option<Guard> {
         match s {
-            "per-group" => Some(Guard::PerGroup),
+            "per-group" | "strict" => Some(Guard::PerGroup),
             "pooled" => Some(Guard::Pooled),
+            "interval" => Some(Guard::Interval),
             _ => None,
         }
+    }
+
+    /// Whether a candidate is checked group by group at all.
+    pub fn per_group(self) -> bool {
+        self != Guard::Pooled
     }
 }
 
@@ -442,6 +545,33 @@ impl GroupCount {
     pub fn worse_than(&self, base: &GroupCount) -> bool {
         self.tp < base.tp || self.fp > base.fp
     }
+
+    /// Whether `self` is worse than `base` by more than the group's size
+    /// allows: its recall below the lower end of `base`'s Wilson interval, or
+    /// its false-positive rate above the upper end.
+    pub fn beyond_interval(&self, base: &GroupCount) -> bool {
+        let lost = self.tp < base.tp
+            && stats::wilson(base.tp, self.loops)
+                .is_some_and(|(lo, _)| (self.tp as f64) < lo * self.loops as f64);
+        let gained = self.fp > base.fp
+            && stats::wilson(base.fp, self.clean)
+                .is_some_and(|(_, hi)| (self.fp as f64) > hi * self.clean as f64);
+        lost || gained
+    }
+}
+
+/// One group the interval guard weighed: a candidate's counts there are
+/// worse than the baseline's, within or beyond the group's interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weighed {
+    /// The group (index).
+    pub group: usize,
+    /// The candidate's counts.
+    pub candidate: GroupCount,
+    /// The baseline's.
+    pub baseline: GroupCount,
+    /// Whether the loss is beyond the interval (a veto).
+    pub vetoes: bool,
 }
 
 /// Per group, what `hits` caught among the labelled sessions `keep` selects;
@@ -475,6 +605,7 @@ pub fn group_counts(
 pub struct GroupGuard<'a> {
     group: &'a [u32],
     base: Vec<GroupCount>,
+    rule: Guard,
 }
 
 impl<'a> GroupGuard<'a> {
@@ -486,25 +617,75 @@ impl<'a> GroupGuard<'a> {
         baseline_hits: &[Option<u32>],
         keep: &dyn Fn(usize) -> bool,
     ) -> GroupGuard<'a> {
+        GroupGuard::with_rule(
+            Guard::PerGroup,
+            labelled,
+            group,
+            groups,
+            baseline_hits,
+            keep,
+        )
+    }
+
+    /// [`GroupGuard::new`] under `rule` (`pooled` acts as `per-group`: the
+    /// caller builds no guard for it).
+    pub fn with_rule(
+        rule: Guard,
+        labelled: &Labelled,
+        group: &'a [u32],
+        groups: usize,
+        baseline_hits: &[Option<u32>],
+        keep: &dyn Fn(usize) -> bool,
+    ) -> GroupGuard<'a> {
         GroupGuard {
             group,
             base: group_counts(labelled, group, groups, baseline_hits, keep),
+            rule,
         }
     }
 
-    /// The groups (indices) where `hits` does worse than the baseline.
+    /// The rule it applies.
+    pub fn rule(&self) -> Guard {
+        self.rule
+    }
+
+    /// The groups (indices) that veto `hits`: worse than the baseline at all
+    /// (`per-group`), or beyond the group's interval (`interval`).
     pub fn hurt(
         &self,
         labelled: &Labelled,
         hits: &[Option<u32>],
         keep: &dyn Fn(usize) -> bool,
     ) -> Vec<usize> {
+        self.weigh(labelled, hits, keep)
+            .into_iter()
+            .filter(|w| w.vetoes)
+            .map(|w| w.group)
+            .collect()
+    }
+
+    /// Every group where `hits` does worse than the baseline, each with
+    /// whether it vetoes under the guard's rule.
+    pub fn weigh(
+        &self,
+        labelled: &Labelled,
+        hits: &[Option<u32>],
+        keep: &dyn Fn(usize) -> bool,
+    ) -> Vec<Weighed> {
         group_counts(labelled, self.group, self.base.len(), hits, keep)
-            .iter()
+            .into_iter()
             .zip(&self.base)
             .enumerate()
             .filter(|(_, (c, b))| c.worse_than(b))
-            .map(|(g, _)| g)
+            .map(|(g, (c, b))| Weighed {
+                group: g,
+                candidate: c,
+                baseline: *b,
+                vetoes: match self.rule {
+                    Guard::Interval => c.beyond_interval(b),
+                    Guard::PerGroup | Guard::Pooled => true,
+                },
+            })
             .collect()
     }
 
@@ -796,6 +977,211 @@ mod tests {
         )
         .unwrap();
         assert_eq!(u.members, vec![0]);
+    }
+
+    #[test]
+    fn the_fp_rate_budget_is_a_share_of_the_clean_sessions_chosen_on() {
+        let l = labelled();
+        let hits: Hits = vec![
+            // 0: the baseline: 1 loop, no FP.
+            vec![Some(5), None, None, None, None, None, None, None],
+            // 1: 3 loops, 1 FP (1 of 4 clean sessions).
+            vec![Some(2), Some(2), Some(2), None, Some(1), None, None, None],
+            // 2: 4 loops, 2 FP (2 of 4).
+            vec![Some(2); 4]
+                .into_iter()
+                .chain([Some(1), Some(1), None, None])
+                .collect(),
+        ];
+        let t: Vec<Tally> = hits.iter().map(|h| tally(&l, h, |_| true)).collect();
+        let dist = [0, 1, 1];
+        let all = [0, 1, 2];
+        // 4 clean sessions: 0.2 allows none, 0.25 one, 0.5 two.
+        assert_eq!(cap_of(&Objective::FpRate(0.2), &t[0]), Some(0));
+        assert_eq!(
+            pick(&all, &t, &dist, &Objective::FpRate(0.2), &t[0]),
+            Some(0)
+        );
+        assert_eq!(
+            pick(&all, &t, &dist, &Objective::FpRate(0.25), &t[0]),
+            Some(1)
+        );
+        assert_eq!(
+            pick(&all, &t, &dist, &Objective::FpRate(0.5), &t[0]),
+            Some(2)
+        );
+        // On a fold with half the clean sessions, the same rate allows half.
+        let half = tally(&l, &hits[0], |i| i != 6 && i != 7);
+        assert_eq!(cap_of(&Objective::FpRate(0.5), &half), Some(1));
+        // Rounded down, with no float error: 0.29 of 100 is 29.
+        let hundred = Tally {
+            clean: 100,
+            ..Tally::default()
+        };
+        assert_eq!(cap_of(&Objective::FpRate(0.29), &hundred), Some(29));
+        assert_eq!(cap_of(&Objective::FpRate(0.05), &hundred), Some(5));
+    }
+
+    #[test]
+    fn the_interval_guard_vetoes_only_a_loss_beyond_the_groups_interval() {
+        // Wilson 95%: 3 of 3 is [0.44, 1]; 0 of 10 is [0, 0.28].
+        let base = GroupCount {
+            loops: 3,
+            clean: 10,
+            tp: 3,
+            fp: 0,
+        };
+        let with = |tp, fp| GroupCount { tp, fp, ..base };
+        assert!(!with(2, 0).beyond_interval(&base)); // 0.67 >= 0.44
+        assert!(with(1, 0).beyond_interval(&base)); // 0.33 < 0.44
+        assert!(!with(3, 2).beyond_interval(&base)); // 0.20 <= 0.28
+        assert!(with(3, 3).beyond_interval(&base)); // 0.30 > 0.28
+        assert!(!with(3, 0).beyond_interval(&base));
+        // The strict rule vetoes every one of those losses.
+        assert!(with(2, 0).worse_than(&base) && with(3, 2).worse_than(&base));
+
+        // Group 0: sessions 0-3 (loops 0, 1); group 1: 4-7 (loops 4, 5).
+        let (l, group) = two_groups();
+        let all = |_: usize| true;
+        let baseline = vec![Some(3), Some(3), None, None, Some(3), Some(3), None, None];
+        // Loses one of group 1's two loops (2 of 2 is [0.34, 1]; 1 of 2 is
+        // 0.5): within. Strict refuses it, interval weighs it and lets it by.
+        let one_lost = vec![Some(3), Some(3), None, None, Some(3), None, None, None];
+        // Loses both: beyond.
+        let both_lost = vec![Some(3), Some(3), None, None, None, None, None, None];
+        let strict = GroupGuard::new(&l, &group, 2, &baseline, &all);
+        let interval = GroupGuard::with_rule(Guard::Interval, &l, &group, 2, &baseline, &all);
+        assert_eq!(strict.hurt(&l, &one_lost, &all), vec![1]);
+        assert!(interval.admits(&l, &one_lost, &all));
+        let w = interval.weigh(&l, &one_lost, &all);
+        assert_eq!(w.len(), 1);
+        assert_eq!((w[0].group, w[0].candidate.tp, w[0].baseline.tp), (1, 1, 2));
+        assert!(!w[0].vetoes);
+        assert_eq!(interval.hurt(&l, &both_lost, &all), vec![1]);
+        assert_eq!(Guard::parse("strict"), Some(Guard::PerGroup));
+        assert_eq!(Guard::parse("interval").map(Guard::name), Some("interval"));
+    }
+
+    /// The hits of a configuration made of steps, each step catching some
+    /// sessions at a turn; a configuration fires at its earliest step.
+    fn stepped(
+        table: &[Vec<Option<u32>>],
+        start: &[Option<u32>],
+        set: &[usize],
+    ) -> Vec<Option<u32>> {
+        set.iter()
+            .fold(start.to_vec(), |acc, &s| union_hits(&acc, &table[s]))
+    }
+
+    #[test]
+    fn forward_rules_adds_the_best_step_until_none_improves() {
+        let l = labelled();
+        // The start catches loop 0; the baseline (for the cap) has 1 FP.
+        let start = vec![Some(4), None, None, None, None, None, None, None];
+        let baseline = tally(
+            &l,
+            &[Some(4), None, None, None, Some(1), None, None, None],
+            |_| true,
+        );
+        let table: Vec<Vec<Option<u32>>> = vec![
+            // 0: loop 1.
+            vec![None, Some(3), None, None, None, None, None, None],
+            // 1: loops 1 and 2, 1 FP.
+            vec![None, Some(5), Some(5), None, Some(1), None, None, None],
+            // 2: loop 3, 1 FP (another session): with 1 it breaks the cap.
+            vec![None, None, None, Some(2), None, Some(1), None, None],
+            // 3: sets the same parameter as 1; catches everything.
+            vec![Some(1); 8],
+        ];
+        let rounds = std::cell::RefCell::new(Vec::new());
+        let evaluate = |sets: &[Vec<usize>]| {
+            rounds.borrow_mut().push(sets.len());
+            sets.iter()
+                .map(|set| stepped(&table, &start, set))
+                .collect()
+        };
+        let conflicts = |a: usize, b: usize| (a == 1 && b == 3) || (a == 3 && b == 1);
+        let p = forward_rules(
+            4,
+            &conflicts,
+            &evaluate,
+            None,
+            &l,
+            &Objective::Default,
+            &baseline,
+            &|_| true,
+        )
+        .unwrap();
+        // Round 1: 0 gives 2/4, 1 gives 3/4 with 1 FP (the cap), 2 gives
+        // 2/4, 3 breaks the cap. Round 2 (3 conflicts with 1): 1+0 keeps
+        // 3/4 and 1 FP, loop 1 caught at turn 3 not 5 (median TTD 3 < 4);
+        // 1+2 has 2 FP. Round 3: 1+0+2 has 2 FP: stop.
+        assert_eq!(p.steps, vec![1, 0]);
+        assert_eq!(p.hits, stepped(&table, &start, &[1, 0]));
+        // The start, then 4 sets, then 2, then 1.
+        assert_eq!(*rounds.borrow(), vec![1, 4, 2, 1]);
+        // No false positive allowed: only step 0 (every other adds one).
+        let p = forward_rules(
+            4,
+            &conflicts,
+            &evaluate,
+            None,
+            &l,
+            &Objective::MaxFalsePositives(0),
+            &baseline,
+            &|_| true,
+        )
+        .unwrap();
+        assert_eq!(p.steps, vec![0]);
+        // F1, no cap: 1 (0.75), then 2 (4/4 caught, 2 FP: 0.8), then 0
+        // (same counts, median TTD 2.5 against 3.5); 3 conflicts with 1.
+        let p = forward_rules(
+            4,
+            &conflicts,
+            &evaluate,
+            None,
+            &l,
+            &Objective::F1,
+            &baseline,
+            &|_| true,
+        )
+        .unwrap();
+        assert_eq!(p.steps, vec![1, 2, 0]);
+        // A start that breaks the rule takes the best step that meets it.
+        let noisy = |sets: &[Vec<usize>]| -> Vec<Vec<Option<u32>>> {
+            sets.iter()
+                .map(|set| {
+                    let mut h = stepped(&table, &start, set);
+                    if !set.contains(&0) {
+                        h[6] = Some(1); // a false positive only step 0 removes
+                    }
+                    h
+                })
+                .collect()
+        };
+        let p = forward_rules(
+            1,
+            &|_, _| false,
+            &noisy,
+            None,
+            &l,
+            &Objective::MaxFalsePositives(0),
+            &baseline,
+            &|_| true,
+        )
+        .unwrap();
+        assert_eq!(p.steps, vec![0]);
+        assert!(forward_rules(
+            0,
+            &|_, _| false,
+            &noisy,
+            None,
+            &l,
+            &Objective::MaxFalsePositives(0),
+            &baseline,
+            &|_| true
+        )
+        .is_none());
     }
 
     #[test]
