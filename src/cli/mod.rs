@@ -8,6 +8,7 @@ mod args;
 mod common;
 mod detectors;
 mod diff;
+mod export;
 mod import;
 mod label;
 mod man;
@@ -21,6 +22,7 @@ use args::*;
 pub use common::*;
 pub use detectors::*;
 pub use diff::*;
+pub use export::*;
 pub use import::*;
 pub use label::*;
 use man::*;
@@ -73,6 +75,9 @@ enum Command {
     /// Compare two sweep results of the same grid: changed verdicts and score deltas.
     #[command(after_help = DIFF_HELP)]
     Diff(DiffArgs),
+    /// Write a configuration (of a sweep, or a profile) for an agent: a looptune TOML file, a settings fragment or a diff of the constants.
+    #[command(after_help = EXPORT_HELP)]
+    Export(ExportArgs),
     /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
@@ -181,6 +186,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             &mut *out,
             &mut std::io::stderr(),
         ),
+        Command::Export(a) => export_command(&a.request()?, &mut *out),
         Command::Import(a) => import_command(&a.request(), &mut std::io::stderr()),
         Command::Synth(a) => synth_command(&a),
         Command::Completions(a) => completions_command(&a, &mut *out),

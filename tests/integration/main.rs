@@ -7,6 +7,7 @@ mod util;
 mod browser;
 mod cli;
 mod corpus_detection;
+mod export;
 mod formats_2026;
 mod gemini_cases;
 mod gemini_conformance;
