@@ -9,6 +9,7 @@ mod common;
 mod detectors;
 mod diff;
 mod export;
+mod guard;
 mod import;
 mod label;
 mod man;
@@ -23,6 +24,7 @@ pub use common::*;
 pub use detectors::*;
 pub use diff::*;
 pub use export::*;
+use guard::*;
 pub use import::*;
 pub use label::*;
 use man::*;
@@ -78,6 +80,9 @@ enum Command {
     /// Write a configuration (of a sweep, or a profile) for an agent: a looptune TOML file, a settings fragment or a diff of the constants.
     #[command(after_help = EXPORT_HELP)]
     Export(ExportArgs),
+    /// Block a looping tool call from an agent's pre-tool hook (Claude Code, Gemini CLI): the tuned rule, live.
+    #[command(after_help = GUARD_HELP)]
+    Guard(GuardArgs),
     /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
@@ -187,6 +192,12 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             &mut std::io::stderr(),
         ),
         Command::Export(a) => export_command(&a.request()?, &mut *out),
+        Command::Guard(a) => guard_command(
+            &a,
+            &mut std::io::stdin().lock(),
+            &mut *out,
+            &mut std::io::stderr(),
+        ),
         Command::Import(a) => import_command(&a.request(), &mut std::io::stderr()),
         Command::Synth(a) => synth_command(&a),
         Command::Completions(a) => completions_command(&a, &mut *out),

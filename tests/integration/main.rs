@@ -12,6 +12,7 @@ mod formats_2026;
 mod gemini_cases;
 mod gemini_conformance;
 mod groups;
+mod guard;
 mod hardening;
 mod hardening3;
 mod import_corpus;
