@@ -536,9 +536,9 @@ mod pinned {
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// Apply a diff with no context lines as `patch` would, refusing any
+    /// Apply a diff with no context lines as `patch` would, failing on any
     /// hunk whose removed line is not the file's.
-    fn apply(text: &str, diff: &str) -> std::result::Result<String, String> {
+    fn apply(text: &str, diff: &str, agent: &str) -> String {
         let mut lines: Vec<String> = text.lines().map(String::from).collect();
         let mut it = diff.lines().skip_while(|l| !l.starts_with("@@"));
         while let Some(h) = it.next() {
@@ -547,16 +547,18 @@ mod pinned {
                 .split(' ')
                 .next()
                 .and_then(|x| x.parse().ok())
-                .ok_or(format!("bad hunk {h}"))?;
-            let old = it.next().ok_or("no - line")?;
-            let new = it.next().ok_or("no + line")?;
+                .unwrap_or_else(|| panic!("{agent}: bad hunk {h}"));
+            let old = it.next().expect("a - line");
+            let new = it.next().expect("a + line");
             let was = &lines[n - 1];
-            if old.strip_prefix('-') != Some(was.as_str()) {
-                return Err(format!("line {n} is {was:?}, the diff removes {old:?}"));
-            }
+            assert_eq!(
+                old.strip_prefix('-'),
+                Some(was.as_str()),
+                "{agent}: line {n} is not what the diff removes"
+            );
             lines[n - 1] = new[1..].to_string();
         }
-        Ok(lines.join("\n"))
+        lines.join("\n")
     }
 
     #[test]
@@ -586,7 +588,7 @@ mod pinned {
                 .collect();
             let cfg = DetectorConfig::resolve(Some(t.family), Some(t.profile), &sets).unwrap();
             let diff = t.render(&cfg, "test").unwrap();
-            let patched = apply(&text, &diff).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+            let patched = apply(&text, &diff, t.name);
             let changed = text
                 .lines()
                 .zip(patched.lines())
