@@ -8,6 +8,8 @@ mod args;
 mod common;
 mod detectors;
 mod diff;
+mod export;
+mod guard;
 mod import;
 mod label;
 mod man;
@@ -21,6 +23,8 @@ use args::*;
 pub use common::*;
 pub use detectors::*;
 pub use diff::*;
+pub use export::*;
+use guard::*;
 pub use import::*;
 pub use label::*;
 use man::*;
@@ -73,6 +77,12 @@ enum Command {
     /// Compare two sweep results of the same grid: changed verdicts and score deltas.
     #[command(after_help = DIFF_HELP)]
     Diff(DiffArgs),
+    /// Write a configuration (of a sweep, or a profile) for an agent: a looptune TOML file, a settings fragment or a diff of the constants.
+    #[command(after_help = EXPORT_HELP)]
+    Export(ExportArgs),
+    /// Block a looping tool call from an agent's pre-tool hook (Claude Code, Gemini CLI): the tuned rule, live.
+    #[command(after_help = GUARD_HELP)]
+    Guard(GuardArgs),
     /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
@@ -180,6 +190,13 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             },
             &a.files.options(),
             a.quiet,
+            &mut *out,
+            &mut std::io::stderr(),
+        ),
+        Command::Export(a) => export_command(&a.request()?, &mut *out),
+        Command::Guard(a) => guard_command(
+            &a,
+            &mut std::io::stdin().lock(),
             &mut *out,
             &mut std::io::stderr(),
         ),

@@ -16,6 +16,7 @@ Examples:
   looptune replay --set tool_call_threshold=3 --all session.jsonl.gz
   looptune replay --detector gemini,opencode,blade ~/.claude/projects
   looptune replay --fail-on-detection nightly/   # CI: exit 1 if anything fires
+  looptune replay --config tuned.toml runs/      # the rule `export --for looptune` wrote
 
 A detection is reported at the record that triggered it: `turn` per the spec,
 `event` = 1-based index of the record in its session (every record counts).
@@ -99,17 +100,32 @@ impl ReplayArgs {
     /// The request these arguments make (`--jobs` checked against its cap).
     pub(super) fn request(&self) -> Result<ReplayRequest> {
         crate::util::limits::check_jobs(self.jobs)?;
+        // `--config FILE.toml`: the configuration `export --for looptune`
+        // wrote, run alone (a profile name or id still picks the gated one).
+        let (selection, config) = match &self.ci.config {
+            Some(c) if c.ends_with(".toml") => {
+                let d = &self.detectors;
+                if !d.detector.is_empty() || !d.profile.is_empty() || !d.sets.is_empty() {
+                    return Err(Error::Usage(format!(
+                        "--config {c}: a configuration file is the whole selection; drop --detector, --profile and --set"
+                    )));
+                }
+                let cfg = crate::export::config_file::load(std::path::Path::new(c))?;
+                (crate::export::config_file::selection_of(&cfg)?, None)
+            }
+            _ => (selection(&self.detectors), self.ci.config.clone()),
+        };
         Ok(ReplayRequest {
             paths: self.input.paths.clone(),
             read: self.input.read_options(false),
-            selection: selection(&self.detectors),
+            selection,
             all: self.all,
             json: matches!(self.format, Format::Json),
             jobs: self.jobs,
             fail_on_detection: self.fail_on_detection,
             quiet: self.quiet,
             labels: self.ci.labels.clone(),
-            config: self.ci.config.clone(),
+            config,
             ci: self.ci.ci(),
             allow_empty: self.input.allow_empty,
             strict_labels: self.ci.strict_labels,

@@ -62,6 +62,9 @@ pub mod replay;
 pub mod result;
 pub mod score;
 pub mod sweep;
+// After the stages: a configuration in an agent's terms, and live guards.
+pub mod export;
+pub mod guard;
 // Shared pieces the binary builds on but that are no stable library surface.
 #[doc(hidden)]
 pub mod util;
