@@ -485,9 +485,23 @@ fn recommendation(h: &mut String, d: &ReportData) -> std::result::Result<(), Cha
         live(h, d);
         return Ok(());
     }
+    let g = &s.groups;
+    // The guard is part of the rule: without it here, the box named a rule
+    // that would have chosen otherwise.
+    let guard = match g.guard.as_str() {
+        "pooled" => String::new(),
+        "interval" => format!(
+            ", and no {} whose loss against the baseline is beyond the baseline's 95% interval there",
+            esc(&g.by)
+        ),
+        _ => format!(
+            ", and no {} worse off than with the baseline (fewer of its loops caught or more false positives)",
+            esc(&g.by)
+        ),
+    };
     let _ = writeln!(
         h,
-        "<p class=\"note\">\u{201c}Recommended\u{201d} and every \u{201c}best\u{201d} in this report follow one rule: {}.</p>",
+        "<p class=\"note\">\u{201c}Recommended\u{201d} and every \u{201c}best\u{201d} in this report follow one rule: {}{guard}.</p>",
         esc(&s.objective)
     );
     let _ = writeln!(

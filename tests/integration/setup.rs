@@ -317,3 +317,24 @@ fn best_means_best_under_the_rule_and_the_report_says_which_rule() {
         bests.len()
     );
 }
+
+#[test]
+fn the_reports_rule_box_names_the_guard_it_chose_under() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let r = crate::util::run(&[
+        "sweep",
+        "-q",
+        root().join("fixtures/sessions").to_str().unwrap(),
+        "--labels",
+        root().join("fixtures/labels.csv").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    crate::util::assert_ok(&r);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains(", and no agent worse off than with the baseline (fewer of its loops caught or more false positives).</p>"),
+        "the per-group guard is part of the rule"
+    );
+}
