@@ -13,6 +13,7 @@ mod gemini_conformance;
 mod groups;
 mod hardening;
 mod hardening3;
+mod hardening4;
 mod import_corpus;
 mod import_edge;
 mod label;

@@ -1,0 +1,427 @@
+//! Issue #42, hardening round four: the last write (the output set switches
+//! at one rename, what a signal or a full disk says, modes, an interrupted
+//! `import`), tampered results, and the readers.
+
+use crate::util::{looptune, root, write};
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// A small grid (three thresholds and two profiles).
+fn small_grid(dir: &Path) -> PathBuf {
+    write(
+        dir,
+        "grid.toml",
+        "family = \"gemini\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [2, 3, 5]\n[[extra]]\nprofile = \"opencode\"\n[[extra]]\nprofile = \"goose\"\n",
+    )
+}
+
+/// Another grid, so every output of a second sweep differs from the first's.
+fn other_grid(dir: &Path) -> PathBuf {
+    write(
+        dir,
+        "other.toml",
+        "family = \"gemini\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [4, 6]\n",
+    )
+}
+
+/// `sweep fixtures/ --labels fixtures/labels.csv --grid G --out OUT EXTRA`.
+fn sweep_cmd(grid: &Path, out: &Path, extra: &[&str]) -> assert_cmd::Command {
+    let mut c = looptune();
+    c.current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/",
+            "--labels",
+            "fixtures/labels.csv",
+            "--quiet",
+        ])
+        .arg("--grid")
+        .arg(grid)
+        .arg("--out")
+        .arg(out)
+        .args(extra);
+    c
+}
+
+/// Every file of a folder (not its hidden entries), by name.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                std::fs::read(e.path()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The configuration ids `sweep.csv` and `summary.json` hold.
+fn ids(out: &Path) -> (Vec<String>, Vec<String>) {
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let from_summary = summary["grid"]["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let from_csv = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().to_string())
+        .collect();
+    (from_csv, from_summary)
+}
+
+/// Item 8: `kill -9` half way through the moves. The commit's journal makes
+/// the new set the one to finish: the next reader (`report`, `diff`) or
+/// writer moves the rest in, so no command ever reads a mixed set.
+#[cfg(unix)]
+#[test]
+fn a_sweep_killed_during_its_moves_is_finished_by_the_next_command() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    sweep_cmd(&small_grid(d.path()), &out, &[])
+        .assert()
+        .success();
+    let killed = sweep_cmd(&other_grid(d.path()), &out, &[])
+        .env("LOOPTUNE_TEST_KILL_AFTER_MOVES", "1")
+        .assert()
+        .failure();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&killed.get_output().status),
+        Some(9),
+        "killed half way"
+    );
+    let (csv, summary) = ids(&out);
+    assert_ne!(csv, summary, "the kill left the set mixed on disk");
+    // The next reader finishes the set before it reads.
+    looptune()
+        .arg("diff")
+        .arg(&out)
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("finished moving in the outputs"));
+    let (csv, summary) = ids(&out);
+    assert_eq!(csv, summary, "one set");
+    assert_eq!(csv.len(), 2, "the new set, whole");
+    let staging: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(staging.is_empty(), "{staging:?}");
+
+    // And the next writer does the same before staging its own.
+    let killed = sweep_cmd(&small_grid(d.path()), &out, &[])
+        .env("LOOPTUNE_TEST_KILL_AFTER_MOVES", "2")
+        .assert()
+        .failure();
+    assert!(killed.get_output().status.code().is_none());
+    let finished = files(&out);
+    sweep_cmd(&small_grid(d.path()), &out, &[])
+        .env("LOOPTUNE_TEST_DISK_FULL", "report.html")
+        .assert()
+        .code(3);
+    assert_eq!(ids(&out).0, ids(&out).1, "finished by the writer");
+    assert_eq!(ids(&out).0.len(), 5);
+    assert_ne!(files(&out), finished);
+}
+
+/// Item 9: SIGINT while the set is being moved in waits for the moves; it
+/// must then say that the new outputs are in place, not the old.
+#[cfg(unix)]
+#[test]
+fn a_signal_during_the_moves_says_the_new_outputs_are_in_place() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    sweep_cmd(&small_grid(d.path()), &out, &[])
+        .assert()
+        .success();
+    let before = files(&out);
+    let child = crate::util::process()
+        .current_dir(root())
+        .args([
+            "sweep",
+            "fixtures/",
+            "--labels",
+            "fixtures/labels.csv",
+            "--quiet",
+        ])
+        .arg("--grid")
+        .arg(other_grid(d.path()))
+        .arg("--out")
+        .arg(&out)
+        .env("LOOPTUNE_TEST_MOVE_DELAY_MS", "300")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first file of the new set to be in place.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while std::fs::read(out.join("sweep.csv")).unwrap() == before[4].1 {
+        assert!(std::time::Instant::now() < deadline, "never moved in");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("the new outputs were already written whole"),
+        "{err}"
+    );
+    assert!(!err.contains("previous outputs left as they were"), "{err}");
+    let (csv, summary) = ids(&out);
+    assert_eq!(csv, summary);
+    assert_eq!(csv.len(), 2, "the new set");
+}
+
+/// Item 10: a report that cannot be written replaces nothing, and the
+/// help no longer says results were written when it exits 3.
+#[test]
+fn exit_3_says_nothing_was_replaced() {
+    for cmd in [&["sweep", "--help"][..], &["merge", "--help"], &["--help"]] {
+        let help = looptune().args(cmd).assert().success();
+        let text = String::from_utf8_lossy(&help.get_output().stdout).to_string();
+        assert!(!text.contains("results were written"), "{cmd:?}: {text}");
+        assert!(!text.contains("results written"), "{cmd:?}: {text}");
+        assert!(text.contains("nothing of the set was replaced"), "{cmd:?}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    sweep_cmd(&small_grid(d.path()), &out, &[])
+        .assert()
+        .success();
+    let before = files(&out);
+    sweep_cmd(&other_grid(d.path()), &out, &[])
+        .env("LOOPTUNE_TEST_DISK_FULL", "report.html")
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("nothing was replaced"));
+    assert_eq!(files(&out), before);
+}
+
+/// Item 7: `--markdown` or `--junit` naming one of the sweep's own outputs,
+/// or each other: refused before any work, nothing written.
+#[test]
+fn a_ci_output_may_not_be_another_output_of_the_command() {
+    let d = tempfile::tempdir().unwrap();
+    let grid = small_grid(d.path());
+    let out = d.path().join("o6");
+    let twice = |a: assert_cmd::assert::Assert| {
+        a.code(2)
+            .stderr(predicate::str::contains("refusing to write"))
+            .stderr(predicate::str::contains("twice"));
+    };
+    let summary = out.join("summary.json");
+    twice(sweep_cmd(&grid, &out, &["--markdown", summary.to_str().unwrap()]).assert());
+    assert!(!summary.exists());
+    // Spelt differently: the same file.
+    let dotted = format!("{}/./sweep.csv", out.display());
+    twice(sweep_cmd(&grid, &out, &["--junit", &dotted]).assert());
+    let x = d.path().join("x.md");
+    twice(
+        sweep_cmd(
+            &grid,
+            &out,
+            &[
+                "--junit",
+                x.to_str().unwrap(),
+                "--markdown",
+                x.to_str().unwrap(),
+            ],
+        )
+        .assert(),
+    );
+    assert!(!x.exists());
+    // The outputs of an existing folder are refused too (report DIR works).
+    sweep_cmd(&grid, &out, &[]).assert().success();
+    twice(sweep_cmd(&grid, &out, &["--markdown", summary.to_str().unwrap()]).assert());
+    looptune().arg("report").arg(&out).assert().success();
+    let s = root().join("fixtures/sessions/loop_identical_read.jsonl");
+    twice(
+        looptune()
+            .arg("replay")
+            .arg(&s)
+            .arg("--markdown")
+            .arg(&x)
+            .arg("--junit")
+            .arg(&x)
+            .assert(),
+    );
+}
+
+/// Item 11: an output that replaces a link is a regular file with the
+/// usual mode (a link's own mode is 0777), the link's target untouched.
+#[cfg(unix)]
+#[test]
+fn an_output_replacing_a_link_gets_the_usual_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let target = d.path().join("elsewhere.csv");
+    std::fs::write(&target, b"keep").unwrap();
+    std::os::unix::fs::symlink(&target, out.join("sweep.csv")).unwrap();
+    let md = d.path().join("summary.md");
+    std::os::unix::fs::symlink(&target, &md).unwrap();
+    let plain = d.path().join("plain");
+    std::fs::write(&plain, b"x").unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    sweep_cmd(
+        &small_grid(d.path()),
+        &out,
+        &["--markdown", md.to_str().unwrap()],
+    )
+    .assert()
+    .success();
+    for p in [out.join("sweep.csv"), md] {
+        assert!(std::fs::symlink_metadata(&p).unwrap().is_file(), "{p:?}");
+        assert_eq!(mode(&p), mode(&plain), "{p:?}");
+    }
+    assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+}
+
+/// Item 12: SIGINT during `import` exits 130 and leaves no temporary file
+/// in the output folder.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_import_exits_130_and_leaves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let child = crate::util::process()
+        .current_dir(root())
+        .args(["import", "fixtures/sessions", "-o"])
+        .arg(out.join("all.jsonl"))
+        .env("LOOPTUNE_TEST_STAGE_DELAY_MS", "3000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let hidden = || -> Vec<String> {
+        std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with(".looptune"))
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while hidden().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the import never staged its output in the folder"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(hidden().is_empty(), "{:?}", hidden());
+    assert!(!out.join("all.jsonl").exists());
+}
+
+/// A copy of the result in `from`, its `summary.json` changed by `edit`, in `to`.
+fn tampered(from: &Path, to: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    std::fs::create_dir_all(to).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(from.join("summary.json")).unwrap()).unwrap();
+    edit(&mut v);
+    std::fs::write(to.join("summary.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    to.to_path_buf()
+}
+
+/// `report` and `diff` of a tampered result: exit 2 naming the file and
+/// what is wrong, nothing written.
+fn refused(good: &Path, bad: &Path, why: &str) {
+    let file = bad.join("summary.json");
+    let named = |a: assert_cmd::assert::Assert| {
+        a.code(2)
+            .stderr(predicate::str::contains(file.display().to_string()))
+            .stderr(predicate::str::contains(why))
+            .stderr(predicate::str::contains("panicked").not());
+    };
+    named(looptune().arg("report").arg(bad).assert());
+    assert!(!bad.join("report.html").exists());
+    named(looptune().arg("diff").arg(good).arg(bad).assert());
+    named(looptune().arg("diff").arg(bad).arg(good).assert());
+}
+
+/// Item 13: detection turns, labels and scores edited by hand, and a
+/// version after this one, are refused by `report` and `diff`.
+#[test]
+fn a_tampered_summary_is_refused_by_report_and_diff() {
+    let d = tempfile::tempdir().unwrap();
+    let good = d.path().join("good");
+    sweep_cmd(&small_grid(d.path()), &good, &[])
+        .assert()
+        .success();
+    // Unchanged but rewritten (keys reordered): still read.
+    let same = tampered(&good, &d.path().join("same"), |_| {});
+    looptune().arg("report").arg(&same).assert().success();
+    looptune()
+        .arg("diff")
+        .arg(&good)
+        .arg(&same)
+        .assert()
+        .success();
+
+    let bad = tampered(&good, &d.path().join("turns"), |v| {
+        for det in v["outcomes"]["detections"].as_array_mut().unwrap() {
+            det["turn"] = 999999.into();
+        }
+        // Each session's rows: [detection, turn, ...].
+        for session in v["outcomes"]["rows"].as_array_mut().unwrap() {
+            for row in session.as_array_mut().unwrap() {
+                let row = row.as_array_mut().unwrap();
+                if row.len() > 2 && row[1].is_u64() {
+                    row[1] = 999999.into();
+                }
+            }
+        }
+    });
+    refused(&good, &bad, "the file was edited");
+    let bad = tampered(&good, &d.path().join("label"), |v| {
+        let s = v["sessions"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|s| s["label"] == "clean")
+            .unwrap();
+        s["label"] = "loop".into();
+        s["onset_turn"] = 1.into();
+    });
+    refused(&good, &bad, "do not match the record");
+    let bad = tampered(&good, &d.path().join("score"), |v| {
+        v["scores"][0]["recall"] = 1.0.into();
+    });
+    refused(&good, &bad, "recall is 1.0");
+    let bad = tampered(&good, &d.path().join("version"), |v| {
+        v["looptune_version"] = "9.9.9".into();
+    });
+    refused(
+        &good,
+        &bad,
+        "looptune_version 9.9.9 is not a version up to this one",
+    );
+}
