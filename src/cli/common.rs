@@ -199,7 +199,7 @@ fn distinct_outputs(outputs: &[PathBuf]) -> Result<()> {
         let k = key(o);
         if let Some((_, first)) = seen.iter().find(|(s, _)| *s == k) {
             return Err(Error::Usage(format!(
-                "refusing to write {} twice: {} is the same file; --markdown, --junit and the files of --out must each name a different file",
+                "refusing to write {} twice (also as {}): --markdown, --junit and the files of --out must each name a different file",
                 o.display(),
                 first.display()
             )));

@@ -425,3 +425,167 @@ fn a_tampered_summary_is_refused_by_report_and_diff() {
         "looptune_version 9.9.9 is not a version up to this one",
     );
 }
+
+/// An OpenCode database at `path`: one session whose assistant message has
+/// one part per row of `parts` (SQL expressions for `data`), or with `part`
+/// given as its own `CREATE TABLE` (generated columns).
+fn opencode_db(path: &Path, part_table: &str, inserts: &str) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(&format!(
+        r#"
+CREATE TABLE session (id text PRIMARY KEY, title text, directory text, version text, parent_id text, time_created integer);
+CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL, time_created integer NOT NULL, data text NOT NULL);
+{part_table}
+INSERT INTO session VALUES ('ses_1', 't', '/w', '1.2.0', NULL, 1);
+INSERT INTO message VALUES ('msg_1', 'ses_1', 1, '{{"role":"user"}}');
+INSERT INTO message VALUES ('msg_2', 'ses_1', 2, '{{"role":"assistant","modelID":"m"}}');
+{inserts}
+"#
+    ))
+    .unwrap();
+}
+
+fn replay_db(db: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    looptune()
+        .arg("replay")
+        .arg(db)
+        .args(extra)
+        .timeout(std::time::Duration::from_secs(120))
+        .assert()
+}
+
+/// Item 1: a database cell SQLite computes (a generated column) may not
+/// yield more than the database's cap, nor may all its cells together: a
+/// 40 KB file made replay hold 1 GB a row.
+#[test]
+fn a_database_yields_no_more_than_its_cap() {
+    let d = tempfile::tempdir().unwrap();
+    // 20 MB in one cell of a file of a few KB: past the 16 MiB floor.
+    let one = d.path().join("one").join("opencode.db");
+    std::fs::create_dir_all(one.parent().unwrap()).unwrap();
+    opencode_db(
+        &one,
+        "CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, n integer, data text GENERATED ALWAYS AS ('{\"type\":\"text\",\"text\":\"' || printf('%.*c', n, 'x') || '\"}') VIRTUAL);",
+        "INSERT INTO part (id, message_id, n) VALUES ('prt_1', 'msg_2', 20000000);",
+    );
+    for lenient in [false, true] {
+        let extra: &[&str] = if lenient { &["--lenient"] } else { &[] };
+        replay_db(&one, extra)
+            .code(2)
+            .stderr(predicate::str::contains(one.display().to_string()))
+            .stderr(predicate::str::contains("longer than the cap"));
+    }
+    // Five cells of 4 MB: each within the cap, together past it.
+    let many = d.path().join("many").join("opencode.db");
+    std::fs::create_dir_all(many.parent().unwrap()).unwrap();
+    let rows: String = (1..=5)
+        .map(|i| {
+            format!("INSERT INTO part (id, message_id, n) VALUES ('prt_{i}', 'msg_2', 4000000);\n")
+        })
+        .collect();
+    opencode_db(
+        &many,
+        "CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, n integer, data text GENERATED ALWAYS AS ('{\"type\":\"text\",\"text\":\"' || printf('%.*c', n, 'x') || '\"}') VIRTUAL);",
+        &rows,
+    );
+    replay_db(&many, &[])
+        .code(2)
+        .stderr(predicate::str::contains("the database yields more than"));
+    // A small one of the same shape is read.
+    let small = d.path().join("small").join("opencode.db");
+    std::fs::create_dir_all(small.parent().unwrap()).unwrap();
+    opencode_db(
+        &small,
+        "CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, n integer, data text GENERATED ALWAYS AS ('{\"type\":\"text\",\"text\":\"' || printf('%.*c', n, 'x') || '\"}') VIRTUAL);",
+        "INSERT INTO part (id, message_id, n) VALUES ('prt_1', 'msg_2', 1000);",
+    );
+    replay_db(&small, &[]).success();
+}
+
+/// Item 14: a cell of the wrong type stops the read naming table, row and
+/// column; `--lenient` skips and counts the row and reads the rest.
+#[test]
+fn a_wrongly_typed_cell_is_named_or_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "blob",
+            "X'00ff'",
+            "prt_2",
+            "column `data` holds a BLOB, not text",
+        ),
+        ("null", "NULL", "prt_2", "column `data` is NULL"),
+        (
+            "utf8",
+            "CAST(X'7b22ff' AS TEXT)",
+            "prt_2",
+            "column `data` is not valid UTF-8",
+        ),
+    ];
+    for (name, bad, row, why) in cases {
+        let db = d.path().join(name).join("opencode.db");
+        std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+        opencode_db(
+            &db,
+            "CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, data text);",
+            &format!(
+                "INSERT INTO part VALUES ('prt_1', 'msg_2', '{{\"type\":\"text\",\"text\":\"hi\"}}');\nINSERT INTO part VALUES ('prt_2', 'msg_2', {bad});"
+            ),
+        );
+        replay_db(&db, &[])
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                "table `part`, row {row}: {why}"
+            )));
+        replay_db(&db, &["--lenient"]).success();
+    }
+    // An INTEGER id: the row is named by its place.
+    let db = d.path().join("int").join("opencode.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    opencode_db(
+        &db,
+        "CREATE TABLE part (id, message_id text NOT NULL, data text);",
+        "INSERT INTO part VALUES (7, 'msg_2', '{\"type\":\"text\",\"text\":\"hi\"}');",
+    );
+    replay_db(&db, &[]).code(2).stderr(predicate::str::contains(
+        "table `part`, row 7: column `id` holds an INTEGER, not text",
+    ));
+    replay_db(&db, &["--lenient"]).success();
+}
+
+/// Item 5: an OpenHands V1 event file that is a FIFO or a link to a device
+/// is not read (the read would block, or grow without end): strict names
+/// it, `--lenient` skips it.
+#[cfg(unix)]
+#[test]
+fn openhands_v1_event_files_are_read_only_when_regular() {
+    let d = tempfile::tempdir().unwrap();
+    let from = root().join("tests/fixtures/import/openhands-v1/5f1c0e7a9b2d4c6e8f0a1b2c3d4e5f60");
+    let conv = d.path().join("5f1c0e7a9b2d4c6e8f0a1b2c3d4e5f60");
+    std::fs::create_dir_all(conv.join("events")).unwrap();
+    std::fs::copy(from.join("base_state.json"), conv.join("base_state.json")).unwrap();
+    let mut last = 0;
+    for e in std::fs::read_dir(from.join("events")).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().into_string().unwrap();
+        last = last.max(name[6..11].parse::<u32>().unwrap());
+        std::fs::copy(e.path(), conv.join("events").join(&name)).unwrap();
+    }
+    let fifo = conv
+        .join("events")
+        .join(format!("event-{:05}-fifo.json", last + 1));
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let zero = conv
+        .join("events")
+        .join(format!("event-{:05}-zero.json", last + 2));
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    replay_db(&conv, &[])
+        .code(2)
+        .stderr(predicate::str::contains(fifo.display().to_string()))
+        .stderr(predicate::str::contains("not a regular file"));
+    replay_db(&conv, &["--lenient"]).success();
+}
