@@ -589,3 +589,81 @@ fn openhands_v1_event_files_are_read_only_when_regular() {
         .stderr(predicate::str::contains("not a regular file"));
     replay_db(&conv, &["--lenient"]).success();
 }
+
+/// Item 4: an Inspect AI `.json` log is read in time linear in its samples
+/// (each sample scanned every message's line entry: 10k samples took 44 s
+/// in a debug build, 4 s after). The bound leaves four times the headroom.
+#[test]
+fn an_inspect_json_log_is_read_in_linear_time() {
+    let d = tempfile::tempdir().unwrap();
+    let samples: Vec<serde_json::Value> = (0..10_000)
+        .map(|i| {
+            serde_json::json!({"id": i, "epoch": 1, "uuid": format!("u{i}"), "input": "x", "target": "y",
+                "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]})
+        })
+        .collect();
+    let log = serde_json::json!({"version": 2, "status": "success",
+        "eval": {"eval_id": "E1", "run_id": "R1", "created": "2026-06-04T10:00:00+00:00", "task": "t", "task_id": "T1", "model": "openai/gpt-5"},
+        "samples": samples});
+    let path = d.path().join("log.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&log).unwrap()).unwrap();
+    looptune()
+        .arg("replay")
+        .arg(&path)
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success();
+}
+
+/// Item 2: a `.eval` archive's members together expand at most
+/// `--max-gzip-ratio` times the archive's size (past the 16 MiB floor),
+/// not only each member: members each just under the floor added up to
+/// gigabytes from a 26 KB file.
+#[test]
+fn an_eval_archives_members_together_obey_the_ratio() {
+    use std::io::{Read, Write};
+    let d = tempfile::tempdir().unwrap();
+    let fixture = root().join("tests/fixtures/formats-2026/inspect/deflate.eval");
+    let mut from = zip::ZipArchive::new(std::fs::File::open(&fixture).unwrap()).unwrap();
+    let mut make = |path: &Path, members: usize, pad: usize| {
+        let mut to = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        let mut sample = Vec::new();
+        for i in 0..from.len() {
+            let mut f = from.by_index(i).unwrap();
+            let name = f.name().to_string();
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes).unwrap();
+            if name == "samples/1_epoch_1.json" {
+                sample = bytes.clone();
+            }
+            if name.starts_with("samples/") || to.start_file(&name, opts).is_err() {
+                continue;
+            }
+            to.write_all(&bytes).unwrap();
+        }
+        // The same sample under other names, each padded with spaces.
+        for m in 0..members {
+            to.start_file(format!("samples/{m}_epoch_1.json"), opts)
+                .unwrap();
+            to.write_all(&sample).unwrap();
+            to.write_all(&vec![b' '; pad]).unwrap();
+        }
+        to.finish().unwrap();
+    };
+    let big = d.path().join("big.eval");
+    make(&big, 4, 6 << 20);
+    assert!(std::fs::metadata(&big).unwrap().len() < 200_000);
+    looptune()
+        .arg("replay")
+        .arg(&big)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "the archive's members expand past",
+        ));
+    let small = d.path().join("small.eval");
+    make(&small, 4, 1 << 20);
+    looptune().arg("replay").arg(&small).assert().success();
+}
