@@ -94,8 +94,9 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
         let mut n = 0;
         while let Some(row) = rows.next()? {
             n += 1;
-            let cells = || -> std::result::Result<_, String> {
-                let id = sqlite::cell_int(row, 0, "id")?.ok_or("column `id` is NULL")?;
+            let cells = || -> std::result::Result<_, sqlite::CellError> {
+                let id = sqlite::cell_int(row, 0, "id")?
+                    .ok_or_else(|| sqlite::CellError("column `id` is NULL".into()))?;
                 Ok((
                     id,
                     sqlite::cell_needed(row, 1, "session_id")?,

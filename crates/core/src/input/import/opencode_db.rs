@@ -76,7 +76,7 @@ pub(crate) fn bad_row(
 fn three(
     row: &rusqlite::Row,
     names: [&str; 3],
-) -> std::result::Result<(String, String, String), String> {
+) -> std::result::Result<(String, String, String), sqlite::CellError> {
     Ok((
         cell_needed(row, 0, names[0])?,
         cell_needed(row, 1, names[1])?,
@@ -127,7 +127,7 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
         let mut n = 0;
         while let Some(row) = rows.next()? {
             n += 1;
-            let read = || -> std::result::Result<Sess, String> {
+            let read = || -> std::result::Result<Sess, sqlite::CellError> {
                 let id = cell_needed(row, id_col, "id")?;
                 let mut meta = Map::new();
                 meta.insert("id".into(), Value::String(id.clone()));

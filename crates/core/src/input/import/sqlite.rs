@@ -79,23 +79,30 @@ impl Budget {
 
 /// Why a cell cannot be read as its column should hold: the column and
 /// what it holds, for the message naming the table and row.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct CellError(pub(crate) String);
+
+/// A text cell (NULL: `None`), or why not.
 pub(crate) fn cell_text(
     row: &rusqlite::Row,
     i: usize,
     name: &str,
-) -> std::result::Result<Option<String>, String> {
+) -> std::result::Result<Option<String>, CellError> {
     use rusqlite::types::ValueRef;
     match row.get_ref(i) {
         Ok(ValueRef::Null) => Ok(None),
         Ok(ValueRef::Text(b)) => match std::str::from_utf8(b) {
             Ok(s) => Ok(Some(s.to_string())),
-            Err(e) => Err(format!("column `{name}` is not valid UTF-8 ({e})")),
+            Err(e) => Err(CellError(format!(
+                "column `{name}` is not valid UTF-8 ({e})"
+            ))),
         },
-        Ok(v) => Err(format!(
+        Ok(v) => Err(CellError(format!(
             "column `{name}` holds {}, not text",
             kind(v.data_type())
-        )),
-        Err(e) => Err(format!("column `{name}`: {e}")),
+        ))),
+        Err(e) => Err(CellError(format!("column `{name}`: {e}"))),
     }
 }
 
@@ -104,8 +111,8 @@ pub(crate) fn cell_needed(
     row: &rusqlite::Row,
     i: usize,
     name: &str,
-) -> std::result::Result<String, String> {
-    cell_text(row, i, name)?.ok_or_else(|| format!("column `{name}` is NULL"))
+) -> std::result::Result<String, CellError> {
+    cell_text(row, i, name)?.ok_or_else(|| CellError(format!("column `{name}` is NULL")))
 }
 
 /// An integer cell (NULL: `None`), or why not.
@@ -113,16 +120,16 @@ pub(crate) fn cell_int(
     row: &rusqlite::Row,
     i: usize,
     name: &str,
-) -> std::result::Result<Option<i64>, String> {
+) -> std::result::Result<Option<i64>, CellError> {
     use rusqlite::types::ValueRef;
     match row.get_ref(i) {
         Ok(ValueRef::Null) => Ok(None),
         Ok(ValueRef::Integer(n)) => Ok(Some(n)),
-        Ok(v) => Err(format!(
+        Ok(v) => Err(CellError(format!(
             "column `{name}` holds {}, not an integer",
             kind(v.data_type())
-        )),
-        Err(e) => Err(format!("column `{name}`: {e}")),
+        ))),
+        Err(e) => Err(CellError(format!("column `{name}`: {e}"))),
     }
 }
 
