@@ -141,6 +141,7 @@ pub(crate) fn guard_outputs(
     if outputs.is_empty() {
         return Ok(());
     }
+    distinct_outputs(outputs)?;
     let canon = |p: &std::path::Path| std::fs::canonicalize(p).ok();
     let others = crate::input::InputList::walk(others, false);
     let mut given: Vec<PathBuf> = Vec::new();
@@ -173,6 +174,42 @@ pub(crate) fn guard_outputs(
                 )));
             }
         }
+    }
+    Ok(())
+}
+
+/// Refuse two outputs that are one file (`--markdown OUT/summary.json`,
+/// `--junit X --markdown X`): the later would silently replace the earlier.
+/// Compared as the folder's canonical path and the file name, so a file
+/// that does not exist yet is compared too; `-` (stdout) is not a file.
+fn distinct_outputs(outputs: &[PathBuf]) -> Result<()> {
+    let key = |p: &std::path::Path| -> PathBuf {
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let dir = std::fs::canonicalize(parent)
+            .or_else(|_| std::path::absolute(parent))
+            .unwrap_or_else(|_| parent.to_path_buf());
+        match p.file_name() {
+            Some(n) => dir.join(n),
+            None => dir,
+        }
+    };
+    let mut seen: Vec<(PathBuf, &PathBuf)> = Vec::new();
+    for o in outputs {
+        if crate::util::outdir::is_stdout(o) {
+            continue;
+        }
+        let k = key(o);
+        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == k) {
+            return Err(Error::Usage(format!(
+                "refusing to write {} twice (also as {}): --markdown, --junit and the files of --out must each name a different file",
+                o.display(),
+                first.display()
+            )));
+        }
+        seen.push((k, o));
     }
     Ok(())
 }

@@ -138,8 +138,11 @@ pub fn diff_command(
     let mut inputs = result_inputs(base);
     inputs.extend(result_inputs(new));
     guard_outputs(&ci.outputs(), None, &inputs)?;
+    let (base_path, new_path) = (base, new);
     let base = crate::score::analyze(crate::result::SweepRecord::load(base)?)?;
+    crate::report::summary::check_scores(base_path, &base)?;
     let mut new = crate::score::analyze(crate::result::SweepRecord::load(new)?)?;
+    crate::report::summary::check_scores(new_path, &new)?;
     let mut shape = req.shape;
     if let Some(c) = &req.config {
         new.chosen = crate::result::find_config(&new.record.grid, c)?;

@@ -61,6 +61,10 @@ pub struct ImportRequest {
 /// `looptune import`: native logs to one canonical JSONL file.
 pub fn import_command(req: &ImportRequest, err: &mut dyn Write) -> Result<i32> {
     let (paths, read, output) = (&req.paths, &req.read, req.output.as_path());
+    // Made first, so SIGINT/SIGTERM from here on exit 130/143 and remove
+    // what was staged (the file is written in a staging folder, moved in at
+    // the end): no half-written temporary file is left in the folder.
+    let mut set = crate::util::outdir::OutputSet::new();
     // The inputs are walked once, for the guard and for the read.
     let inputs = crate::input::InputList::walk(paths, read.lenient);
     guard_outputs(&[output.to_path_buf()], Some(&inputs), &[])?;
@@ -89,7 +93,8 @@ pub fn import_command(req: &ImportRequest, err: &mut dyn Write) -> Result<i32> {
             .and_then(|_| stdout.flush())
             .map_err(|e| Error::io("<stdout>", e))?;
     } else {
-        crate::report::write_atomic(output, &bytes).map_err(|e| Error::io(output, e))?;
+        set.write(output, &bytes)?;
+        set.commit()?;
     }
     let whole = corpus.sessions.iter().filter(|s| s.whole_messages).count();
     writeln!(

@@ -17,8 +17,8 @@ The merged outputs are byte-identical to one machine's run over the same
 sessions (wall times aside). Parts must come from the same grid, options,
 inputs and labels, and every shard must be given exactly once.
 
-Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 results written but
-a report failed.";
+Exit codes: 0 ok, 1 a gate tripped, 2 bad input or usage, 3 a report could not
+be written (nothing of the set was replaced).";
 
 #[derive(Debug, Args)]
 pub(super) struct MergeArgs {

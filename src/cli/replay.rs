@@ -30,7 +30,7 @@ Exit codes:
   0  ok: everything ran and was written
   1  --fail-on-detection or a gate (--require) tripped
   2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written
-  3  results were written, but a report (Markdown, JUnit) failed";
+  3  a report (Markdown, JUnit) could not be written: neither was replaced";
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(super) enum Format {

@@ -28,7 +28,7 @@ Exit codes:
   0  ok: everything ran and was written
   1  a gate (--require) tripped
   2  bad input, configuration or usage (FILE:LINE: what is wrong); nothing written
-  3  results were written, but a report (HTML, Markdown, JUnit) failed
+  3  a report (HTML, Markdown, JUnit) could not be written: nothing of the set was replaced
   130, 143  interrupted (SIGINT, SIGTERM): the previous outputs are left whole";
 
 #[derive(Debug, Args)]

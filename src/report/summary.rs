@@ -365,3 +365,77 @@ fn cross_validation(r: &SweepResult, cv: &crate::score::recommend::CrossValidati
         "chosen": chosen,
     })
 }
+
+/// Refuse a `summary.json` whose scores are not what its record gives: the
+/// record (outcomes, labels) is what every reader uses and the scores are
+/// derived from it, so a detection turn, a label or a score edited by hand
+/// shows as a difference between the two (`report` and `diff` would
+/// otherwise re-render or compare the edit as if a sweep had made it).
+/// Checked for files this version wrote; another version's scores may
+/// differ by design (a newer one is refused when the record is loaded).
+/// Read as a stream, the scores alone kept.
+pub fn check_scores(path: &std::path::Path, r: &SweepResult) -> crate::error::Result<()> {
+    let file = if path.is_dir() {
+        path.join(crate::util::outdir::SUMMARY_JSON)
+    } else {
+        path.to_path_buf()
+    };
+    #[derive(serde::Deserialize)]
+    struct Stored {
+        looptune_version: Option<String>,
+        scores: Option<Vec<Value>>,
+    }
+    let refuse = |message: String| crate::error::Error::File {
+        path: file.display().to_string(),
+        message,
+    };
+    let reader = std::fs::File::open(&file)
+        .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+        .map_err(|e| crate::error::Error::io(&file, e))?;
+    let stored: Stored = serde_json::from_reader(reader)
+        .map_err(|e| refuse(format!("not a looptune result ({e})")))?;
+    if stored.looptune_version.as_deref() != Some(env!("CARGO_PKG_VERSION")) {
+        return Ok(());
+    }
+    let Some(stored) = stored.scores else {
+        return Err(refuse(
+            "scores are missing: the file was edited; rerun the sweep".into(),
+        ));
+    };
+    // Through the writer's text, so numbers compare as the file holds them.
+    let text = serde_json::to_string(&Scores(r)).map_err(|e| refuse(e.to_string()))?;
+    let made: Vec<Value> = serde_json::from_str(&text).map_err(|e| refuse(e.to_string()))?;
+    let id = |v: &Value| v.get("config").and_then(Value::as_str).map(str::to_string);
+    let by_id: std::collections::HashMap<String, &Value> =
+        stored.iter().filter_map(|v| Some((id(v)?, v))).collect();
+    if stored.len() != made.len() || by_id.len() != made.len() {
+        return Err(refuse(format!(
+            "{} scores for {} configurations: the file was edited; rerun the sweep",
+            stored.len(),
+            made.len()
+        )));
+    }
+    for m in &made {
+        let c = id(m).unwrap_or_default();
+        let Some(s) = by_id.get(&c) else {
+            return Err(refuse(format!(
+                "configuration {c} has no scores: the file was edited; rerun the sweep"
+            )));
+        };
+        if *s == m {
+            continue;
+        }
+        let field = m
+            .as_object()
+            .and_then(|o| o.iter().find(|(k, v)| s.get(k.as_str()) != Some(v)))
+            .map(|(k, v)| {
+                let was = s.get(k.as_str()).cloned().unwrap_or(Value::Null);
+                format!("{k} is {was}, the outcomes and labels give {v}")
+            })
+            .unwrap_or_else(|| "an unknown score was added".into());
+        return Err(refuse(format!(
+            "scores of configuration {c} do not match the record ({field}): the file was edited; rerun the sweep"
+        )));
+    }
+    Ok(())
+}

@@ -17,6 +17,7 @@ mod groups;
 mod guard;
 mod hardening;
 mod hardening3;
+mod hardening4;
 mod import_corpus;
 mod import_edge;
 mod label;

@@ -8,7 +8,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_GATE: i32 = 1;
 /// Exit code: bad input, bad configuration or bad usage; nothing was written.
 pub const EXIT_INPUT: i32 = 2;
-/// Exit code: results were written, but a report (HTML, Markdown, JUnit) failed.
+/// Exit code: a report (HTML, Markdown, JUnit) could not be written; the
+/// set it belongs to was not replaced (a sweep's outputs go in whole or not at all).
 pub const EXIT_REPORT: i32 = 3;
 
 /// Prefix of the error message for a file no importer recognises; reading a
@@ -74,7 +75,7 @@ pub enum Error {
         /// Why none was read.
         why: NoSessions,
     },
-    /// Results were written, but a report failed.
+    /// A report could not be written (its set was not replaced).
     #[error("failed to write {}: {message}", path.display())]
     Report {
         /// The report file.

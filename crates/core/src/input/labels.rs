@@ -277,13 +277,39 @@ fn csv_rows(display: &str, text: &str) -> Result<Vec<RawRow>> {
     };
     let o = col("onset_turn");
     let mut rows = Vec::new();
+    // Lines counted from the byte where a record starts: the csv crate's own
+    // line is one too low after CRLF line ends. Counted on from the last
+    // record, so the whole file is scanned once.
+    let mut counted = (0usize, 1u64);
+    let mut line_at = |byte: u64| -> u64 {
+        let mut byte = (byte as usize).min(text.len());
+        // After a CRLF the position is at the `\n` the last record left:
+        // the record itself starts past the line end.
+        while matches!(text.as_bytes().get(byte), Some(b'\r' | b'\n')) {
+            byte += 1;
+        }
+        if byte < counted.0 {
+            counted = (0, 1);
+        }
+        let newlines = text.as_bytes()[counted.0..byte]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        counted = (byte, counted.1 + newlines as u64);
+        counted.1
+    };
     for rec in rdr.records() {
-        let rec = rec.map_err(|e| Error::Line {
-            path: display.into(),
-            line: e.position().map_or(0, |p| p.line()),
-            message: format!("bad CSV ({e})"),
-        })?;
-        let line = rec.position().map_or(0, |p| p.line());
+        let rec = match rec {
+            Ok(rec) => rec,
+            Err(e) => {
+                return Err(Error::Line {
+                    path: display.into(),
+                    line: e.position().map_or(0, |p| line_at(p.byte())),
+                    message: format!("bad CSV ({e})"),
+                })
+            }
+        };
+        let line = rec.position().map_or(0, |p| line_at(p.byte()));
         let get = |i: Option<usize>| i.and_then(|i| rec.get(i)).unwrap_or("").trim().to_string();
         let extra = headers
             .iter()
@@ -650,6 +676,37 @@ mod tests {
             e.ends_with("l.jsonl:2: field `label` must be `loop` or `clean`, not `maybe`"),
             "{e}"
         );
+    }
+
+    /// CRLF line ends (issue #42, item 17): the line named is the line the
+    /// row is on, as with LF, also past a quoted field spanning lines.
+    #[test]
+    fn crlf_rows_are_named_by_their_own_line() {
+        for nl in ["\n", "\r\n"] {
+            let text = [
+                "session,label,onset_turn",
+                "a1,clean,",
+                "\"a\r\n2\",clean,",
+                "a3,clean,",
+                "a4,loop,",
+                "",
+            ]
+            .join(nl);
+            let (_d, p) = write("l.csv", &text);
+            let e = read_labels_file(&p, false, &mut vec![])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.ends_with("l.csv:6: field `onset_turn` is required for a `loop` label"),
+                "{nl:?}: {e}"
+            );
+            let text = ["session,label,onset_turn", "a1,clean,", "a1,clean,", ""].join(nl);
+            let (_d, p) = write("l.csv", &text);
+            let e = read_labels_file(&p, false, &mut vec![])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("l.csv:3: duplicate label"), "{nl:?}: {e}");
+        }
     }
 
     fn clean(n: usize) -> String {

@@ -277,14 +277,21 @@ fn load_path(
         });
     };
     let (sha256, stored) = path_digest(path, opts.digests)?;
-    let fs =
-        match crate::input::import::import_path(fmt, path, &display, &found.stem(), opts.lenient) {
-            Ok(fs) => fs,
-            Err(Error::Io { path, source }) if walked && opts.lenient => {
-                return Ok(Loaded::Unreadable(unreadable_note(&path, source)));
-            }
-            Err(e) => return Err(e),
-        };
+    // A database's cells obey the caps a compressed stream does.
+    let caps = crate::input::format::Caps {
+        max_bytes: opts.max_gzip_bytes,
+        max_ratio: opts.max_gzip_ratio,
+    };
+    let read = crate::input::format::with_caps(caps, || {
+        crate::input::import::import_path(fmt, path, &display, &found.stem(), opts.lenient)
+    });
+    let fs = match read {
+        Ok(fs) => fs,
+        Err(Error::Io { path, source }) if walked && opts.lenient => {
+            return Ok(Loaded::Unreadable(unreadable_note(&path, source)));
+        }
+        Err(e) => return Err(e),
+    };
     progress.inc(stored);
     Ok(Loaded::File {
         display,

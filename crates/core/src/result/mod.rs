@@ -999,6 +999,9 @@ impl SweepRecord {
         } else {
             path.to_path_buf()
         };
+        // A run killed while moving its outputs in is finished first, so the
+        // record read is never one set's beside another set's files.
+        crate::util::outdir::finish_interrupted(file.parent().unwrap_or(Path::new(".")))?;
         let name = file.display().to_string();
         // Read as a stream, never whole: a large result's file is hundreds
         // of megabytes, and its hits and explanations go to temporary files
@@ -1050,6 +1053,18 @@ impl SweepRecord {
         };
         if !supported(Some(record.schema_version as u64)) {
             return Err(wrong_version(Some(record.schema_version as u64)));
+        }
+        // A version after this one cannot have been written by a looptune
+        // this one knows: its fields may mean something else.
+        if !version_at_most(&record.looptune_version, env!("CARGO_PKG_VERSION")) {
+            return Err(Error::File {
+                path: name.clone(),
+                message: format!(
+                    "looptune_version {} is not a version up to this one ({}); rerun the sweep with this looptune",
+                    crate::util::escape::terminal(&record.looptune_version),
+                    env!("CARGO_PKG_VERSION")
+                ),
+            });
         }
         record.validate().map_err(|e| Error::File {
             path: name.clone(),
@@ -1374,6 +1389,17 @@ impl Baseline {
     pub fn index(self) -> usize {
         self.0
     }
+}
+
+/// True when `version` is a release (`MAJOR.MINOR.PATCH`, a suffix such as
+/// `-rc.1` ignored) no later than `ours`.
+fn version_at_most(version: &str, ours: &str) -> bool {
+    let parse = |v: &str| -> Option<Vec<u64>> {
+        let core = v.split(['-', '+']).next()?;
+        let parts: Option<Vec<u64>> = core.split('.').map(|p| p.parse().ok()).collect();
+        parts.filter(|p| p.len() == 3)
+    };
+    matches!((parse(version), parse(ours)), (Some(v), Some(o)) if v <= o)
 }
 
 /// Find the baseline: a stock configuration of `profile` (default: the grid's base profile).

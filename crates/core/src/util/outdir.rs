@@ -5,6 +5,14 @@
 //! SIGTERM remove the staging folders and leave the previous outputs as they
 //! were; a signal that arrives while the files are being moved in waits for
 //! the move to finish (a few renames), so the set is always whole.
+//!
+//! A `kill -9` runs no cleanup, so the switch from the old set to the new is
+//! decided at one rename: before its first move, a commit renames a journal
+//! (`.looptune-committed`, the names to move) into each staging folder. A
+//! staging folder holding a journal is a set that must be finished, and the
+//! next writer of the folder, and every reader of a result in it
+//! ([`finish_interrupted`]), moves its remaining files in first; one without
+//! a journal was never committed and is removed.
 
 use crate::error::{Error, Result};
 use std::io::Write;
@@ -20,6 +28,18 @@ pub const EXIT_SIGTERM: i32 = 143;
 /// The lock is also held while a set is moved into place.
 static STAGING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// True once a set has been moved into place in this process (set under the
+/// [`STAGING`] lock): what the signal thread says depends on it.
+static COMMITTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The signal received (0: none), set by the signal thread before it waits
+/// for a commit in progress.
+static SIGNALLED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The journal a commit renames into a staging folder before its first
+/// move: the file names to move in, one a line.
+const JOURNAL: &str = ".looptune-committed";
+
 /// Install the SIGINT/SIGTERM handler once: a thread that, on a signal, waits
 /// for any move in progress, removes the staging folders and exits.
 fn install_signal_cleanup() {
@@ -34,19 +54,35 @@ fn install_signal_cleanup() {
         };
         std::thread::spawn(move || {
             if let Some(sig) = signals.forever().next() {
+                // Told before the wait: a commit in progress ends the
+                // process itself once its set is in place.
+                SIGNALLED.store(sig, std::sync::atomic::Ordering::SeqCst);
                 let staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
                 for dir in staging.iter() {
                     let _ = std::fs::remove_dir_all(dir);
                 }
-                eprintln!("interrupted: previous outputs left as they were");
-                std::process::exit(if sig == SIGINT {
-                    EXIT_SIGINT
-                } else {
-                    EXIT_SIGTERM
-                });
+                // A signal that waited for a commit to finish must not say
+                // the previous outputs were kept: the new ones are in place.
+                let committed =
+                    staging.is_empty() && COMMITTED.load(std::sync::atomic::Ordering::SeqCst);
+                interrupted(sig, committed);
             }
         });
     });
+}
+
+/// Say what an interruption left and exit 130 (SIGINT) or 143 (SIGTERM).
+fn interrupted(sig: i32, committed: bool) -> ! {
+    if committed {
+        eprintln!("interrupted: the new outputs were already written whole");
+    } else {
+        eprintln!("interrupted: previous outputs left as they were");
+    }
+    #[cfg(unix)]
+    let int = sig == signal_hook::consts::SIGINT;
+    #[cfg(not(unix))]
+    let int = sig == 2;
+    std::process::exit(if int { EXIT_SIGINT } else { EXIT_SIGTERM });
 }
 
 /// The files of one command's output, staged until [`OutputSet::commit`].
@@ -121,22 +157,93 @@ impl FolderLock {
     }
 }
 
-/// Remove the staging folders a killed run left in `dir` (`kill -9` runs no
-/// cleanup). Called with the folder's lock held, so none of them belongs to
-/// a live writer.
-fn remove_stale_staging(dir: &Path) {
+/// The staging folders in `dir` (whether or not a live writer owns them).
+fn staging_folders(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+        return Vec::new();
     };
-    for e in entries.flatten() {
-        let stale = e
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.starts_with(".looptune-stage-"));
-        if stale && e.file_type().is_ok_and(|t| t.is_dir()) {
-            let _ = std::fs::remove_dir_all(e.path());
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(".looptune-stage-"))
+                && e.file_type().is_ok_and(|t| t.is_dir())
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Deal with the staging folders a killed run left in `dir` (`kill -9` runs
+/// no cleanup): one whose set was committed (it holds the journal) has its
+/// remaining files moved in, so the folder holds the new set whole; any
+/// other is removed. Called with the folder's lock held, so none of them
+/// belongs to a live writer. True when a set was finished.
+fn settle_stale_staging(dir: &Path) -> Result<bool> {
+    let mut finished = false;
+    for stage in staging_folders(dir) {
+        match std::fs::read_to_string(stage.join(JOURNAL)) {
+            Ok(names) => {
+                for name in names.lines().filter(|n| !n.is_empty() && !n.contains('/')) {
+                    let staged = stage.join(name);
+                    if std::fs::symlink_metadata(&staged).is_ok() {
+                        move_into(&staged, &dir.join(name)).map_err(|e| Error::File {
+                            path: dir.join(name).display().to_string(),
+                            message: format!(
+                                "an interrupted run left its new outputs half moved in ({}), and they could not be finished: {e}",
+                                stage.display()
+                            ),
+                        })?;
+                    }
+                }
+                finished = true;
+                let _ = std::fs::remove_dir_all(&stage);
+            }
+            Err(_) => {
+                let _ = std::fs::remove_dir_all(&stage);
+            }
         }
     }
+    Ok(finished)
+}
+
+/// Before a result in `dir` is read: if a run was killed while moving its
+/// outputs into `dir` (its journal says the new set was committed), finish
+/// the move, so no reader ever sees new files beside old ones. Nothing to do
+/// (and no lock taken) in the usual case.
+pub fn finish_interrupted(dir: &Path) -> Result<()> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    if !staging_folders(dir)
+        .iter()
+        .any(|s| s.join(JOURNAL).is_file())
+    {
+        return Ok(());
+    }
+    // The lock: a live writer's journal is its own to finish.
+    let _lock = FolderLock::take(dir)?;
+    if settle_stale_staging(dir)? {
+        eprintln!(
+            "note: {}: finished moving in the outputs of a run that was killed while writing them",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Move one staged file to `target`. A replaced regular file's mode is kept;
+/// a replaced link (or anything else) is not copied from: the new file keeps
+/// the mode it was made with (a link's own mode is 0777).
+fn move_into(staged: &Path, target: &Path) -> std::io::Result<()> {
+    if let Ok(old) = std::fs::symlink_metadata(target) {
+        if old.is_file() {
+            let _ = std::fs::set_permissions(staged, old.permissions());
+        }
+    }
+    std::fs::rename(staged, target)
 }
 
 impl std::fmt::Debug for OutputSet {
@@ -167,7 +274,7 @@ impl OutputSet {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         // Taken before the process-wide lock, which a signal needs.
         self.locks.push(FolderLock::take(dir)?);
-        remove_stale_staging(dir);
+        settle_stale_staging(dir)?;
         let mut staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
         let t = tempfile::Builder::new()
             .prefix(".looptune-stage-")
@@ -210,6 +317,9 @@ impl OutputSet {
     /// put back as they were before the error is returned.
     pub fn commit(mut self) -> Result<Vec<PathBuf>> {
         let mut staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
+        // The journals first: from here on a `kill -9` leaves a set the next
+        // run (or reader) finishes, never a mix.
+        let journals = self.write_journals()?;
         let mut moved: Vec<(&PathBuf, Option<PathBuf>)> = Vec::new();
         let mut failure = None;
         for (i, (staged, target)) in self.files.iter().enumerate() {
@@ -218,22 +328,25 @@ impl OutputSet {
             }
             let mut backup = None;
             if let Ok(old) = std::fs::symlink_metadata(target) {
-                let _ = std::fs::set_permissions(staged, old.permissions());
                 let keep = staged.with_file_name(format!(".looptune-old-{i}"));
                 if old.is_file() && std::fs::hard_link(target, &keep).is_ok() {
                     backup = Some(keep);
                 }
             }
-            match std::fs::rename(staged, target) {
+            match move_into(staged, target) {
                 Ok(()) => moved.push((target, backup)),
                 Err(e) => {
                     failure = Some(Error::io(target, e));
                     break;
                 }
             }
+            test_kill_after_moves(moved.len());
         }
         if failure.is_some() {
-            // Put back what was moved, newest first.
+            // No longer a set to finish: put back what was moved, newest first.
+            for j in &journals {
+                let _ = std::fs::remove_file(j);
+            }
             for (target, backup) in moved.drain(..).rev() {
                 let _ = match backup {
                     Some(old) => std::fs::rename(old, target),
@@ -244,11 +357,60 @@ impl OutputSet {
         let written = moved.into_iter().map(|(t, _)| t.clone()).collect();
         staging.retain(|p| !self.folders.iter().any(|(_, t)| t.path() == p));
         self.folders.clear(); // TempDir drops remove the staging folders.
+        if failure.is_none() {
+            COMMITTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        // A signal that came during the moves waited for them: end here, so
+        // the run stops whatever the main thread would do next, and say
+        // which set is in place.
+        let sig = SIGNALLED.load(std::sync::atomic::Ordering::SeqCst);
+        if sig != 0 {
+            for dir in staging.iter() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            interrupted(sig, failure.is_none());
+        }
         drop(staging);
         match failure {
             Some(e) => Err(e),
             None => Ok(written),
         }
+    }
+}
+
+impl OutputSet {
+    /// Rename a journal into each staging folder that has a file to move:
+    /// its names, written and synced first, so it exists whole or not at
+    /// all. The journals' paths.
+    fn write_journals(&self) -> Result<Vec<PathBuf>> {
+        let mut journals = Vec::new();
+        for (dir, t) in &self.folders {
+            let names: Vec<&std::ffi::OsStr> = self
+                .files
+                .iter()
+                .filter(|(staged, _)| staged.parent() == Some(t.path()) && staged.exists())
+                .filter_map(|(staged, _)| staged.file_name())
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            let mut text = String::new();
+            for n in names {
+                text.push_str(&n.to_string_lossy());
+                text.push('\n');
+            }
+            let journal = t.path().join(JOURNAL);
+            let draft = t.path().join(".looptune-journal.tmp");
+            let written = std::fs::File::create(&draft).and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_all()
+            });
+            written
+                .and_then(|()| std::fs::rename(&draft, &journal))
+                .map_err(|e| Error::io(dir, e))?;
+            journals.push(journal);
+        }
+        Ok(journals)
     }
 }
 
@@ -272,6 +434,33 @@ fn test_delay() {
     {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
+}
+
+/// Debug builds only: `LOOPTUNE_TEST_KILL_AFTER_MOVES=N` kills the process
+/// with SIGKILL once a commit has moved `N` files (`LOOPTUNE_TEST_MOVE_DELAY_MS`
+/// waits after each move instead), so the tests can stop a run half way
+/// through its moves as `kill -9` would.
+fn test_kill_after_moves(moved: usize) {
+    #[cfg(debug_assertions)]
+    {
+        if let Some(ms) = std::env::var("LOOPTUNE_TEST_MOVE_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        let kill = std::env::var("LOOPTUNE_TEST_KILL_AFTER_MOVES")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok());
+        if kill == Some(moved) {
+            #[cfg(unix)]
+            // SAFETY: sending a signal to this process has no memory effects.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+        }
+    }
+    let _ = moved;
 }
 
 /// Debug builds only: `LOOPTUNE_TEST_DISK_FULL=NAME` makes writing a file
@@ -521,6 +710,95 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["a.csv", "b.csv"], "no staging or backup left");
+    }
+
+    /// What `kill -9` after `moves` renames of a commit leaves: the journal
+    /// written, some files moved, the staging folder still there.
+    fn killed_commit(set: OutputSet, moves: usize) {
+        let mut set = set;
+        set.write_journals().unwrap();
+        for (staged, target) in set.files.iter().take(moves) {
+            move_into(staged, target).unwrap();
+        }
+        // No cleanup, as after SIGKILL (the kernel drops the locks).
+        set.locks.clear();
+        let mut staging = STAGING.lock().unwrap_or_else(|e| e.into_inner());
+        staging.retain(|p| !set.folders.iter().any(|(_, t)| t.path() == p));
+        drop(staging);
+        for (_, t) in std::mem::take(&mut set.folders) {
+            let _ = t.keep();
+        }
+    }
+
+    #[test]
+    fn a_set_killed_while_moving_in_is_finished_by_the_next_reader_or_writer() {
+        for by_reader in [true, false] {
+            let d = tempfile::tempdir().unwrap();
+            let out = d.path();
+            for n in ["a.csv", "b.csv", "c.csv"] {
+                std::fs::write(out.join(n), b"old").unwrap();
+            }
+            let mut set = OutputSet::new();
+            for n in ["a.csv", "b.csv", "c.csv"] {
+                set.write(&out.join(n), b"new").unwrap();
+            }
+            killed_commit(set, 1);
+            assert_eq!(std::fs::read(out.join("b.csv")).unwrap(), b"old", "mixed");
+            if by_reader {
+                finish_interrupted(out).unwrap();
+            } else {
+                let mut next = OutputSet::new();
+                next.write(&out.join("d.csv"), b"next").unwrap();
+                next.commit().unwrap();
+            }
+            for n in ["a.csv", "b.csv", "c.csv"] {
+                assert_eq!(std::fs::read(out.join(n)).unwrap(), b"new", "{n}");
+            }
+            assert!(staging_folders(out).is_empty());
+        }
+    }
+
+    /// A staging folder whose journal was never written is not a committed
+    /// set: its files are dropped, the old set stays.
+    #[test]
+    fn a_set_killed_before_its_journal_is_dropped() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.csv"), b"old").unwrap();
+        let mut set = OutputSet::new();
+        set.write(&d.path().join("a.csv"), b"new").unwrap();
+        set.locks.clear();
+        for (_, t) in std::mem::take(&mut set.folders) {
+            let _ = t.keep();
+        }
+        finish_interrupted(d.path()).unwrap();
+        assert_eq!(staging_folders(d.path()).len(), 1, "a reader leaves it");
+        let mut next = OutputSet::new();
+        next.write(&d.path().join("b.csv"), b"b").unwrap();
+        next.commit().unwrap();
+        assert_eq!(std::fs::read(d.path().join("a.csv")).unwrap(), b"old");
+        assert!(staging_folders(d.path()).is_empty());
+    }
+
+    /// A file that replaces a link is a regular file with the usual mode,
+    /// not the link's 0777, and the link's target is untouched.
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_link_does_not_lend_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let plain = d.path().join("plain");
+        std::fs::write(&plain, b"x").unwrap();
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::write(&elsewhere, b"keep").unwrap();
+        let link = d.path().join("summary.md");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let mut set = OutputSet::new();
+        set.write(&link, b"new").unwrap();
+        set.commit().unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_file());
+        assert_eq!(mode(&link), mode(&plain));
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), b"keep");
     }
 
     #[test]

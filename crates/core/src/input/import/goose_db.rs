@@ -50,6 +50,7 @@ impl Format for GooseDb {
 
 fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read> {
     let mut out = Out::new("goose");
+    let mut budget = sqlite::Budget::of(Path::new(conn.path().unwrap_or_default()));
     conn.execute_batch("BEGIN")?;
     let cols = sqlite::columns(conn, ctx.display, "sessions")?;
     let order = if cols.iter().any(|c| c == "created_at") {
@@ -90,12 +91,29 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
             "SELECT id, session_id, role, content_json, created_timestamp FROM messages ORDER BY session_id, id",
         )?;
         let mut rows = stmt.query([])?;
+        let mut n = 0;
         while let Some(row) = rows.next()? {
-            let id: i64 = row.get(0)?;
-            let session: String = row.get(1)?;
-            let role: String = row.get(2)?;
-            let content: String = row.get(3)?;
-            let created: Option<i64> = row.get(4)?;
+            n += 1;
+            let cells = || -> std::result::Result<_, sqlite::CellError> {
+                let id = sqlite::cell_int(row, 0, "id")?
+                    .ok_or_else(|| sqlite::CellError("column `id` is NULL".into()))?;
+                Ok((
+                    id,
+                    sqlite::cell_needed(row, 1, "session_id")?,
+                    sqlite::cell_needed(row, 2, "role")?,
+                    sqlite::cell_needed(row, 3, "content_json")?,
+                    sqlite::cell_int(row, 4, "created_timestamp")?,
+                ))
+            };
+            let (id, session, role, content, created) = match cells() {
+                Ok(cells) => cells,
+                Err(why) => {
+                    let name = sqlite::row_name(row, 0, n);
+                    bad_row(&mut out, ctx, "messages", &name, why)?;
+                    continue;
+                }
+            };
+            budget.take(session.len() + role.len() + content.len(), ctx.display)?;
             let content = match crate::input::json::parse_json(&content) {
                 Ok(v) => v,
                 Err(e) => {

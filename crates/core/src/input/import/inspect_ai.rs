@@ -419,6 +419,13 @@ fn member<R: Read + std::io::Seek>(
     };
     let f = zip.by_name(name).map_err(|e| damaged(&e))?;
     let stored = f.compressed_size().max(1);
+    // The archive as a whole, as one compressed file: its members together
+    // may expand at most `max_ratio` times its size past the floor (members
+    // each just under the floor added up to gigabytes).
+    let archive = ctx.bytes.len() as u64;
+    let archive_cap = archive
+        .saturating_mul(caps.max_ratio)
+        .max(crate::input::format::RATIO_FLOOR);
     let too_big = |size: u64| -> Option<String> {
         if size > caps.max_bytes || total.saturating_add(size) > caps.max_bytes {
             Some(format!(
@@ -430,6 +437,11 @@ fn member<R: Read + std::io::Seek>(
         {
             Some(format!(
                 "ZIP member `{name}` expands more than {} times its {stored} bytes (--max-gzip-ratio raises the cap)",
+                caps.max_ratio
+            ))
+        } else if total.saturating_add(size) > archive_cap {
+            Some(format!(
+                "the archive's members expand past {archive_cap} bytes, more than {} times its {archive} bytes (at ZIP member `{name}`; --max-gzip-ratio raises the cap)",
                 caps.max_ratio
             ))
         } else {
@@ -571,12 +583,16 @@ fn read_json(ctx: &Ctx) -> Result<FileSessions> {
         ],
     );
     let starts = value_lines(ctx.bytes, &[Seg::Key("samples"), Seg::Index]);
+    // Each sample's message lines, grouped in one pass (a scan of every
+    // entry per sample made the read quadratic in samples).
+    let mut by_sample: Vec<HashMap<usize, u32>> = vec![HashMap::new(); samples.len()];
+    for (k, v) in &all {
+        if let Some(lines) = by_sample.get_mut(k[0]) {
+            lines.insert(k[1], *v);
+        }
+    }
     for (i, smp) in samples.iter().enumerate() {
-        let lines: HashMap<usize, u32> = all
-            .iter()
-            .filter(|(k, _)| k[0] == i)
-            .map(|(k, v)| (k[1], *v))
-            .collect();
+        let lines = std::mem::take(&mut by_sample[i]);
         if let Err(why) = sample(ctx, &mut out, &spec, &At::Inline(i), smp, &lines) {
             let line = starts.get(&vec![i]).copied().unwrap_or(0) as u64;
             out.bad(ctx, line, format!("samples[{i}]: {why}"))?;

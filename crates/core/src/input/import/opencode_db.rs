@@ -14,7 +14,7 @@
 //! `/message/<id>`, `/session_message/<id>`, `/session/<id>`).
 
 use super::common::{pointer, session_rec, Ctx, Out};
-use super::sqlite::{text_col, Read};
+use super::sqlite::{cell_needed, cell_text, row_name, Budget, Read};
 use super::{opencode, sqlite};
 use crate::error::{Error, Result};
 use crate::event::Record;
@@ -71,6 +71,19 @@ pub(crate) fn bad_row(
     }
 }
 
+/// The first three cells of `row`, each text that must be there (`names`:
+/// the columns, for the message), or why not.
+fn three(
+    row: &rusqlite::Row,
+    names: [&str; 3],
+) -> std::result::Result<(String, String, String), sqlite::CellError> {
+    Ok((
+        cell_needed(row, 0, names[0])?,
+        cell_needed(row, 1, names[1])?,
+        cell_needed(row, 2, names[2])?,
+    ))
+}
+
 /// A JSON object from a `data` column, or why not.
 pub(crate) fn json_object(
     text: &str,
@@ -88,6 +101,7 @@ pub(crate) fn json_object(
 
 fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read> {
     let mut out = Out::new("opencode");
+    let mut budget = Budget::of(Path::new(conn.path().unwrap_or_default()));
     // One read transaction: the three tables as of one moment.
     conn.execute_batch("BEGIN")?;
     let cols = sqlite::columns(conn, ctx.display, "session")?;
@@ -105,17 +119,34 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
     {
         let mut stmt = conn.prepare(&format!("SELECT * FROM session {order}"))?;
         let mut rows = stmt.query([])?;
+        let id_col = cols.iter().position(|c| c == "id").unwrap_or(0);
+        let text = |row: &rusqlite::Row, name: &str| match cols.iter().position(|c| c == name) {
+            Some(i) => cell_text(row, i, name),
+            None => Ok(None),
+        };
+        let mut n = 0;
         while let Some(row) = rows.next()? {
-            let id: String = row.get(cols.iter().position(|c| c == "id").unwrap_or(0))?;
-            let mut meta = Map::new();
-            meta.insert("id".into(), Value::String(id.clone()));
-            for f in ["title", "directory", "version"] {
-                if let Some(v) = text_col(row, &cols, f)? {
-                    meta.insert(f.into(), Value::String(v));
+            n += 1;
+            let read = || -> std::result::Result<Sess, sqlite::CellError> {
+                let id = cell_needed(row, id_col, "id")?;
+                let mut meta = Map::new();
+                meta.insert("id".into(), Value::String(id.clone()));
+                for f in ["title", "directory", "version"] {
+                    if let Some(v) = text(row, f)? {
+                        meta.insert(f.into(), Value::String(v));
+                    }
                 }
+                let parent = text(row, "parent_id")?;
+                Ok(Sess { id, meta, parent })
+            };
+            match read() {
+                Ok(sess) => {
+                    let size = sess.meta.values().filter_map(Value::as_str).map(str::len);
+                    budget.take(size.sum(), ctx.display)?;
+                    sessions.push(sess);
+                }
+                Err(why) => bad_row(&mut out, ctx, "session", &row_name(row, id_col, n), why)?,
             }
-            let parent = text_col(row, &cols, "parent_id")?;
-            sessions.push(Sess { id, meta, parent });
         }
     }
     // Parts by message, in order of id.
@@ -124,9 +155,17 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
         let mut stmt =
             conn.prepare("SELECT id, message_id, data FROM part ORDER BY message_id, id")?;
         let mut rows = stmt.query([])?;
+        let mut n = 0;
         while let Some(row) = rows.next()? {
-            let (id, message, data): (String, String, String) =
-                (row.get(0)?, row.get(1)?, row.get(2)?);
+            n += 1;
+            let (id, message, data) = match three(row, ["id", "message_id", "data"]) {
+                Ok(cells) => cells,
+                Err(why) => {
+                    bad_row(&mut out, ctx, "part", &row_name(row, 0, n), why)?;
+                    continue;
+                }
+            };
+            budget.take(id.len() + message.len() + data.len(), ctx.display)?;
             match json_object(&data, "data") {
                 Ok(m) => parts
                     .entry(message)
@@ -144,9 +183,17 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
             "SELECT id, session_id, data FROM message ORDER BY session_id, time_created, id",
         )?;
         let mut rows = stmt.query([])?;
+        let mut n = 0;
         while let Some(row) = rows.next()? {
-            let (id, session, data): (String, String, String) =
-                (row.get(0)?, row.get(1)?, row.get(2)?);
+            n += 1;
+            let (id, session, data) = match three(row, ["id", "session_id", "data"]) {
+                Ok(cells) => cells,
+                Err(why) => {
+                    bad_row(&mut out, ctx, "message", &row_name(row, 0, n), why)?;
+                    continue;
+                }
+            };
+            budget.take(id.len() + session.len() + data.len(), ctx.display)?;
             match json_object(&data, "data") {
                 Ok(m) => messages.entry(session).or_default().push((id, m)),
                 Err(why) => bad_row(&mut out, ctx, "message", &id, why)?,
@@ -174,9 +221,23 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
             "SELECT id, session_id, type, data FROM session_message {order}"
         ))?;
         let mut rows = stmt.query([])?;
+        let mut n = 0;
         while let Some(row) = rows.next()? {
-            let (id, session, kind, data): (String, String, String, String) =
-                (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
+            n += 1;
+            let cells = three(row, ["id", "session_id", "type"]).and_then(|(id, session, kind)| {
+                Ok((id, session, kind, cell_needed(row, 3, "data")?))
+            });
+            let (id, session, kind, data) = match cells {
+                Ok(cells) => cells,
+                Err(why) => {
+                    bad_row(&mut out, ctx, "session_message", &row_name(row, 0, n), why)?;
+                    continue;
+                }
+            };
+            budget.take(
+                id.len() + session.len() + kind.len() + data.len(),
+                ctx.display,
+            )?;
             if messages.contains_key(&session) {
                 continue;
             }

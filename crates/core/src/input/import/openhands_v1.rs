@@ -178,6 +178,13 @@ fn read_folder(dir: &Path, ctx: &Ctx) -> Result<FileSessions> {
             }
         }
         expect = index + 1;
+        // Regular files only, as a folder walk reads: a FIFO would block the
+        // read for ever, a link to `/dev/zero` would grow without end.
+        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            let message = "not a regular file (a FIFO, a device, or a link to one): not read";
+            bad(&mut out, ctx, &display, 0, message.into())?;
+            continue;
+        }
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
             Err(e) => {

@@ -18,13 +18,144 @@ const BUSY_WAIT: Duration = Duration::from_millis(1500);
 /// The SQLite header every database file starts with.
 pub(crate) const MAGIC: &[u8] = b"SQLite format 3\0";
 
-/// Open `path` read-only; `display` names it in errors.
+/// Open `path` read-only; `display` names it in errors. No value SQLite
+/// makes may be longer than the database may yield in all ([`yield_cap`]):
+/// a generated column (`printf('%.*c', 200000000, 'x')`) is refused by
+/// SQLite itself as it grows, before it is in memory.
 pub(crate) fn open(path: &Path, display: &str) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| db_err(display, &e))?;
     conn.busy_timeout(BUSY_WAIT)
         .map_err(|e| db_err(display, &e))?;
+    let cap = yield_cap(path).min(i32::MAX as u64) as i32;
+    conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, cap)
+        .map_err(|e| db_err(display, &e))?;
     Ok(conn)
+}
+
+/// Most bytes of cell text one database may yield, as a compressed file may
+/// inflate to (`format::caps`): `--max-gzip-bytes`, and at most
+/// `--max-gzip-ratio` times the file's size past `RATIO_FLOOR`. A cell's
+/// text is stored as it is (SQLite does not compress), so a real database
+/// yields about its own size.
+pub(crate) fn yield_cap(path: &Path) -> u64 {
+    let caps = crate::input::format::caps();
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    caps.max_bytes.min(
+        size.saturating_mul(caps.max_ratio)
+            .max(crate::input::format::RATIO_FLOOR),
+    )
+}
+
+/// What a read has taken from a database, against [`yield_cap`].
+pub(crate) struct Budget {
+    left: u64,
+    cap: u64,
+}
+
+impl Budget {
+    pub(crate) fn of(path: &Path) -> Budget {
+        let cap = yield_cap(path);
+        Budget { left: cap, cap }
+    }
+
+    /// Take `n` bytes; past the cap, the error that stops the read.
+    pub(crate) fn take(&mut self, n: usize, display: &str) -> std::result::Result<(), Read> {
+        match self.left.checked_sub(n as u64) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => Err(Read::Stop(Error::File {
+                path: display.to_string(),
+                message: format!(
+                    "the database yields more than {} bytes of text, the cap for a file of its size (--max-gzip-bytes, and --max-gzip-ratio times its size): not read",
+                    self.cap
+                ),
+            })),
+        }
+    }
+}
+
+/// Why a cell cannot be read as its column should hold: the column and
+/// what it holds, for the message naming the table and row.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct CellError(pub(crate) String);
+
+/// A text cell (NULL: `None`), or why not.
+pub(crate) fn cell_text(
+    row: &rusqlite::Row,
+    i: usize,
+    name: &str,
+) -> std::result::Result<Option<String>, CellError> {
+    use rusqlite::types::ValueRef;
+    match row.get_ref(i) {
+        Ok(ValueRef::Null) => Ok(None),
+        Ok(ValueRef::Text(b)) => match std::str::from_utf8(b) {
+            Ok(s) => Ok(Some(s.to_string())),
+            Err(e) => Err(CellError(format!(
+                "column `{name}` is not valid UTF-8 ({e})"
+            ))),
+        },
+        Ok(v) => Err(CellError(format!(
+            "column `{name}` holds {}, not text",
+            kind(v.data_type())
+        ))),
+        Err(e) => Err(CellError(format!("column `{name}`: {e}"))),
+    }
+}
+
+/// [`cell_text`] of a column that must hold a value.
+pub(crate) fn cell_needed(
+    row: &rusqlite::Row,
+    i: usize,
+    name: &str,
+) -> std::result::Result<String, CellError> {
+    cell_text(row, i, name)?.ok_or_else(|| CellError(format!("column `{name}` is NULL")))
+}
+
+/// An integer cell (NULL: `None`), or why not.
+pub(crate) fn cell_int(
+    row: &rusqlite::Row,
+    i: usize,
+    name: &str,
+) -> std::result::Result<Option<i64>, CellError> {
+    use rusqlite::types::ValueRef;
+    match row.get_ref(i) {
+        Ok(ValueRef::Null) => Ok(None),
+        Ok(ValueRef::Integer(n)) => Ok(Some(n)),
+        Ok(v) => Err(CellError(format!(
+            "column `{name}` holds {}, not an integer",
+            kind(v.data_type())
+        ))),
+        Err(e) => Err(CellError(format!("column `{name}`: {e}"))),
+    }
+}
+
+/// How a row is named in a message: its `id` cell when it can be read,
+/// else its place in the read (`#N`).
+pub(crate) fn row_name(row: &rusqlite::Row, id_col: usize, n: usize) -> String {
+    use rusqlite::types::ValueRef;
+    match row.get_ref(id_col) {
+        Ok(ValueRef::Text(b)) => match std::str::from_utf8(b) {
+            Ok(s) => s.to_string(),
+            Err(_) => format!("#{n}"),
+        },
+        Ok(ValueRef::Integer(i)) => i.to_string(),
+        _ => format!("#{n}"),
+    }
+}
+
+fn kind(t: rusqlite::types::Type) -> &'static str {
+    use rusqlite::types::Type;
+    match t {
+        Type::Null => "NULL",
+        Type::Integer => "an INTEGER",
+        Type::Real => "a REAL",
+        Type::Text => "TEXT",
+        Type::Blob => "a BLOB",
+    }
 }
 
 /// Whether a database format claims this path: a file (`is_dir` false)
@@ -138,11 +269,14 @@ pub(crate) fn columns(conn: &Connection, display: &str, table: &str) -> Result<V
 
 /// A database error as the user's message: a lock says so plainly.
 pub(crate) fn db_err(display: &str, e: &rusqlite::Error) -> Error {
+    let too_big = matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::TooBig));
     let message = if is_locked(e) {
         format!(
             "the database is locked by a writer (waited {} ms; read it again when the agent is idle)",
             BUSY_WAIT.as_millis()
         )
+    } else if too_big {
+        "a cell is longer than the cap on what a database of this size may yield (--max-gzip-bytes, and --max-gzip-ratio times its size): not read".to_string()
     } else {
         format!("cannot read the SQLite database: {e}")
     };
