@@ -214,6 +214,41 @@ fn distinct_outputs(outputs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// Refuse, before any work, a file output (`--markdown`, `--junit`,
+/// `import -o`) whose folder does not exist or is not a folder: the write
+/// at the end made the missing folders without a word, or failed after all
+/// the work naming the wrong path. Standard output (`-`) has no folder;
+/// `made` is the output folder the command makes (`--out`): a file in it
+/// is fine (`--out report --junit report/junit.xml`).
+pub(crate) fn check_output_folders(
+    outputs: &[PathBuf],
+    made: Option<&std::path::Path>,
+) -> Result<()> {
+    for o in outputs {
+        if crate::util::outdir::is_stdout(o) {
+            continue;
+        }
+        let parent = match o.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => continue,
+        };
+        if made.is_some_and(|m| m == parent) {
+            continue;
+        }
+        let why = match std::fs::metadata(parent) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(_) => "is not a folder",
+            Err(_) => "does not exist",
+        };
+        return Err(Error::Usage(format!(
+            "cannot write {}: {} {why}",
+            o.display(),
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Refuse an `--out` that is a file.
 pub(crate) fn check_out_dir(out_dir: &std::path::Path) -> Result<()> {
     if out_dir.is_file() {

@@ -137,6 +137,7 @@ pub fn diff_command(
     }
     let mut inputs = result_inputs(base);
     inputs.extend(result_inputs(new));
+    check_output_folders(&ci.outputs(), None)?;
     guard_outputs(&ci.outputs(), None, &inputs)?;
     let (base_path, new_path) = (base, new);
     let base = crate::score::analyze(crate::result::SweepRecord::load(base)?)?;

@@ -67,6 +67,7 @@ pub fn import_command(req: &ImportRequest, err: &mut dyn Write) -> Result<i32> {
     let mut set = crate::util::outdir::OutputSet::new();
     // The inputs are walked once, for the guard and for the read.
     let inputs = crate::input::InputList::walk(paths, read.lenient);
+    check_output_folders(&[output.to_path_buf()], None)?;
     guard_outputs(&[output.to_path_buf()], Some(&inputs), &[])?;
     let corpus = crate::input::read_files(
         &inputs.files()?,

@@ -73,6 +73,7 @@ pub fn merge_command(
     let inputs: Vec<PathBuf> = parts.iter().flat_map(|p| result_inputs(p)).collect();
     let mut outputs = list.paths(out_dir);
     outputs.extend(ci.outputs());
+    check_output_folders(&ci.outputs(), Some(out_dir))?;
     guard_outputs(&outputs, None, &inputs)?;
     let record = crate::result::SweepRecord::merge(records)?;
     let labelled = record.sessions.iter().filter(|s| s.label.is_some()).count();

@@ -147,6 +147,7 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
     // What it writes may not be what it reads (sessions, labels). The
     // inputs are walked once, for this guard and for the read.
     let inputs = crate::input::InputList::walk(&req.paths, req.read.lenient);
+    check_output_folders(&req.ci.outputs(), None)?;
     guard_outputs(&req.ci.outputs(), Some(&inputs), &req.labels)?;
     let wants_scores = !req.labels.is_empty()
         || req.ci.markdown.is_some()

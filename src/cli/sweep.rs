@@ -290,6 +290,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let list = crate::report::outputs::Outputs::standard(&req.outputs);
     let mut outputs = list.paths(&out_dir);
     outputs.extend(req.ci.outputs());
+    check_output_folders(&req.ci.outputs(), Some(&out_dir))?;
     // The inputs (PATHS, then --test) are walked once, for this guard and
     // for the read.
     let mut paths = req.paths.clone();

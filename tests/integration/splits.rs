@@ -178,3 +178,35 @@ fn a_free_text_column_is_no_group_key() {
     );
     assert!(!err.contains("`note`,"), "{err}");
 }
+
+#[test]
+fn a_report_file_in_a_missing_folder_is_refused_before_any_work() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("afile"), "").unwrap();
+    let fixtures = root().join("fixtures");
+    for (target, why) in [
+        (d.path().join("no/such/x.md"), "does not exist"),
+        (d.path().join("afile/x.md"), "is not a folder"),
+    ] {
+        for flag in ["--markdown", "--junit"] {
+            let o = run(&[
+                "replay",
+                "-q",
+                fixtures.to_str().unwrap(),
+                flag,
+                target.to_str().unwrap(),
+            ]);
+            assert_eq!(o.status.code(), Some(2), "{flag} {}", target.display());
+            let err = String::from_utf8_lossy(&o.stderr);
+            let folder = target.parent().unwrap().display().to_string();
+            assert!(
+                err.contains(&format!(
+                    "cannot write {}: {folder} {why}",
+                    target.display()
+                )),
+                "{err}"
+            );
+        }
+    }
+    assert!(!d.path().join("no").exists(), "no folder is made");
+}

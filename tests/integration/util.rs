@@ -34,15 +34,35 @@ pub fn run(args: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Drained as the child writes: output past a pipe's 64 KiB (`detectors`
+    // lists every family) would otherwise block it until the time-out.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                std::io::Read::read_to_end(&mut r, &mut v).ok();
+            }
+            v
+        })
+    };
+    let out = drain(child.stdout.take().map(|o| Box::new(o) as _));
+    let err = drain(child.stderr.take().map(|e| Box::new(e) as _));
     let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
         if start.elapsed() > Duration::from_secs(60) {
             child.kill().ok();
             panic!("looptune {args:?} did not end within 60 s");
         }
         std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
     }
-    child.wait_with_output().unwrap()
 }
 
 /// Write `text` to `dir/name` and return the path.

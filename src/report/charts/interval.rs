@@ -134,6 +134,9 @@ pub fn interval_chart(rows: &[IntervalRow]) -> Draw<String> {
             let mut ch = ChartBuilder::on(area)
                 .caption(title, font(LABEL_PT))
                 .margin(10)
+                // Room for half the axis's last label ("100%") past the
+                // plot's right edge: with 10 it was cut at the picture's edge.
+                .margin_right(24)
                 .x_label_area_size(30)
                 .y_label_area_size(label_px)
                 .build_cartesian_2d(0.0..top, -0.5..(n - 0.5))?;

@@ -709,3 +709,34 @@ fn ranges_expand_like_the_grid() {
     assert_eq!(toml_values(&v), ["1.5", "2", "2.5"]);
     assert!(same_value("2", "2.0") && same_value("True", "true") && !same_value("3", "30"));
 }
+
+#[test]
+fn the_interval_charts_last_axis_label_fits_in_the_picture() {
+    let rows = vec![IntervalRow {
+        role: "baseline".into(),
+        recall: Some((0.5, (0.2, 0.8))),
+        // The false-positive axis runs to 100%: its widest last label.
+        fp_rate: Some((0.9, (0.6, 1.0))),
+        config: Some("c00".into()),
+        tip: "t".into(),
+    }];
+    let svg = interval_chart(&rows).unwrap();
+    let width: f64 = 960.0;
+    let mut checked = 0;
+    for part in svg.split("<text").skip(1) {
+        let (attrs, rest) = part.split_once('>').unwrap();
+        let text = rest.split('<').next().unwrap().trim();
+        if !text.ends_with('%') || !attrs.contains("text-anchor=\"middle\"") {
+            continue;
+        }
+        let attr = |name: &str| -> f64 {
+            let at = attrs.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            attrs[at..].split('"').next().unwrap().parse().unwrap()
+        };
+        // A glyph is at most about 0.62 of the font size wide.
+        let half = text.chars().count() as f64 * 0.62 * attr("font-size") / 2.0;
+        assert!(attr("x") + half <= width, "{text} at {} is cut", attr("x"));
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} axis labels");
+}
