@@ -145,7 +145,13 @@ mod tests {
         assert!(e.contains("missing.jsonl"), "{e}");
         let ok = &paths[..3];
         let files = InputFiles::walk(ok, false).unwrap();
-        assert_eq!(files.found(), &collect_files_with(ok, false).unwrap().0[..]);
+        // `runs/a.jsonl`, given again after the walk of `runs`, is read
+        // once, as part of the last path that holds it.
+        let mut want = collect_files_with(ok, false).unwrap().0;
+        want.retain(
+            |f| !matches!(f, Found::Path { path, walked: true } if path.ends_with("a.jsonl")),
+        );
+        assert_eq!(files.found(), &want[..]);
         assert_eq!(files.paths(), ok);
     }
 }

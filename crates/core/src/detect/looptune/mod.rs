@@ -430,6 +430,18 @@ impl Family for Looptune {
                     ("long_chant_warn", ParamValue::Int(3)),
                 ],
             },
+            // A profile of its own, so looptune-wide replays as it did.
+            Profile {
+                name: "looptune-kinds",
+                about: "looptune-default plus the rules for the loops no other rule sees (issue #45: the same target, a failure ladder, a repeated edit, the same outcome, repeated turn openings), each at a middle value of its grid axis: a starting point for --set, not a recommendation",
+                values: vec![
+                    ("target_stop", ParamValue::Int(4)),
+                    ("ladder_stop", ParamValue::Int(8)),
+                    ("same_edit_stop", ParamValue::Int(3)),
+                    ("outcome_stop", ParamValue::Int(6)),
+                    ("opening_stop", ParamValue::Int(3)),
+                ],
+            },
         ]
     }
     fn checks(&self, params: &ParamSet) -> Result<Vec<Box<dyn Check>>> {
