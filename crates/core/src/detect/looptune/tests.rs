@@ -6,7 +6,7 @@ use crate::event::{Origin, Record, Session};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
-fn call(name: &str, args: Value) -> Record {
+pub(super) fn call(name: &str, args: Value) -> Record {
     let Value::Object(m) = args else {
         panic!("object")
     };
@@ -17,7 +17,7 @@ fn call(name: &str, args: Value) -> Record {
     }
 }
 
-fn result(name: &str, output: &str, error: bool) -> Record {
+pub(super) fn result(name: &str, output: &str, error: bool) -> Record {
     Record::ToolResult {
         id: None,
         name: Some(name.into()),
@@ -26,7 +26,7 @@ fn result(name: &str, output: &str, error: bool) -> Record {
     }
 }
 
-fn user() -> Record {
+pub(super) fn user() -> Record {
     Record::User {
         text: "go".into(),
         prompt_id: None,
@@ -37,7 +37,7 @@ fn text(t: &str) -> Record {
     Record::Content { text: t.into() }
 }
 
-fn session(records: Vec<Record>) -> Arc<Session> {
+pub(super) fn session(records: Vec<Record>) -> Arc<Session> {
     Arc::new(Session::from_records(
         "s".into(),
         records
@@ -48,7 +48,7 @@ fn session(records: Vec<Record>) -> Arc<Session> {
 }
 
 /// Every rule off, then `sets`.
-fn detect(s: &Arc<Session>, sets: &[(&str, ParamValue)]) -> Vec<(&'static str, u32)> {
+pub(super) fn detect(s: &Arc<Session>, sets: &[(&str, ParamValue)]) -> Vec<(&'static str, u32)> {
     let mut all: Vec<(String, ParamValue)> = [
         "repeat_stop",
         "cycle_stop",

@@ -3,70 +3,18 @@
 //! polling, retries after a real change).
 
 use super::actions::{shell_writes, BadEntry, ChangeTools, TargetKeys};
-use crate::detect::{run_checks, DetectorConfig, ParamValue, Prepared};
-use crate::event::{Origin, Record, Session};
-use serde_json::{json, Map, Value};
-use std::sync::Arc;
-
-fn call(name: &str, args: Value) -> Record {
-    let Value::Object(m) = args else {
-        panic!("object")
-    };
-    Record::ToolCall {
-        name: name.into(),
-        args: Box::new(m as Map<String, Value>),
-        id: None,
-    }
-}
-
-fn result(name: &str, output: &str, error: bool) -> Record {
-    Record::ToolResult {
-        id: None,
-        name: Some(name.into()),
-        output: Some(output.into()),
-        error: Some(error),
-    }
-}
-
-fn user() -> Record {
-    Record::User {
-        text: "go".into(),
-        prompt_id: None,
-    }
-}
-
-fn session(records: Vec<Record>) -> Arc<Session> {
-    Arc::new(Session::from_records(
-        "s".into(),
-        records
-            .into_iter()
-            .map(|r| (r, Origin::default()))
-            .collect(),
-    ))
-}
+use super::tests::{call, result, session, user};
+use crate::detect::{DetectorConfig, ParamValue};
+use crate::event::Record;
+use serde_json::{json, Value};
 
 /// looptune-default's own rules off, then `sets`: (kind, 1-based event).
 fn detect(records: &[Record], sets: &[(&str, i64)]) -> Vec<(&'static str, u32)> {
-    let mut all: Vec<(String, ParamValue)> = [
-        "repeat_stop",
-        "cycle_stop",
-        "error_stop",
-        "chant_stop",
-        "long_chant_stop",
-    ]
-    .iter()
-    .map(|k| (k.to_string(), ParamValue::Int(0)))
-    .collect();
-    all.extend(
-        sets.iter()
-            .map(|(k, v)| (k.to_string(), ParamValue::Int(*v))),
-    );
-    let cfg = DetectorConfig::resolve(None, Some("looptune-default"), &all).unwrap();
-    let s = session(records.to_vec());
-    run_checks(&cfg.checks().unwrap(), &Prepared::new(s), None)
-        .into_iter()
-        .map(|d| (d.kind, d.event))
-        .collect()
+    let sets: Vec<(&str, ParamValue)> = sets
+        .iter()
+        .map(|(k, v)| (*k, ParamValue::Int(*v)))
+        .collect();
+    super::tests::detect(&session(records.to_vec()), &sets)
 }
 
 /// A call and its successful answer.
