@@ -99,14 +99,16 @@ enum Settle {
     /// Once the next record confirms it (Blade's snapshots and stationarity).
     NextRecord,
     /// Once the step it is in has ended: a `turn` or `user` record starts
-    /// the next (OpenHands, checked once per agent step).
+    /// the next (OpenHands, checked once per agent step; OpenRouter's SDK,
+    /// which records a model turn's text once, at its last `content` record,
+    /// known to be the last only when the turn ends).
     StepEnd,
 }
 
 fn settle_of(family: &str) -> Settle {
     match family {
         "blade" => Settle::NextRecord,
-        "openhands" => Settle::StepEnd,
+        "openhands" | "openrouter-sdk" => Settle::StepEnd,
         _ => Settle::Now,
     }
 }
