@@ -244,6 +244,7 @@ impl SweepArgs {
                 chosen: self.ci.config.clone(),
                 group_by: self.group_by.clone(),
                 guard: crate::score::recommend::Guard::parse(&self.guard).expect("clap checked it"),
+                combined: None,
             },
             jobs: self.jobs,
             test: self.test.clone(),
@@ -323,14 +324,51 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     let labels_file =
         crate::input::labels::LabelsFile::read_all(&req.labels)?.strict(req.strict_labels);
     crate::sweep::check_group_key(&opts.group_by, &labels_file, !req.test.is_empty())?;
-    // One bar over the bytes: every session is replayed under the whole grid
-    // as soon as it is read.
-    // The combined search's settings come from the grid before it is spent.
-    let steps = if req.combine_rules {
-        crate::score::combine::steps(grid.variants.iter().map(|v| &v.config))?
+    // `--combine-rules` searches first, on a sweep of the looptune settings,
+    // and its configuration joins the grid as one more row, so the sweep
+    // below scores it as every other (CSV, JSON, report, the choice across
+    // families, export).
+    let mut opts = opts.clone();
+    let (grid, baseline, combined) = if req.combine_rules {
+        let searching = std::time::Instant::now();
+        let c = combine_rules(req, &grid, baseline, &opts, &read, &labels_file, &workers)?;
+        let secs = searching.elapsed().as_secs_f64();
+        match &c {
+            Some(c) if !grid.variants.iter().any(|v| v.config == c.config) => {
+                let why = format!(
+                    "added by --combine-rules: {} (searched on every labelled session)",
+                    c.label
+                );
+                let grid = crate::sweep::grid::with_extra(&grid, &c.config, &c.label, &why)?;
+                let baseline = crate::result::find_baseline(
+                    &crate::sweep::grid_record(&grid),
+                    opts.baseline.as_deref(),
+                )?;
+                opts.combined = grid
+                    .variants
+                    .iter()
+                    .find(|v| v.config == c.config)
+                    .map(|v| v.id.clone());
+                (grid, baseline, Some((Some(c.clone()), secs)))
+            }
+            _ => (grid, baseline, Some((c, secs))),
+        }
+    } else {
+        (grid, baseline, None)
+    };
+    let opts = &opts;
+    // Each configuration's id, for the combined block to name its row.
+    let grid_ids: Vec<(crate::detect::DetectorConfig, String)> = if combined.is_some() {
+        grid.variants
+            .iter()
+            .filter(|v| v.config.family == crate::score::combine::FAMILY)
+            .map(|v| (v.config.clone(), v.id.clone()))
+            .collect()
     } else {
         Vec::new()
     };
+    // One bar over the bytes: every session is replayed under the whole grid
+    // as soon as it is read.
     let progress = crate::progress::bytes_for_stderr(req.quiet, "sweeping");
     let (mut record, inputs, labels) = crate::sweep::run_sweep(
         inputs,
@@ -364,15 +402,6 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     record.wall_time_ms = started.elapsed().as_millis() as u64;
     // Scoring and choosing run per configuration on the sweep's threads.
     let result = workers.install(|| crate::score::analyze_with(record, baseline))?;
-    let combined = if req.combine_rules {
-        let searching = std::time::Instant::now();
-        let corpus = crate::input::read_corpus(&req.paths, &read)?;
-        let c =
-            workers.install(|| crate::score::combine::search(&result, &steps, &corpus.sessions))?;
-        Some((c, searching.elapsed().as_secs_f64()))
-    } else {
-        None
-    };
     let plain: Vec<crate::score::gates::Gate> =
         gates.iter().filter(|g| !g.is_diff()).cloned().collect();
     if req.out.is_none() && crate::util::outdir::is_output_folder(&out_dir) {
@@ -437,7 +466,13 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
         }
     }
     if let (Some((c, secs)), None) = (&combined, &brief) {
-        crate::report::combined::combined_block(&result, c.as_ref(), *secs, out)
+        let row = c.as_ref().and_then(|c| {
+            grid_ids
+                .iter()
+                .find(|(cfg, _)| *cfg == c.config)
+                .map(|(_, id)| id.as_str())
+        });
+        crate::report::combined::combined_block(&result, c.as_ref(), row, *secs, out)
             .map_err(|e| Error::io("<stdout>", e))?;
     }
     if let Some(b) = &brief {
@@ -445,6 +480,60 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     }
     release(result);
     Ok(code)
+}
+
+/// `--combine-rules`' search: a sweep of the grid's looptune configurations
+/// and the baseline over the inputs (scored as the sweep will be), then the
+/// greedy search on the labelled sessions read again.
+fn combine_rules(
+    req: &SweepRequest,
+    grid: &crate::sweep::grid::Grid,
+    baseline: crate::result::Baseline,
+    opts: &crate::score::SweepOptions,
+    read: &ReadOptions,
+    labels_file: &crate::input::labels::LabelsFile,
+    workers: &crate::util::pool::Workers,
+) -> Result<Option<crate::score::combine::Combined>> {
+    let steps = crate::score::combine::steps(grid.variants.iter().map(|v| &v.config))?;
+    let mut part = grid.clone();
+    part.variants = grid
+        .variants
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| *i == baseline.index() || v.config.family == crate::score::combine::FAMILY)
+        .map(|(_, v)| v.clone())
+        .collect();
+    let part_baseline =
+        crate::result::find_baseline(&crate::sweep::grid_record(&part), opts.baseline.as_deref())?;
+    // Only what the search reads: its rule, guard, folds and groups.
+    let part_opts = crate::score::SweepOptions {
+        across_families: false,
+        combine: 0,
+        chosen: None,
+        ..opts.clone()
+    };
+    let mut paths = req.paths.clone();
+    paths.extend(req.test.clone());
+    let inputs = crate::input::InputList::walk(&paths, read.lenient);
+    let progress = crate::progress::bytes_for_stderr(req.quiet, "searching rules");
+    let (record, _, _) = crate::sweep::run_sweep(
+        inputs,
+        req.test.len(),
+        read,
+        part,
+        labels_file,
+        part_opts.record(),
+        workers,
+        req.shard,
+        progress.as_ref(),
+    )?;
+    progress.finish();
+    if record.sessions.is_empty() {
+        return Ok(None);
+    }
+    let result = workers.install(|| crate::score::analyze_with(record, part_baseline))?;
+    let corpus = crate::input::read_corpus(&req.paths, read)?;
+    workers.install(|| crate::score::combine::search(&result, &steps, &corpus.sessions))
 }
 
 /// Write every output of an analysed result, print the summary and the gates.

@@ -22,9 +22,11 @@ fn counts(t: &Tally) -> String {
 }
 
 /// The block the sweep prints after its summary; `None`: nothing met the rule.
+/// `row` is the configuration's id in the sweep's outputs.
 pub fn combined_block(
     r: &crate::score::SweepResult,
     c: Option<&Combined>,
+    row: Option<&str>,
     secs: f64,
     out: &mut dyn Write,
 ) -> io::Result<()> {
@@ -40,6 +42,18 @@ pub fn combined_block(
         return Ok(());
     };
     writeln!(out, "  {}", crate::util::escape::terminal(&c.label))?;
+    if let Some(id) = row {
+        let added = r.record.options.combined.as_deref() == Some(id);
+        writeln!(
+            out,
+            "  row {id} of sweep.csv, summary.json and the report{}",
+            if added {
+                " (added to the grid; its figures there are in sample, and the folds' and left-out groups' choices leave it out)"
+            } else {
+                " (a configuration of the grid itself)"
+            }
+        )?;
+    }
     if c.path.is_empty() {
         writeln!(out, "  path: no setting improves looptune-default")?;
     }
@@ -86,7 +100,7 @@ pub fn combined_block(
     }
     writeln!(
         out,
-        "  cost: {} settings in the grid; {} distinct configurations replayed on the labelled sessions ({} checks run after sharing), {:.2}s with the second read",
+        "  cost: {} settings in the grid; {} distinct configurations replayed on the labelled sessions ({} checks run after sharing), {:.2}s with the sweep of the looptune settings and the second read",
         c.steps, c.cost.0, c.cost.1, secs
     )?;
     Ok(())

@@ -116,3 +116,147 @@ fn the_combined_configuration_is_one_looptune_configuration_a_sweep_scores_alike
     let plain = sweep(&grid, &d.path().join("c"), &[]);
     assert!(!plain.contains("Combined looptune configuration"));
 }
+
+/// A session of tool calls, one a turn: `(tool, path, content)`.
+fn calls(calls: &[(&str, &str, &str)]) -> String {
+    let mut s = String::from(
+        "{\"type\":\"session\",\"agent\":\"gemini-cli\",\"model\":\"m\"}\n{\"type\":\"user\",\"text\":\"do it\"}\n",
+    );
+    for (i, (tool, path, content)) in calls.iter().enumerate() {
+        let args = if content.is_empty() {
+            serde_json::json!({ "file_path": path })
+        } else {
+            serde_json::json!({ "file_path": path, "content": content })
+        };
+        s.push_str("{\"type\":\"turn\"}\n");
+        s.push_str(&format!(
+            "{}\n{}\n",
+            serde_json::json!({"type": "tool_call", "name": tool, "args": args, "id": format!("c{i}")}),
+            serde_json::json!({"type": "tool_result", "name": tool, "id": format!("c{i}"), "output": format!("ok {i}"), "error": false}),
+        ));
+    }
+    s
+}
+
+/// Two kinds of loop, each caught by one setting the default lacks: a file
+/// rewritten with new content (`target_stop=4`), and four identical searches
+/// (`repeat_stop=4`). Only both settings together catch every loop, a
+/// configuration no row of the grid holds.
+fn two_kinds(dir: &Path) -> std::path::PathBuf {
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let rewrite: Vec<(&str, &str, &str)> = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|c| ("write_file", "solution.sh", *c))
+        .collect();
+    let reads = vec![("grep", "main.rs", ""); 4];
+    let batch: Vec<(&str, &str, &str)> = ["a.rs", "b.rs", "c.rs", "d.rs", "e.rs"]
+        .iter()
+        .map(|p| ("write_file", *p, "x"))
+        .collect();
+    let mut labels = String::from("session,label,onset_turn,note\n");
+    for i in 0..2 {
+        write(&logs, &format!("rewrite{i}.jsonl"), &calls(&rewrite));
+        write(&logs, &format!("reads{i}.jsonl"), &calls(&reads));
+        labels.push_str(&format!("rewrite{i},loop,1,\nreads{i},loop,1,\n"));
+    }
+    for i in 0..3 {
+        write(&logs, &format!("batch{i}.jsonl"), &calls(&batch));
+        labels.push_str(&format!("batch{i},clean,,\n"));
+    }
+    write(dir, "labels.csv", &labels);
+    logs
+}
+
+/// The combined configuration is a row of the sweep's own outputs (labelled
+/// with its path), a candidate of `--across-families`, exportable, and the
+/// record says which row the search added, so the folds leave it out.
+#[test]
+fn the_combined_configuration_is_a_row_of_the_outputs_and_a_candidate() {
+    let d = tempfile::tempdir().unwrap();
+    let logs = two_kinds(d.path());
+    let grid = write(
+        d.path(),
+        "grid.toml",
+        "name = \"t\"\nstock_profiles = false\n\
+[[grid]]\nprofile = \"gemini-latest\"\n[grid.axes]\ntool_call_threshold = [5]\n\
+[[grid]]\nprofile = \"looptune-default\"\n[grid.axes]\nrepeat_stop = [4, 5]\n\
+[[grid]]\nprofile = \"looptune-default\"\n[grid.axes]\ntarget_stop = [0, 4]\n",
+    );
+    let out = d.path().join("a");
+    let labels = d.path().join("labels.csv");
+    let o = run(&[
+        "sweep",
+        logs.to_str().unwrap(),
+        "--labels",
+        labels.to_str().unwrap(),
+        "--grid",
+        grid.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+        "--combine-rules",
+        "--across-families",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let block = &text[text
+        .find("Combined looptune configuration")
+        .unwrap_or_else(|| panic!("{text}"))..];
+    let label = block.lines().nth(1).unwrap().trim().to_string();
+    let row_line = block
+        .lines()
+        .find(|l| l.trim_start().starts_with("row c"))
+        .unwrap_or_else(|| panic!("{block}"));
+    let id = row_line.split_whitespace().nth(1).unwrap().to_string();
+    let mut r = csv::Reader::from_path(out.join("sweep.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|x| x == name).unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    let row = rows
+        .iter()
+        .find(|rec| rec[col("config")] == *id)
+        .unwrap_or_else(|| panic!("no row {id} in sweep.csv\n{block}"));
+    assert_eq!(row[col("family")], *"looptune");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    // Two settings: no configuration of the grid. Its row carries the path
+    // as its label, and the record names it.
+    let mut path: Vec<&str> = label.split(" + ").collect();
+    path.sort_unstable();
+    assert_eq!(
+        path,
+        ["looptune-default", "repeat_stop=4", "target_stop=4"],
+        "{block}"
+    );
+    assert!(row_line.contains("added to the grid"), "{block}");
+    assert_eq!(row[col("label")], *label, "{block}");
+    assert_eq!(summary["options"]["combined"], *id);
+    // It catches all four loops, so across families it is the choice.
+    assert_eq!(row[col("true_positives")], *"4", "{block}");
+    assert!(
+        text.contains(&format!("({id})")),
+        "the recommendation is not the combined row:\n{text}"
+    );
+    // Searched on every labelled session, it is no choice a fold makes: the
+    // recommendation's folds choose among the grid's own rows.
+    let folds = &summary["recommendation"]["cross_validation"]["chosen"];
+    let chosen = folds.as_object().unwrap_or_else(|| panic!("{summary}"));
+    assert!(!chosen.is_empty() && !chosen.contains_key(&id), "{folds}");
+    // The report re-renders from the saved result, the row in it.
+    let o = run(&["report", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(&id), "report.html has no row {id}");
+    // `export` rebuilds it from the grid the record keeps.
+    let o = run(&["export", out.to_str().unwrap(), &id, "--for", "looptune"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let toml = String::from_utf8(o.stdout).unwrap();
+    for step in label.split(" + ").skip(1) {
+        let (k, v) = step.split_once('=').unwrap();
+        assert!(
+            toml.contains(&format!("{k} = {v}")),
+            "{step} not in\n{toml}"
+        );
+    }
+}

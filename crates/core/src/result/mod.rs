@@ -84,6 +84,9 @@ pub struct OptionsRecord {
     /// existed were chosen with the pooled rule, and are read so.
     #[serde(default = "pooled_guard")]
     pub guard: String,
+    /// `--combine-rules`: the id of the row it added, if it added one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub combined: Option<String>,
 }
 
 fn default_group_by() -> String {

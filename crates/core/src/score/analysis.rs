@@ -585,7 +585,14 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
     let in_family_mask: Vec<bool> = (0..n)
         .map(|c| in_family.binary_search(&c).is_ok())
         .collect();
-    let choose_single = |keep: &(dyn Fn(usize) -> bool + Sync)| {
+    // The row `--combine-rules` added was searched on every labelled
+    // session: a fold or a group left out must not choose it (its own
+    // search, re-run per fold, is validated beside it).
+    let searched = opts
+        .combined
+        .as_ref()
+        .and_then(|id| configs.iter().position(|c| &c.id == id));
+    let choose_in = |keep: &(dyn Fn(usize) -> bool + Sync), held_out: bool| {
         // Each configuration's turns are found once per fold, for its tally
         // and the guard alike (a 10,000-session table per configuration).
         let guard = guard_on(keep);
@@ -594,6 +601,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
             .map(|c| {
                 let h = turns(c);
                 let passes = in_family_mask[c]
+                    && !(held_out && searched == Some(c))
                     && guard.as_ref().is_none_or(|g| g.admits(&labelled, &h, keep));
                 (recommend::tally(&labelled, &h, keep), passes)
             })
@@ -623,7 +631,8 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
         recommend::pick(&candidates, &tallies, &dist, objective, &tallies[base])
             .map(|c| (vec![c], turns(c)))
     };
-    let recommended = choose_single(&|_| true).map(|(m, _)| m[0]);
+    let choose_single = |keep: &(dyn Fn(usize) -> bool + Sync)| choose_in(keep, true);
+    let recommended = choose_in(&|_| true, false).map(|(m, _)| m[0]);
     if recommended.is_none() {
         advice.reason = Some(format!(
             "no configuration{} meets the rule: {}",

@@ -32,6 +32,9 @@ pub struct SweepOptions {
     pub group_by: String,
     /// Whether a choice may hurt one group to help another.
     pub guard: recommend::Guard,
+    /// The id of the row `--combine-rules` added (a configuration searched
+    /// on every labelled session, so left out of the folds' choices).
+    pub combined: Option<String>,
 }
 
 impl Default for SweepOptions {
@@ -46,6 +49,7 @@ impl Default for SweepOptions {
             chosen: None,
             group_by: AGENT.into(),
             guard: recommend::Guard::PerGroup,
+            combined: None,
         }
     }
 }
@@ -63,6 +67,7 @@ impl SweepOptions {
             chosen: self.chosen.clone(),
             group_by: self.group_by.clone(),
             guard: self.guard.name().to_string(),
+            combined: self.combined.clone(),
         }
     }
 
@@ -86,6 +91,7 @@ impl SweepOptions {
                     r.guard
                 ))
             })?,
+            combined: r.combined.clone(),
         })
     }
 }

@@ -47,6 +47,8 @@ struct Extra {
     profile: Option<String>,
     #[serde(default)]
     set: toml::Table,
+    /// The row's label, instead of the profile and what differs from it.
+    label: Option<String>,
 }
 
 /// One configuration of a sweep.
@@ -225,7 +227,11 @@ pub fn parse_grid_limited(text: &str, origin: &str, max_configs: usize) -> Resul
         base_profile.get_or_insert_with(|| base.profile.clone());
         let cfg = DetectorConfig::resolve(Some(base.family), Some(&base.profile), &sets)
             .map_err(|e| err(e.to_string()))?;
+        let at = out.list.len();
         push_variant(&mut out, cfg, sets.into_iter().collect());
+        if let (Some(label), Some(v)) = (&x.label, out.list.get_mut(at)) {
+            v.label = label.clone();
+        }
     }
     if file.stock_profiles.unwrap_or(true) {
         for fam in detect::families() {
@@ -269,6 +275,39 @@ fn find_spec<'a>(
             known: specs.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
             hint: crate::util::suggest::hint(name, specs.iter().map(|s| s.name)),
         })
+}
+
+/// The grid's source with `config` added as one more `[[extra]]` (labelled
+/// `label`), and that grid: the configuration is then rebuilt from the source
+/// a record keeps, as every other (what `export` and `report` read).
+pub fn with_extra(grid: &Grid, config: &DetectorConfig, label: &str, why: &str) -> Result<Grid> {
+    let stock = DetectorConfig::resolve(Some(config.family), Some(&config.profile), &[])?;
+    let set: Vec<String> = config
+        .params
+        .0
+        .iter()
+        .filter(|(k, v)| stock.params.0.get(*k) != Some(*v))
+        .map(|(k, v)| format!("{k} = {}", v.to_toml()))
+        .collect();
+    let mut source = grid.source.clone();
+    if !source.is_empty() && !source.ends_with('\n') {
+        source.push('\n');
+    }
+    for line in why.lines() {
+        source.push_str(&format!("# {line}\n"));
+    }
+    source.push_str(&format!(
+        "[[extra]]\nfamily = {:?}\nprofile = {:?}\nset = {{ {} }}\nlabel = {}\n",
+        config.family,
+        config.profile,
+        set.join(", "),
+        toml::Value::String(label.to_string())
+    ));
+    // The grid was accepted under the cap once; one configuration more is no bomb.
+    let mut out = parse_grid_limited(&source, &grid.name, usize::MAX)?;
+    // The name came from the file name, which the source does not hold.
+    out.name = grid.name.clone();
+    Ok(out)
 }
 
 /// Add a configuration unless an identical one is already there; overrides
