@@ -957,8 +957,11 @@ fn group_validation_text(
         match off {
             Some(score) => writeln!(
                 out,
-                "This choice does not carry across {}s: the in-sample {score} lies outside the out-of-group interval; expect the out-of-group figures on an {} it was not chosen on.",
-                gv.by, gv.by
+                "This choice does not carry across {}s: the in-sample {score} lies outside the out-of-group interval; expect the out-of-group figures on {} {} it was not chosen on.",
+                gv.by,
+                // `--group-by` names any column: "an agent", "a source".
+                if gv.by.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" },
+                gv.by
             )?,
             None => writeln!(
                 out,
