@@ -22,6 +22,14 @@
 //! only, the model never sees them). A block does not end the run (the model
 //! gets the error and goes on, often with the other half of a ping-pong,
 //! #64500): the profile's `stop` counts the session caught at its first block.
+//!
+//! PR #77555's post-compaction guard (`post_compaction_guard`, profiles
+//! `openclaw-2026-05` and `openclaw-off-2026-05`): one per run, armed by a
+//! compaction for the next `windowSize` outcomes; the run aborts (tier
+//! `abort`, kind `compaction_loop_persisted`) when one (tool, arguments,
+//! result) fills the window. The spec has no compaction record, so a
+//! compaction is a `session` record after the first that raises
+//! `meta.compactions`.
 
 use super::common::{each_record, Unanswered};
 use crate::detect::{
