@@ -869,10 +869,10 @@ impl Check for OpenClawCheck {
                 return;
             }
             match &at.event.record {
-                r @ Record::Session { .. } => {
-                    if compaction(at.i, r, &mut compactions) && s.post_compaction_guard {
-                        guard.arm(s.post_compaction_window);
-                    }
+                r @ Record::Session { .. }
+                    if compaction(at.i, r, &mut compactions) && s.post_compaction_guard =>
+                {
+                    guard.arm(s.post_compaction_window);
                 }
                 Record::ToolCall { name, args, id } => {
                     let tool = normalize_tool_name(name);
