@@ -22,6 +22,14 @@
 //! only, the model never sees them). A block does not end the run (the model
 //! gets the error and goes on, often with the other half of a ping-pong,
 //! #64500): the profile's `stop` counts the session caught at its first block.
+//!
+//! PR #77555's post-compaction guard (`post_compaction_guard`, profiles
+//! `openclaw-2026-05` and `openclaw-off-2026-05`): one per run, armed by a
+//! compaction for the next `windowSize` outcomes; the run aborts (tier
+//! `abort`, kind `compaction_loop_persisted`) when one (tool, arguments,
+//! result) fills the window. The spec has no compaction record, so a
+//! compaction is a `session` record after the first that raises
+//! `meta.compactions`.
 
 use super::common::{each_record, Unanswered};
 use crate::detect::{
@@ -36,6 +44,9 @@ use std::sync::OnceLock;
 
 const SRC: &str = "openclaw/openclaw src/agents/tool-loop-detection.ts @00655306d8";
 const SRC_HOOK: &str = "openclaw/openclaw src/agents/pi-tools.before-tool-call.ts @004e82d079";
+/// PR #77555 (merged 2026-05-04), read in the fork zooqueen/openclaw, whose
+/// file is the PR's (the upstream snapshot is over the fetch limit).
+const SRC_GUARD: &str = "openclaw/openclaw#77555 src/agents/pi-embedded-runner/post-compaction-loop-guard.ts (read at zooqueen/openclaw @c72180b5), armed and fed in pi-embedded-runner/run.ts";
 
 /// The `openclaw` family.
 pub struct OpenClaw;
@@ -61,6 +72,9 @@ impl Family for OpenClaw {
             ParamSpec::int("warning_bucket", 1, 100_000, "calls", "a warning is logged when count / this passes the last bucket logged for its key (LOOP_WARNING_BUCKET_SIZE)", SRC_HOOK),
             ParamSpec::choice("scope", &["run", "session"], "history read per run (a prompt) or for the whole session", SRC),
             ParamSpec::bool("report_warnings", "the logged warnings are reported too (they never reach the model)", SRC_HOOK),
+            ParamSpec::bool("loop_detection", "detectToolCallLoop runs (tools.loopDetection.enabled; off as OpenClaw ships, on in every profile but openclaw-off-2026-05)", SRC),
+            ParamSpec::bool("post_compaction_guard", "PR #77555's post-compaction guard runs (on as shipped from 2026-05-04 unless tools.loopDetection.enabled is false; absent before): after a compaction (a session record raising meta.compactions), the next window tool outcomes of the run are watched and the run aborts when one (tool, arguments, result) reaches window among them", SRC_GUARD),
+            ParamSpec::int("post_compaction_window", 1, 100_000, "calls", "tool outcomes watched after a compaction, and identical ones among them that abort the run (postCompactionGuard.windowSize, DEFAULT_WINDOW_SIZE)", SRC_GUARD),
         ]
     }
     fn profiles(&self) -> Vec<Profile> {
@@ -80,6 +94,22 @@ impl Family for OpenClaw {
                 ("warning_bucket", ParamValue::Int(10)),
                 ("scope", ParamValue::word("run")),
                 ("report_warnings", ParamValue::Bool(false)),
+                ("loop_detection", ParamValue::Bool(true)),
+                ("post_compaction_guard", ParamValue::Bool(false)),
+                ("post_compaction_window", ParamValue::Int(3)),
+            ],
+        },
+        Profile {
+            name: "openclaw-2026-05",
+            about: "openclaw from PR #77555 (2026-05-04): tools.loopDetection enabled and the post-compaction guard it leaves on (3 identical tool, arguments and result among the 3 outcomes after a compaction abort the run)",
+            values: vec![("post_compaction_guard", ParamValue::Bool(true))],
+        },
+        Profile {
+            name: "openclaw-off-2026-05",
+            about: "OpenClaw as shipped from PR #77555: tools.loopDetection off (the default), so only the post-compaction guard runs (3 of 3 after a compaction abort the run)",
+            values: vec![
+                ("loop_detection", ParamValue::Bool(false)),
+                ("post_compaction_guard", ParamValue::Bool(true)),
             ],
         }]
     }
@@ -97,6 +127,9 @@ impl Family for OpenClaw {
             warning_bucket: p.get("warning_bucket")?,
             per_run: p.choice("scope", &[("run", true), ("session", false)])?,
             report_warnings: p.get("report_warnings")?,
+            loop_detection: p.get("loop_detection")?,
+            post_compaction_guard: p.get("post_compaction_guard")?,
+            post_compaction_window: p.get("post_compaction_window")?,
         };
         Ok(vec![Box::new(OpenClawCheck { s })])
     }
@@ -116,6 +149,12 @@ pub struct OpenClawSettings {
     pub warning_bucket: u32,
     pub per_run: bool,
     pub report_warnings: bool,
+    /// `tools.loopDetection.enabled`: `detectToolCallLoop` runs.
+    pub loop_detection: bool,
+    /// PR #77555's post-compaction guard runs.
+    pub post_compaction_guard: bool,
+    /// Its `windowSize`.
+    pub post_compaction_window: usize,
 }
 
 impl Default for OpenClawSettings {
@@ -132,6 +171,9 @@ impl Default for OpenClawSettings {
             warning_bucket: 10,
             per_run: true,
             report_warnings: false,
+            loop_detection: true,
+            post_compaction_guard: false,
+            post_compaction_window: 3,
         }
     }
 }
@@ -743,6 +785,55 @@ impl LoopState {
     }
 }
 
+/// One outcome the post-compaction guard observes: tool, `hashToolCall`,
+/// outcome hash.
+pub type Observation = (String, String, String);
+
+/// `createPostCompactionLoopGuard` (PR #77555), one per run.
+#[derive(Debug, Default)]
+pub struct PostCompactionGuard {
+    pub remaining: usize,
+    history: Vec<Observation>,
+}
+
+impl PostCompactionGuard {
+    /// `armPostCompaction`: a fresh window.
+    pub fn arm(&mut self, window: usize) {
+        self.remaining = window;
+        self.history.clear();
+    }
+
+    /// `observe`: the count of identical observations in the window when it
+    /// reaches `window` (the run aborts), else None. A disarmed guard
+    /// observes nothing.
+    pub fn observe(&mut self, window: usize, o: Observation) -> Option<usize> {
+        if self.remaining == 0 {
+            return None;
+        }
+        self.remaining -= 1;
+        self.history.push(o);
+        let last = self.history.last().expect("pushed");
+        let n = self.history.iter().filter(|h| *h == last).count();
+        (n >= window).then_some(n)
+    }
+}
+
+/// A compaction, as canonical records can carry one: the spec has no
+/// compaction record, so a `session` record other than the session's first
+/// whose `meta.compactions` (the count the importers keep) exceeds the
+/// largest seen so far (0 before any).
+fn compaction(i: usize, r: &Record, seen: &mut f64) -> bool {
+    let Record::Session { meta: Some(m), .. } = r else {
+        return false;
+    };
+    let Some(n) = m.get("compactions").and_then(Value::as_f64) else {
+        return false;
+    };
+    let more = n > *seen;
+    *seen = seen.max(n);
+    i > 0 && more
+}
+
 /// A call awaiting its outcome: tool, arguments, call id.
 type PendingCall = (String, Map<String, Value>, Option<String>);
 
@@ -763,12 +854,36 @@ impl Check for OpenClawCheck {
         let mut state = LoopState::default();
         // Calls awaiting their outcome: tool, arguments, call id; None for a refused call.
         let mut pending: Unanswered<Option<PendingCall>> = Unanswered::default();
+        let mut guard = PostCompactionGuard::default();
+        let mut compactions = 0.0;
+        // The run the guard aborted: nothing more of it runs.
+        let mut aborted = None;
         each_record(&session.session, limit, |at, found| {
             let run = at.prompts;
             let prompt = at.prompts.saturating_sub(1);
+            if at.new_prompt {
+                // A new run builds a new guard.
+                guard = PostCompactionGuard::default();
+            }
+            if aborted == Some(run) {
+                return;
+            }
             match &at.event.record {
+                r @ Record::Session { .. }
+                    if compaction(at.i, r, &mut compactions) && s.post_compaction_guard =>
+                {
+                    guard.arm(s.post_compaction_window);
+                }
                 Record::ToolCall { name, args, id } => {
                     let tool = normalize_tool_name(name);
+                    if !s.loop_detection {
+                        pending.push(
+                            id.as_deref(),
+                            name,
+                            Some((tool, (**args).clone(), id.clone())),
+                        );
+                        return;
+                    }
                     match state.detect(s, run, &tool, args) {
                         Verdict::Critical { detector, count } => {
                             found.push(
@@ -823,7 +938,26 @@ impl Check for OpenClawCheck {
                             details: None,
                         }
                     };
-                    state.record_outcome(s, run, &tool, &args, call_id.as_deref(), &outcome);
+                    if s.loop_detection {
+                        state.record_outcome(s, run, &tool, &args, call_id.as_deref(), &outcome);
+                    }
+                    if !s.post_compaction_guard {
+                        return;
+                    }
+                    // The hook's outcome observation: the same hashes as the history's.
+                    let Some(result) = hash_outcome(&tool, &args, &outcome).0 else {
+                        return;
+                    };
+                    let o = (tool.clone(), hash_tool_call(&tool, &args), result);
+                    if let Some(n) = guard.observe(s.post_compaction_window, o) {
+                        found.push(
+                            at.i,
+                            "compaction_loop_persisted",
+                            prompt,
+                            format!("abort (critical): {tool} repeated {n} times with identical arguments and results after compaction"),
+                        );
+                        aborted = Some(run);
+                    }
                 }
                 _ => {}
             }

@@ -35,6 +35,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 const SRC: &str = "QwenLM/qwen-code packages/core/src/services/loopDetectionService.ts @00aa71b4";
+/// PR #9668 (merged 2026-08-21), read in the PR author's fork, whose file has
+/// the rule as merged (with a later, detection-neutral truncation slack).
+const SRC_9668: &str = "QwenLM/qwen-code#9668 packages/core/src/services/loopDetectionService.ts (read at yiliang114/qwen-code @1e6c3369)";
 
 /// Loop types, as Qwen Code's `LoopType` names them (the detection kinds).
 pub mod kind {
@@ -116,6 +119,18 @@ pub struct QwenSettings {
     pub max_history: usize,
     /// The `1.5` of `CONTENT_CHUNK_SIZE * 1.5`.
     pub distance_factor: f64,
+    /// PR #9668's long-period rule (`isPeriodicChunkRepetition`) runs beside
+    /// the clustered one (looptune switch: off before the PR).
+    pub periodic: bool,
+    /// `PERIODIC_OCCURRENCES_REQUIRED`.
+    pub periodic_occurrences: usize,
+    /// `PERIODIC_MIN_TRUNCATED_OCCURRENCES`.
+    pub periodic_truncated: usize,
+    /// `MIN_PERIODIC_REGION_LENGTH` (UTF-16 units).
+    pub periodic_min_region: usize,
+    /// PR #9668: a thought's text also feeds the content history
+    /// (`checkReasoningContentLoop`), without the markdown handling.
+    pub reasoning_content: bool,
     /// `STATEFUL_READ_TOOLS`.
     pub stateful_tools: Vec<String>,
     /// `READ_LIKE_TOOL_NAMES`.
@@ -153,13 +168,18 @@ impl QwenSettings {
             content_threshold: p.get("content_loop_threshold")?,
             max_history: p.get("content_max_history")?,
             distance_factor: p.get("content_max_distance_factor")?,
+            periodic: p.get("periodic_check")?,
+            periodic_occurrences: p.get("periodic_occurrences")?,
+            periodic_truncated: p.get("periodic_truncated_occurrences")?,
+            periodic_min_region: p.get("periodic_min_region")?,
+            reasoning_content: p.get("reasoning_content")?,
             stateful_tools: p.get("stateful_read_tools")?,
             read_like_tools: p.get("read_like_tools")?,
             read_like_prefixes: p.get("read_like_prefixes")?,
         })
     }
 
-    /// The settings of a stock profile (`qwen` or `qwen-all`).
+    /// The settings of a stock profile (`qwen`, `qwen-all`, `qwen-all-2026-08`).
     pub fn profile(name: &str) -> Result<QwenSettings> {
         let cfg = crate::detect::DetectorConfig::resolve(Some("qwen"), Some(name), &[])?;
         QwenSettings::read(&Params::new("qwen", &cfg.params))
@@ -558,6 +578,24 @@ impl QwenService {
                 self.loop_detected = self.s.thoughts && self.check_thoughts();
                 if self.loop_detected {
                     self.fire(kind::THOUGHTS);
+                } else if self.s.reasoning_content && self.s.content {
+                    // `getThoughtText`: the non-empty parts joined by a space.
+                    let text = match (subject.is_empty(), description.is_empty()) {
+                        (true, true) => String::new(),
+                        (false, true) => subject.to_string(),
+                        (true, false) => description.to_string(),
+                        (false, false) => format!("{subject} {description}"),
+                    };
+                    if !text.is_empty() {
+                        // Reasoning skips the markdown resets and the code-block
+                        // parity: it is appended and analysed only.
+                        self.history.extend_from_slice(&utf16(&text));
+                        self.truncate_and_update();
+                        self.loop_detected = self.analyze_chunks();
+                        if self.loop_detected {
+                            self.fire(kind::CHANTING);
+                        }
+                    }
                 }
             }
             QwenEvent::Finished | QwenEvent::Other => {}
@@ -737,14 +775,52 @@ impl QwenService {
         let n = self.s.content_threshold;
         let idx = self.stats.get_mut(&key).expect("present");
         idx.push(at);
-        if idx.len() < n {
+        let clustered = idx.len() >= n && {
+            let recent = &idx[idx.len() - n..];
+            let total = (recent[n - 1] - recent[0]) as f64;
+            // With a threshold of 1 this is 0/0 = NaN, which never passes: as in JS.
+            let average = total / (n as f64 - 1.0);
+            average <= size as f64 * self.s.distance_factor
+        };
+        clustered || (self.s.periodic && self.periodic_at(&key))
+    }
+
+    /// `isPeriodicChunkRepetition` (PR #9668): the longest equally spaced
+    /// suffix of a window's occurrences, with the region it spans verified
+    /// periodic with that stride. A shorter run passes once the history is
+    /// full, verifying the whole history instead (its first occurrences may
+    /// have been cut). The history is cut on every append here, so the
+    /// original's logical window (`windowStart`) always starts at 0.
+    fn periodic_at(&self, key: &str) -> bool {
+        let idx = &self.stats[key];
+        if idx.len() < self.s.periodic_truncated {
             return false;
         }
-        let recent = &idx[idx.len() - n..];
-        let total = (recent[n - 1] - recent[0]) as f64;
-        // With a threshold of 1 this is 0/0 = NaN, which never passes: as in JS.
-        let average = total / (n as f64 - 1.0);
-        average <= size as f64 * self.s.distance_factor
+        let last = idx.len() - 1;
+        let stride = idx[last] - idx[last - 1];
+        let mut first = last;
+        while first > 0 && idx[first] - idx[first - 1] == stride {
+            first -= 1;
+        }
+        let run = last - first + 1;
+        let end = idx[last] + self.s.chunk_size;
+        if run >= self.s.periodic_occurrences {
+            return self.region_periodic(idx[first], end, stride);
+        }
+        run >= self.s.periodic_truncated
+            && self.history.len() >= self.s.max_history
+            && self.region_periodic(0, end, stride)
+    }
+
+    /// `isRegionPeriodicWithStride`: `history[start..end]` spans at least
+    /// the minimum region and repeats itself `stride` units on.
+    fn region_periodic(&self, start: usize, end: usize, stride: usize) -> bool {
+        let len = end - start;
+        if len < self.s.periodic_min_region {
+            return false;
+        }
+        (0..len.saturating_sub(stride))
+            .all(|i| self.history[start + i] == self.history[start + i + stride])
     }
 
     fn reset_content_tracking(&mut self) {
@@ -1107,6 +1183,11 @@ impl Family for Qwen {
             ParamSpec::int("content_loop_threshold", 1, 100_000, "windows", "heuristic: occurrences of one window that make a loop (CONTENT_LOOP_THRESHOLD)", SRC),
             ParamSpec::int("content_max_history", 1, 100_000_000, "UTF-16 units", "heuristic: content history kept (MAX_HISTORY_LENGTH)", SRC),
             ParamSpec::float("content_max_distance_factor", 0.0, 1_000_000.0, "x chunk size", "heuristic: largest average gap between the last occurrences, as a multiple of the window (isLoopDetectedForChunk: 1.5)", SRC),
+            ParamSpec::bool("periodic_check", "heuristic: PR #9668's long-period rule beside the clustered one (isPeriodicChunkRepetition): a run of equally spaced occurrences of one window whose span repeats with that stride (looptune switch; absent before the PR)", SRC_9668),
+            ParamSpec::int("periodic_occurrences", 2, 100_000, "windows", "heuristic: equally spaced occurrences of one window that make a long-period chant when their span is periodic (PERIODIC_OCCURRENCES_REQUIRED)", SRC_9668),
+            ParamSpec::int("periodic_truncated_occurrences", 2, 100_000, "windows", "heuristic: a shorter run accepted once the history is full, if the whole history is periodic with its stride (PERIODIC_MIN_TRUNCATED_OCCURRENCES)", SRC_9668),
+            ParamSpec::int("periodic_min_region", 0, 100_000_000, "UTF-16 units", "heuristic: shortest verified periodic span that halts (MIN_PERIODIC_REGION_LENGTH)", SRC_9668),
+            ParamSpec::bool("reasoning_content", "heuristic: a thought's text (subject and description joined by a space) also feeds the content history, without markdown resets or the code-block state (PR #9668, checkReasoningContentLoop; needs content_check)", SRC_9668),
             ParamSpec::list("stateful_read_tools", "names", "tools whose identical calls count only with unchanged results (STATEFUL_READ_TOOLS)", SRC),
             ParamSpec::list("read_like_tools", "names", "exact read-like tool names (READ_LIKE_TOOL_NAMES)", SRC),
             ParamSpec::list("read_like_prefixes", "names", "read-like name prefixes (READ_LIKE_NAME_PREFIXES)", SRC),
@@ -1142,6 +1223,11 @@ impl Family for Qwen {
                     ("content_loop_threshold", ParamValue::Int(10)),
                     ("content_max_history", ParamValue::Int(1000)),
                     ("content_max_distance_factor", ParamValue::Float(1.5)),
+                    ("periodic_check", ParamValue::Bool(false)),
+                    ("periodic_occurrences", ParamValue::Int(5)),
+                    ("periodic_truncated_occurrences", ParamValue::Int(3)),
+                    ("periodic_min_region", ParamValue::Int(1000)),
+                    ("reasoning_content", ParamValue::Bool(false)),
                     ("stateful_read_tools", ParamValue::words(&["task_list"])),
                     (
                         "read_like_tools",
@@ -1154,6 +1240,16 @@ impl Family for Qwen {
                 name: "qwen-all",
                 about: "Qwen Code @00aa71b4 with skipLoopDetection false: the always-on guards plus global duplicates (6), ABAB cycles (3), read-like 8 of 15, same-name streak 8, thoughts 3, content chanting 10 x 50 units within 1.5 x 50 on a 1000-unit history",
                 values: vec![("skip_loop_detection", ParamValue::Bool(false))],
+            },
+            Profile {
+                name: "qwen-all-2026-08",
+                about: "qwen-all after PR #9668 (2026-08-21): a 4000-unit content history, the long-period rule (5 equally spaced occurrences over a periodic span of 1000 units or more; 3 once the history is full) and thought text fed to the content check. With skipLoopDetection on, as shipped, the PR changes nothing: that is profile qwen",
+                values: vec![
+                    ("skip_loop_detection", ParamValue::Bool(false)),
+                    ("content_max_history", ParamValue::Int(4000)),
+                    ("periodic_check", ParamValue::Bool(true)),
+                    ("reasoning_content", ParamValue::Bool(true)),
+                ],
             },
         ]
     }

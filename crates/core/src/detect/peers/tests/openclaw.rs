@@ -9,7 +9,8 @@
 
 use super::obj;
 use crate::detect::peers::openclaw::{
-    hash_outcome, hash_tool_call, LoopState, OpenClawSettings, Outcome, Verdict,
+    hash_outcome, hash_tool_call, LoopState, OpenClawSettings, Outcome, PostCompactionGuard,
+    Verdict,
 };
 use crate::detect::{run_checks, DetectorConfig, Prepared};
 use crate::event::{Origin, Record, Session};
@@ -670,6 +671,14 @@ fn detections(
     recs: Vec<Record>,
     sets: &[(&str, crate::detect::ParamValue)],
 ) -> Vec<(&'static str, u32)> {
+    profile_detections("openclaw", recs, sets)
+}
+
+fn profile_detections(
+    profile: &str,
+    recs: Vec<Record>,
+    sets: &[(&str, crate::detect::ParamValue)],
+) -> Vec<(&'static str, u32)> {
     let s = Arc::new(Session::from_records(
         "s".into(),
         recs.into_iter().map(|r| (r, Origin::default())).collect(),
@@ -678,7 +687,7 @@ fn detections(
         .iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect();
-    let cfg = DetectorConfig::resolve(None, Some("openclaw"), &sets).unwrap();
+    let cfg = DetectorConfig::resolve(None, Some(profile), &sets).unwrap();
     run_checks(&cfg.checks().unwrap(), &Prepared::new(s), None)
         .iter()
         .map(|d| (d.kind, d.event))
@@ -746,4 +755,189 @@ fn session_unknown_tool_errors_block_at_ten() {
         r.push(result("Unknown tool: exec", true));
     }
     assert_eq!(detections(r, &[]), vec![("unknown_tool_repeat", 22)]);
+}
+
+// ---- PR #77555: `post-compaction-loop-guard.test.ts`, case by case ----
+//
+// `callOutcome(tool, args, result)`: the guard compares the three strings.
+// Left out: the `PostCompactionLoopPersistedError` cases (an error class, no
+// detection) and the arm log line.
+
+fn outcome(tool: &str, a: Value, result: &str) -> (String, String, String) {
+    (tool.into(), a.to_string(), result.into())
+}
+
+#[test]
+fn guard_is_dormant_when_never_armed() {
+    let mut g = PostCompactionGuard::default();
+    assert_eq!(
+        g.observe(3, outcome("read", json!({"path": "/x"}), "r1")),
+        None
+    );
+    assert_eq!(g.remaining, 0);
+}
+
+#[test]
+fn guard_arms_for_the_configured_window_after_compaction() {
+    let mut g = PostCompactionGuard::default();
+    g.arm(3);
+    assert_eq!(g.remaining, 3);
+}
+
+#[test]
+fn guard_decrements_remaining_attempts_on_each_observation() {
+    let mut g = PostCompactionGuard::default();
+    g.arm(3);
+    g.observe(3, outcome("read", json!({"path": "/x"}), "r1"));
+    assert_eq!(g.remaining, 2);
+    g.observe(3, outcome("read", json!({"path": "/y"}), "r2"));
+    assert_eq!(g.remaining, 1);
+    g.observe(3, outcome("read", json!({"path": "/z"}), "r3"));
+    assert_eq!(g.remaining, 0);
+}
+
+#[test]
+fn guard_aborts_on_the_window_th_identical_call_within_the_window() {
+    let mut g = PostCompactionGuard::default();
+    g.arm(3);
+    let c = || outcome("gateway", json!({"action": "lookup", "path": "x"}), "r1");
+    assert_eq!(g.observe(3, c()), None);
+    assert_eq!(g.observe(3, c()), None);
+    assert_eq!(g.observe(3, c()), Some(3));
+}
+
+#[test]
+fn guard_does_not_abort_when_the_result_changes() {
+    let mut g = PostCompactionGuard::default();
+    g.arm(3);
+    g.observe(3, outcome("read", json!({"path": "/x"}), "r1"));
+    g.observe(3, outcome("read", json!({"path": "/x"}), "r2"));
+    assert_eq!(
+        g.observe(3, outcome("read", json!({"path": "/x"}), "r3")),
+        None
+    );
+}
+
+#[test]
+fn guard_does_not_abort_when_the_arguments_change() {
+    let mut g = PostCompactionGuard::default();
+    g.arm(3);
+    g.observe(3, outcome("read", json!({"path": "/a"}), "r1"));
+    g.observe(3, outcome("read", json!({"path": "/b"}), "r1"));
+    assert_eq!(
+        g.observe(3, outcome("read", json!({"path": "/c"}), "r1")),
+        None
+    );
+}
+
+#[test]
+fn guard_does_not_abort_outside_the_window() {
+    let mut g = PostCompactionGuard::default();
+    g.arm(2);
+    g.observe(2, outcome("read", json!({"path": "/x"}), "r1"));
+    g.observe(2, outcome("read", json!({"path": "/y"}), "r1"));
+    assert_eq!(g.remaining, 0);
+    assert_eq!(
+        g.observe(2, outcome("read", json!({"path": "/x"}), "r1")),
+        None
+    );
+}
+
+#[test]
+fn guard_rearms_on_a_second_compaction() {
+    let mut g = PostCompactionGuard::default();
+    g.arm(2);
+    g.observe(2, outcome("read", json!({"path": "/x"}), "r1"));
+    g.observe(2, outcome("read", json!({"path": "/y"}), "r1"));
+    assert_eq!(g.remaining, 0);
+    g.arm(2);
+    assert_eq!(g.remaining, 2);
+}
+
+#[test]
+fn guard_disarms_after_window_observations_whatever_the_verdict() {
+    let mut g = PostCompactionGuard::default();
+    g.arm(3);
+    g.observe(3, outcome("read", json!({"path": "/a"}), "r1"));
+    g.observe(3, outcome("write", json!({"path": "/b"}), "r2"));
+    g.observe(3, outcome("exec", json!({"cmd": "ls"}), "r3"));
+    assert_eq!(g.remaining, 0);
+}
+
+// The guard on canonical sessions: a compaction is a `session` record that
+// raises `meta.compactions`.
+
+fn compacted(n: u64) -> Record {
+    let mut m = Map::new();
+    m.insert("compactions".into(), json!(n));
+    Record::Session {
+        agent: None,
+        model: None,
+        mode: None,
+        meta: Some(Box::new(m)),
+    }
+}
+
+fn after_compaction(results: &[&str]) -> Vec<Record> {
+    let mut r = vec![user()];
+    for _ in 0..2 {
+        r.push(call("read", json!({"path": "a"})));
+        r.push(result("same", false));
+    }
+    r.push(compacted(1));
+    for out in results {
+        r.push(call("read", json!({"path": "a"})));
+        r.push(result(out, false));
+    }
+    r
+}
+
+#[test]
+fn session_guard_aborts_at_the_third_identical_outcome_after_compaction() {
+    let r = after_compaction(&["same", "same", "same", "same"]);
+    // Records (1-based): 1 user, 2-5 before, 6 compaction, 7-14 after; the
+    // third outcome after it is record 12. The aborted run takes nothing more.
+    for p in ["openclaw-2026-05", "openclaw-off-2026-05"] {
+        assert_eq!(
+            profile_detections(p, r.clone(), &[]),
+            vec![("compaction_loop_persisted", 12)],
+            "{p}"
+        );
+    }
+    // The guard is not in the openclaw profile (the version before the PR).
+    assert!(detections(r, &[]).is_empty());
+}
+
+#[test]
+fn session_guard_needs_identical_results_within_the_window() {
+    let r = after_compaction(&["same", "other", "same", "same", "same"]);
+    assert!(profile_detections("openclaw-2026-05", r, &[]).is_empty());
+}
+
+#[test]
+fn session_guard_needs_a_compaction_in_the_run() {
+    // The opening session record's count is the baseline, not a compaction,
+    // and a new prompt builds a new, unarmed guard.
+    let mut r = vec![compacted(4), user()];
+    for _ in 0..5 {
+        r.push(call("read", json!({"path": "a"})));
+        r.push(result("same", false));
+    }
+    assert!(profile_detections("openclaw-off-2026-05", r, &[]).is_empty());
+    let mut r = vec![user(), compacted(1), user()];
+    for _ in 0..5 {
+        r.push(call("read", json!({"path": "a"})));
+        r.push(result("same", false));
+    }
+    assert!(profile_detections("openclaw-off-2026-05", r, &[]).is_empty());
+}
+
+#[test]
+fn session_guard_window_is_a_parameter() {
+    let r = after_compaction(&["same", "same", "same"]);
+    let two = [("post_compaction_window", crate::detect::ParamValue::Int(2))];
+    assert_eq!(
+        profile_detections("openclaw-off-2026-05", r, &two),
+        vec![("compaction_loop_persisted", 10)]
+    );
 }

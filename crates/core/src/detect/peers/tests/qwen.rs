@@ -1780,3 +1780,342 @@ fn driver_profiles_differ_only_in_the_gate() {
         .collect();
     assert_eq!(diff, ["skip_loop_detection"]);
 }
+
+// ---- PR #9668: long verbatim repetition (issue #1775), its own test cases ----
+//
+// From `describe('Long verbatim repetition loops (issue #1775)')` and the fire
+// offsets of `describe('Truncation hysteresis')` (recorded by the PR's author
+// on the per-event trim the port keeps). Not ported: the Retry/ModelFallback
+// resets of the replayed stream (a later change; canonical sessions carry no
+// retries) and the debug-log excerpt (telemetry).
+
+const DELTA: usize = 17;
+
+const CHANTED_UNIT: &str = "The issue might be that the API call is not being made properly \
+when the switch is toggled. Let me make sure the fetchPublicRecipes \
+function is called correctly with the right parameters. The issue \
+might be that the API call is not being made with the correct \
+parameters when the switch is toggled.";
+
+/// `qwen-all-2026-08`'s service (`makeConfig(..., skipLoopDetection=false)`).
+fn latest() -> QwenService {
+    QwenService::new(QwenSettings::profile("qwen-all-2026-08").unwrap())
+}
+
+/// Pieces of `text` of `size` UTF-16 units (the tests' text is ASCII).
+fn pieces(text: &str, size: usize) -> impl Iterator<Item = &str> {
+    (0..text.len())
+        .step_by(size)
+        .map(move |i| &text[i..(i + size).min(text.len())])
+}
+
+fn stream_thoughts(s: &mut QwenService, text: &str, size: usize) -> bool {
+    pieces(text, size).any(|p| thought(s, "", p))
+}
+
+fn stream_content(s: &mut QwenService, text: &str, size: usize) -> bool {
+    pieces(text, size).any(|p| self::text(s, p))
+}
+
+/// `makeAperiodicUnit(length, seed)`: an LCG over lowercase letters.
+fn aperiodic(len: usize, seed: u32) -> String {
+    let mut state = (seed + 1).wrapping_mul(2_654_435_761);
+    if state == 0 {
+        state = 1;
+    }
+    let mut out = String::new();
+    while out.len() < len {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        out.push(char::from(97 + ((state >> 16) % 26) as u8));
+    }
+    out
+}
+
+/// `variedText(len, seed)`: JavaScript's double arithmetic (the product
+/// exceeds 2^53, so it rounds as in Node).
+fn varied(len: usize, seed: u32) -> String {
+    const WORDS: [&str; 20] = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+        "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra",
+        "tango",
+    ];
+    let mut out = String::new();
+    let mut x = f64::from(seed) + 1.0;
+    while out.len() < len {
+        x = (x * 1_103_515_245.0 + 12_345.0) % 2_147_483_648.0;
+        out.push_str(WORDS[(x % 20.0) as usize]);
+        out.push_str(&((x % 97.0) as u32).to_string());
+        out.push(' ');
+    }
+    out.truncate(len);
+    out
+}
+
+/// The `Step ${i}: consider aspect ${i*7+3} of the problem. ` filler.
+fn steps(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("Step {i}: consider aspect {} of the problem. ", i * 7 + 3))
+        .collect()
+}
+
+#[test]
+fn long_unit_shape_sanity() {
+    assert_ne!(CHANTED_UNIT.len() % DELTA, 0);
+    assert!(CHANTED_UNIT.len() as f64 > CONTENT_CHUNK_SIZE as f64 * 1.5);
+    assert_eq!(CHANTED_UNIT.len(), 298);
+}
+
+#[test]
+fn long_chant_in_the_reasoning_channel() {
+    let mut s = latest();
+    assert!(stream_thoughts(&mut s, &CHANTED_UNIT.repeat(40), DELTA));
+    assert_eq!(s.last_loop_type(), Some(kind::CHANTING));
+    // Before the PR, reasoning never reached the content check.
+    let mut s = make(Some(100), false, false);
+    assert!(!stream_thoughts(&mut s, &CHANTED_UNIT.repeat(40), DELTA));
+}
+
+#[test]
+fn long_chant_on_the_content_channel() {
+    let mut s = latest();
+    assert!(stream_content(&mut s, &CHANTED_UNIT.repeat(40), DELTA));
+    assert_eq!(s.last_loop_type(), Some(kind::CHANTING));
+    // The clustered rule alone never sees a 298-unit period.
+    let mut s = make(Some(100), false, false);
+    assert!(!stream_content(&mut s, &CHANTED_UNIT.repeat(40), DELTA));
+}
+
+#[test]
+fn long_chant_of_an_even_longer_unit() {
+    let unit = "Now I'm implementing the fix by modifying the version comparison \
+logic to use the API's supportedIosVersions field when available, \
+falling back to the static table only if the API does not have \
+that information. I realize the core issue: if the device is \
+already on the newest major release and the table claims a lower \
+maximum, the comparison correctly evaluates to false. The real \
+problem is that the static table values are stale and do not \
+match what the API reports, so I need to prioritize the API data.";
+    assert!(unit.len() > 500);
+    assert_ne!(unit.len() % DELTA, 0);
+    let mut s = latest();
+    assert!(stream_thoughts(&mut s, &unit.repeat(20), DELTA));
+}
+
+#[test]
+fn long_chant_of_mid_length_units() {
+    for len in [100, 150, 200] {
+        let unit = aperiodic(len, len as u32);
+        assert_ne!(unit.len() % DELTA, 0);
+        let mut s = latest();
+        assert!(stream_content(&mut s, &unit.repeat(40), DELTA), "{len}");
+        assert_eq!(s.last_loop_type(), Some(kind::CHANTING));
+    }
+}
+
+#[test]
+fn long_chant_of_units_too_long_for_five_occurrences() {
+    for len in [1000, 1500] {
+        let unit = aperiodic(len, len as u32);
+        assert_ne!(unit.len() % DELTA, 0);
+        let mut s = latest();
+        assert!(stream_content(&mut s, &unit.repeat(30), DELTA), "{len}");
+        assert_eq!(s.last_loop_type(), Some(kind::CHANTING));
+    }
+}
+
+#[test]
+fn long_chant_short_run_in_fresh_history_passes() {
+    let mut s = latest();
+    assert!(!stream_content(
+        &mut s,
+        &aperiodic(1000, 7).repeat(3),
+        DELTA
+    ));
+}
+
+#[test]
+fn long_chant_after_a_long_varied_turn_fires_at_the_fifth_occurrence() {
+    let mut s = latest();
+    let filler = steps(100);
+    assert!(filler.len() > 2500);
+    let unit = aperiodic(700, 42);
+    assert_ne!(unit.len() % DELTA, 0);
+    assert!(!stream_content(&mut s, &filler, DELTA));
+    let chant = unit.repeat(20);
+    let at = (0..chant.len())
+        .step_by(DELTA)
+        .find(|&i| text(&mut s, &chant[i..(i + DELTA).min(chant.len())]))
+        .map(|i| i + DELTA)
+        .expect("detected");
+    assert_eq!(s.last_loop_type(), Some(kind::CHANTING));
+    assert!(at > 4 * unit.len());
+    assert!(at <= 4 * unit.len() + CONTENT_CHUNK_SIZE + DELTA);
+}
+
+#[test]
+fn long_varied_reasoning_stream_passes() {
+    let mut s = latest();
+    assert!(!stream_thoughts(&mut s, &steps(200), DELTA));
+    assert!(s.logged().is_empty());
+}
+
+#[test]
+fn equal_stride_with_varying_text_between_passes() {
+    let anchor = &"The quick brown fox jumps over the lazy dog again! "[..CONTENT_CHUNK_SIZE];
+    // `filler(seed, 150)`: the same length for every seed, aperiodic inside.
+    let filler = |seed: u64, len: usize| {
+        let mut state = (((seed + 1) * 2_654_435_761) % (1 << 32)) as u32;
+        let mut out = format!("Varying filler number {seed} ");
+        while out.len() < len {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            out.push(char::from(97 + ((state >> 16) % 26) as u8));
+        }
+        out
+    };
+    let t: String = (0..6)
+        .map(|i| format!("{anchor}{}", filler(i, 150)))
+        .collect();
+    let mut s = latest();
+    assert!(!stream_content(&mut s, &t, CONTENT_CHUNK_SIZE));
+    assert!(s.logged().is_empty());
+}
+
+#[test]
+fn fewer_than_five_occurrences_of_a_long_unit_pass() {
+    let mut s = latest();
+    assert!(!stream_content(&mut s, &CHANTED_UNIT.repeat(4), DELTA));
+}
+
+#[test]
+fn a_fenced_thought_does_not_silence_visible_chanting() {
+    let mut s = latest();
+    thought(&mut s, "", "Let me look at this snippet:\n```");
+    assert!(stream_content(&mut s, &CHANTED_UNIT.repeat(40), DELTA));
+    assert_eq!(s.last_loop_type(), Some(kind::CHANTING));
+}
+
+#[test]
+fn a_reasoning_chant_with_list_markers_is_detected() {
+    let unit = "Review the migration plan:\n- check rollback safety\n- verify indexes\n- confirm the cache invalidation path\n";
+    assert!(unit.len() as f64 > CONTENT_CHUNK_SIZE as f64 * 1.5);
+    assert_ne!(unit.len() % DELTA, 0);
+    let mut s = latest();
+    assert!(stream_thoughts(&mut s, &unit.repeat(60), DELTA));
+    assert_eq!(s.last_loop_type(), Some(kind::CHANTING));
+}
+
+#[test]
+fn repetitions_far_apart_with_varying_filler_pass() {
+    // `should not detect a loop if repetitions are very far apart` after the
+    // PR: a fresh filler each cycle (the test's random one, fixed here).
+    let mut s = latest();
+    let mut hit = false;
+    for i in 0..CONTENT_LOOP_THRESHOLD {
+        // The original keeps only the filler's answer, as here.
+        text(&mut s, &repetitive(1, CONTENT_CHUNK_SIZE));
+        hit = text(&mut s, &aperiodic(500, 1000 + i as u32));
+    }
+    assert!(!hit);
+    assert!(s.logged().is_empty());
+}
+
+#[test]
+fn continuous_chant_fires_where_the_continuation_case_says() {
+    // `keeps accumulated evidence across a continuation retry`: the first
+    // 1192 units pass and the next 100 fire (nothing is re-streamed).
+    let unit = varied(298, 21);
+    let chant = unit.repeat(6);
+    let mut s = latest();
+    assert!(!stream_thoughts(&mut s, &chant[..1192], DELTA));
+    assert!(stream_thoughts(&mut s, &chant[1192..1292], DELTA));
+    assert_eq!(s.last_loop_type(), Some(kind::CHANTING));
+}
+
+/// `fireOffset(text)`: units streamed as content when detection fired.
+fn fire_offset(t: &str) -> Option<usize> {
+    let mut s = latest();
+    let mut streamed = 0;
+    for p in pieces(t, DELTA) {
+        streamed += p.len();
+        if text(&mut s, p) {
+            return Some(streamed);
+        }
+    }
+    None
+}
+
+#[test]
+fn fire_offsets_recorded_by_the_original() {
+    let (u300, u1200, u1350) = (CHANTED_UNIT, varied(1200, 7), varied(1350, 9));
+    assert_eq!((u1200.len(), u1350.len()), (1200, 1350));
+    assert_eq!(fire_offset(&u300.repeat(60)), Some(1258));
+    assert_eq!(fire_offset(&u1200.repeat(12)), Some(4012));
+    assert_eq!(
+        fire_offset(&(varied(3000, 3) + &u1200.repeat(12))),
+        Some(7004)
+    );
+    assert_eq!(fire_offset(&u1350.repeat(12)), Some(4012));
+    assert_eq!(
+        fire_offset(&(varied(4500, 5) + &u300.repeat(60))),
+        Some(5763)
+    );
+    assert_eq!(
+        fire_offset(&(varied(200, 11) + &u1200.repeat(12))),
+        Some(4216)
+    );
+    assert_eq!(fire_offset(&u1200.repeat(4)), Some(4012));
+    assert_eq!(fire_offset(&varied(30000, 13)), None);
+}
+
+#[test]
+fn driver_reasoning_records_feed_the_content_check() {
+    // One thought record per 17-unit piece of a 300-letter chant, as a
+    // model's reasoning arrives; the clustered rule and the thought rule both
+    // miss it. Event 1 is the prompt, so piece k is event k + 2; the unit's
+    // 5th occurrence of its first window completes at unit 4 * 300 + 50.
+    let unit = aperiodic(300, 5);
+    let mut r = vec![json!({"type": "user", "text": "go"})];
+    for p in pieces(&unit.repeat(40), DELTA) {
+        r.push(json!({"type": "thought", "text": p}));
+    }
+    let p = session(r);
+    assert_eq!(detect("qwen-all", &p), []);
+    assert_eq!(detect("qwen", &p), []);
+    let fired = (4 * 300 + CONTENT_CHUNK_SIZE).div_ceil(DELTA) - 1;
+    assert_eq!(
+        detect("qwen-all-2026-08", &p),
+        [(kind::CHANTING, fired as u32 + 2, 1)]
+    );
+}
+
+#[test]
+fn driver_thought_records_are_trimmed_before_they_are_fed() {
+    // parseThought trims each record, so a chant cut into pieces at spaces
+    // loses them and is periodic no more: the same text as content fires.
+    let mut r = vec![json!({"type": "user", "text": "go"})];
+    let mut c = r.clone();
+    for p in pieces(&CHANTED_UNIT.repeat(40), DELTA) {
+        r.push(json!({"type": "thought", "text": p}));
+        c.push(json!({"type": "content", "text": p}));
+    }
+    assert_eq!(detect("qwen-all-2026-08", &session(r)), []);
+    assert_eq!(detect("qwen-all-2026-08", &session(c)).len(), 1);
+}
+
+#[test]
+fn driver_2026_08_profile_changes_only_the_pr_settings() {
+    let a = DetectorConfig::resolve(None, Some("qwen-all"), &[]).unwrap();
+    let b = DetectorConfig::resolve(None, Some("qwen-all-2026-08"), &[]).unwrap();
+    let mut diff: Vec<&String> = a
+        .params
+        .0
+        .iter()
+        .filter(|(k, v)| b.params.0.get(*k) != Some(v))
+        .map(|(k, _)| k)
+        .collect();
+    diff.sort();
+    assert_eq!(
+        diff,
+        ["content_max_history", "periodic_check", "reasoning_content"]
+    );
+}
