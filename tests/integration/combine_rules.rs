@@ -13,10 +13,13 @@ const GRID: &str = "name = \"t\"\nstock_profiles = false\n\
 
 fn sweep(grid: &Path, out: &Path, extra: &[&str]) -> String {
     let fixtures = root().join("fixtures");
-    let labels = fixtures.join("labels.csv");
+    sweep_on(&fixtures, &fixtures.join("labels.csv"), grid, out, extra)
+}
+
+fn sweep_on(logs: &Path, labels: &Path, grid: &Path, out: &Path, extra: &[&str]) -> String {
     let mut args = vec![
         "sweep",
-        fixtures.to_str().unwrap(),
+        logs.to_str().unwrap(),
         "--labels",
         labels.to_str().unwrap(),
         "--grid",
@@ -184,22 +187,13 @@ fn the_combined_configuration_is_a_row_of_the_outputs_and_a_candidate() {
 [[grid]]\nprofile = \"looptune-default\"\n[grid.axes]\ntarget_stop = [0, 4]\n",
     );
     let out = d.path().join("a");
-    let labels = d.path().join("labels.csv");
-    let o = run(&[
-        "sweep",
-        logs.to_str().unwrap(),
-        "--labels",
-        labels.to_str().unwrap(),
-        "--grid",
-        grid.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "-q",
-        "--combine-rules",
-        "--across-families",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8(o.stdout).unwrap();
+    let text = sweep_on(
+        &logs,
+        &d.path().join("labels.csv"),
+        &grid,
+        &out,
+        &["--combine-rules", "--across-families"],
+    );
     let block = &text[text
         .find("Combined looptune configuration")
         .unwrap_or_else(|| panic!("{text}"))..];
