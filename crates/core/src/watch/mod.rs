@@ -353,6 +353,18 @@ fn key(d: &Detection) -> Key {
     (d.event, d.kind, d.strike)
 }
 
+/// A flag SIGINT and SIGTERM set, for a follow loop to stop at its next
+/// look (the default handlers would end the process at once, with a
+/// notification command's input half written).
+pub fn stop_on_signals() -> std::io::Result<Arc<std::sync::atomic::AtomicBool>> {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    #[cfg(unix)]
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(stop)
+}
+
 #[cfg(unix)]
 fn identity(_path: &Path, meta: &std::fs::Metadata) -> Id {
     use std::os::unix::fs::MetadataExt;
