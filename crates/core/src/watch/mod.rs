@@ -534,4 +534,91 @@ mod tests {
         assert_eq!([first, rest].concat(), all);
         assert!(found(w.tick(t0 + Duration::from_secs(200))).is_empty());
     }
+
+    /// Every fixture fed line by line, a look after each line and one once
+    /// the file is idle, under each family's default profile (every profile of the families
+    /// whose detections settle later): the detections are those of
+    /// `replay --all` on the whole file, each once.
+    #[test]
+    fn fixtures_fed_line_by_line_report_what_replay_reports() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sessions");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 10);
+        // Each family's default, and every profile of the settling families.
+        let profiles: Vec<&str> = crate::detect::families()
+            .into_iter()
+            .flat_map(|f| {
+                let all = f.profiles().into_iter().map(|p| p.name);
+                let n = if Settle::of(f.name()) == Settle::Now {
+                    1
+                } else {
+                    usize::MAX
+                };
+                all.take(n).collect::<Vec<_>>()
+            })
+            .collect();
+        let mut compared = 0;
+        for profile in profiles {
+            let cfg = || DetectorConfig::resolve(None, Some(profile), &[]).unwrap();
+            let plan = Plan::new(vec![cfg()], &ReplayOptions { all: true }).unwrap();
+            for path in &files {
+                let text = std::fs::read_to_string(path).unwrap();
+                let stem = crate::input::file_stem(path);
+                let file = crate::input::parse_bytes(
+                    "f",
+                    stem.clone(),
+                    text.clone().into_bytes(),
+                    &ReadOptions::default(),
+                )
+                .unwrap();
+                let mut want = Vec::new();
+                for (id, events) in file.sessions {
+                    let mut session = Session::from_events(id.clone(), events);
+                    session.whole_messages = file.whole_messages;
+                    for d in &plan.session(Arc::new(session))[0].detections {
+                        want.push((id.clone(), d.event, d.strike, d.kind, d.detail.clone()));
+                    }
+                }
+                let d = tempfile::tempdir().unwrap();
+                let fed = d.path().join(path.file_name().unwrap());
+                std::fs::write(&fed, "").unwrap();
+                let opts = WatchOptions {
+                    from_start: true,
+                    idle: Duration::from_secs(60),
+                    ..WatchOptions::default()
+                };
+                let mut w = Watcher::new(vec![d.path().to_path_buf()], cfg(), opts).unwrap();
+                let t0 = Instant::now();
+                let mut got = Vec::new();
+                let mut take = |r: Vec<Report>| {
+                    for r in r {
+                        match r {
+                            Report::Found(f) => {
+                                got.push((f.session, f.event, f.strike, f.kind, f.detail))
+                            }
+                            Report::Warning(m) => panic!("{m}"),
+                        }
+                    }
+                };
+                for line in text.split_inclusive('\n') {
+                    append(&fed, line);
+                    take(w.tick(t0));
+                }
+                take(w.tick(t0 + Duration::from_secs(61)));
+                let order = |v: &mut Vec<(String, u32, u32, &'static str, String)>| {
+                    v.sort_by(|a, b| (&a.0, a.1, a.2, a.3).cmp(&(&b.0, b.1, b.2, b.3)))
+                };
+                order(&mut want);
+                order(&mut got);
+                assert_eq!(got, want, "{profile} on {}", path.display());
+                compared += want.len();
+            }
+        }
+        assert!(compared > 100, "{compared}");
+    }
 }
