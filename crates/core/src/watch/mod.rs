@@ -274,6 +274,9 @@ impl Watcher {
         if end as u64 == state.parsed {
             return false;
         }
+        // A document cut at its last newline is no error yet: it is read
+        // whole once it stops growing.
+        let cut = end < bytes.len();
         let mut bytes = bytes;
         bytes.truncate(end);
         state.parsed = end as u64;
@@ -287,7 +290,9 @@ impl Watcher {
             {
                 Ok(f) => f,
                 Err(e) => {
-                    out.push(Report::Warning(e.to_string()));
+                    if !cut {
+                        out.push(Report::Warning(e.to_string()));
+                    }
                     return true;
                 }
             };
@@ -474,6 +479,29 @@ mod tests {
         std::fs::remove_file(d.path().join("a.1.jsonl")).unwrap();
         w.tick(now);
         assert_eq!(w.files(), 1);
+    }
+
+    #[test]
+    fn a_document_without_a_final_newline_is_read_once_it_stops_growing() {
+        let d = tempfile::tempdir().unwrap();
+        let mut w = watcher(&[d.path()]);
+        let now = Instant::now();
+        w.tick(now);
+        let call = |i: u32| {
+            format!(
+                r#"{{"role":"assistant","content":null,"tool_calls":[{{"id":"c{i}","type":"function","function":{{"name":"read_file","arguments":"{{\"path\":\"a\"}}"}}}}]}},
+{{"role":"tool","tool_call_id":"c{i}","content":"x"}}"#
+            )
+        };
+        let calls: Vec<String> = (0..5).map(call).collect();
+        let doc = format!(
+            "[\n{{\"role\":\"user\",\"content\":\"go\"}},\n{}\n]",
+            calls.join(",\n")
+        );
+        std::fs::write(d.path().join("chat.json"), &doc).unwrap();
+        // First seen growing: cut at its last newline, and no error.
+        assert_eq!(w.tick(now), Vec::new());
+        assert_eq!(found(w.tick(now)).len(), 1);
     }
 
     #[test]
