@@ -258,3 +258,21 @@ fn a_fixture_fed_line_by_line_gives_what_replay_all_gives() {
         assert_eq!(got, want, "{profile} on {fixture}");
     }
 }
+
+/// A whole-document log (Gemini CLI's chat JSON, no final newline) is cut at
+/// its last newline on the first look, while it may still be growing: no
+/// warning for that; it is read whole once its size holds.
+#[test]
+fn a_document_seen_growing_is_no_warning() {
+    let Some(corpus) = shared_corpus() else {
+        return;
+    };
+    let src = corpus.join("gemini-cli/M-Gemini/session-2025-11-19T20-45-42f4bde7.json");
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(&src, d.path().join("session.json")).unwrap();
+    let w = Live::start(&["--from-start", d.path().to_str().unwrap()]);
+    w.settle();
+    let err = w.err.lock().unwrap().clone();
+    w.stop();
+    assert!(!err.contains("not a recognised"), "{err}");
+}

@@ -499,7 +499,7 @@ mod tests {
             calls.join(",\n")
         );
         std::fs::write(d.path().join("chat.json"), &doc).unwrap();
-        // First seen growing: cut at its last newline, and no error.
+        // First seen growing: cut at its last newline; read whole at the next look.
         assert_eq!(w.tick(now), Vec::new());
         assert_eq!(found(w.tick(now)).len(), 1);
     }
