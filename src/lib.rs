@@ -10,7 +10,9 @@
 
 #[doc(hidden)]
 pub use looptune_core::input::synth;
-pub use looptune_core::{detect, error, event, export, guard, input, replay, result, score, sweep};
+pub use looptune_core::{
+    detect, error, event, export, guard, input, replay, result, score, sweep, watch,
+};
 // The core's shared pieces, reachable as `crate::util::...` here.
 use looptune_core::util;
 

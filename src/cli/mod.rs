@@ -18,6 +18,7 @@ mod replay;
 mod report;
 mod sweep;
 mod synth;
+mod watch;
 pub use crate::detect::Selection;
 use args::*;
 pub use common::*;
@@ -33,6 +34,7 @@ pub use replay::*;
 pub use report::*;
 pub use sweep::*;
 use synth::*;
+use watch::*;
 
 use crate::error::{Error, Result};
 use crate::input::ReadOptions;
@@ -83,6 +85,9 @@ enum Command {
     /// Block a looping tool call from an agent's pre-tool hook (Claude Code, Gemini CLI): the tuned rule, live.
     #[command(after_help = GUARD_HELP)]
     Guard(GuardArgs),
+    /// Follow agents' log folders as sessions are written and print each detection as it happens.
+    #[command(after_help = WATCH_HELP)]
+    Watch(WatchArgs),
     /// Convert native agent logs to canonical JSONL (one file, sessions tagged).
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
@@ -139,6 +144,9 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             if input.paths.is_empty() && !exporting =>
         {
             input.paths = crate::input::logdirs::default_paths(&mut std::io::stderr())?;
+        }
+        Command::Watch(a) if a.paths.is_empty() => {
+            a.paths = crate::input::logdirs::default_paths(&mut std::io::stderr())?;
         }
         Command::Sweep(a) if a.paths.is_empty() && !a.print_default_grid => {
             a.paths = crate::input::logdirs::default_paths(&mut std::io::stderr())?;
@@ -200,6 +208,7 @@ pub fn dispatch(mut cli: Cli, out: &mut dyn std::io::Write) -> Result<i32> {
             &mut *out,
             &mut std::io::stderr(),
         ),
+        Command::Watch(a) => watch_command(&a, &mut *out),
         Command::Import(a) => import_command(&a.request(), &mut std::io::stderr()),
         Command::Synth(a) => synth_command(&a),
         Command::Completions(a) => completions_command(&a, &mut *out),

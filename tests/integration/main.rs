@@ -34,4 +34,5 @@ mod setup;
 mod splits;
 mod stores;
 mod walk;
+mod watch;
 mod zstd;

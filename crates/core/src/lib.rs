@@ -65,6 +65,7 @@ pub mod sweep;
 // After the stages: a configuration in an agent's terms, and live guards.
 pub mod export;
 pub mod guard;
+pub mod watch;
 // Shared pieces the binary builds on but that are no stable library surface.
 #[doc(hidden)]
 pub mod util;

@@ -7,6 +7,7 @@ use looptune_core::detect::{DetectorConfig, Selection, Setting};
 use looptune_core::event::Session;
 use looptune_core::input::parse_canonical;
 use looptune_core::replay::{Plan, ReplayOptions};
+use looptune_core::watch::Settle;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -89,30 +90,6 @@ fn profiles() -> Vec<(&'static str, &'static str, &'static str)> {
         .collect()
 }
 
-/// When a detection found on the session so far is final. On a session cut
-/// short, a family that judges a whole agent step judges the step still open
-/// as if it had ended.
-#[derive(Clone, Copy, PartialEq)]
-enum Settle {
-    /// At once: the check fires at the record it reads.
-    Now,
-    /// Once the next record confirms it (Blade's snapshots and stationarity).
-    NextRecord,
-    /// Once the step it is in has ended: a `turn` or `user` record starts
-    /// the next (OpenHands, checked once per agent step; OpenRouter's SDK,
-    /// which records a model turn's text once, at its last `content` record,
-    /// known to be the last only when the turn ends).
-    StepEnd,
-}
-
-fn settle_of(family: &str) -> Settle {
-    match family {
-        "blade" => Settle::NextRecord,
-        "openhands" | "openrouter-sdk" => Settle::StepEnd,
-        _ => Settle::Now,
-    }
-}
-
 type Key = (u32, &'static str, u32);
 
 /// A detection as Python gets it: (kind, turn, event, strike, detail).
@@ -165,7 +142,7 @@ impl Detector {
             records: 0,
             seen: HashSet::new(),
             last: Vec::new(),
-            settle: settle_of(family),
+            settle: Settle::of(family),
             family,
             profile,
         })
