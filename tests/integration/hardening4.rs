@@ -667,3 +667,139 @@ fn an_eval_archives_members_together_obey_the_ratio() {
     make(&small, 4, 1 << 20);
     looptune().arg("replay").arg(&small).assert().success();
 }
+
+/// The part table of a one-session OpenCode database.
+const PART: &str = "CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, data text);";
+const ONE_PART: &str =
+    "INSERT INTO part VALUES ('prt_1', 'msg_2', '{\"type\":\"text\",\"text\":\"hi\"}');";
+
+/// The names in a folder, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Item 15: reading a database writes nothing beside it (a WAL database
+/// got `-shm` and `-wal` files), so a database on read-only media reads; a
+/// WAL's commits not yet in the main file are read all the same; a hot
+/// journal and a truncated file say so (both were "not a recognised
+/// session log").
+#[test]
+fn a_database_is_read_without_writing_beside_it() {
+    let d = tempfile::tempdir().unwrap();
+    // A WAL database whose commits are all in the main file.
+    let wal = d.path().join("wal");
+    std::fs::create_dir_all(&wal).unwrap();
+    let db = wal.join("opencode.db");
+    opencode_db(&db, &format!("PRAGMA journal_mode=WAL;\n{PART}"), ONE_PART);
+    assert_eq!(names(&wal), ["opencode.db"]);
+    replay_db(&db, &[])
+        .success()
+        .stdout(predicate::str::contains("1 session,"));
+    assert_eq!(
+        names(&wal),
+        ["opencode.db"],
+        "files made beside the database"
+    );
+
+    // One whose commits are still in its `-wal` (no `-shm`: the agent
+    // stopped, or the folder was copied while it ran).
+    let live = d.path().join("live");
+    let copied = d.path().join("copied");
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::create_dir_all(&copied).unwrap();
+    {
+        let conn = rusqlite::Connection::open(live.join("opencode.db")).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;")
+            .unwrap();
+        drop(conn);
+        opencode_db(&live.join("opencode.db"), PART, "");
+        let conn = rusqlite::Connection::open(live.join("opencode.db")).unwrap();
+        conn.execute_batch("PRAGMA wal_autocheckpoint=0;").unwrap();
+        conn.execute_batch(ONE_PART).unwrap();
+        for f in ["opencode.db", "opencode.db-wal"] {
+            std::fs::copy(live.join(f), copied.join(f)).unwrap();
+        }
+    }
+    assert_eq!(names(&copied), ["opencode.db", "opencode.db-wal"]);
+    // The part row is only in the `-wal`: four events with it, three without.
+    replay_db(&copied.join("opencode.db"), &[])
+        .success()
+        .stdout(predicate::str::contains("1 session, 1 turn, 4 events"));
+    assert_eq!(
+        names(&copied),
+        ["opencode.db", "opencode.db-wal"],
+        "files made beside the database"
+    );
+
+    // The first on read-only media (a read-only bind mount, where a user
+    // namespace allows one).
+    let ro = d.path().join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let script = format!(
+        "mount --bind '{w}' '{r}' && mount -o remount,ro,bind '{r}' && touch '{r}/x' 2>/dev/null && exit 99; exec '{bin}' replay '{r}/opencode.db'",
+        w = wal.display(),
+        r = ro.display(),
+        bin = assert_cmd::cargo::cargo_bin("looptune").display(),
+    );
+    match std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .output()
+    {
+        Ok(o) if o.status.code() == Some(0) || o.status.code() == Some(2) => {
+            assert!(
+                o.status.success(),
+                "read-only: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(String::from_utf8_lossy(&o.stdout).contains("1 session,"));
+        }
+        _ => crate::util::skipped("no read-only bind mount here (unshare -rm)"),
+    }
+
+    // A hot journal: a transaction's journal beside a file it half changed.
+    let hot = d.path().join("hot");
+    std::fs::create_dir_all(&hot).unwrap();
+    {
+        let src = d.path().join("src.db");
+        opencode_db(
+            &src,
+            &format!("PRAGMA journal_mode=DELETE;\n{PART}"),
+            ONE_PART,
+        );
+        let conn = rusqlite::Connection::open(&src).unwrap();
+        // A one-page cache spills the change to the file before commit.
+        conn.execute_batch("PRAGMA cache_size=1; BEGIN;").unwrap();
+        for i in 0..2000 {
+            conn.execute(
+                "INSERT INTO part VALUES (?1, 'msg_2', ?2)",
+                (format!("p{i}"), "x".repeat(200)),
+            )
+            .unwrap();
+        }
+        std::fs::copy(&src, hot.join("opencode.db")).unwrap();
+        std::fs::copy(
+            d.path().join("src.db-journal"),
+            hot.join("opencode.db-journal"),
+        )
+        .unwrap();
+    }
+    replay_db(&hot.join("opencode.db"), &[])
+        .code(2)
+        .stderr(predicate::str::contains("hot journal"));
+
+    // A truncated file, under its own name and another.
+    let cut = d.path().join("cut");
+    std::fs::create_dir_all(&cut).unwrap();
+    let bytes = std::fs::read(&db).unwrap();
+    for name in ["opencode.db", "other.db"] {
+        std::fs::write(cut.join(name), &bytes[..bytes.len() - 5000]).unwrap();
+        replay_db(&cut.join(name), &[])
+            .code(2)
+            .stderr(predicate::str::contains("the database is truncated"));
+    }
+}

@@ -263,7 +263,21 @@ fn load_path(
         } else {
             "a SQLite database"
         };
-        let detail = format!(" ({what} no format reads: expected an OpenHands conversation folder, an OpenCode `opencode.db` or a Goose `sessions.db`)");
+        // A database that cannot be read says why, rather than that it is
+        // no agent's (which no one can tell).
+        let trouble = (!is_dir)
+            .then(|| crate::input::import::sqlite_trouble(path))
+            .flatten();
+        if let (Some(message), false) = (&trouble, walked) {
+            return Err(Error::File {
+                path: display,
+                message: message.clone(),
+            });
+        }
+        let detail = match trouble {
+            Some(why) => format!(" (a SQLite database that cannot be read: {why})"),
+            None => format!(" ({what} no format reads: expected an OpenHands conversation folder, an OpenCode `opencode.db` or a Goose `sessions.db`)"),
+        };
         if walked {
             return Ok(Loaded::Skipped(Skip::Unrecognised {
                 file: display,
