@@ -803,3 +803,50 @@ fn a_database_is_read_without_writing_beside_it() {
             .stderr(predicate::str::contains("the database is truncated"));
     }
 }
+
+/// `text` as one zstd frame asking for a window of 2^`log` (no content
+/// size, so the window is written in the header, as `zstd --long` does).
+fn zstd_window(text: &[u8], log: u32) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    e.include_contentsize(false).unwrap();
+    e.long_distance_matching(true).unwrap();
+    e.window_log(log).unwrap();
+    e.write_all(text).unwrap();
+    e.finish().unwrap()
+}
+
+/// Item 16: `pzstd` output (a skippable frame first) and a `--long=28`
+/// stream are read (they were "not a recognised session log" and "damaged
+/// or truncated"); a window past 2^28, looptune's limit, is named.
+#[test]
+fn pzstd_and_long_window_zstd_are_read() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read(root().join("fixtures/sessions/clean_markdown_list.jsonl")).unwrap();
+    let mut pz = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 0x10, 0, 0, 0];
+    pz.extend(zstd::encode_all(&text[..], 3).unwrap());
+    let cases = [
+        ("pzstd.jsonl.zst", pz),
+        ("long28.jsonl.zst", zstd_window(&text, 28)),
+    ];
+    for (name, bytes) in cases {
+        let path = d.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        looptune()
+            .arg("replay")
+            .arg(&path)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("1 session,"));
+    }
+    let past = d.path().join("long29.jsonl.zst");
+    std::fs::write(&past, zstd_window(&text, 29)).unwrap();
+    looptune()
+        .arg("replay")
+        .arg(&past)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "needs a window of 536870912 bytes, past looptune's limit of 268435456 (2^28",
+        ));
+}

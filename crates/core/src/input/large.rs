@@ -318,8 +318,16 @@ impl Source {
         let io = |e| Error::io(path, e);
         let mut file = std::fs::File::open(path).map_err(io)?;
         let stored = file.metadata().map_err(io)?.len();
-        let mut magic = [0u8; 4];
-        let got = file.read(&mut magic).map_err(io)?;
+        // Enough of the head for a zstd frame's header after pzstd's
+        // skippable frame (12 bytes).
+        let mut magic = [0u8; 64];
+        let mut got = 0;
+        while got < magic.len() {
+            match file.read(&mut magic[got..]).map_err(io)? {
+                0 => break,
+                n => got += n,
+            }
+        }
         file.rewind().map_err(io)?;
         let tally = Tally {
             file,
@@ -331,7 +339,12 @@ impl Source {
         let reader = match codec {
             Some(super::Codec::Gzip) => Reader::Gz(flate2::read::MultiGzDecoder::new(tally)),
             Some(super::Codec::Zstd) => {
-                Reader::Zst(zstd::stream::read::Decoder::new(tally).map_err(io)?)
+                if let Some((at, window)) = super::zstd_window_past_limit(&magic[..got]) {
+                    return Err(super::zstd_window_error(display, at, window));
+                }
+                let mut d = zstd::stream::read::Decoder::new(tally).map_err(io)?;
+                d.window_log_max(super::ZSTD_WINDOW_LOG_MAX).map_err(io)?;
+                Reader::Zst(d)
             }
             None => Reader::Plain(tally),
         };
@@ -661,6 +674,45 @@ mod tests {
         std::fs::write(&path, gz).unwrap();
         let got = same_both_ways(&path, false);
         assert!(got.contains("gzip stream is damaged or truncated"), "{got}");
+    }
+
+    /// `text` as one zstd frame whose header asks for a window of
+    /// 2^`window_log` (no content size, so the window is in the header).
+    pub(crate) fn zstd_long(text: &[u8], window_log: u32) -> Vec<u8> {
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        e.include_contentsize(false).unwrap();
+        e.long_distance_matching(true).unwrap();
+        e.window_log(window_log).unwrap();
+        e.write_all(text).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// A zstd file that opens with a skippable frame (`pzstd`'s) or asks for
+    /// a window of 2^28 (`zstd --long=28`) reads the same in batches and
+    /// whole; past 2^28, both say the limit.
+    #[test]
+    fn pzstd_and_long_windows_read_in_batches_as_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let text = awkward();
+        let mut skip = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        skip.extend(zstd::encode_all(text.as_bytes(), 3).unwrap());
+        std::fs::create_dir_all(d.path().join("p")).unwrap();
+        std::fs::create_dir_all(d.path().join("l")).unwrap();
+        let path = d.path().join("p/big.jsonl.zst");
+        std::fs::write(&path, skip).unwrap();
+        let got = same_both_ways(&path, true);
+        assert!(got.contains("skipped") && got.contains("\"big\""), "{got}");
+        let long = d.path().join("l/big.jsonl.zst");
+        std::fs::write(&long, zstd_long(text.as_bytes(), 28)).unwrap();
+        let got = same_both_ways(&long, true);
+        assert!(got.contains("skipped") && got.contains("\"big\""), "{got}");
+        let past = d.path().join("past.jsonl.zst");
+        std::fs::write(&past, zstd_long(text.as_bytes(), 29)).unwrap();
+        let got = same_both_ways(&past, true);
+        assert!(
+            got.contains("needs a window of 536870912 bytes, past looptune's limit of 268435456"),
+            "{got}"
+        );
     }
 
     /// zstd files (Codex's archived rollouts) stream in batches as gzip

@@ -1378,6 +1378,11 @@ fn give_back(mut bytes: Vec<u8>) {
 /// Decompress gzip or zstd input within the caps of `opts`; a truncated
 /// stream is an error at the line it broke.
 fn gunzip(display: &str, codec: Codec, bytes: &[u8], opts: &ReadOptions) -> Result<Capped> {
+    if codec == Codec::Zstd {
+        if let Some((at, window)) = zstd_window_past_limit(bytes) {
+            return Err(zstd_window_error(display, at, window));
+        }
+    }
     let dec = codec
         .decoder(bytes)
         .map_err(|e| Error::io(Path::new(display), e))?;
@@ -1525,26 +1530,96 @@ pub(crate) enum Codec {
 /// The zstd frame magic number, little-endian.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
+/// Whether `head` starts with a zstd skippable frame (magic 0x184D2A50 to
+/// 0x184D2A5F, little-endian): `pzstd` opens its output with one.
+fn is_zstd_skippable(head: &[u8]) -> bool {
+    head.len() >= 4 && head[0] & 0xf0 == 0x50 && head[1..4] == [0x2a, 0x4d, 0x18]
+}
+
+/// The largest zstd window looptune decodes, as a power of two: 2^28 bytes
+/// (256 MiB), what `zstd --long=28` writes (zstd's own decoder stops at
+/// 2^27 unless told more). The window is memory a worker holds while it
+/// decodes, so a stream may not ask for more than this.
+pub(crate) const ZSTD_WINDOW_LOG_MAX: u32 = 28;
+
+/// The first zstd frame of `bytes` whose window is past
+/// [`ZSTD_WINDOW_LOG_MAX`]: where it starts and the window it asks for
+/// (skippable frames passed over; a header cut short or a damaged frame
+/// is left to the decoder to name).
+pub(crate) fn zstd_window_past_limit(bytes: &[u8]) -> Option<(usize, u64)> {
+    let mut at = 0usize;
+    while let Some(frame) = bytes.get(at..).filter(|f| f.len() >= 8) {
+        if is_zstd_skippable(frame) {
+            let size = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]);
+            at = at.checked_add(8 + size as usize)?;
+            continue;
+        }
+        if !frame.starts_with(&ZSTD_MAGIC) {
+            return None;
+        }
+        let window = zstd_frame_window(frame)?;
+        if window > 1 << ZSTD_WINDOW_LOG_MAX {
+            return Some((at, window));
+        }
+        at += zstd::zstd_safe::find_frame_compressed_size(frame).ok()?;
+    }
+    None
+}
+
+/// The window a zstd frame's header asks for (RFC 8878, 3.1.1.1): its
+/// window descriptor, or for a single-segment frame its content size.
+fn zstd_frame_window(frame: &[u8]) -> Option<u64> {
+    let fhd = *frame.get(4)?;
+    if fhd & 0x20 == 0 {
+        let wd = *frame.get(5)?;
+        let base = 1u64 << (10 + u32::from(wd >> 3));
+        return Some(base + base / 8 * u64::from(wd & 7));
+    }
+    let dict = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let len = [1, 2, 4, 8][usize::from(fhd >> 6)];
+    let field = frame.get(5 + dict..5 + dict + len)?;
+    let mut v = [0u8; 8];
+    v[..len].copy_from_slice(field);
+    let size = u64::from_le_bytes(v);
+    Some(if len == 2 { size + 256 } else { size })
+}
+
+/// The error of a zstd frame whose window is past the limit.
+pub(crate) fn zstd_window_error(display: &str, at: usize, window: u64) -> Error {
+    Error::File {
+        path: display.to_string(),
+        message: format!(
+            "zstd frame at byte {at} needs a window of {window} bytes, past looptune's limit of {} (2^{ZSTD_WINDOW_LOG_MAX}, what `zstd --long={ZSTD_WINDOW_LOG_MAX}` writes): not read; recompress it with a smaller --long",
+            1u64 << ZSTD_WINDOW_LOG_MAX
+        ),
+    }
+}
+
 impl Codec {
     /// The codec of a stream starting with `head`, if it is compressed.
     pub(crate) fn of(head: &[u8]) -> Option<Codec> {
         if is_gzip(head) {
             Some(Codec::Gzip)
-        } else if head.starts_with(&ZSTD_MAGIC) {
+        } else if head.starts_with(&ZSTD_MAGIC) || is_zstd_skippable(head) {
             Some(Codec::Zstd)
         } else {
             None
         }
     }
 
-    /// A decoder of every member (gzip) or frame (zstd) of `r`.
+    /// A decoder of every member (gzip) or frame (zstd, skippable frames
+    /// passed over, windows up to [`ZSTD_WINDOW_LOG_MAX`]) of `r`.
     pub(crate) fn decoder<'r, R: std::io::BufRead + 'r>(
         self,
         r: R,
     ) -> std::io::Result<Box<dyn Read + 'r>> {
         Ok(match self {
             Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
-            Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(r)?),
+            Codec::Zstd => {
+                let mut d = zstd::stream::read::Decoder::with_buffer(r)?;
+                d.window_log_max(ZSTD_WINDOW_LOG_MAX)?;
+                Box::new(d)
+            }
         })
     }
 }
