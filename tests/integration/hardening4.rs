@@ -850,3 +850,55 @@ fn pzstd_and_long_window_zstd_are_read() {
             "needs a window of 536870912 bytes, past looptune's limit of 268435456 (2^28",
         ));
 }
+
+/// Item 3: a gzip bomb inside the caps' reach is refused having held at
+/// most the ratio's floor (16 MiB): past it the stream is read through
+/// and dropped first. It inflated to its cap on every worker (two 4.4 MB
+/// files of a 1 GB zero stream held 1.2 GB at `-j 2`); here the run's
+/// budget of 18 MiB is what it passed on its way to a 20 MB cap.
+#[test]
+fn a_gzip_bomb_is_measured_before_it_is_held() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let gz = |head: &[u8], zeros: usize| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(head).unwrap();
+        let block = vec![0u8; 1 << 20];
+        for _ in 0..zeros {
+            e.write_all(&block).unwrap();
+        }
+        e.finish().unwrap()
+    };
+    // Whole: the zeros are no session log's first line.
+    let whole = d.path().join("whole.jsonl.gz");
+    std::fs::write(&whole, gz(b"", 200)).unwrap();
+    // In batches: a canonical first line, then one line of zeros.
+    let lines = d.path().join("lines.jsonl.gz");
+    std::fs::write(&lines, gz(b"{\"type\":\"content\",\"text\":\"hi\"}\n", 200)).unwrap();
+    for (f, extra) in [(&whole, None), (&lines, Some("--stream-above=1000"))] {
+        looptune()
+            .arg("replay")
+            .arg(f)
+            .args(extra)
+            .env("LOOPTUNE_TEST_MEMORY_BUDGET", (18u32 << 20).to_string())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "gzip stream expands more than 100 times",
+            ));
+    }
+    // A stream past the floor and within the caps takes its exact size.
+    let text: String = (0..500_000)
+        .map(|i| format!("{{\"type\":\"content\",\"text\":\"hello {i}\"}}\n"))
+        .collect();
+    assert!(text.len() > 18 << 20);
+    let ok = d.path().join("ok.jsonl.gz");
+    std::fs::write(&ok, gz(text.as_bytes(), 0)).unwrap();
+    looptune()
+        .arg("replay")
+        .arg(&ok)
+        .arg("--stream-above=1000000000")
+        .env("LOOPTUNE_TEST_MEMORY_BUDGET", (24u32 << 20).to_string())
+        .assert()
+        .success();
+}

@@ -127,8 +127,10 @@ pub(super) fn stream<T: Send>(
         .unwrap_or_default();
     let lines_first_pass = at;
 
-    // Pass 2: parse, and hand out what is complete after each batch.
+    // Pass 2: parse, and hand out what is complete after each batch (pass
+    // 1 read the whole stream within its caps).
     let mut src = Source::open(path, &display, opts, false, want)?;
+    src.measured = true;
     let changed = || Error::File {
         path: display.clone(),
         message: "changed while being read".into(),
@@ -288,6 +290,12 @@ enum Reader {
 /// of [`ReadOptions`] and with the errors a whole read gives.
 struct Source {
     reader: Reader,
+    path: std::path::PathBuf,
+    /// Whether the stream is known to be within its caps (read through by
+    /// [`super::measure`], or plain): a line longer than a batch of an
+    /// unmeasured stream measures it first, as [`super::HOLD_UNMEASURED`]
+    /// does for a whole read.
+    measured: bool,
     display: String,
     stored: u64,
     max_bytes: u64,
@@ -357,6 +365,8 @@ impl Source {
         };
         Ok(Source {
             reader,
+            path: path.to_path_buf(),
+            measured: codec.is_none(),
             display: display.to_string(),
             stored,
             max_bytes: opts.max_gzip_bytes,
@@ -442,6 +452,11 @@ impl Source {
                 return Ok(Some(buf));
             }
             let at = buf.len();
+            // A line longer than the batch was made for: before the batch
+            // grows for it, know that the stream is within its caps.
+            if !self.measured && at + self.chunk > buf.capacity() {
+                self.measure()?;
+            }
             buf.resize(at + self.chunk, 0);
             let n = self.read(&mut buf[at..]);
             buf.truncate(at + *n.as_ref().unwrap_or(&0));
@@ -457,6 +472,29 @@ impl Source {
                 continue;
             }
         }
+    }
+
+    /// Read the whole stream through once, dropping it, to hear its caps'
+    /// error before holding more of a line that may be a bomb's.
+    fn measure(&mut self) -> Result<()> {
+        let io = |e| Error::io(&self.path, e);
+        let codec = match self.reader {
+            Reader::Gz(_) => super::Codec::Gzip,
+            Reader::Zst(_) => super::Codec::Zstd,
+            Reader::Plain(_) => return Ok(()),
+        };
+        let file = std::io::BufReader::new(std::fs::File::open(&self.path).map_err(io)?);
+        let dec = codec.decoder(file).map_err(io)?;
+        super::measure(
+            &self.display,
+            codec,
+            dec,
+            self.stored.max(1),
+            self.max_bytes,
+            self.max_ratio,
+        )?;
+        self.measured = true;
+        Ok(())
     }
 
     /// A batch done with, its memory kept for the next one (fresh pages for

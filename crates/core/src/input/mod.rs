@@ -1387,14 +1387,71 @@ fn gunzip(display: &str, codec: Codec, bytes: &[u8], opts: &ReadOptions) -> Resu
         .decoder(bytes)
         .map_err(|e| Error::io(Path::new(display), e))?;
     let stored = bytes.len().max(1) as u64;
-    read_capped(
+    let mut measure = || {
+        let dec = codec
+            .decoder(bytes)
+            .map_err(|e| Error::io(Path::new(display), e))?;
+        measure(
+            display,
+            codec,
+            dec,
+            stored,
+            opts.max_gzip_bytes,
+            opts.max_gzip_ratio,
+        )
+    };
+    read_capped_measured(
         display,
         codec,
         dec,
         stored,
         opts,
         crate::util::limits::run_budget(),
+        Some(&mut measure),
     )
+}
+
+/// Decompressed bytes a read holds before it knows the stream is within
+/// its caps: the ratio's floor, below which no cap can refuse a stream.
+/// Past it, the stream is first read through to its end and dropped
+/// ([`measure`]), so a bomb is refused having held this much, not up to
+/// its cap on every worker at once (two 4.4 MB gzip files of a 1 GB zero
+/// stream held 1.2 GB at `-j 2`), and a stream within the caps takes its
+/// exact size from the run's one budget at once (no doubling). The price:
+/// a stream past the floor is inflated twice.
+pub(crate) const HOLD_UNMEASURED: u64 = RATIO_FLOOR;
+
+/// How many bytes a decompressing `reader` of a file of `stored` bytes
+/// expands to, read a MiB at a time and dropped, under the caps and with
+/// the errors of a read that keeps them ([`read_capped`]).
+pub(crate) fn measure(
+    display: &str,
+    codec: Codec,
+    mut reader: impl Read,
+    stored: u64,
+    max_bytes: u64,
+    max_ratio: u64,
+) -> Result<u64> {
+    let mut chunk = vec![0u8; 1 << 20];
+    let (mut total, mut newlines) = (0u64, 0u64);
+    loop {
+        match reader.read(&mut chunk) {
+            Ok(0) => return Ok(total),
+            Ok(n) => {
+                total += n as u64;
+                check_gzip_caps(display, codec, total, stored, max_bytes, max_ratio)?;
+                newlines += memchr::memchr_iter(b'\n', &chunk[..n]).count() as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(Error::Line {
+                    path: display.to_string(),
+                    line: newlines + 1,
+                    message: format!("{codec} stream is damaged or truncated ({e})"),
+                })
+            }
+        }
+    }
 }
 
 /// Decompressed bytes, and their share of the run's memory budget (given
@@ -1413,14 +1470,48 @@ pub(crate) struct Capped {
 /// byte of it is taken from `budget`, which all workers of a run share, so
 /// sixteen bombs at `-j 16` stop with an error instead of the kernel's kill.
 /// Any decompressor can use it (gzip and zstd here; `codec` names it in errors).
+#[cfg(test)]
 pub(crate) fn read_capped(
+    display: &str,
+    codec: Codec,
+    reader: impl Read,
+    stored: u64,
+    opts: &ReadOptions,
+    budget: &'static crate::util::limits::MemoryBudget,
+) -> Result<Capped> {
+    read_capped_measured(display, codec, reader, stored, opts, budget, None)
+}
+
+/// The measure of a whole stream, read again from its start ([`measure`]).
+type Measure<'a> = &'a mut dyn FnMut() -> Result<u64>;
+
+/// [`read_capped`]; once past [`HOLD_UNMEASURED`], `measure` (when given)
+/// reads the stream through first, and the buffer is then sized to it.
+fn read_capped_measured(
     display: &str,
     codec: Codec,
     mut reader: impl Read,
     stored: u64,
     opts: &ReadOptions,
     budget: &'static crate::util::limits::MemoryBudget,
+    mut measure: Option<Measure<'_>>,
 ) -> Result<Capped> {
+    let over_budget = |at: usize| {
+        Error::File {
+        path: display.to_string(),
+        message: format!(
+            "decompressed input in memory at once would pass this run's budget of {} MiB (half the machine's memory) after {} bytes of this file; read fewer files at once (--jobs) or lower --max-gzip-bytes",
+            budget.limit() >> 20,
+            at
+        ),
+    }
+    };
+    let out_of_memory = |at: usize| Error::File {
+        path: display.to_string(),
+        message: format!(
+            "out of memory after decompressing {at} bytes (--max-gzip-bytes sets a lower cap)"
+        ),
+    };
     let cap = opts
         .max_gzip_bytes
         .min(stored.saturating_mul(opts.max_gzip_ratio).max(RATIO_FLOOR));
@@ -1455,6 +1546,19 @@ pub(crate) fn read_capped(
             opts.max_gzip_bytes,
             opts.max_gzip_ratio,
         )?;
+        if total > HOLD_UNMEASURED {
+            if let Some(measure) = measure.take() {
+                // The whole stream's size, within the caps (else their
+                // error), held from the budget at once.
+                let whole = measure()?.max(total);
+                if !held.grow_to(whole) {
+                    return Err(over_budget(out.len()));
+                }
+                if out.try_reserve_exact(whole as usize - out.len()).is_err() {
+                    return Err(out_of_memory(out.len()));
+                }
+            }
+        }
         if out.capacity() < out.len() + n {
             // Doubling, but never past the cap (which `total` is within).
             let want = (out.capacity() * 2)
@@ -1462,25 +1566,12 @@ pub(crate) fn read_capped(
                 .min(cap.max(total) as usize);
             let more = want - out.len();
             if !held.grow_to(want as u64) {
-                return Err(Error::File {
-                    path: display.to_string(),
-                    message: format!(
-                        "decompressed input in memory at once would pass this run's budget of {} MiB (half the machine's memory) after {} bytes of this file; read fewer files at once (--jobs) or lower --max-gzip-bytes",
-                        budget.limit() >> 20,
-                        out.len()
-                    ),
-                });
+                return Err(over_budget(out.len()));
             }
             // Growing the buffer can fail on a machine short of memory: say
             // so rather than call the stream damaged.
             if out.try_reserve_exact(more).is_err() {
-                return Err(Error::File {
-                    path: display.to_string(),
-                    message: format!(
-                        "out of memory after decompressing {} bytes (--max-gzip-bytes sets a lower cap)",
-                        out.len()
-                    ),
-                });
+                return Err(out_of_memory(out.len()));
             }
         }
         out.extend_from_slice(&chunk[..n]);
