@@ -902,3 +902,52 @@ fn a_gzip_bomb_is_measured_before_it_is_held() {
         .assert()
         .success();
 }
+
+/// Item 14, the Goose `sessions` table: a cell of the wrong type stopped
+/// the read even under `--lenient` ("Invalid column type Blob at index: 5,
+/// name: working_dir"); now it names table, row and column, and
+/// `--lenient` skips and counts the row.
+#[test]
+fn a_wrongly_typed_goose_session_cell_is_named_or_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "blob",
+            "X'00ff'",
+            "column `working_dir` holds a BLOB, not text",
+        ),
+        (
+            "int",
+            "7",
+            "column `working_dir` holds an INTEGER, not text",
+        ),
+    ];
+    for (name, bad, why) in cases {
+        let db = d.path().join(name).join("sessions.db");
+        std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        // No declared types, so SQLite keeps each cell as it is given.
+        conn.execute_batch(&format!(
+            r#"
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY);
+INSERT INTO schema_version VALUES (9);
+CREATE TABLE sessions (id, name, description, working_dir, created_at, provider_name, model_config_json);
+CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, role TEXT NOT NULL, content_json TEXT NOT NULL, created_timestamp INTEGER NOT NULL);
+INSERT INTO sessions VALUES ('s1', 'n', 'd', '/w', '2026-01-01 00:00:00', 'p', '{{"model_name":"m"}}');
+INSERT INTO sessions VALUES ('s2', 'n', 'd', {bad}, '2026-01-01 00:00:01', 'p', NULL);
+INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES ('s1', 'user', '[{{"type":"text","text":"hi"}}]', 1);
+INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES ('s2', 'user', '[{{"type":"text","text":"hi"}}]', 2);
+"#
+        ))
+        .unwrap();
+        drop(conn);
+        replay_db(&db, &[])
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                "table `sessions`, row s2: {why}"
+            )));
+        replay_db(&db, &["--lenient"])
+            .success()
+            .stdout(predicate::str::contains("1 session,"));
+    }
+}

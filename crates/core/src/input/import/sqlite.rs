@@ -346,19 +346,6 @@ impl From<Error> for Read {
     }
 }
 
-/// The text of column `name` of `row` (`cols`: the table's columns, in
-/// order); `None` for NULL or a column this version of the table lacks.
-pub(crate) fn text_col(
-    row: &rusqlite::Row,
-    cols: &[String],
-    name: &str,
-) -> rusqlite::Result<Option<String>> {
-    match cols.iter().position(|c| c == name) {
-        Some(i) => row.get::<_, Option<String>>(i),
-        None => Ok(None),
-    }
-}
-
 /// Whether the database at `path` has every table in `tables` (a quick
 /// look at its schema, for detection). A database that cannot show its
 /// schema (a writer holds it locked, a hot journal, truncated, damaged):
