@@ -667,3 +667,287 @@ fn an_eval_archives_members_together_obey_the_ratio() {
     make(&small, 4, 1 << 20);
     looptune().arg("replay").arg(&small).assert().success();
 }
+
+/// The part table of a one-session OpenCode database.
+const PART: &str = "CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, data text);";
+const ONE_PART: &str =
+    "INSERT INTO part VALUES ('prt_1', 'msg_2', '{\"type\":\"text\",\"text\":\"hi\"}');";
+
+/// The names in a folder, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Item 15: reading a database writes nothing beside it (a WAL database
+/// got `-shm` and `-wal` files), so a database on read-only media reads; a
+/// WAL's commits not yet in the main file are read all the same; a hot
+/// journal and a truncated file say so (both were "not a recognised
+/// session log").
+#[test]
+fn a_database_is_read_without_writing_beside_it() {
+    let d = tempfile::tempdir().unwrap();
+    // A WAL database whose commits are all in the main file.
+    let wal = d.path().join("wal");
+    std::fs::create_dir_all(&wal).unwrap();
+    let db = wal.join("opencode.db");
+    opencode_db(&db, &format!("PRAGMA journal_mode=WAL;\n{PART}"), ONE_PART);
+    assert_eq!(names(&wal), ["opencode.db"]);
+    replay_db(&db, &[])
+        .success()
+        .stdout(predicate::str::contains("1 session,"));
+    assert_eq!(
+        names(&wal),
+        ["opencode.db"],
+        "files made beside the database"
+    );
+
+    // One whose commits are still in its `-wal` (no `-shm`: the agent
+    // stopped, or the folder was copied while it ran).
+    let live = d.path().join("live");
+    let copied = d.path().join("copied");
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::create_dir_all(&copied).unwrap();
+    {
+        let conn = rusqlite::Connection::open(live.join("opencode.db")).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;")
+            .unwrap();
+        drop(conn);
+        opencode_db(&live.join("opencode.db"), PART, "");
+        let conn = rusqlite::Connection::open(live.join("opencode.db")).unwrap();
+        conn.execute_batch("PRAGMA wal_autocheckpoint=0;").unwrap();
+        conn.execute_batch(ONE_PART).unwrap();
+        for f in ["opencode.db", "opencode.db-wal"] {
+            std::fs::copy(live.join(f), copied.join(f)).unwrap();
+        }
+    }
+    assert_eq!(names(&copied), ["opencode.db", "opencode.db-wal"]);
+    // The part row is only in the `-wal`: four events with it, three without.
+    replay_db(&copied.join("opencode.db"), &[])
+        .success()
+        .stdout(predicate::str::contains("1 session, 1 turn, 4 events"));
+    assert_eq!(
+        names(&copied),
+        ["opencode.db", "opencode.db-wal"],
+        "files made beside the database"
+    );
+
+    // The first on read-only media (a read-only bind mount, where a user
+    // namespace allows one).
+    let ro = d.path().join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let script = format!(
+        "mount --bind '{w}' '{r}' && mount -o remount,ro,bind '{r}' && touch '{r}/x' 2>/dev/null && exit 99; exec '{bin}' replay '{r}/opencode.db'",
+        w = wal.display(),
+        r = ro.display(),
+        bin = assert_cmd::cargo::cargo_bin("looptune").display(),
+    );
+    match std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .output()
+    {
+        Ok(o) if o.status.code() == Some(0) || o.status.code() == Some(2) => {
+            assert!(
+                o.status.success(),
+                "read-only: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert!(String::from_utf8_lossy(&o.stdout).contains("1 session,"));
+        }
+        _ => crate::util::skipped("no read-only bind mount here (unshare -rm)"),
+    }
+
+    // A hot journal: a transaction's journal beside a file it half changed.
+    let hot = d.path().join("hot");
+    std::fs::create_dir_all(&hot).unwrap();
+    {
+        let src = d.path().join("src.db");
+        opencode_db(
+            &src,
+            &format!("PRAGMA journal_mode=DELETE;\n{PART}"),
+            ONE_PART,
+        );
+        let conn = rusqlite::Connection::open(&src).unwrap();
+        // A one-page cache spills the change to the file before commit.
+        conn.execute_batch("PRAGMA cache_size=1; BEGIN;").unwrap();
+        for i in 0..2000 {
+            conn.execute(
+                "INSERT INTO part VALUES (?1, 'msg_2', ?2)",
+                (format!("p{i}"), "x".repeat(200)),
+            )
+            .unwrap();
+        }
+        std::fs::copy(&src, hot.join("opencode.db")).unwrap();
+        std::fs::copy(
+            d.path().join("src.db-journal"),
+            hot.join("opencode.db-journal"),
+        )
+        .unwrap();
+    }
+    replay_db(&hot.join("opencode.db"), &[])
+        .code(2)
+        .stderr(predicate::str::contains("hot journal"));
+
+    // A truncated file, under its own name and another.
+    let cut = d.path().join("cut");
+    std::fs::create_dir_all(&cut).unwrap();
+    let bytes = std::fs::read(&db).unwrap();
+    for name in ["opencode.db", "other.db"] {
+        std::fs::write(cut.join(name), &bytes[..bytes.len() - 5000]).unwrap();
+        replay_db(&cut.join(name), &[])
+            .code(2)
+            .stderr(predicate::str::contains("the database is truncated"));
+    }
+}
+
+/// `text` as one zstd frame asking for a window of 2^`log` (no content
+/// size, so the window is written in the header, as `zstd --long` does).
+fn zstd_window(text: &[u8], log: u32) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    e.include_contentsize(false).unwrap();
+    e.long_distance_matching(true).unwrap();
+    e.window_log(log).unwrap();
+    e.write_all(text).unwrap();
+    e.finish().unwrap()
+}
+
+/// Item 16: `pzstd` output (a skippable frame first) and a `--long=28`
+/// stream are read (they were "not a recognised session log" and "damaged
+/// or truncated"); a window past 2^28, looptune's limit, is named.
+#[test]
+fn pzstd_and_long_window_zstd_are_read() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read(root().join("fixtures/sessions/clean_markdown_list.jsonl")).unwrap();
+    let mut pz = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 0x10, 0, 0, 0];
+    pz.extend(zstd::encode_all(&text[..], 3).unwrap());
+    let cases = [
+        ("pzstd.jsonl.zst", pz),
+        ("long28.jsonl.zst", zstd_window(&text, 28)),
+    ];
+    for (name, bytes) in cases {
+        let path = d.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        looptune()
+            .arg("replay")
+            .arg(&path)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("1 session,"));
+    }
+    let past = d.path().join("long29.jsonl.zst");
+    std::fs::write(&past, zstd_window(&text, 29)).unwrap();
+    looptune()
+        .arg("replay")
+        .arg(&past)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "needs a window of 536870912 bytes, past looptune's limit of 268435456 (2^28",
+        ));
+}
+
+/// Item 3: a gzip bomb inside the caps' reach is refused having held at
+/// most the ratio's floor (16 MiB): past it the stream is read through
+/// and dropped first. It inflated to its cap on every worker (two 4.4 MB
+/// files of a 1 GB zero stream held 1.2 GB at `-j 2`); here the run's
+/// budget of 18 MiB is what it passed on its way to a 20 MB cap.
+#[test]
+fn a_gzip_bomb_is_measured_before_it_is_held() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let gz = |head: &[u8], zeros: usize| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(head).unwrap();
+        let block = vec![0u8; 1 << 20];
+        for _ in 0..zeros {
+            e.write_all(&block).unwrap();
+        }
+        e.finish().unwrap()
+    };
+    // Whole: the zeros are no session log's first line.
+    let whole = d.path().join("whole.jsonl.gz");
+    std::fs::write(&whole, gz(b"", 200)).unwrap();
+    // In batches: a canonical first line, then one line of zeros.
+    let lines = d.path().join("lines.jsonl.gz");
+    std::fs::write(&lines, gz(b"{\"type\":\"content\",\"text\":\"hi\"}\n", 200)).unwrap();
+    for (f, extra) in [(&whole, None), (&lines, Some("--stream-above=1000"))] {
+        looptune()
+            .arg("replay")
+            .arg(f)
+            .args(extra)
+            .env("LOOPTUNE_TEST_MEMORY_BUDGET", (18u32 << 20).to_string())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "gzip stream expands more than 100 times",
+            ));
+    }
+    // A stream past the floor and within the caps takes its exact size.
+    let text: String = (0..500_000)
+        .map(|i| format!("{{\"type\":\"content\",\"text\":\"hello {i}\"}}\n"))
+        .collect();
+    assert!(text.len() > 18 << 20);
+    let ok = d.path().join("ok.jsonl.gz");
+    std::fs::write(&ok, gz(text.as_bytes(), 0)).unwrap();
+    looptune()
+        .arg("replay")
+        .arg(&ok)
+        .arg("--stream-above=1000000000")
+        .env("LOOPTUNE_TEST_MEMORY_BUDGET", (24u32 << 20).to_string())
+        .assert()
+        .success();
+}
+
+/// Item 14, the Goose `sessions` table: a cell of the wrong type stopped
+/// the read even under `--lenient` ("Invalid column type Blob at index: 5,
+/// name: working_dir"); now it names table, row and column, and
+/// `--lenient` skips and counts the row.
+#[test]
+fn a_wrongly_typed_goose_session_cell_is_named_or_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "blob",
+            "X'00ff'",
+            "column `working_dir` holds a BLOB, not text",
+        ),
+        (
+            "int",
+            "7",
+            "column `working_dir` holds an INTEGER, not text",
+        ),
+    ];
+    for (name, bad, why) in cases {
+        let db = d.path().join(name).join("sessions.db");
+        std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        // No declared types, so SQLite keeps each cell as it is given.
+        conn.execute_batch(&format!(
+            r#"
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY);
+INSERT INTO schema_version VALUES (9);
+CREATE TABLE sessions (id, name, description, working_dir, created_at, provider_name, model_config_json);
+CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, role TEXT NOT NULL, content_json TEXT NOT NULL, created_timestamp INTEGER NOT NULL);
+INSERT INTO sessions VALUES ('s1', 'n', 'd', '/w', '2026-01-01 00:00:00', 'p', '{{"model_name":"m"}}');
+INSERT INTO sessions VALUES ('s2', 'n', 'd', {bad}, '2026-01-01 00:00:01', 'p', NULL);
+INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES ('s1', 'user', '[{{"type":"text","text":"hi"}}]', 1);
+INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES ('s2', 'user', '[{{"type":"text","text":"hi"}}]', 2);
+"#
+        ))
+        .unwrap();
+        drop(conn);
+        replay_db(&db, &[])
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                "table `sessions`, row s2: {why}"
+            )));
+        replay_db(&db, &["--lenient"])
+            .success()
+            .stdout(predicate::str::contains("1 session,"));
+    }
+}

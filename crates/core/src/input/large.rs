@@ -127,8 +127,10 @@ pub(super) fn stream<T: Send>(
         .unwrap_or_default();
     let lines_first_pass = at;
 
-    // Pass 2: parse, and hand out what is complete after each batch.
+    // Pass 2: parse, and hand out what is complete after each batch (pass
+    // 1 read the whole stream within its caps).
     let mut src = Source::open(path, &display, opts, false, want)?;
+    src.measured = true;
     let changed = || Error::File {
         path: display.clone(),
         message: "changed while being read".into(),
@@ -288,6 +290,12 @@ enum Reader {
 /// of [`ReadOptions`] and with the errors a whole read gives.
 struct Source {
     reader: Reader,
+    path: std::path::PathBuf,
+    /// Whether the stream is known to be within its caps (read through by
+    /// [`super::measure`], or plain): a line longer than a batch of an
+    /// unmeasured stream measures it first, as [`super::HOLD_UNMEASURED`]
+    /// does for a whole read.
+    measured: bool,
     display: String,
     stored: u64,
     max_bytes: u64,
@@ -318,8 +326,16 @@ impl Source {
         let io = |e| Error::io(path, e);
         let mut file = std::fs::File::open(path).map_err(io)?;
         let stored = file.metadata().map_err(io)?.len();
-        let mut magic = [0u8; 4];
-        let got = file.read(&mut magic).map_err(io)?;
+        // Enough of the head for a zstd frame's header after pzstd's
+        // skippable frame (12 bytes).
+        let mut magic = [0u8; 64];
+        let mut got = 0;
+        while got < magic.len() {
+            match file.read(&mut magic[got..]).map_err(io)? {
+                0 => break,
+                n => got += n,
+            }
+        }
         file.rewind().map_err(io)?;
         let tally = Tally {
             file,
@@ -331,7 +347,12 @@ impl Source {
         let reader = match codec {
             Some(super::Codec::Gzip) => Reader::Gz(flate2::read::MultiGzDecoder::new(tally)),
             Some(super::Codec::Zstd) => {
-                Reader::Zst(zstd::stream::read::Decoder::new(tally).map_err(io)?)
+                if let Some((at, window)) = super::zstd_window_past_limit(&magic[..got]) {
+                    return Err(super::zstd_window_error(display, at, window));
+                }
+                let mut d = zstd::stream::read::Decoder::new(tally).map_err(io)?;
+                d.window_log_max(super::ZSTD_WINDOW_LOG_MAX).map_err(io)?;
+                Reader::Zst(d)
             }
             None => Reader::Plain(tally),
         };
@@ -344,6 +365,8 @@ impl Source {
         };
         Ok(Source {
             reader,
+            path: path.to_path_buf(),
+            measured: codec.is_none(),
             display: display.to_string(),
             stored,
             max_bytes: opts.max_gzip_bytes,
@@ -429,6 +452,11 @@ impl Source {
                 return Ok(Some(buf));
             }
             let at = buf.len();
+            // A line longer than the batch was made for: before the batch
+            // grows for it, know that the stream is within its caps.
+            if !self.measured && at + self.chunk > buf.capacity() {
+                self.measure()?;
+            }
             buf.resize(at + self.chunk, 0);
             let n = self.read(&mut buf[at..]);
             buf.truncate(at + *n.as_ref().unwrap_or(&0));
@@ -444,6 +472,29 @@ impl Source {
                 continue;
             }
         }
+    }
+
+    /// Read the whole stream through once, dropping it, to hear its caps'
+    /// error before holding more of a line that may be a bomb's.
+    fn measure(&mut self) -> Result<()> {
+        let io = |e| Error::io(&self.path, e);
+        let codec = match self.reader {
+            Reader::Gz(_) => super::Codec::Gzip,
+            Reader::Zst(_) => super::Codec::Zstd,
+            Reader::Plain(_) => return Ok(()),
+        };
+        let file = std::io::BufReader::new(std::fs::File::open(&self.path).map_err(io)?);
+        let dec = codec.decoder(file).map_err(io)?;
+        super::measure(
+            &self.display,
+            codec,
+            dec,
+            self.stored.max(1),
+            self.max_bytes,
+            self.max_ratio,
+        )?;
+        self.measured = true;
+        Ok(())
     }
 
     /// A batch done with, its memory kept for the next one (fresh pages for
@@ -661,6 +712,45 @@ mod tests {
         std::fs::write(&path, gz).unwrap();
         let got = same_both_ways(&path, false);
         assert!(got.contains("gzip stream is damaged or truncated"), "{got}");
+    }
+
+    /// `text` as one zstd frame whose header asks for a window of
+    /// 2^`window_log` (no content size, so the window is in the header).
+    pub(crate) fn zstd_long(text: &[u8], window_log: u32) -> Vec<u8> {
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        e.include_contentsize(false).unwrap();
+        e.long_distance_matching(true).unwrap();
+        e.window_log(window_log).unwrap();
+        e.write_all(text).unwrap();
+        e.finish().unwrap()
+    }
+
+    /// A zstd file that opens with a skippable frame (`pzstd`'s) or asks for
+    /// a window of 2^28 (`zstd --long=28`) reads the same in batches and
+    /// whole; past 2^28, both say the limit.
+    #[test]
+    fn pzstd_and_long_windows_read_in_batches_as_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let text = awkward();
+        let mut skip = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        skip.extend(zstd::encode_all(text.as_bytes(), 3).unwrap());
+        std::fs::create_dir_all(d.path().join("p")).unwrap();
+        std::fs::create_dir_all(d.path().join("l")).unwrap();
+        let path = d.path().join("p/big.jsonl.zst");
+        std::fs::write(&path, skip).unwrap();
+        let got = same_both_ways(&path, true);
+        assert!(got.contains("skipped") && got.contains("\"big\""), "{got}");
+        let long = d.path().join("l/big.jsonl.zst");
+        std::fs::write(&long, zstd_long(text.as_bytes(), 28)).unwrap();
+        let got = same_both_ways(&long, true);
+        assert!(got.contains("skipped") && got.contains("\"big\""), "{got}");
+        let past = d.path().join("past.jsonl.zst");
+        std::fs::write(&past, zstd_long(text.as_bytes(), 29)).unwrap();
+        let got = same_both_ways(&past, true);
+        assert!(
+            got.contains("needs a window of 536870912 bytes, past looptune's limit of 268435456"),
+            "{got}"
+        );
     }
 
     /// zstd files (Codex's archived rollouts) stream in batches as gzip

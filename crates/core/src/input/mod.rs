@@ -263,7 +263,21 @@ fn load_path(
         } else {
             "a SQLite database"
         };
-        let detail = format!(" ({what} no format reads: expected an OpenHands conversation folder, an OpenCode `opencode.db` or a Goose `sessions.db`)");
+        // A database that cannot be read says why, rather than that it is
+        // no agent's (which no one can tell).
+        let trouble = (!is_dir)
+            .then(|| crate::input::import::sqlite_trouble(path))
+            .flatten();
+        if let (Some(message), false) = (&trouble, walked) {
+            return Err(Error::File {
+                path: display,
+                message: message.clone(),
+            });
+        }
+        let detail = match trouble {
+            Some(why) => format!(" (a SQLite database that cannot be read: {why})"),
+            None => format!(" ({what} no format reads: expected an OpenHands conversation folder, an OpenCode `opencode.db` or a Goose `sessions.db`)"),
+        };
         if walked {
             return Ok(Loaded::Skipped(Skip::Unrecognised {
                 file: display,
@@ -1364,18 +1378,80 @@ fn give_back(mut bytes: Vec<u8>) {
 /// Decompress gzip or zstd input within the caps of `opts`; a truncated
 /// stream is an error at the line it broke.
 fn gunzip(display: &str, codec: Codec, bytes: &[u8], opts: &ReadOptions) -> Result<Capped> {
+    if codec == Codec::Zstd {
+        if let Some((at, window)) = zstd_window_past_limit(bytes) {
+            return Err(zstd_window_error(display, at, window));
+        }
+    }
     let dec = codec
         .decoder(bytes)
         .map_err(|e| Error::io(Path::new(display), e))?;
     let stored = bytes.len().max(1) as u64;
-    read_capped(
+    let mut measure = || {
+        let dec = codec
+            .decoder(bytes)
+            .map_err(|e| Error::io(Path::new(display), e))?;
+        measure(
+            display,
+            codec,
+            dec,
+            stored,
+            opts.max_gzip_bytes,
+            opts.max_gzip_ratio,
+        )
+    };
+    read_capped_measured(
         display,
         codec,
         dec,
         stored,
         opts,
         crate::util::limits::run_budget(),
+        Some(&mut measure),
     )
+}
+
+/// Decompressed bytes a read holds before it knows the stream is within
+/// its caps: the ratio's floor, below which no cap can refuse a stream.
+/// Past it, the stream is first read through to its end and dropped
+/// ([`measure`]), so a bomb is refused having held this much, not up to
+/// its cap on every worker at once (two 4.4 MB gzip files of a 1 GB zero
+/// stream held 1.2 GB at `-j 2`), and a stream within the caps takes its
+/// exact size from the run's one budget at once (no doubling). The price:
+/// a stream past the floor is inflated twice.
+pub(crate) const HOLD_UNMEASURED: u64 = RATIO_FLOOR;
+
+/// How many bytes a decompressing `reader` of a file of `stored` bytes
+/// expands to, read a MiB at a time and dropped, under the caps and with
+/// the errors of a read that keeps them ([`read_capped`]).
+pub(crate) fn measure(
+    display: &str,
+    codec: Codec,
+    mut reader: impl Read,
+    stored: u64,
+    max_bytes: u64,
+    max_ratio: u64,
+) -> Result<u64> {
+    let mut chunk = vec![0u8; 1 << 20];
+    let (mut total, mut newlines) = (0u64, 0u64);
+    loop {
+        match reader.read(&mut chunk) {
+            Ok(0) => return Ok(total),
+            Ok(n) => {
+                total += n as u64;
+                check_gzip_caps(display, codec, total, stored, max_bytes, max_ratio)?;
+                newlines += memchr::memchr_iter(b'\n', &chunk[..n]).count() as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(Error::Line {
+                    path: display.to_string(),
+                    line: newlines + 1,
+                    message: format!("{codec} stream is damaged or truncated ({e})"),
+                })
+            }
+        }
+    }
 }
 
 /// Decompressed bytes, and their share of the run's memory budget (given
@@ -1394,14 +1470,48 @@ pub(crate) struct Capped {
 /// byte of it is taken from `budget`, which all workers of a run share, so
 /// sixteen bombs at `-j 16` stop with an error instead of the kernel's kill.
 /// Any decompressor can use it (gzip and zstd here; `codec` names it in errors).
+#[cfg(test)]
 pub(crate) fn read_capped(
+    display: &str,
+    codec: Codec,
+    reader: impl Read,
+    stored: u64,
+    opts: &ReadOptions,
+    budget: &'static crate::util::limits::MemoryBudget,
+) -> Result<Capped> {
+    read_capped_measured(display, codec, reader, stored, opts, budget, None)
+}
+
+/// The measure of a whole stream, read again from its start ([`measure`]).
+type Measure<'a> = &'a mut dyn FnMut() -> Result<u64>;
+
+/// [`read_capped`]; once past [`HOLD_UNMEASURED`], `measure` (when given)
+/// reads the stream through first, and the buffer is then sized to it.
+fn read_capped_measured(
     display: &str,
     codec: Codec,
     mut reader: impl Read,
     stored: u64,
     opts: &ReadOptions,
     budget: &'static crate::util::limits::MemoryBudget,
+    mut measure: Option<Measure<'_>>,
 ) -> Result<Capped> {
+    let over_budget = |at: usize| {
+        Error::File {
+        path: display.to_string(),
+        message: format!(
+            "decompressed input in memory at once would pass this run's budget of {} MiB (half the machine's memory) after {} bytes of this file; read fewer files at once (--jobs) or lower --max-gzip-bytes",
+            budget.limit() >> 20,
+            at
+        ),
+    }
+    };
+    let out_of_memory = |at: usize| Error::File {
+        path: display.to_string(),
+        message: format!(
+            "out of memory after decompressing {at} bytes (--max-gzip-bytes sets a lower cap)"
+        ),
+    };
     let cap = opts
         .max_gzip_bytes
         .min(stored.saturating_mul(opts.max_gzip_ratio).max(RATIO_FLOOR));
@@ -1436,6 +1546,19 @@ pub(crate) fn read_capped(
             opts.max_gzip_bytes,
             opts.max_gzip_ratio,
         )?;
+        if total > HOLD_UNMEASURED {
+            if let Some(measure) = measure.take() {
+                // The whole stream's size, within the caps (else their
+                // error), held from the budget at once.
+                let whole = measure()?.max(total);
+                if !held.grow_to(whole) {
+                    return Err(over_budget(out.len()));
+                }
+                if out.try_reserve_exact(whole as usize - out.len()).is_err() {
+                    return Err(out_of_memory(out.len()));
+                }
+            }
+        }
         if out.capacity() < out.len() + n {
             // Doubling, but never past the cap (which `total` is within).
             let want = (out.capacity() * 2)
@@ -1443,25 +1566,12 @@ pub(crate) fn read_capped(
                 .min(cap.max(total) as usize);
             let more = want - out.len();
             if !held.grow_to(want as u64) {
-                return Err(Error::File {
-                    path: display.to_string(),
-                    message: format!(
-                        "decompressed input in memory at once would pass this run's budget of {} MiB (half the machine's memory) after {} bytes of this file; read fewer files at once (--jobs) or lower --max-gzip-bytes",
-                        budget.limit() >> 20,
-                        out.len()
-                    ),
-                });
+                return Err(over_budget(out.len()));
             }
             // Growing the buffer can fail on a machine short of memory: say
             // so rather than call the stream damaged.
             if out.try_reserve_exact(more).is_err() {
-                return Err(Error::File {
-                    path: display.to_string(),
-                    message: format!(
-                        "out of memory after decompressing {} bytes (--max-gzip-bytes sets a lower cap)",
-                        out.len()
-                    ),
-                });
+                return Err(out_of_memory(out.len()));
             }
         }
         out.extend_from_slice(&chunk[..n]);
@@ -1511,26 +1621,96 @@ pub(crate) enum Codec {
 /// The zstd frame magic number, little-endian.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
+/// Whether `head` starts with a zstd skippable frame (magic 0x184D2A50 to
+/// 0x184D2A5F, little-endian): `pzstd` opens its output with one.
+fn is_zstd_skippable(head: &[u8]) -> bool {
+    head.len() >= 4 && head[0] & 0xf0 == 0x50 && head[1..4] == [0x2a, 0x4d, 0x18]
+}
+
+/// The largest zstd window looptune decodes, as a power of two: 2^28 bytes
+/// (256 MiB), what `zstd --long=28` writes (zstd's own decoder stops at
+/// 2^27 unless told more). The window is memory a worker holds while it
+/// decodes, so a stream may not ask for more than this.
+pub(crate) const ZSTD_WINDOW_LOG_MAX: u32 = 28;
+
+/// The first zstd frame of `bytes` whose window is past
+/// [`ZSTD_WINDOW_LOG_MAX`]: where it starts and the window it asks for
+/// (skippable frames passed over; a header cut short or a damaged frame
+/// is left to the decoder to name).
+pub(crate) fn zstd_window_past_limit(bytes: &[u8]) -> Option<(usize, u64)> {
+    let mut at = 0usize;
+    while let Some(frame) = bytes.get(at..).filter(|f| f.len() >= 8) {
+        if is_zstd_skippable(frame) {
+            let size = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]);
+            at = at.checked_add(8 + size as usize)?;
+            continue;
+        }
+        if !frame.starts_with(&ZSTD_MAGIC) {
+            return None;
+        }
+        let window = zstd_frame_window(frame)?;
+        if window > 1 << ZSTD_WINDOW_LOG_MAX {
+            return Some((at, window));
+        }
+        at += zstd::zstd_safe::find_frame_compressed_size(frame).ok()?;
+    }
+    None
+}
+
+/// The window a zstd frame's header asks for (RFC 8878, 3.1.1.1): its
+/// window descriptor, or for a single-segment frame its content size.
+fn zstd_frame_window(frame: &[u8]) -> Option<u64> {
+    let fhd = *frame.get(4)?;
+    if fhd & 0x20 == 0 {
+        let wd = *frame.get(5)?;
+        let base = 1u64 << (10 + u32::from(wd >> 3));
+        return Some(base + base / 8 * u64::from(wd & 7));
+    }
+    let dict = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let len = [1, 2, 4, 8][usize::from(fhd >> 6)];
+    let field = frame.get(5 + dict..5 + dict + len)?;
+    let mut v = [0u8; 8];
+    v[..len].copy_from_slice(field);
+    let size = u64::from_le_bytes(v);
+    Some(if len == 2 { size + 256 } else { size })
+}
+
+/// The error of a zstd frame whose window is past the limit.
+pub(crate) fn zstd_window_error(display: &str, at: usize, window: u64) -> Error {
+    Error::File {
+        path: display.to_string(),
+        message: format!(
+            "zstd frame at byte {at} needs a window of {window} bytes, past looptune's limit of {} (2^{ZSTD_WINDOW_LOG_MAX}, what `zstd --long={ZSTD_WINDOW_LOG_MAX}` writes): not read; recompress it with a smaller --long",
+            1u64 << ZSTD_WINDOW_LOG_MAX
+        ),
+    }
+}
+
 impl Codec {
     /// The codec of a stream starting with `head`, if it is compressed.
     pub(crate) fn of(head: &[u8]) -> Option<Codec> {
         if is_gzip(head) {
             Some(Codec::Gzip)
-        } else if head.starts_with(&ZSTD_MAGIC) {
+        } else if head.starts_with(&ZSTD_MAGIC) || is_zstd_skippable(head) {
             Some(Codec::Zstd)
         } else {
             None
         }
     }
 
-    /// A decoder of every member (gzip) or frame (zstd) of `r`.
+    /// A decoder of every member (gzip) or frame (zstd, skippable frames
+    /// passed over, windows up to [`ZSTD_WINDOW_LOG_MAX`]) of `r`.
     pub(crate) fn decoder<'r, R: std::io::BufRead + 'r>(
         self,
         r: R,
     ) -> std::io::Result<Box<dyn Read + 'r>> {
         Ok(match self {
             Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(r)),
-            Codec::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(r)?),
+            Codec::Zstd => {
+                let mut d = zstd::stream::read::Decoder::with_buffer(r)?;
+                d.window_log_max(ZSTD_WINDOW_LOG_MAX)?;
+                Box::new(d)
+            }
         })
     }
 }

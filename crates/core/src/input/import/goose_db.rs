@@ -9,7 +9,7 @@
 
 use super::common::{pointer, session_rec, Ctx, Out};
 use super::opencode_db::bad_row;
-use super::sqlite::{text_col as col, Read};
+use super::sqlite::Read;
 use super::{goose, sqlite};
 use crate::error::Result;
 use crate::input::format::{FileSessions, Format};
@@ -62,22 +62,59 @@ fn read(conn: &Connection, ctx: &Ctx) -> std::result::Result<FileSessions, Read>
     {
         let mut stmt = conn.prepare(&format!("SELECT * FROM sessions {order}"))?;
         let mut rows = stmt.query([])?;
+        // A text cell of a column this version of the table may lack.
+        let text = |row: &rusqlite::Row, name: &str| match cols.iter().position(|c| c == name) {
+            Some(i) => sqlite::cell_text(row, i, name),
+            None => Ok(None),
+        };
+        let id_col = cols.iter().position(|c| c == "id").unwrap_or(0);
+        let mut n = 0;
         while let Some(row) = rows.next()? {
-            let id = col(row, &cols, "id")?.unwrap_or_default();
+            n += 1;
+            // A cell of the wrong type names the row (strict) or skips it.
+            let cells = || -> std::result::Result<_, sqlite::CellError> {
+                let id = text(row, "id")?.unwrap_or_default();
+                let mut fields = Vec::new();
+                for f in [
+                    "working_dir",
+                    "description",
+                    "name",
+                    "provider_name",
+                    "session_type",
+                    "model_config_json",
+                ] {
+                    fields.push((f, text(row, f)?));
+                }
+                Ok((id, fields))
+            };
+            let (id, fields) = match cells() {
+                Ok(cells) => cells,
+                Err(why) => {
+                    let name = sqlite::row_name(row, id_col, n);
+                    bad_row(&mut out, ctx, "sessions", &name, why)?;
+                    continue;
+                }
+            };
+            let field = |f: &str| {
+                fields
+                    .iter()
+                    .find(|(name, _)| *name == f)
+                    .and_then(|(_, v)| v.clone())
+            };
             let mut m = Map::new();
             m.insert("id".into(), Value::String(id.clone()));
             for f in ["working_dir", "description", "name"] {
-                if let Some(v) = col(row, &cols, f)? {
+                if let Some(v) = field(f) {
                     m.insert(f.into(), Value::String(v));
                 }
             }
             let mut meta = goose::meta_of(&m);
             for f in ["provider_name", "session_type"] {
-                if let Some(v) = col(row, &cols, f)? {
+                if let Some(v) = field(f) {
                     meta.insert(f.into(), Value::String(v));
                 }
             }
-            let model = col(row, &cols, "model_config_json")?
+            let model = field("model_config_json")
                 .and_then(|j| serde_json::from_str::<Value>(&j).ok())
                 .and_then(|v| v.get("model_name")?.as_str().map(str::to_string));
             sessions.push((id, meta, model));

@@ -27,6 +27,7 @@ mod writer;
 
 pub use crate::input::format::UNRECOGNISED;
 pub use redact::redact;
+pub(crate) use sqlite::trouble as sqlite_trouble;
 pub use writer::write_canonical;
 
 use crate::error::{Error, Result};

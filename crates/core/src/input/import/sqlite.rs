@@ -1,15 +1,30 @@
 //! What the database readers share: a SQLite file opened read-only, so a
-//! running agent is never disturbed: no write, no journal, no lock held
-//! beyond one read transaction (in WAL mode, the agents' default, a reader
-//! never blocks a writer). A writer that holds the database locked (a
-//! rollback-journal database in the middle of a commit) is waited for a
-//! moment, then the read stops with an error naming the file.
+//! running agent is never disturbed and nothing is written beside the
+//! user's database (no `-shm`, no `-wal`: read-only media read too). How
+//! depends on what lies beside the file ([`how`]):
+//! - a WAL database with no `-wal` content: opened immutable, without locks
+//!   or side files (all it holds is in the main file, which a writer only
+//!   changes at a checkpoint, not during a read);
+//! - a WAL database whose `-wal` and `-shm` both exist (an agent has it
+//!   open): opened as any reader would, sharing the agent's index (a reader
+//!   never blocks a writer, and the files it needs are there);
+//! - a WAL database whose `-wal` holds content but has no `-shm` (an agent
+//!   that stopped short of its checkpoint, or a copied folder): the two
+//!   files are copied to a private folder and read there, since immutable
+//!   would miss the WAL's commits and a plain read would make a `-shm`;
+//! - a rollback-journal database: opened as any reader would (its locks
+//!   keep a writer from changing the file under the read; a writer's lock
+//!   is waited for a moment, then the read stops naming the file; a hot
+//!   journal, which only a writer can roll back, is named).
+//!
+//! A file shorter than its header says is refused as truncated before
+//! SQLite sees it.
 
 use crate::error::{Error, Result};
 use crate::input::format::FileSessions;
 use crate::input::import::common::Ctx;
 use rusqlite::{Connection, OpenFlags};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long a read waits for a writer's lock before giving up.
@@ -18,19 +33,146 @@ const BUSY_WAIT: Duration = Duration::from_millis(1500);
 /// The SQLite header every database file starts with.
 pub(crate) const MAGIC: &[u8] = b"SQLite format 3\0";
 
-/// Open `path` read-only; `display` names it in errors. No value SQLite
-/// makes may be longer than the database may yield in all ([`yield_cap`]):
-/// a generated column (`printf('%.*c', 200000000, 'x')`) is refused by
-/// SQLite itself as it grows, before it is in memory.
-pub(crate) fn open(path: &Path, display: &str) -> Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| db_err(display, &e))?;
+/// An open database; when it is read from a private copy, the copy's
+/// folder, removed after the connection closes (fields drop in order).
+pub(crate) struct Db {
+    pub(crate) conn: Connection,
+    _copy: Option<tempfile::TempDir>,
+}
+
+/// How a database is opened (see the module's docs).
+#[derive(Debug, PartialEq)]
+enum How {
+    Plain,
+    Immutable,
+    Copy,
+}
+
+/// `path` with `suffix` appended to its file name (`-wal`, `-shm`, `-journal`).
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// The size of a file, `None` when there is none.
+fn size(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+/// How to open `path`, or what is wrong with it (truncated).
+fn how(path: &Path) -> std::result::Result<How, String> {
+    use std::io::Read;
+    let mut head = [0u8; 100];
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open the database: {e}"))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut got = 0;
+    while got < head.len() {
+        match f.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => return Err(format!("cannot read the database: {e}")),
+        }
+    }
+    if got < head.len() {
+        return Err(format!(
+            "the database is truncated: {len} bytes, shorter than a SQLite header (100)"
+        ));
+    }
+    let wal_mode = head[18] == 2 || head[19] == 2;
+    let wal = size(&beside(path, "-wal"));
+    if wal_mode && wal.is_some() && size(&beside(path, "-shm")).is_some() {
+        return Ok(How::Plain);
+    }
+    if wal_mode && wal.unwrap_or(0) > 0 {
+        return Ok(How::Copy);
+    }
+    // The main file holds everything: it must be as long as it says.
+    if let Some(why) = truncated(&head, len) {
+        return Err(why);
+    }
+    Ok(if wal_mode { How::Immutable } else { How::Plain })
+}
+
+/// Why a main file is shorter than its header says, if it is: the page
+/// count at 28 counts when the change counter at 24 matches the one at 92
+/// (SQLite's own rule); else the file must hold whole pages.
+fn truncated(head: &[u8; 100], len: u64) -> Option<String> {
+    let page = match u16::from_be_bytes([head[16], head[17]]) {
+        1 => 65536,
+        n => u64::from(n),
+    };
+    if page < 512 {
+        return None;
+    }
+    let pages = u64::from(u32::from_be_bytes([head[28], head[29], head[30], head[31]]));
+    if pages > 0 && head[24..28] == head[92..96] {
+        let want = pages * page;
+        return (len < want).then(|| {
+            format!(
+                "the database is truncated: its header gives {pages} pages of {page} bytes ({want} bytes), the file holds {len}"
+            )
+        });
+    }
+    (!len.is_multiple_of(page)).then(|| {
+        format!(
+            "the database is truncated: {len} bytes, not a whole number of its {page}-byte pages"
+        )
+    })
+}
+
+/// Open `path` read-only ([`how`]); `display` names it in errors. No value
+/// SQLite makes may be longer than the database may yield in all
+/// ([`yield_cap`]): a generated column (`printf('%.*c', 200000000, 'x')`)
+/// is refused by SQLite itself as it grows, before it is in memory.
+pub(crate) fn open(path: &Path, display: &str) -> Result<Db> {
+    let file_err = |message: String| Error::File {
+        path: display.to_string(),
+        message,
+    };
+    let ro = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let (conn, copy) = match how(path).map_err(file_err)? {
+        How::Plain => (Connection::open_with_flags(path, ro), None),
+        How::Immutable => {
+            // A URI names the file; `%`, `?` and `#` in a path are escaped.
+            let mut uri = String::from("file:");
+            for c in path.to_string_lossy().chars() {
+                match c {
+                    '%' | '?' | '#' => uri.push_str(&format!("%{:02X}", c as u32)),
+                    c => uri.push(c),
+                }
+            }
+            uri.push_str("?immutable=1");
+            (
+                Connection::open_with_flags(uri, ro | OpenFlags::SQLITE_OPEN_URI),
+                None,
+            )
+        }
+        How::Copy => {
+            let copy_err = |e: std::io::Error| {
+                file_err(format!(
+                    "cannot copy the database and its uncheckpointed `-wal` to a private folder to read them (so as to write nothing beside it): {e}"
+                ))
+            };
+            let dir = tempfile::Builder::new()
+                .prefix(".looptune-db-")
+                .tempdir()
+                .map_err(copy_err)?;
+            let to = dir.path().join("copy.db");
+            std::fs::copy(path, &to).map_err(copy_err)?;
+            std::fs::copy(beside(path, "-wal"), beside(&to, "-wal")).map_err(copy_err)?;
+            // The copy is ours: a read-write open may recover its WAL.
+            let rw = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            (Connection::open_with_flags(&to, rw), Some(dir))
+        }
+    };
+    let conn = conn.map_err(|e| db_err(display, &e))?;
     conn.busy_timeout(BUSY_WAIT)
         .map_err(|e| db_err(display, &e))?;
     let cap = yield_cap(path).min(i32::MAX as u64) as i32;
     conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, cap)
         .map_err(|e| db_err(display, &e))?;
-    Ok(conn)
+    Ok(Db { conn, _copy: copy })
 }
 
 /// Most bytes of cell text one database may yield, as a compressed file may
@@ -179,8 +321,8 @@ pub(crate) fn read_with(
     ctx: &Ctx,
     read: fn(&Connection, &Ctx) -> std::result::Result<FileSessions, Read>,
 ) -> Result<FileSessions> {
-    let conn = open(path, ctx.display)?;
-    read(&conn, ctx).map_err(|e| match e {
+    let db = open(path, ctx.display)?;
+    read(&db.conn, ctx).map_err(|e| match e {
         Read::Db(e) => db_err(ctx.display, &e),
         Read::Stop(e) => e,
     })
@@ -204,45 +346,56 @@ impl From<Error> for Read {
     }
 }
 
-/// The text of column `name` of `row` (`cols`: the table's columns, in
-/// order); `None` for NULL or a column this version of the table lacks.
-pub(crate) fn text_col(
-    row: &rusqlite::Row,
-    cols: &[String],
-    name: &str,
-) -> rusqlite::Result<Option<String>> {
-    match cols.iter().position(|c| c == name) {
-        Some(i) => row.get::<_, Option<String>>(i),
-        None => Ok(None),
-    }
-}
-
 /// Whether the database at `path` has every table in `tables` (a quick
-/// look at its schema, for detection). A database a writer holds locked
-/// cannot show its schema: then its file name decides (`name_is`), and the
-/// read that follows says it is locked.
+/// look at its schema, for detection). A database that cannot show its
+/// schema (a writer holds it locked, a hot journal, truncated, damaged):
+/// then its file name decides (`name_is`), and the read that follows says
+/// what is wrong.
 pub(crate) fn has_tables(path: &Path, tables: &[&str], name_is: fn(&str) -> bool) -> bool {
-    let Ok(conn) = open(path, "") else {
-        return false;
+    let by_name = || {
+        path.file_name()
+            .is_some_and(|n| name_is(&n.to_string_lossy()))
     };
-    let mut locked = false;
+    let Ok(db) = open(path, "") else {
+        return by_name();
+    };
+    let mut failed = false;
     let all = tables.iter().all(|t| {
-        match conn.query_row(
+        match db.conn.query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
             [t],
             |r| r.get::<_, i64>(0),
         ) {
             Ok(n) => n > 0,
-            Err(e) => {
-                locked |= is_locked(&e);
+            Err(_) => {
+                failed = true;
                 false
             }
         }
     });
-    all || (locked
-        && path
-            .file_name()
-            .is_some_and(|n| name_is(&n.to_string_lossy())))
+    all || (failed && by_name())
+}
+
+/// What is wrong with a SQLite file no format claimed, if anything: the
+/// message a read of it would stop with (truncated, a hot journal, damaged),
+/// or `None` for a sound database that simply is no agent's.
+pub(crate) fn trouble(path: &Path) -> Option<String> {
+    let db = match open(path, "") {
+        Ok(db) => db,
+        Err(Error::File { message, .. }) => return Some(message),
+        Err(e) => return Some(e.to_string()),
+    };
+    match db
+        .conn
+        .query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        }) {
+        Ok(_) => None,
+        Err(e) => match db_err("", &e) {
+            Error::File { message, .. } => Some(message),
+            e => Some(e.to_string()),
+        },
+    }
 }
 
 /// Whether an error is a writer's lock.
@@ -267,18 +420,28 @@ pub(crate) fn columns(conn: &Connection, display: &str, table: &str) -> Result<V
     Ok(names)
 }
 
-/// A database error as the user's message: a lock says so plainly.
+/// A database error as the user's message: a lock, a hot journal and a
+/// damaged file say so plainly.
 pub(crate) fn db_err(display: &str, e: &rusqlite::Error) -> Error {
-    let too_big = matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::TooBig));
+    use rusqlite::ErrorCode;
+    let extended = match e {
+        rusqlite::Error::SqliteFailure(f, _) => f.extended_code,
+        _ => 0,
+    };
     let message = if is_locked(e) {
         format!(
             "the database is locked by a writer (waited {} ms; read it again when the agent is idle)",
             BUSY_WAIT.as_millis()
         )
-    } else if too_big {
-        "a cell is longer than the cap on what a database of this size may yield (--max-gzip-bytes, and --max-gzip-ratio times its size): not read".to_string()
+    } else if extended == rusqlite::ffi::SQLITE_READONLY_ROLLBACK {
+        "the database has a hot journal (its `-journal` file beside it): a write to it was cut short, and only a writer may roll that back; open it once with its agent or `sqlite3`, then read it again".to_string()
     } else {
-        format!("cannot read the SQLite database: {e}")
+        match e.sqlite_error_code() {
+            Some(ErrorCode::TooBig) => "a cell is longer than the cap on what a database of this size may yield (--max-gzip-bytes, and --max-gzip-ratio times its size): not read".to_string(),
+            Some(ErrorCode::DatabaseCorrupt) => format!("the database is damaged ({e}): not read"),
+            Some(ErrorCode::NotADatabase) => format!("the file has a SQLite header but is not a database ({e})"),
+            _ => format!("cannot read the SQLite database: {e}"),
+        }
     };
     Error::File {
         path: display.to_string(),
