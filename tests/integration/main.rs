@@ -29,6 +29,7 @@ mod peers_examples;
 mod properties;
 mod provenance;
 mod qwen_conformance;
+mod redaction;
 mod rules;
 mod setup;
 mod splits;

@@ -13,7 +13,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 // The same allocator as the binary: a replay allocates a string per record.
 #[global_allocator]
@@ -100,9 +100,22 @@ type HitTuple = (&'static str, u32, u32, u32, String);
 /// session so far (the ports are checked against the originals on whole
 /// sessions; replaying the prefix keeps them as they are) and returns the
 /// detections not returned before.
+///
+/// Safe to share between threads: a feed holds the session's lock from
+/// reading the state to storing it (it replays without the GIL, so two
+/// threads feeding at once raised `Already borrowed` and lost records).
 #[pyclass(module = "looptune._looptune")]
 struct Detector {
     plan: Arc<Plan>,
+    settle: Settle,
+    family: &'static str,
+    profile: String,
+    state: Mutex<Fed>,
+}
+
+/// The session a detector has been fed so far.
+#[derive(Default)]
+struct Fed {
     /// The session so far, as canonical JSON Lines.
     lines: Vec<u8>,
     records: u32,
@@ -110,41 +123,69 @@ struct Detector {
     seen: HashSet<Key>,
     /// The last prefix's detections not yet returned (settling families).
     last: Vec<looptune_core::replay::Detection>,
-    settle: Settle,
-    family: &'static str,
-    profile: String,
+}
+
+impl Detector {
+    /// Run `f` on the fed session under its lock, the GIL released while
+    /// waiting for it and while `f` runs (a thread holding the GIL while it
+    /// waits would stall the one that holds the lock).
+    fn with_state<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Fed) -> T + Send) -> T {
+        py.detach(|| {
+            // A panic in a feed leaves the state as the last feed stored it.
+            let mut fed = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut fed)
+        })
+    }
 }
 
 #[pymethods]
 impl Detector {
     /// `profile`: a named profile (`looptune detectors` lists them);
-    /// `set`: parameters as `--set` takes them (`{"tool_call_threshold": 4}`).
+    /// `set`: parameters as `--set` takes them (`{"tool_call_threshold": 4}`);
+    /// `config`: instead of both, a configuration file as `looptune export
+    /// --for looptune` writes it and `replay --config FILE.toml` loads it.
     #[new]
-    #[pyo3(signature = (profile = "gemini-latest", set = None))]
-    fn new(profile: &str, set: Option<Vec<(String, String)>>) -> PyResult<Self> {
-        let mut sets = Vec::new();
-        for (k, v) in set.unwrap_or_default() {
-            let text = format!("{k}={v}");
-            sets.push(Setting::parse(&text).map_err(|e| ConfigError::new_err(e.to_string()))?);
-        }
-        let selection = Selection {
-            families: Vec::new(),
-            profiles: vec![profile.to_string()],
-            sets,
+    #[pyo3(signature = (profile = None, set = None, config = None))]
+    fn new(
+        profile: Option<&str>,
+        set: Option<Vec<(String, String)>>,
+        config: Option<std::path::PathBuf>,
+    ) -> PyResult<Self> {
+        let configs: Vec<DetectorConfig> = match config {
+            Some(path) => {
+                if profile.is_some() || set.is_some() {
+                    return Err(ConfigError::new_err(format!(
+                        "config={}: a configuration file is the whole detector; drop profile and set",
+                        path.display()
+                    )));
+                }
+                vec![looptune_core::export::config_file::load(&path).map_err(to_py)?]
+            }
+            None => {
+                let mut sets = Vec::new();
+                for (k, v) in set.unwrap_or_default() {
+                    let text = format!("{k}={v}");
+                    sets.push(
+                        Setting::parse(&text).map_err(|e| ConfigError::new_err(e.to_string()))?,
+                    );
+                }
+                let selection = Selection {
+                    families: Vec::new(),
+                    profiles: vec![profile.unwrap_or("gemini-latest").to_string()],
+                    sets,
+                };
+                selection.resolve().map_err(to_py)?
+            }
         };
-        let configs: Vec<DetectorConfig> = selection.resolve().map_err(to_py)?;
         let family = configs[0].family;
         let profile = configs[0].profile.clone();
         let plan = Plan::new(configs, &ReplayOptions { all: true }).map_err(to_py)?;
         Ok(Detector {
             plan: Arc::new(plan),
-            lines: Vec::new(),
-            records: 0,
-            seen: HashSet::new(),
-            last: Vec::new(),
             settle: Settle::of(family),
             family,
             profile,
+            state: Mutex::new(Fed::default()),
         })
     }
 
@@ -162,25 +203,46 @@ impl Detector {
 
     /// Records fed since the last reset.
     #[getter]
-    fn records(&self) -> u32 {
-        self.records
+    fn records(&self, py: Python<'_>) -> u32 {
+        self.with_state(py, |fed| fed.records)
     }
 
     /// Feed one canonical record, as one JSON object's text (the Python
     /// wrapper serialises dicts); returns the detections that fire now, as
     /// (kind, turn, event, strike, detail) tuples.
-    fn feed_json(&mut self, py: Python<'_>, line: &str) -> PyResult<Vec<HitTuple>> {
+    fn feed_json(&self, py: Python<'_>, line: &str) -> PyResult<Vec<HitTuple>> {
         if line.contains('\n') {
             return Err(InputError::new_err(
                 "a record is one JSON object on one line (no newline)",
             ));
         }
+        let (plan, settle) = (self.plan.clone(), self.settle);
+        self.with_state(py, move |fed| fed.feed(&plan, settle, line))
+    }
+
+    /// The session has ended: the detections that fire at its end (a
+    /// settling family's open step), then nothing until `reset`.
+    fn finish(&self, py: Python<'_>) -> Vec<HitTuple> {
+        self.with_state(py, |fed| {
+            let rest = std::mem::take(&mut fed.last);
+            fed.hand_out(rest)
+        })
+    }
+
+    /// Forget the session: the next record starts a new one.
+    fn reset(&self, py: Python<'_>) {
+        self.with_state(py, |fed| *fed = Fed::default())
+    }
+}
+
+impl Fed {
+    /// [`Detector::feed_json`] under the lock.
+    fn feed(&mut self, plan: &Plan, settle: Settle, line: &str) -> PyResult<Vec<HitTuple>> {
         let mut lines = self.lines.clone();
         lines.extend_from_slice(line.as_bytes());
         lines.push(b'\n');
         let number = self.records + 1;
-        let plan = self.plan.clone();
-        let found = py.detach(move || -> Result<_, Error> {
+        let found = (|| -> Result<_, Error> {
             let file = parse_canonical("<fed>", "fed", &lines, false)?;
             let mut sessions = file.sessions.into_iter();
             let mut dets = Vec::new();
@@ -195,9 +257,9 @@ impl Detector {
                     dets.extend(o.detections);
                 }
             }
-            Ok((lines, dets))
-        });
-        let (lines, dets) = found.map_err(|e| match e {
+            Ok(dets)
+        })();
+        let dets = found.map_err(|e| match e {
             // Every earlier line parsed: the error is the new record's, and
             // its line in the buffer is its number in the session.
             Error::Line { line, message, .. } => {
@@ -211,7 +273,7 @@ impl Detector {
             .into_iter()
             .filter(|d| !self.seen.contains(&key(d)))
             .collect();
-        let ready: Vec<_> = match self.settle {
+        let ready: Vec<_> = match settle {
             Settle::Now => fresh,
             Settle::NextRecord => {
                 let confirmed = fresh
@@ -239,23 +301,6 @@ impl Detector {
         Ok(self.hand_out(ready))
     }
 
-    /// The session has ended: the detections that fire at its end (a
-    /// settling family's open step), then nothing until `reset`.
-    fn finish(&mut self) -> Vec<HitTuple> {
-        let rest = std::mem::take(&mut self.last);
-        self.hand_out(rest)
-    }
-
-    /// Forget the session: the next record starts a new one.
-    fn reset(&mut self) {
-        self.lines.clear();
-        self.records = 0;
-        self.seen.clear();
-        self.last.clear();
-    }
-}
-
-impl Detector {
     /// Mark detections returned, in the order they fire.
     fn hand_out(&mut self, mut ready: Vec<looptune_core::replay::Detection>) -> Vec<HitTuple> {
         ready.sort_by_key(|d| (d.event, d.strike));

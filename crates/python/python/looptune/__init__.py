@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import secrets
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Union
@@ -85,7 +85,7 @@ def run(args: Sequence[str]) -> "tuple[int, bytes]":
 
 
 def replay(
-    paths: Iterable[PathLike],
+    paths: Union[PathLike, Iterable[PathLike]],
     profiles: Optional[Sequence[str]] = None,
     *,
     set: Optional[Mapping[str, Any]] = None,
@@ -95,7 +95,8 @@ def replay(
 ) -> List[dict]:
     """Replay sessions (files or folders of any format looptune reads) under
     detector profiles (default ``gemini-latest``): one dict per session,
-    sorted by id, exactly as ``looptune replay --format json`` prints them."""
+    sorted by id, exactly as ``looptune replay --format json`` prints them.
+    ``paths`` is one path or an iterable of paths."""
     args: List[str] = ["replay", "--format", "json", "--quiet"]
     for p in profiles or []:
         args += ["--profile", p]
@@ -107,7 +108,7 @@ def replay(
         args.append("--lenient")
     if jobs is not None:
         args += ["--jobs", str(jobs)]
-    args += [os.fspath(p) for p in paths]
+    args += _paths(paths)
     _code, out = run(args)
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
@@ -170,33 +171,79 @@ class SweepResult:
         """Write ``sweep.csv``, ``detections.csv``, ``groups.csv``,
         ``summary.json`` and ``report.html`` (and the Parquet files) into
         ``folder``, as ``looptune report`` would from the same result;
-        returns the paths written."""
-        out = os.fspath(folder)
+        returns the paths written.
+
+        As the command does, each file is written beside its destination
+        and renamed over it once every file is written: a symlink there is
+        replaced, never written through, and an error leaves the folder's
+        files as they were."""
+        out = os.fsdecode(os.fspath(folder))
         os.makedirs(out, exist_ok=True)
-        written = []
-        for name in sorted(os.listdir(self._dir)):
-            if name.startswith("."):
-                continue
-            shutil.copyfile(os.path.join(self._dir, name), os.path.join(out, name))
-            written.append(os.path.join(out, name))
-        return written
+        names = [n for n in sorted(os.listdir(self._dir)) if not n.startswith(".")]
+        staged: List["tuple[str, str]"] = []
+        try:
+            for name in names:
+                dest = os.path.join(out, name)
+                staged.append((_stage(os.path.join(self._dir, name), dest), dest))
+            for tmp, dest in staged:
+                os.replace(tmp, dest)
+        finally:
+            for tmp, _dest in staged:
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
+        return [dest for _tmp, dest in staged]
+
+
+def _stage(src: str, dest: str) -> str:
+    """A copy of ``src`` in a new temporary file beside ``dest``, with the
+    mode ``dest`` will have (the existing file's, else the umask's, as for
+    any new file); returns its path."""
+    folder = os.path.dirname(dest) or "."
+    try:
+        mode = os.stat(dest).st_mode & 0o7777
+    except OSError:
+        mode = None
+    while True:
+        tmp = os.path.join(folder, f".looptune-{secrets.token_hex(6)}.tmp")
+        try:
+            # O_EXCL: never an existing file, nor a link planted at the name.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        with os.fdopen(fd, "wb") as w, open(src, "rb") as r:
+            while True:
+                block = r.read(1 << 20)
+                if not block:
+                    break
+                w.write(block)
+            if mode is not None:
+                os.chmod(w.fileno(), mode)
+            w.flush()
+            os.fsync(w.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
 
 
 def sweep(
-    paths: Iterable[PathLike],
+    paths: Union[PathLike, Iterable[PathLike]],
     labels: Union[None, PathLike, Sequence[PathLike]] = None,
     grid: Optional[PathLike] = None,
     jobs: Optional[int] = None,
     lenient: bool = False,
     options: Sequence[str] = (),
 ) -> SweepResult:
-    """Run ``looptune sweep`` over ``paths`` (the default grid unless
-    ``grid`` names a TOML file) and score it against ``labels`` (one labels
-    file or several). ``options`` passes further command-line options as
-    they are spelled there (``["--combine", "2"]``, ``["--group-by",
-    "model"]``)."""
-    folder = tempfile.TemporaryDirectory(prefix="looptune-sweep-")
-    args: List[str] = ["sweep", "--quiet", "--parquet", "--out", folder.name]
+    """Run ``looptune sweep`` over ``paths`` (one path or an iterable of
+    paths; the default grid unless ``grid`` names a TOML file) and score it
+    against ``labels`` (one labels file or several). ``options`` passes
+    further command-line options as they are spelled there (``["--combine",
+    "2"]``, ``["--group-by", "model"]``)."""
+    # The inputs first: a bad argument raises before a folder is made.
+    inputs = _paths(paths)
+    args: List[str] = ["sweep", "--quiet", "--parquet"]
     if labels is not None:
         for l in [labels] if isinstance(labels, (str, os.PathLike)) else labels:
             args += ["--labels", os.fspath(l)]
@@ -207,11 +254,32 @@ def sweep(
     if lenient:
         args.append("--lenient")
     args += [str(o) for o in options]
-    args += [os.fspath(p) for p in paths]
+    folder = tempfile.TemporaryDirectory(prefix="looptune-sweep-")
+    args += ["--out", folder.name]
+    args += inputs
     code, _out = run(args)
     if code not in (0, 1):
         raise LooptuneError(f"looptune sweep exited with {code}")
     return SweepResult(folder)
+
+
+def _paths(paths: Any) -> List[str]:
+    """``paths`` as command-line arguments: one path (``str``, ``bytes`` or
+    ``os.PathLike``) is one argument, not the characters of a string."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    try:
+        items = list(paths)
+    except TypeError:
+        raise TypeError(
+            f"paths must be a path or an iterable of paths, not {type(paths).__name__}"
+        ) from None
+    out = []
+    for p in items:
+        if not isinstance(p, (str, bytes, os.PathLike)):
+            raise TypeError(f"a path must be str, bytes or os.PathLike, not {type(p).__name__}")
+        out.append(os.fsdecode(p))
+    return out
 
 
 def _value(v: Any) -> str:
@@ -226,18 +294,26 @@ def _value(v: Any) -> str:
 class Detector:
     """One detector configuration, fed one canonical record at a time.
 
-    ``profile`` names a profile (``looptune detectors`` lists them); ``set``
-    overrides its parameters as ``--set`` does. Records are dicts in the
-    canonical transcript format (or their JSON text). :meth:`feed` returns
-    the detections that fire at that record. One session per detector:
-    :meth:`reset` starts the next.
+    ``profile`` names a profile (``looptune detectors`` lists them; default
+    ``gemini-latest``); ``set`` overrides its parameters as ``--set`` does.
+    ``config`` instead names a configuration file as ``looptune export
+    --for looptune`` writes it (``replay --config FILE.toml`` runs the same
+    rule). Records are dicts in the canonical transcript format (or their
+    JSON text). :meth:`feed` returns the detections that fire at that
+    record. One session per detector: :meth:`reset` starts the next.
+    Threads may share a detector: feeds are taken one at a time, in the
+    order they get the detector's lock.
     """
 
     def __init__(
-        self, profile: str = "gemini-latest", set: Optional[Mapping[str, Any]] = None
+        self,
+        profile: Optional[str] = None,
+        set: Optional[Mapping[str, Any]] = None,
+        config: Optional[PathLike] = None,
     ) -> None:
-        pairs = [(str(k), _value(v)) for k, v in (set or {}).items()]
-        self._inner = _looptune.Detector(profile, pairs)
+        pairs = None if set is None else [(str(k), _value(v)) for k, v in set.items()]
+        path = None if config is None else os.fsdecode(os.fspath(config))
+        self._inner = _looptune.Detector(profile, pairs, path)
 
     @property
     def family(self) -> str:

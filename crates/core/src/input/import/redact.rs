@@ -468,6 +468,13 @@ fn patterns() -> &'static [(Regex, &'static str)] {
             (format!(r"{B}sk-[A-Za-z0-9_\-]{{16,}}"), "${1}[REDACTED]"),
             // Stripe secret and restricted keys.
             (format!(r"{B}(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{10,}}"), "${1}[REDACTED]"),
+            // An AWS access key id with its secret beside it (`AKIA…:SECRET`,
+            // a credentials CSV's `AKIA…,SECRET`): no keyword names the
+            // secret, the key id does. Before the key id alone, below.
+            (
+                format!(r#"{B}(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{{16}}(?P<s>["']?[ \t]*[:,;|/][ \t]*["']?|[ \t]+)[A-Za-z0-9/+]{{40}}(?P<t>[^A-Za-z0-9/+=]|$)"#),
+                "${1}[REDACTED]${s}[REDACTED]${t}",
+            ),
             // AWS access key ids.
             (format!(r"{B}(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[0-9A-Z]{{16}}"), "${1}[REDACTED]"),
             // AWS secret access keys: 40 base64 characters after an AWS secret keyword.
@@ -490,6 +497,14 @@ fn patterns() -> &'static [(Regex, &'static str)] {
             (
                 r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{20,}".into(),
                 MASK,
+            ),
+            // A Telegram bot token in a Bot API URL
+            // (`https://api.telegram.org/bot<token>/getMe`, `/file/bot<token>/…`):
+            // gitleaks' keyed rule wants a `telegr…` name assigned to it,
+            // which a URL never has. A token standing alone stays keyed.
+            (
+                r"(?i)(/bot)[0-9]{5,16}:(?-i:A)[A-Za-z0-9_\-]{34}(?P<t>[^A-Za-z0-9_\-]|$)".into(),
+                "${1}[REDACTED]${t}",
             ),
             // Google API keys and OAuth access tokens.
             (format!(r"{B}AIza[0-9A-Za-z_\-]{{35}}"), "${1}[REDACTED]"),
@@ -658,6 +673,66 @@ pub fn redact(text: &str) -> String {
         out = std::borrow::Cow::Owned(masked);
     }
     out.into_owned()
+}
+
+/// What a PEM private key's body may hold (base64, blanks, and the
+/// `Proc-Type: 4,ENCRYPTED` / `DEK-Info:` headers of an encrypted key), as
+/// the single-text rule above masks it.
+const PEM_BODY: &str = r"[A-Za-z0-9+/=\s:,-]";
+
+/// [`redact`] for one text of a stream that an agent wrote in chunks (a
+/// model turn's `content` records, its `thought` records): a PEM private
+/// key split across chunks is masked in every chunk, not only in the one
+/// that holds its BEGIN line. `pem_open` carries, from one chunk to the
+/// next, whether the key begun in an earlier chunk has not ended yet.
+pub fn redact_chunk(text: &str, pem_open: &mut bool) -> String {
+    static RE: OnceLock<(Regex, Regex, Regex, Regex)> = OnceLock::new();
+    let (to_end, body, begin, end) = RE.get_or_init(|| {
+        let re = |p: &str| Regex::new(p).expect("valid PEM pattern");
+        (
+            // The rest of the key through its END line, or through what is
+            // left of an END line cut by the chunk: the dashes closing it
+            // (after `KEY` or `BLOCK`, or the chunk's first characters).
+            // Base64 has no `-`; `DEK-Info:` and `Proc-Type:` have letters after theirs.
+            re(&format!(
+                r"\A(?P<k>(?:{PEM_BODY}*?[YK])?-{{1,5}})(?:[^-A-Za-z0-9+/=]|\z)"
+            )),
+            re(&format!(r"\A{PEM_BODY}*")),
+            re(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"),
+            re(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"),
+        )
+    });
+    let mut masked = String::new();
+    let mut rest = text;
+    if *pem_open {
+        let (upto, closed) = match to_end.captures(text).and_then(|c| c.name("k")) {
+            Some(m) => (m.end(), true),
+            None => {
+                let m = body.find(text).map_or(0, |m| m.end());
+                // Body to the chunk's end: the key goes on in the next one.
+                (m, m < text.len())
+            }
+        };
+        let part = &text[..upto];
+        if part.trim().is_empty() {
+            masked.push_str(part);
+        } else {
+            masked.push_str(MASK);
+        }
+        rest = &text[upto..];
+        *pem_open = !closed;
+        if !closed {
+            return masked;
+        }
+    }
+    // A key that begins here and runs to the chunk's end without its END
+    // line goes on in the next chunk (this one's part is masked by `redact`).
+    *pem_open = begin.find_iter(rest).last().is_some_and(|m| {
+        let after = &rest[m.end()..];
+        !end.is_match(after) && body.find(after).is_some_and(|b| b.end() == after.len())
+    });
+    masked.push_str(&redact(rest));
+    masked
 }
 
 /// gitleaks' generic-api-key: a value assigned to a name with `access`,
@@ -1004,6 +1079,112 @@ mod tests {
         ] {
             assert_eq!(redact(keep), keep);
         }
+    }
+
+    /// Issue #42's item 18: a Telegram bot token in a Bot API URL and an
+    /// AWS secret written after its key id were left in clear.
+    #[test]
+    fn masks_a_bot_api_url_and_a_key_id_with_its_secret() {
+        let token = "123456789:AAHk7Jz9Qw3ErTy6Ui0Op5As4Df8Gh2Jk1L";
+        let secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        let cases = [
+            (
+                format!("curl https://api.telegram.org/bot{token}/getMe"),
+                "curl https://api.telegram.org/bot[REDACTED]/getMe".to_string(),
+            ),
+            (
+                format!("GET /file/bot{token}/photos/1.jpg"),
+                "GET /file/bot[REDACTED]/photos/1.jpg".into(),
+            ),
+            (
+                format!("AKIAIOSFODNN7EXAMPLE:{secret}"),
+                "[REDACTED]:[REDACTED]".into(),
+            ),
+            (
+                format!("creds AKIAIOSFODNN7EXAMPLE:{secret} ok"),
+                "creds [REDACTED]:[REDACTED] ok".into(),
+            ),
+            (
+                format!("AKIAIOSFODNN7EXAMPLE,{secret}\n"),
+                "[REDACTED],[REDACTED]\n".into(),
+            ),
+            (
+                format!("\"AKIAIOSFODNN7EXAMPLE\", \"{secret}\""),
+                "\"[REDACTED]\", \"[REDACTED]\"".into(),
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(redact(&input), want, "{input}");
+        }
+        // The key id alone, and a token with no Bot API path, as before.
+        assert_eq!(redact("AKIAIOSFODNN7EXAMPLE: done"), "[REDACTED]: done");
+        let note = format!("note = \"{token}\"");
+        assert_eq!(redact(&note), note);
+    }
+
+    /// A 13-line PEM key (BEGIN, 11 body lines, END).
+    fn pem_key() -> String {
+        let mut k = String::from("-----BEGIN RSA PRIVATE KEY-----\n");
+        for i in 0..11 {
+            k.push_str(&format!("MIIEow{i:02}{}\n", "AbCd+/90".repeat(7)));
+        }
+        k.push_str("-----END RSA PRIVATE KEY-----");
+        k
+    }
+
+    /// Issue #42's item 18: a key streamed in two chunks leaked the second
+    /// chunk's body lines and the END line.
+    #[test]
+    fn masks_a_key_split_across_chunks() {
+        let key = pem_key();
+        let lines: Vec<&str> = key.lines().collect();
+        assert_eq!(lines.len(), 13);
+        // Split at every line and inside lines: no body line survives anywhere.
+        for cut in 1..key.len() {
+            let (a, b) = key.split_at(cut);
+            if !a.contains("-----BEGIN RSA PRIVATE KEY-----") {
+                continue;
+            }
+            let mut open = false;
+            let first = redact_chunk(&format!("Here it is:\n{a}"), &mut open);
+            let second = redact_chunk(&format!("{b}\nKeep it safe."), &mut open);
+            let both = format!("{first}|{second}");
+            for line in &lines[1..] {
+                // (Fragments of a line cut in two are checked whole.)
+                assert!(!both.contains(line), "cut {cut}: {line} in {both}");
+            }
+            assert!(first.starts_with("Here it is:\n[REDACTED]"), "{first}");
+            assert!(
+                second.ends_with("[REDACTED]\nKeep it safe."),
+                "cut {cut}: {second}"
+            );
+            assert!(!open, "cut {cut}");
+        }
+        // Three chunks: the middle one is all body.
+        let (a, rest) = key.split_at(200);
+        let (b, c) = rest.split_at(300);
+        let mut open = false;
+        assert_eq!(redact_chunk(a, &mut open), "[REDACTED]");
+        assert!(open);
+        assert_eq!(redact_chunk(b, &mut open), "[REDACTED]");
+        assert!(open);
+        assert_eq!(
+            redact_chunk(&format!("{c} done."), &mut open),
+            "[REDACTED] done."
+        );
+        assert!(!open);
+        // A whole key in one chunk closes there; the next chunk is prose.
+        let mut open = false;
+        assert_eq!(redact_chunk(&key, &mut open), "[REDACTED]");
+        assert!(!open);
+        assert_eq!(redact_chunk("Done now.", &mut open), "Done now.");
+        // Chunks without keys are masked as `redact` masks them.
+        let mut open = false;
+        assert_eq!(
+            redact_chunk("t=ghp_abcdefghijklmnopqrstuvwxyz0123456789", &mut open),
+            "t=[REDACTED]"
+        );
+        assert!(!open);
     }
 
     /// Every keyed rule masks a value of its shape after its name, and

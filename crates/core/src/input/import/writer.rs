@@ -28,6 +28,9 @@ fn write_sessions(
     redact: bool,
 ) -> std::io::Result<()> {
     for s in sessions {
+        // A PEM key still open at the end of a `content` / `thought` chunk
+        // (see [`super::redact::redact_chunk`]).
+        let mut pem = Streams::default();
         let extra = extra_meta(s);
         let mut extra_done = extra.is_empty();
         if !extra_done
@@ -42,7 +45,7 @@ fn write_sessions(
                 mode: None,
                 meta: Some(Box::new(extra.clone())),
             };
-            write_line(out, &s.id, &rec, redact, None)?;
+            write_line(out, &s.id, &rec, redact, None, &mut pem)?;
             extra_done = true;
         }
         for e in &s.events {
@@ -67,10 +70,10 @@ fn write_sessions(
                         mode: mode.clone(),
                         meta: Some(m),
                     };
-                    write_line(out, &s.id, &rec, redact, src)?;
+                    write_line(out, &s.id, &rec, redact, src, &mut pem)?;
                     extra_done = true;
                 }
-                (rec, _) => write_line(out, &s.id, rec, redact, src)?,
+                (rec, _) => write_line(out, &s.id, rec, redact, src, &mut pem)?,
             }
         }
     }
@@ -93,14 +96,38 @@ fn extra_meta(s: &Session) -> Map<String, Value> {
         .collect()
 }
 
+/// Whether a PEM private key begun in a session's model text has not ended
+/// yet, per stream: `content` and `thought` records are each a stream of
+/// chunks.
+#[derive(Default)]
+struct Streams {
+    content: bool,
+    thought: bool,
+}
+
 fn write_line(
     out: &mut dyn Write,
     session: &str,
     rec: &Record,
     redact: bool,
     src: Option<Provenance>,
+    pem: &mut Streams,
 ) -> std::io::Result<()> {
     let mut obj = to_object(session, rec);
+    if redact {
+        if matches!(rec, Record::User { .. }) {
+            // A prompt ends the model's output: its text continues no key.
+            *pem = Streams::default();
+        }
+        let open = match rec {
+            Record::Content { .. } => Some(&mut pem.content),
+            Record::Thought { .. } => Some(&mut pem.thought),
+            _ => None,
+        };
+        if let (Some(open), Some(Value::String(t))) = (open, obj.get_mut("text")) {
+            *t = super::redact::redact_chunk(t, open);
+        }
+    }
     if let Some(p) = src {
         let mut m = Map::new();
         m.insert("file".into(), Value::String(p.file.to_string()));
@@ -116,8 +143,10 @@ fn write_line(
         // Every string of the line, ids, argument keys and source paths
         // included: a secret can hide in any of them (a session named after a
         // token, an argument key).
+        let chunked = matches!(rec, Record::Content { .. } | Record::Thought { .. });
         for (k, v) in obj.iter_mut() {
-            if k != "type" {
+            // (A chunk's text is masked above.)
+            if k != "type" && !(chunked && k == "text") {
                 *v = redact_value(v);
             }
         }
