@@ -18,6 +18,7 @@ parameters or values), both :class:`LooptuneError`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -175,11 +176,17 @@ class SweepResult:
 
         As the command does, each file is written beside its destination
         and renamed over it once every file is written: a symlink there is
-        replaced, never written through, and an error leaves the folder's
-        files as they were."""
+        replaced, never written through, and a file that cannot be written
+        (a full disk, a folder in the way) leaves every file as it was."""
         out = os.fsdecode(os.fspath(folder))
         os.makedirs(out, exist_ok=True)
         names = [n for n in sorted(os.listdir(self._dir)) if not n.startswith(".")]
+        for name in names:
+            dest = os.path.join(out, name)
+            # Checked before any rename: renaming over a folder would fail
+            # with the files before it already replaced.
+            if os.path.isdir(dest) and not os.path.islink(dest):
+                raise IsADirectoryError(errno.EISDIR, "a folder is in the way", dest)
         staged: List["tuple[str, str]"] = []
         try:
             for name in names:

@@ -60,24 +60,30 @@ fn size(path: &Path) -> Option<u64> {
     std::fs::metadata(path).ok().map(|m| m.len())
 }
 
-/// How to open `path`, or what is wrong with it (truncated).
-fn how(path: &Path) -> std::result::Result<How, String> {
+/// How to open `path`, or what is wrong with it (truncated); `display`
+/// names it in errors.
+fn how(path: &Path, display: &str) -> Result<How> {
     use std::io::Read;
+    let file_err = |message: String| Error::File {
+        path: display.to_string(),
+        message,
+    };
     let mut head = [0u8; 100];
-    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot open the database: {e}"))?;
+    let mut f = std::fs::File::open(path)
+        .map_err(|e| file_err(format!("cannot open the database: {e}")))?;
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let mut got = 0;
     while got < head.len() {
         match f.read(&mut head[got..]) {
             Ok(0) => break,
             Ok(n) => got += n,
-            Err(e) => return Err(format!("cannot read the database: {e}")),
+            Err(e) => return Err(file_err(format!("cannot read the database: {e}"))),
         }
     }
     if got < head.len() {
-        return Err(format!(
+        return Err(file_err(format!(
             "the database is truncated: {len} bytes, shorter than a SQLite header (100)"
-        ));
+        )));
     }
     let wal_mode = head[18] == 2 || head[19] == 2;
     let wal = size(&beside(path, "-wal"));
@@ -89,7 +95,7 @@ fn how(path: &Path) -> std::result::Result<How, String> {
     }
     // The main file holds everything: it must be as long as it says.
     if let Some(why) = truncated(&head, len) {
-        return Err(why);
+        return Err(file_err(why));
     }
     Ok(if wal_mode { How::Immutable } else { How::Plain })
 }
@@ -131,7 +137,7 @@ pub(crate) fn open(path: &Path, display: &str) -> Result<Db> {
         message,
     };
     let ro = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let (conn, copy) = match how(path).map_err(file_err)? {
+    let (conn, copy) = match how(path, display)? {
         How::Plain => (Connection::open_with_flags(path, ro), None),
         How::Immutable => {
             // A URI names the file; `%`, `?` and `#` in a path are escaped.
