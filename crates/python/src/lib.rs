@@ -245,21 +245,23 @@ impl Fed {
         let found = (|| -> Result<_, Error> {
             let file = parse_canonical("<fed>", "fed", &lines, false)?;
             let mut sessions = file.sessions.into_iter();
-            let mut dets = Vec::new();
-            if let Some((id, events)) = sessions.next() {
-                if let Some((other, _)) = sessions.next() {
-                    return Err(Error::Config(format!(
-                        "record {number} is in session `{other}`, not `{id}`: a Detector follows one session (call reset() between sessions)"
-                    )));
-                }
-                let session = Session::from_events(id, events);
-                for o in plan.session(Arc::new(session)) {
-                    dets.extend(o.detections);
-                }
+            let Some((id, events)) = sessions.next() else {
+                return Ok(None);
+            };
+            if let Some((other, _)) = sessions.next() {
+                return Err(Error::Config(format!(
+                    "record {number} is in session `{other}`, not `{id}`: a Detector follows one session (call reset() between sessions)"
+                )));
             }
-            Ok(dets)
+            let session = Arc::new(Session::from_events(id, events));
+            let dets: Vec<_> = plan
+                .session(session.clone())
+                .into_iter()
+                .flat_map(|o| o.detections)
+                .collect();
+            Ok(Some((session, dets)))
         })();
-        let dets = found.map_err(|e| match e {
+        let found = found.map_err(|e| match e {
             // Every earlier line parsed: the error is the new record's, and
             // its line in the buffer is its number in the session.
             Error::Line { line, message, .. } => {
@@ -269,35 +271,16 @@ impl Fed {
         })?;
         self.lines = lines;
         self.records = number;
+        let Some((session, dets)) = found else {
+            return Ok(Vec::new());
+        };
         let fresh: Vec<_> = dets
             .into_iter()
             .filter(|d| !self.seen.contains(&key(d)))
             .collect();
-        let ready: Vec<_> = match settle {
-            Settle::Now => fresh,
-            Settle::NextRecord => {
-                let confirmed = fresh
-                    .iter()
-                    .filter(|d| {
-                        self.last
-                            .iter()
-                            .any(|l| key(l) == key(d) && l.detail == d.detail)
-                    })
-                    .cloned()
-                    .collect();
-                self.last = fresh;
-                confirmed
-            }
-            Settle::StepEnd => {
-                let (closed, open): (Vec<_>, Vec<_>) = if starts_step(line) {
-                    fresh.into_iter().partition(|d| d.event < number)
-                } else {
-                    (Vec::new(), fresh)
-                };
-                self.last = open;
-                closed
-            }
-        };
+        // What may still change waits (for `finish` if the session ends).
+        let (ready, open) = settle.split(&session, fresh);
+        self.last = open;
         Ok(self.hand_out(ready))
     }
 
@@ -310,14 +293,6 @@ impl Fed {
             .map(|d| (d.kind, d.turn, d.event, d.strike, d.detail))
             .collect()
     }
-}
-
-/// Whether a record starts an agent step: a `turn` or `user` record.
-fn starts_step(line: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(line)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(String::from))
-        .is_some_and(|t| t == "turn" || t == "user")
 }
 
 fn key(d: &looptune_core::replay::Detection) -> Key {
