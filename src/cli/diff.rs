@@ -139,11 +139,8 @@ pub fn diff_command(
     inputs.extend(result_inputs(new));
     check_output_folders(&ci.outputs(), None)?;
     guard_outputs(&ci.outputs(), None, &inputs)?;
-    let (base_path, new_path) = (base, new);
-    let base = crate::score::analyze(crate::result::SweepRecord::load(base)?)?;
-    crate::report::summary::check_scores(base_path, &base)?;
-    let mut new = crate::score::analyze(crate::result::SweepRecord::load(new)?)?;
-    crate::report::summary::check_scores(new_path, &new)?;
+    let base = crate::report::summary::load_checked(base)?;
+    let mut new = crate::report::summary::load_checked(new)?;
     let mut shape = req.shape;
     if let Some(c) = &req.config {
         new.chosen = crate::result::find_config(&new.record.grid, c)?;

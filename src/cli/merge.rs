@@ -65,9 +65,11 @@ pub fn merge_command(
     let started = std::time::Instant::now();
     let gates = &ci.requires;
     check_out_dir(out_dir)?;
+    // Each part checked as `report` checks a result (its scores against its
+    // record), so a hand-edited shard is refused, not merged.
     let records: Vec<crate::result::SweepRecord> = parts
         .iter()
-        .map(|p| crate::result::SweepRecord::load(p))
+        .map(|p| crate::report::summary::load_checked(p).map(|r| r.record))
         .collect::<Result<_>>()?;
     let list = crate::report::outputs::Outputs::standard(options);
     let inputs: Vec<PathBuf> = parts.iter().flat_map(|p| result_inputs(p)).collect();

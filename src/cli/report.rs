@@ -70,9 +70,7 @@ pub fn report_outputs(
     }
     // One pool, every core, for the analysis and the writing.
     let workers = crate::util::pool::Workers::new(0)?;
-    let record = crate::result::SweepRecord::load(&summary)?;
-    let result = workers.install(|| crate::score::analyze(record))?;
-    crate::report::summary::check_scores(&summary, &result)?;
+    let result = workers.install(|| crate::report::summary::load_checked(&summary))?;
     let mut set = crate::util::outdir::OutputSet::new();
     let progress = crate::progress::NoProgress;
     if list.write_into(&result, &mut set, dir, &workers, &progress, err)? {

@@ -305,9 +305,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
     guard_outputs(&outputs, Some(&inputs), &protected)?;
     // An earlier run to compare with (`--baseline DIR`), loaded before any work.
     let earlier = match &req.baseline_run {
-        Some(dir) => Some(crate::score::analyze(crate::result::SweepRecord::load(
-            dir,
-        )?)?),
+        Some(dir) => Some(crate::report::summary::load_checked(dir)?),
         None => {
             if let Some(g) = gates.iter().find(|g| g.is_diff()) {
                 return Err(Error::Usage(format!(

@@ -366,6 +366,15 @@ fn cross_validation(r: &SweepResult, cv: &crate::score::recommend::CrossValidati
     })
 }
 
+/// A saved result as every command that reads one takes it (`report`,
+/// `diff`, `merge`'s parts, `sweep --baseline DIR`): loaded, analysed, and
+/// refused if its scores are not what its record gives ([`check_scores`]).
+pub fn load_checked(path: &std::path::Path) -> crate::error::Result<SweepResult> {
+    let result = crate::score::analyze(SweepRecord::load(path)?)?;
+    check_scores(path, &result)?;
+    Ok(result)
+}
+
 /// Refuse a `summary.json` whose scores are not what its record gives: the
 /// record (outcomes, labels) is what every reader uses and the scores are
 /// derived from it, so a detection turn, a label or a score edited by hand

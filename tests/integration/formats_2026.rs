@@ -506,3 +506,145 @@ fn the_new_formats_are_listed() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("ATIF"), "{}", stderr(&o));
 }
+
+/// A copy of the `atif` fixture's trial folder at `to`, each file's JSON
+/// changed by `edit(file name, document)`.
+fn atif_trial(to: &Path, edit: impl Fn(&str, &mut serde_json::Value)) {
+    let from = fx("atif/jobs/job-1/trial-1/agent");
+    std::fs::create_dir_all(to).unwrap();
+    for name in ["trajectory.json", "trajectory.cont-1.json"] {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(from.join(name)).unwrap()).unwrap();
+        edit(name, &mut v);
+        std::fs::write(to.join(name), serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    }
+}
+
+/// Sessions and their turns, as `replay` (the streamed read) reports them.
+fn replayed(dir: &Path) -> Vec<(String, u64)> {
+    let o = crate::util::looptune()
+        .args(["replay", "--format", "json", "--profile", "gemini-latest"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut got: Vec<(String, u64)> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|s| {
+            (
+                s["session"].as_str().unwrap().to_string(),
+                s["turns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    got
+}
+
+/// Issue #42 item 6: a copied job folder is read once; trajectories of other
+/// folders that give the same id (or none) stay apart; a continuation joins
+/// the trajectory whose `continued_trajectory_ref` names it, also under
+/// another id; two trials' `cont-1` files each join their own parent.
+#[test]
+fn atif_copies_are_read_once_and_unrelated_trajectories_stay_apart() {
+    let d = tempfile::tempdir().unwrap();
+    let turns = |c: &Corpus| -> Vec<(String, u32)> {
+        let mut v: Vec<(String, u32)> = c
+            .sessions
+            .iter()
+            .filter(|s| !s.id.contains("sub-1"))
+            .map(|s| (s.id.clone(), s.turns))
+            .collect();
+        v.sort();
+        v
+    };
+
+    // A copied job folder: 6 turns, not 12.
+    let copied = d.path().join("copied");
+    atif_trial(&copied.join("job-1/trial-1/agent"), |_, _| {});
+    atif_trial(&copied.join("job-1-copy/trial-1/agent"), |_, _| {});
+    let c = read(std::slice::from_ref(&copied));
+    assert_eq!(turns(&c), vec![("traj-42".to_string(), 6)]);
+    assert_eq!(ids(&c), vec!["traj-42", "traj-42/sub-1"]);
+
+    // Two jobs without ids, and two trials sharing a `session_id`: each
+    // trajectory is a session of its own (with its continuation).
+    for (name, keep_session) in [("no-ids", false), ("same-session", true)] {
+        let dir = d.path().join(name);
+        for (job, task) in [("job-a", "first task"), ("job-b", "second task")] {
+            atif_trial(&dir.join(job).join("trial-1/agent"), |_, v| {
+                let m = v.as_object_mut().unwrap();
+                m.remove("trajectory_id");
+                if !keep_session {
+                    m.remove("session_id");
+                }
+                v["steps"][0]["message"] = task.into();
+            });
+        }
+        let c = read(std::slice::from_ref(&dir));
+        let got = turns(&c);
+        assert_eq!(got.len(), 2, "{name}: {got:?}");
+        assert!(got.iter().all(|(_, t)| *t == 6), "{name}: {got:?}");
+        assert!(got[0].0.starts_with("job-a/"), "{name}: {got:?}");
+        let streamed = replayed(&dir);
+        assert_eq!(
+            streamed,
+            got.iter()
+                .map(|(id, t)| (id.clone(), *t as u64))
+                .chain(
+                    c.sessions
+                        .iter()
+                        .filter(|s| s.id.contains("sub-1"))
+                        .map(|s| (s.id.clone(), s.turns as u64))
+                )
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            "{name}"
+        );
+    }
+
+    // The continuation gives another trajectory id; the parent's ref names it.
+    let joined = d.path().join("joined");
+    atif_trial(&joined.join("trial-1/agent"), |name, v| {
+        if name == "trajectory.cont-1.json" {
+            v["trajectory_id"] = "traj-99".into();
+        }
+    });
+    let c = read(std::slice::from_ref(&joined));
+    assert_eq!(turns(&c), vec![("traj-42".to_string(), 6)]);
+    assert_eq!(ids(&c), vec!["traj-42", "traj-42/sub-1"]);
+    assert!(replayed(&joined).contains(&("traj-42".to_string(), 6)));
+    // Without the ref, another id is another trajectory.
+    let apart = d.path().join("apart");
+    atif_trial(&apart.join("trial-1/agent"), |name, v| {
+        if name == "trajectory.cont-1.json" {
+            v["trajectory_id"] = "traj-99".into();
+        } else {
+            v.as_object_mut()
+                .unwrap()
+                .remove("continued_trajectory_ref");
+        }
+    });
+    let c = read(&[apart]);
+    assert_eq!(
+        turns(&c),
+        vec![("traj-42".to_string(), 3), ("traj-99".to_string(), 3)]
+    );
+
+    // Two trials whose `cont-1` files differ: each joins its own parent.
+    let trials = d.path().join("trials");
+    for (trial, task) in [("trial-1", "first task"), ("trial-2", "second task")] {
+        atif_trial(&trials.join(trial).join("agent"), |_, v| {
+            v["steps"][0]["message"] = task.into();
+            if let Some(step) = v["steps"].as_array_mut().unwrap().last_mut() {
+                step["message"] = format!("{task}: last step").into();
+            }
+        });
+    }
+    let c = read(std::slice::from_ref(&trials));
+    let got = turns(&c);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got.iter().all(|(_, t)| *t == 6), "{got:?}");
+}

@@ -351,8 +351,8 @@ fn tampered(from: &Path, to: &Path, edit: impl FnOnce(&mut serde_json::Value)) -
     to.to_path_buf()
 }
 
-/// `report` and `diff` of a tampered result: exit 2 naming the file and
-/// what is wrong, nothing written.
+/// `report`, `diff`, `merge` and `sweep --baseline` of a tampered result:
+/// exit 2 naming the file and what is wrong, nothing written.
 fn refused(good: &Path, bad: &Path, why: &str) {
     let file = bad.join("summary.json");
     let named = |a: assert_cmd::assert::Assert| {
@@ -365,10 +365,32 @@ fn refused(good: &Path, bad: &Path, why: &str) {
     assert!(!bad.join("report.html").exists());
     named(looptune().arg("diff").arg(good).arg(bad).assert());
     named(looptune().arg("diff").arg(bad).arg(good).assert());
+    // A part of a merge is checked as `report` checks it.
+    let merged = bad.with_extension("merged");
+    named(
+        looptune()
+            .arg("merge")
+            .arg(bad)
+            .arg("--out")
+            .arg(&merged)
+            .arg("-q")
+            .assert(),
+    );
+    assert!(!merged.exists());
+    // So is the earlier run a sweep compares with; `--grid` as `good`'s.
+    let again = bad.with_extension("again");
+    named(
+        sweep_cmd(&good.with_file_name("grid.toml"), &again, &[])
+            .arg("--baseline")
+            .arg(bad)
+            .assert(),
+    );
+    assert!(!again.exists());
 }
 
 /// Item 13: detection turns, labels and scores edited by hand, and a
-/// version after this one, are refused by `report` and `diff`.
+/// version after this one, are refused by `report`, `diff`, `merge` and
+/// `sweep --baseline`.
 #[test]
 fn a_tampered_summary_is_refused_by_report_and_diff() {
     let d = tempfile::tempdir().unwrap();

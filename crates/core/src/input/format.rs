@@ -41,6 +41,10 @@ pub struct FileSessions {
     /// merged in order of part, then of reading, so a continuation follows
     /// its parent whatever the paths' order.
     pub part: u32,
+    /// The file that continues this file's first session (Harbor's
+    /// `continued_trajectory_ref`), relative to this file's folder: its
+    /// sessions join this file's, whatever ids it gives.
+    pub continued_by: Option<String>,
 }
 
 /// A line (or native record) a lenient read skipped: where, and why.

@@ -258,6 +258,7 @@ pub(super) fn stream<T: Send>(
         ids,
         done,
         unreplayed: Vec::new(),
+        joins: false,
         kept: None,
     }))))
 }

@@ -372,6 +372,7 @@ fn unreadable_note(path: &Path, source: std::io::Error) -> Skip {
 fn merge_files(mut read: Vec<ReadFile>) -> Vec<Arc<Session>> {
     // Continuations after the files they continue (stable: reading order otherwise).
     read.sort_by_key(|r| r.fs.part);
+    join_continuations(&mut read);
     separate_native_ids(&mut read);
     // Session id -> records, in reading order; sessions with the same id in
     // several files form one session.
@@ -510,6 +511,9 @@ struct Streamed1<T> {
     /// below. The check is by hash: one not shared after all sends the read
     /// down the exact path (see [`stream_sessions`]).
     unreplayed: Vec<String>,
+    /// The file joins another's session, or is joined (a continuation):
+    /// the whole read decides, as ids alone may not tell.
+    joins: bool,
     /// Standard input cannot be read twice: its sessions are kept; so are a
     /// file's that gave an id seen before (see [`KEEP_SHARED_BYTES`]).
     kept: Option<Box<FileSessions>>,
@@ -641,6 +645,7 @@ fn stream_sessions_hashed<T: Send>(
             Loaded::Unreadable(note) => return Ok(Pass1::Unreadable(note)),
         };
         let (display, sha256, stored, mut fs) = fs;
+        let joins = fs.part > 0 || fs.continued_by.is_some();
         let ids: Vec<String> = fs.sessions.iter().map(|(id, _)| id.clone()).collect();
         // Which of this file's sessions give an id seen before.
         let again: Vec<usize> = {
@@ -710,6 +715,7 @@ fn stream_sessions_hashed<T: Send>(
             ids,
             done,
             unreplayed,
+            joins,
             kept,
         })))
     };
@@ -765,6 +771,11 @@ fn stream_sessions_hashed<T: Send>(
                 per_file.push(None);
             }
         }
+    }
+    // A continuation may join a session of another id (Harbor's
+    // `continued_trajectory_ref`): rare, so the whole read merges them.
+    if per_file.iter().flatten().any(|sf| sf.joins) {
+        return whole_read(out);
     }
     // Ids given more than once, by any file or twice by one.
     // Sorted, not counted in a map: a map of every id (and its copy as it
@@ -984,6 +995,82 @@ struct ReadFile {
     file_idx: u32,
     path: Option<PathBuf>,
     fs: FileSessions,
+}
+
+/// A file that continues another's session (Harbor's `trajectory.cont-N`)
+/// joins it: its sessions take the parent's id (its subagents', `ID/...`,
+/// follow) and its session record the parent's key, so the two are one
+/// session below. The parent is the file whose `continued_by` names it, else
+/// the file of the same folder and an earlier part that gives the same id.
+/// `read` is in order of part, so a chain joins link by link.
+fn join_continuations(read: &mut [ReadFile]) {
+    for g in 0..read.len() {
+        if read[g].fs.part == 0 || read[g].fs.sessions.is_empty() {
+            continue;
+        }
+        let Some(path) = read[g].path.clone() else {
+            continue;
+        };
+        let own = read[g].fs.sessions[0].0.clone();
+        let folder = path.parent();
+        let named = (0..g).find(|&f| {
+            let rf = &read[f];
+            match (
+                &rf.fs.continued_by,
+                rf.path.as_deref().and_then(Path::parent),
+            ) {
+                (Some(name), Some(dir)) => dir.join(name) == path,
+                _ => false,
+            }
+        });
+        let parent = named.or_else(|| {
+            (0..g).rev().find(|&f| {
+                let rf = &read[f];
+                rf.fs.part < read[g].fs.part
+                    && rf.path.as_deref().and_then(Path::parent) == folder
+                    && rf.fs.sessions.first().is_some_and(|(id, _)| *id == own)
+            })
+        });
+        let Some(f) = parent else { continue };
+        let Some((pid, _)) = read[f].fs.sessions.first() else {
+            continue;
+        };
+        let pid = pid.clone();
+        let key = read[f]
+            .fs
+            .record_keys
+            .get(&pid)
+            .and_then(|k| k.first().cloned())
+            .flatten();
+        let fs = &mut read[g].fs;
+        let renamed = |id: &str| -> Option<String> {
+            if id == own {
+                Some(pid.clone())
+            } else {
+                id.strip_prefix(own.as_str())
+                    .filter(|rest| rest.starts_with('/'))
+                    .map(|rest| format!("{pid}{rest}"))
+            }
+        };
+        for (id, _) in fs.sessions.iter_mut() {
+            if let Some(new) = renamed(id) {
+                *id = new;
+            }
+        }
+        fs.session_meta = std::mem::take(&mut fs.session_meta)
+            .into_iter()
+            .map(|(id, m)| (renamed(&id).unwrap_or(id), m))
+            .collect();
+        fs.record_keys = std::mem::take(&mut fs.record_keys)
+            .into_iter()
+            .map(|(id, k)| (renamed(&id).unwrap_or(id), k))
+            .collect();
+        if let (Some(key), Some(keys)) = (key, fs.record_keys.get_mut(&pid)) {
+            if let Some(first) = keys.first_mut() {
+                *first = Some(key);
+            }
+        }
+    }
 }
 
 /// Native files that give the same session id hold different sessions unless

@@ -12,7 +12,14 @@
 //! `compactions`). Steps with `is_copied_context: true` (context replayed
 //! after a summary) are skipped. `trajectory.cont-N.json` continues its
 //! session: it is read as part N, merged after the parent whatever the order
-//! of paths (a continuation whose parent is missing reads on its own).
+//! of paths (a continuation whose parent is missing reads on its own). A
+//! parent's `continued_trajectory_ref` names its continuation file, which
+//! then joins the parent's session whatever ids it gives; without one, a
+//! continuation joins the trajectory of its folder with the same id.
+//! Trajectories from other folders that give the same id stay apart (the
+//! corpus tells them apart by folder, as other formats' clashing ids), unless
+//! they are copies: every record is keyed by the file's content digest and
+//! its place, so a copied job folder is read once.
 //! Embedded `subagent_trajectories` are sessions of their own, named
 //! `PARENT/ID` with `parent` in their metadata. `agent.name` and
 //! `model_name` are recorded for grouping.
@@ -80,13 +87,7 @@ fn trajectory(
     }
     let model = agent.and_then(|a| s(a, "model_name")).map(str::to_string);
     out.at(Some(pointer(base)));
-    // Keyed so that a continuation's session record joins its parent's session.
-    out.push_keyed(
-        sid,
-        session_rec("atif", model, meta),
-        0,
-        Some(&format!("atif-session:{sid}")),
-    );
+    out.push(sid, session_rec("atif", model, meta), 0);
     let Some(steps) = t.get("steps").and_then(Value::as_array) else {
         return Err(FieldError::MissingA {
             field: "steps".into(),
@@ -252,11 +253,19 @@ fn read(ctx: &Ctx) -> Result<FileSessions> {
     let Some(t) = doc.as_object() else {
         return Err(ctx.file_err("an ATIF trajectory must be an object"));
     };
+    let part = part_of(ctx.stem);
+    // Without ids, a continuation's stem less its `.cont-N` is its parent's.
+    let stem = match part {
+        0 => ctx.stem,
+        _ => ctx
+            .stem
+            .rsplit_once(".cont-")
+            .map_or(ctx.stem, |(base, _)| base),
+    };
     let sid = s(t, "trajectory_id")
         .or_else(|| s(t, "session_id"))
-        .unwrap_or(ctx.stem)
+        .unwrap_or(stem)
         .to_string();
-    let part = part_of(ctx.stem);
     let mut lines: HashMap<Vec<usize>, u32> =
         value_lines(ctx.bytes, &[Seg::Key("steps"), Seg::Index]);
     lines.extend(value_lines(
@@ -273,7 +282,30 @@ fn read(ctx: &Ctx) -> Result<FileSessions> {
     }
     let mut fs = out.finish();
     fs.part = part;
+    fs.continued_by = s(t, "continued_trajectory_ref").map(str::to_string);
+    key_by_content(&mut fs, ctx.bytes);
     Ok(fs)
+}
+
+/// Key every record by the file's content digest and its place (session,
+/// index): two files give equal keys only when they are the same bytes (a
+/// copy), so copies are read once and other trajectories sharing an id stay
+/// apart. A continuation's session record is keyed as its parent's when the
+/// corpus joins them.
+fn key_by_content(fs: &mut FileSessions, bytes: &[u8]) {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes);
+    let h = crate::util::number::hex(&digest[..16]);
+    fs.record_keys = fs
+        .sessions
+        .iter()
+        .map(|(sid, records)| {
+            let keys = (0..records.len())
+                .map(|k| Some(format!("atif:{h}:{sid}:{k}")))
+                .collect();
+            (sid.clone(), keys)
+        })
+        .collect();
 }
 
 /// Harbor ATIF trajectories.
