@@ -210,6 +210,67 @@ pub const TARGETS: &[Target] = &[
             place: Place::Lines(&[(32, "const DOOM_LOOP_THRESHOLD = {}")]),
         }],
     },
+    // OpenClaw reads only `tools.loopDetection.enabled` from its config at
+    // this commit (resolveLoopDetectionConfig fills every other field from the
+    // constants), so the thresholds are source constants, and so is the
+    // default that turns the detector on.
+    Target {
+        name: "openclaw",
+        family: "openclaw",
+        profile: "openclaw-off-2026-05",
+        form: Form::Source {
+            repo: "openclaw/openclaw",
+            commit: "00655306d8f3d8123be9d4bf956c3f8ad32bd4e0",
+            path: "src/agents/tool-loop-detection.ts",
+        },
+        knobs: &[
+            Knob {
+                param: "history_size",
+                name: "TOOL_CALL_HISTORY_SIZE",
+                place: Place::Lines(&[(39, "const TOOL_CALL_HISTORY_SIZE = {};")]),
+            },
+            Knob {
+                param: "warning_threshold",
+                name: "WARNING_THRESHOLD",
+                place: Place::Lines(&[(40, "const WARNING_THRESHOLD = {};")]),
+            },
+            Knob {
+                param: "unknown_tool_threshold",
+                name: "UNKNOWN_TOOL_THRESHOLD",
+                place: Place::Lines(&[(41, "export const UNKNOWN_TOOL_THRESHOLD = {};")]),
+            },
+            Knob {
+                param: "critical_threshold",
+                name: "CRITICAL_THRESHOLD",
+                place: Place::Lines(&[(42, "const CRITICAL_THRESHOLD = {};")]),
+            },
+            Knob {
+                param: "global_circuit_breaker_threshold",
+                name: "GLOBAL_CIRCUIT_BREAKER_THRESHOLD",
+                place: Place::Lines(&[(43, "const GLOBAL_CIRCUIT_BREAKER_THRESHOLD = {};")]),
+            },
+            Knob {
+                param: "loop_detection",
+                name: "DEFAULT_LOOP_DETECTION_CONFIG.enabled (or tools.loopDetection.enabled in the config)",
+                place: Place::Lines(&[(45, "  enabled: {},")]),
+            },
+            Knob {
+                param: "generic_repeat",
+                name: "DEFAULT_LOOP_DETECTION_CONFIG.detectors.genericRepeat",
+                place: Place::Lines(&[(52, "    genericRepeat: {},")]),
+            },
+            Knob {
+                param: "known_poll_no_progress",
+                name: "DEFAULT_LOOP_DETECTION_CONFIG.detectors.knownPollNoProgress",
+                place: Place::Lines(&[(53, "    knownPollNoProgress: {},")]),
+            },
+            Knob {
+                param: "ping_pong",
+                name: "DEFAULT_LOOP_DETECTION_CONFIG.detectors.pingPong",
+                place: Place::Lines(&[(54, "    pingPong: {},")]),
+            },
+        ],
+    },
     Target {
         name: "roo",
         family: "roo",
@@ -449,6 +510,60 @@ mod tests {
                 "+    const maxAllowedDistance = CONTENT_CHUNK_SIZE * 1.5;",
             ]
         );
+    }
+
+    /// OpenClaw's detector is off as shipped: the diff turns its default on
+    /// and changes the thresholds; what lives elsewhere is refused.
+    #[test]
+    fn an_openclaw_diff_turns_the_detector_on_and_sets_its_constants() {
+        let c = cfg(
+            "openclaw-2026-05",
+            &[
+                ("warning_threshold", V::Int(8)),
+                ("ping_pong", V::Bool(false)),
+            ],
+        );
+        let d = target("openclaw").unwrap().render(&c, "test").unwrap();
+        assert!(d.contains("Against openclaw/openclaw @00655306d8f3d8123be9d4bf956c3f8ad32bd4e0, src/agents/tool-loop-detection.ts."), "{d}");
+        let hunks: Vec<&str> = d.lines().skip_while(|l| !l.starts_with("---")).collect();
+        assert_eq!(
+            hunks,
+            [
+                "--- a/src/agents/tool-loop-detection.ts",
+                "+++ b/src/agents/tool-loop-detection.ts",
+                "@@ -40 +40 @@",
+                "-const WARNING_THRESHOLD = 10;",
+                "+const WARNING_THRESHOLD = 8;",
+                "@@ -45 +45 @@",
+                "-  enabled: false,",
+                "+  enabled: true,",
+                "@@ -54 +54 @@",
+                "-    pingPong: true,",
+                "+    pingPong: false,",
+            ]
+        );
+        // The post-compaction guard's window is another file's; the
+        // warning bucket is the hook's.
+        for (param, v) in [
+            ("post_compaction_window", V::Int(5)),
+            ("warning_bucket", V::Int(5)),
+        ] {
+            let e = target("openclaw")
+                .unwrap()
+                .render(&cfg("openclaw-2026-05", &[(param, v)]), "t")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("`{param}` = 5 cannot be expressed")),
+                "{e}"
+            );
+        }
+        // As shipped: nothing to change.
+        let d = target("openclaw")
+            .unwrap()
+            .render(&cfg("openclaw-off-2026-05", &[]), "t")
+            .unwrap();
+        assert!(d.contains("nothing to change"), "{d}");
     }
 
     #[test]
