@@ -107,7 +107,7 @@ impl ExportArgs {
 pub fn export_command(req: &ExportRequest, out: &mut dyn Write) -> Result<i32> {
     let text = crate::export::export(&req.config, &req.target, &req.origin)?;
     if let Ok(t) = crate::export::agents::target(&req.target) {
-        if let crate::export::agents::Form::Settings { file } = t.form {
+        if let crate::export::agents::Form::Settings { file, .. } = t.form {
             eprintln!("{}: merge into {file}", req.target);
         }
     }

@@ -191,4 +191,36 @@ fn agents_get_their_own_format_or_a_named_error() {
     assert!(String::from_utf8_lossy(&r.stderr).contains("family `gemini`"));
     let r = run(&["export", "--for", "looptune"]);
     assert_eq!(r.status.code(), Some(2));
+    // Hermes reads YAML; OpenClaw's thresholds are source constants.
+    let r = run(&[
+        "export",
+        "--profile",
+        "hermes",
+        "--set",
+        "same_tool_failure_halt_after=12",
+        "--for",
+        "hermes",
+    ]);
+    assert_ok(&r);
+    let text = String::from_utf8(r.stdout).unwrap();
+    assert_eq!(
+        text,
+        "tool_loop_guardrails:\n  hard_stop_enabled: true\n  hard_stop_after:\n    same_tool_failure: 12\n"
+    );
+    assert!(String::from_utf8_lossy(&r.stderr).contains("~/.hermes/config.yaml"));
+    let r = run(&[
+        "export",
+        "--profile",
+        "openclaw-2026-05",
+        "--set",
+        "critical_threshold=15",
+        "--for",
+        "openclaw",
+    ]);
+    assert_ok(&r);
+    let text = String::from_utf8(r.stdout).unwrap();
+    assert!(
+        text.contains("@@ -42 +42 @@\n-const CRITICAL_THRESHOLD = 20;\n+const CRITICAL_THRESHOLD = 15;\n@@ -45 +45 @@\n-  enabled: false,\n+  enabled: true,\n"),
+        "{text}"
+    );
 }

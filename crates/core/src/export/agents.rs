@@ -90,10 +90,12 @@ pub struct Knob {
 /// What an agent reads its knobs from.
 #[derive(Debug, Clone, Copy)]
 pub enum Form {
-    /// A JSON settings file.
+    /// A settings file.
     Settings {
         /// Where it lives, and which versions read it.
         file: &'static str,
+        /// YAML (else JSON).
+        yaml: bool,
     },
     /// Hard-coded constants of one source file.
     Source {
@@ -277,6 +279,7 @@ pub const TARGETS: &[Target] = &[
         profile: "roo",
         form: Form::Settings {
             file: "a Roo Code settings file to import (Settings > About > Import, or the VS Code setting `roo-cline.autoImportSettingsPath`); the limit is per provider profile (`default` here: rename it to yours). Read by Roo Code since PR #5752 (the port pins @cb83656718)",
+            yaml: false,
         },
         knobs: &[Knob {
             param: "limit",
@@ -289,12 +292,90 @@ pub const TARGETS: &[Target] = &[
             ]),
         }],
     },
+    // Hermes reads its thresholds from the `tool_loop_guardrails` section of
+    // its config (`ToolCallGuardrailConfig.from_mapping`; nested
+    // `warn_after` / `hard_stop_after` keys win over the flat legacy ones).
+    // The stall guard's constants and the tool lists are not read from it.
+    Target {
+        name: "hermes",
+        family: "hermes",
+        profile: "hermes-interactive",
+        form: Form::Settings {
+            file: "~/.hermes/config.yaml (section `tool_loop_guardrails`); read by Hermes agent's ToolCallGuardrailConfig.from_mapping (the port pins agent/tool_guardrails.py @06c25ac90b); gateway and cron surfaces turn hard stops on by themselves (non_interactive_hard_stop_enabled)",
+            yaml: true,
+        },
+        knobs: &[
+            Knob {
+                param: "warnings_enabled",
+                name: "tool_loop_guardrails.warnings_enabled",
+                place: Place::Setting(&["tool_loop_guardrails", "warnings_enabled"]),
+            },
+            Knob {
+                param: "hard_stop_enabled",
+                name: "tool_loop_guardrails.hard_stop_enabled",
+                place: Place::Setting(&["tool_loop_guardrails", "hard_stop_enabled"]),
+            },
+            Knob {
+                param: "exact_failure_warn_after",
+                name: "tool_loop_guardrails.warn_after.exact_failure",
+                place: Place::Setting(&["tool_loop_guardrails", "warn_after", "exact_failure"]),
+            },
+            Knob {
+                param: "same_tool_failure_warn_after",
+                name: "tool_loop_guardrails.warn_after.same_tool_failure",
+                place: Place::Setting(&["tool_loop_guardrails", "warn_after", "same_tool_failure"]),
+            },
+            Knob {
+                param: "no_progress_warn_after",
+                name: "tool_loop_guardrails.warn_after.idempotent_no_progress",
+                place: Place::Setting(&[
+                    "tool_loop_guardrails",
+                    "warn_after",
+                    "idempotent_no_progress",
+                ]),
+            },
+            Knob {
+                param: "exact_failure_block_after",
+                name: "tool_loop_guardrails.hard_stop_after.exact_failure",
+                place: Place::Setting(&["tool_loop_guardrails", "hard_stop_after", "exact_failure"]),
+            },
+            Knob {
+                param: "same_tool_failure_halt_after",
+                name: "tool_loop_guardrails.hard_stop_after.same_tool_failure",
+                place: Place::Setting(&[
+                    "tool_loop_guardrails",
+                    "hard_stop_after",
+                    "same_tool_failure",
+                ]),
+            },
+            Knob {
+                param: "no_progress_block_after",
+                name: "tool_loop_guardrails.hard_stop_after.idempotent_no_progress",
+                place: Place::Setting(&[
+                    "tool_loop_guardrails",
+                    "hard_stop_after",
+                    "idempotent_no_progress",
+                ]),
+            },
+            Knob {
+                param: "max_web_searches",
+                name: "tool_loop_guardrails.loop_caps.max_web_searches",
+                place: Place::Setting(&["tool_loop_guardrails", "loop_caps", "max_web_searches"]),
+            },
+            Knob {
+                param: "max_subagents",
+                name: "tool_loop_guardrails.loop_caps.max_subagents",
+                place: Place::Setting(&["tool_loop_guardrails", "loop_caps", "max_subagents"]),
+            },
+        ],
+    },
     Target {
         name: "qwen-code",
         family: "qwen",
         profile: "qwen",
         form: Form::Settings {
             file: "~/.qwen/settings.json (user) or .qwen/settings.json (project); `model.skipLoopDetection`, default true since #2092 (2026-03-04); the port pins @00aa71b4",
+            yaml: false,
         },
         knobs: &[Knob {
             param: "skip_loop_detection",
@@ -364,12 +445,12 @@ impl Target {
     pub fn render(&self, cfg: &DetectorConfig, origin: &str) -> Result<String> {
         let changes = self.changes(cfg)?;
         match self.form {
-            Form::Settings { .. } => self.settings(&changes),
+            Form::Settings { yaml, .. } => self.settings(&changes, yaml),
             Form::Source { .. } => Ok(self.diff(&changes, origin)),
         }
     }
 
-    fn settings(&self, changes: &[(&'static Knob, ParamValue)]) -> Result<String> {
+    fn settings(&self, changes: &[(&'static Knob, ParamValue)], yaml: bool) -> Result<String> {
         let mut doc = serde_json::Map::new();
         for (knob, v) in changes {
             let Place::Setting(path) = knob.place else {
@@ -399,8 +480,11 @@ impl Target {
             }
             at.insert(path[path.len() - 1].to_string(), value);
         }
-        let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(doc))
-            .expect("a JSON value serialises");
+        let doc = serde_json::Value::Object(doc);
+        if yaml {
+            return Ok(serde_norway::to_string(&doc).expect("a JSON value serialises as YAML"));
+        }
+        let mut text = serde_json::to_string_pretty(&doc).expect("a JSON value serialises");
         text.push('\n');
         Ok(text)
     }
@@ -564,6 +648,45 @@ mod tests {
             .render(&cfg("openclaw-off-2026-05", &[]), "t")
             .unwrap();
         assert!(d.contains("nothing to change"), "{d}");
+    }
+
+    /// Hermes: YAML under `tool_loop_guardrails`, thresholds in its nested
+    /// sections; the stall guard's constants are refused.
+    #[test]
+    fn a_hermes_fragment_is_yaml_in_its_own_keys() {
+        let c = cfg(
+            "hermes",
+            &[
+                ("same_tool_failure_halt_after", V::Int(12)),
+                ("no_progress_warn_after", V::Int(3)),
+                ("max_web_searches", V::Int(0)),
+            ],
+        );
+        let y = target("hermes").unwrap().render(&c, "t").unwrap();
+        let v: serde_json::Value = serde_norway::from_str(&y).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"tool_loop_guardrails": {
+                "hard_stop_enabled": true,
+                "hard_stop_after": {"same_tool_failure": 12},
+                "warn_after": {"idempotent_no_progress": 3},
+                "loop_caps": {"max_web_searches": 0},
+            }}),
+            "{y}"
+        );
+        assert!(y.starts_with("tool_loop_guardrails:\n"), "{y}");
+        let e = target("hermes")
+            .unwrap()
+            .render(
+                &cfg("hermes", &[("identical_call_threshold", V::Int(4))]),
+                "t",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`identical_call_threshold` = 4 cannot be expressed"),
+            "{e}"
+        );
     }
 
     #[test]
