@@ -740,6 +740,56 @@ mod tests {
         )
     }
 
+    /// A session grown record by record is, after each record, the session
+    /// read whole from the records so far (turns, turn starts, metadata),
+    /// and says when the first `turn` record renumbered earlier records.
+    #[test]
+    fn a_growing_session_is_each_prefix_read_whole() {
+        let user = || Record::User {
+            text: "x".into(),
+            prompt_id: None,
+        };
+        let model = |m: &str| Record::Session {
+            agent: None,
+            model: Some(m.into()),
+            mode: None,
+            meta: None,
+        };
+        let recs = vec![
+            model("a"),
+            user(),
+            content("a").0,
+            Record::ToolResult {
+                id: None,
+                name: None,
+                output: None,
+                error: None,
+            },
+            content("b").0,
+            model("b"),
+            Record::Turn,
+            content("c").0,
+            Record::Turn,
+        ];
+        let mut g = Growing::new("s".into());
+        let mut renumbered = Vec::new();
+        for (i, r) in recs.iter().enumerate() {
+            renumbered.push(g.push(Event::new(r.clone(), o())));
+            let whole = Session::from_records(
+                "s".into(),
+                recs[..=i].iter().map(|r| (r.clone(), o())).collect(),
+            );
+            let got = g.session();
+            let turns = |s: &Session| -> Vec<(u32, bool)> {
+                s.events.iter().map(|e| (e.turn, e.starts_turn)).collect()
+            };
+            assert_eq!(turns(got), turns(&whole), "after record {i}");
+            assert_eq!((&got.meta, got.turns), (&whole.meta, whole.turns));
+        }
+        let at: Vec<usize> = (0..recs.len()).filter(|&i| renumbered[i]).collect();
+        assert_eq!(at, [6], "only the first `turn` record renumbers");
+    }
+
     #[test]
     fn implicit_turns_start_after_user_and_tool_result() {
         let recs = vec![
