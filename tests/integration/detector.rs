@@ -117,7 +117,14 @@ fn fed_record_by_record_equals_replay_on_conformance() {
 #[test]
 fn the_detector_says_which_profiles_are_incremental() {
     let inc = incremental_profiles();
-    for p in ["max-turns", "gemini-max-turns", "roo"] {
+    for p in [
+        "max-turns",
+        "gemini-max-turns",
+        "roo",
+        "cline",
+        "cline-extension",
+        "cline-2026-03",
+    ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }
     // Families settled by later records replay what may still change.
