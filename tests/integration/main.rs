@@ -9,6 +9,7 @@ mod choosing;
 mod cli;
 mod combine_rules;
 mod corpus_detection;
+mod detector;
 mod export;
 mod formats_2026;
 mod gemini_cases;

@@ -303,6 +303,138 @@ pub struct Session {
     pub usage_suffix: Vec<(u32, u64)>,
 }
 
+/// How a session numbers its turns, one record at a time: from `turn`
+/// records when the session has any (`explicit`), else a turn starts at the
+/// first model record after the session's start, a `user` or a
+/// `tool_result` record. [`Session::from_events`] and a live session fed
+/// record by record ([`Session::push_event`]) share it.
+#[derive(Debug, Clone)]
+pub struct Numbering {
+    explicit: bool,
+    /// The turn in force (the highest so far).
+    pub turn: u32,
+    armed: bool,
+}
+
+impl Numbering {
+    /// Numbering from the start of a session, explicit or implicit.
+    pub fn new(explicit: bool) -> Numbering {
+        Numbering {
+            explicit,
+            turn: 0,
+            armed: true,
+        }
+    }
+
+    /// Number the next record in place.
+    pub fn step(&mut self, e: &mut Event) {
+        let mut starts_turn = false;
+        if self.explicit {
+            if matches!(e.record, Record::Turn) {
+                self.turn += 1;
+                starts_turn = true;
+            }
+        } else {
+            match e.record {
+                Record::User { .. } | Record::ToolResult { .. } => self.armed = true,
+                Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. }
+                    if self.armed =>
+                {
+                    self.turn += 1;
+                    starts_turn = true;
+                    self.armed = false;
+                }
+                _ => {}
+            }
+        }
+        e.turn = self.turn;
+        e.starts_turn = starts_turn;
+    }
+}
+
+/// What a `session` or `label` record sets: metadata, last one wins per field.
+fn read_meta(record: &Record, meta: &mut SessionMeta, inline_label: &mut Option<Label>) {
+    match record {
+        Record::Session {
+            agent,
+            model,
+            mode,
+            meta: m,
+        } => {
+            if agent.is_some() {
+                meta.agent.clone_from(agent);
+            }
+            if model.is_some() {
+                meta.model.clone_from(model);
+            }
+            if mode.is_some() {
+                meta.mode.clone_from(mode);
+            }
+            if let Some(m) = m {
+                for (k, v) in m.iter() {
+                    meta.meta.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        Record::Label {
+            is_loop,
+            onset_turn,
+        } => {
+            *inline_label = Some(Label {
+                is_loop: *is_loop,
+                onset_turn: *onset_turn,
+            })
+        }
+        _ => {}
+    }
+}
+
+/// A session read record by record (a live feed): each record numbered
+/// and read for metadata as [`Session::from_events`] would number and read
+/// it at the end of the records so far, at a cost that does not grow with
+/// the session.
+#[derive(Debug)]
+pub struct Growing {
+    session: Session,
+    numbering: Numbering,
+}
+
+impl Growing {
+    /// A session with no records yet.
+    pub fn new(id: String) -> Growing {
+        Growing {
+            session: Session::from_events(id, Vec::new()),
+            numbering: Numbering::new(false),
+        }
+    }
+
+    /// The session so far. Its `usage_suffix` stays empty: tokens after a
+    /// point are a whole session's figure, which a live feed does not report.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Add the next record. True when records before it were renumbered:
+    /// the first `turn` record of a session numbered implicitly until then
+    /// switches it to `turn` records, as reading the whole session would.
+    pub fn push(&mut self, mut event: Event) -> bool {
+        let s = &mut self.session;
+        let mut renumbered = false;
+        if !self.numbering.explicit && matches!(event.record, Record::Turn) {
+            renumbered = s.events.iter().any(|e| e.turn != 0 || e.starts_turn);
+            self.numbering = Numbering::new(true);
+            for e in &mut s.events {
+                self.numbering.step(e);
+            }
+        }
+        self.numbering.step(&mut event);
+        read_meta(&event.record, &mut s.meta, &mut s.inline_label);
+        s.turns = self.numbering.turn;
+        s.events.push(event);
+        renumbered
+    }
+}
+
 impl Session {
     /// Build a session from records in order, resolving turns and metadata.
     pub fn from_records(id: String, records: Vec<(Record, Origin)>) -> Session {
@@ -318,69 +450,14 @@ impl Session {
     /// not moved into a second vector.
     pub fn from_events(id: String, mut events: Vec<Event>) -> Session {
         let explicit = events.iter().any(|e| matches!(e.record, Record::Turn));
-        let mut turn = 0u32;
-        // Implicit rule: a turn starts at the first model record after the
-        // session start, a `user` record or a `tool_result` record.
-        let mut armed = true;
+        let mut numbering = Numbering::new(explicit);
         let mut meta = SessionMeta::default();
         let mut inline_label = None;
         for e in &mut events {
-            let record = &e.record;
-            let mut starts_turn = false;
-            if explicit {
-                if matches!(record, Record::Turn) {
-                    turn += 1;
-                    starts_turn = true;
-                }
-            } else {
-                match record {
-                    Record::User { .. } | Record::ToolResult { .. } => armed = true,
-                    Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. }
-                        if armed =>
-                    {
-                        turn += 1;
-                        starts_turn = true;
-                        armed = false;
-                    }
-                    _ => {}
-                }
-            }
-            match record {
-                Record::Session {
-                    agent,
-                    model,
-                    mode,
-                    meta: m,
-                } => {
-                    if agent.is_some() {
-                        meta.agent.clone_from(agent);
-                    }
-                    if model.is_some() {
-                        meta.model.clone_from(model);
-                    }
-                    if mode.is_some() {
-                        meta.mode.clone_from(mode);
-                    }
-                    if let Some(m) = m {
-                        for (k, v) in m.iter() {
-                            meta.meta.insert(k.clone(), v.clone());
-                        }
-                    }
-                }
-                Record::Label {
-                    is_loop,
-                    onset_turn,
-                } => {
-                    inline_label = Some(Label {
-                        is_loop: *is_loop,
-                        onset_turn: *onset_turn,
-                    })
-                }
-                _ => {}
-            }
-            e.turn = turn;
-            e.starts_turn = starts_turn;
+            numbering.step(e);
+            read_meta(&e.record, &mut meta, &mut inline_label);
         }
+        let turn = numbering.turn;
         let mut usage_suffix: Vec<(u32, u64)> = events
             .iter()
             .enumerate()
@@ -661,6 +738,56 @@ mod tests {
             },
             o(),
         )
+    }
+
+    /// A session grown record by record is, after each record, the session
+    /// read whole from the records so far (turns, turn starts, metadata),
+    /// and says when the first `turn` record renumbered earlier records.
+    #[test]
+    fn a_growing_session_is_each_prefix_read_whole() {
+        let user = || Record::User {
+            text: "x".into(),
+            prompt_id: None,
+        };
+        let model = |m: &str| Record::Session {
+            agent: None,
+            model: Some(m.into()),
+            mode: None,
+            meta: None,
+        };
+        let recs = vec![
+            model("a"),
+            user(),
+            content("a").0,
+            Record::ToolResult {
+                id: None,
+                name: None,
+                output: None,
+                error: None,
+            },
+            content("b").0,
+            model("b"),
+            Record::Turn,
+            content("c").0,
+            Record::Turn,
+        ];
+        let mut g = Growing::new("s".into());
+        let mut renumbered = Vec::new();
+        for (i, r) in recs.iter().enumerate() {
+            renumbered.push(g.push(Event::new(r.clone(), o())));
+            let whole = Session::from_records(
+                "s".into(),
+                recs[..=i].iter().map(|r| (r.clone(), o())).collect(),
+            );
+            let got = g.session();
+            let turns = |s: &Session| -> Vec<(u32, bool)> {
+                s.events.iter().map(|e| (e.turn, e.starts_turn)).collect()
+            };
+            assert_eq!(turns(got), turns(&whole), "after record {i}");
+            assert_eq!((&got.meta, got.turns), (&whole.meta, whole.turns));
+        }
+        let at: Vec<usize> = (0..recs.len()).filter(|&i| renumbered[i]).collect();
+        assert_eq!(at, [6], "only the first `turn` record renumbers");
     }
 
     #[test]

@@ -4,16 +4,12 @@
 
 use looptune::error::Error;
 use looptune_core::detect::{DetectorConfig, Selection, Setting};
-use looptune_core::event::Session;
-use looptune_core::input::parse_canonical;
-use looptune_core::replay::{Plan, ReplayOptions};
-use looptune_core::watch::Settle;
+use looptune_core::watch::Detector as Live;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 // The same allocator as the binary: a replay allocates a string per record.
 #[global_allocator]
@@ -90,50 +86,36 @@ fn profiles() -> Vec<(&'static str, &'static str, &'static str)> {
         .collect()
 }
 
-type Key = (u32, &'static str, u32);
-
 /// A detection as Python gets it: (kind, turn, event, strike, detail).
 type HitTuple = (&'static str, u32, u32, u32, String);
 
 /// A detector fed one canonical record at a time, firing as it would in
-/// `looptune replay --all` at the same record. Each `feed` replays the
-/// session so far (the ports are checked against the originals on whole
-/// sessions; replaying the prefix keeps them as they are) and returns the
-/// detections not returned before.
+/// `looptune replay --all` at the same record: the core's
+/// [`looptune_core::watch::Detector`], which parses only the record fed and
+/// feeds it to each check's state (amortised O(1) a record) for the families
+/// converted to streams, and replays the records so far for the others
+/// (`incremental` says which).
 ///
-/// Safe to share between threads: a feed holds the session's lock from
-/// reading the state to storing it (it replays without the GIL, so two
+/// Safe to share between threads: a feed holds the detector's lock from
+/// reading the state to storing it (it runs without the GIL, so two
 /// threads feeding at once raised `Already borrowed` and lost records).
 #[pyclass(module = "looptune._looptune")]
 struct Detector {
-    plan: Arc<Plan>,
-    settle: Settle,
     family: &'static str,
     profile: String,
-    state: Mutex<Fed>,
-}
-
-/// The session a detector has been fed so far.
-#[derive(Default)]
-struct Fed {
-    /// The session so far, as canonical JSON Lines.
-    lines: Vec<u8>,
-    records: u32,
-    /// Detections already returned: (event, kind, strike).
-    seen: HashSet<Key>,
-    /// The last prefix's detections not yet returned (settling families).
-    last: Vec<looptune_core::replay::Detection>,
+    incremental: bool,
+    state: Mutex<Live>,
 }
 
 impl Detector {
-    /// Run `f` on the fed session under its lock, the GIL released while
+    /// Run `f` on the detector under its lock, the GIL released while
     /// waiting for it and while `f` runs (a thread holding the GIL while it
     /// waits would stall the one that holds the lock).
-    fn with_state<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Fed) -> T + Send) -> T {
+    fn with_state<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Live) -> T + Send) -> T {
         py.detach(|| {
             // A panic in a feed leaves the state as the last feed stored it.
-            let mut fed = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            f(&mut fed)
+            let mut live = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            f(&mut live)
         })
     }
 }
@@ -177,15 +159,18 @@ impl Detector {
                 selection.resolve().map_err(to_py)?
             }
         };
-        let family = configs[0].family;
-        let profile = configs[0].profile.clone();
-        let plan = Plan::new(configs, &ReplayOptions { all: true }).map_err(to_py)?;
+        // One profile (or file) is one configuration.
+        let config = configs
+            .into_iter()
+            .next()
+            .expect("a selection resolves to one");
+        let (family, profile) = (config.family, config.profile.clone());
+        let live = Live::new(config).map_err(to_py)?;
         Ok(Detector {
-            plan: Arc::new(plan),
-            settle: Settle::of(family),
             family,
             profile,
-            state: Mutex::new(Fed::default()),
+            incremental: live.incremental(),
+            state: Mutex::new(live),
         })
     }
 
@@ -201,10 +186,17 @@ impl Detector {
         &self.profile
     }
 
+    /// Whether a record costs amortised O(1) (the family's checks are fed
+    /// record by record) rather than a replay of the session so far.
+    #[getter]
+    fn incremental(&self) -> bool {
+        self.incremental
+    }
+
     /// Records fed since the last reset.
     #[getter]
     fn records(&self, py: Python<'_>) -> u32 {
-        self.with_state(py, |fed| fed.records)
+        self.with_state(py, |live| live.records())
     }
 
     /// Feed one canonical record, as one JSON object's text (the Python
@@ -216,87 +208,34 @@ impl Detector {
                 "a record is one JSON object on one line (no newline)",
             ));
         }
-        let (plan, settle) = (self.plan.clone(), self.settle);
-        self.with_state(py, move |fed| fed.feed(&plan, settle, line))
-    }
-
-    /// The session has ended: the detections that fire at its end (a
-    /// settling family's open step), then nothing until `reset`.
-    fn finish(&self, py: Python<'_>) -> Vec<HitTuple> {
-        self.with_state(py, |fed| {
-            let rest = std::mem::take(&mut fed.last);
-            fed.hand_out(rest)
-        })
-    }
-
-    /// Forget the session: the next record starts a new one.
-    fn reset(&self, py: Python<'_>) {
-        self.with_state(py, |fed| *fed = Fed::default())
-    }
-}
-
-impl Fed {
-    /// [`Detector::feed_json`] under the lock.
-    fn feed(&mut self, plan: &Plan, settle: Settle, line: &str) -> PyResult<Vec<HitTuple>> {
-        let mut lines = self.lines.clone();
-        lines.extend_from_slice(line.as_bytes());
-        lines.push(b'\n');
-        let number = self.records + 1;
-        let found = (|| -> Result<_, Error> {
-            let file = parse_canonical("<fed>", "fed", &lines, false)?;
-            let mut sessions = file.sessions.into_iter();
-            let Some((id, events)) = sessions.next() else {
-                return Ok(None);
-            };
-            if let Some((other, _)) = sessions.next() {
-                return Err(Error::Config(format!(
-                    "record {number} is in session `{other}`, not `{id}`: a Detector follows one session (call reset() between sessions)"
-                )));
-            }
-            let session = Arc::new(Session::from_events(id, events));
-            let dets: Vec<_> = plan
-                .session(session.clone())
-                .into_iter()
-                .flat_map(|o| o.detections)
-                .collect();
-            Ok(Some((session, dets)))
-        })();
+        let found = self.with_state(py, move |live| live.feed_line(line));
         let found = found.map_err(|e| match e {
-            // Every earlier line parsed: the error is the new record's, and
-            // its line in the buffer is its number in the session.
+            // The error is the new record's; its line is its number.
             Error::Line { line, message, .. } => {
                 InputError::new_err(format!("record {line}: {message}"))
             }
             e => to_py(e),
         })?;
-        self.lines = lines;
-        self.records = number;
-        let Some((session, dets)) = found else {
-            return Ok(Vec::new());
-        };
-        let fresh: Vec<_> = dets
-            .into_iter()
-            .filter(|d| !self.seen.contains(&key(d)))
-            .collect();
-        // What may still change waits (for `finish` if the session ends).
-        let (ready, open) = settle.split(&session, fresh);
-        self.last = open;
-        Ok(self.hand_out(ready))
+        Ok(tuples(found))
     }
 
-    /// Mark detections returned, in the order they fire.
-    fn hand_out(&mut self, mut ready: Vec<looptune_core::replay::Detection>) -> Vec<HitTuple> {
-        ready.sort_by_key(|d| (d.event, d.strike));
-        ready
-            .into_iter()
-            .filter(|d| self.seen.insert(key(d)))
-            .map(|d| (d.kind, d.turn, d.event, d.strike, d.detail))
-            .collect()
+    /// The session has ended: the detections that fire at its end (a
+    /// settling family's open step), then nothing until `reset`.
+    fn finish(&self, py: Python<'_>) -> Vec<HitTuple> {
+        tuples(self.with_state(py, |live| live.finish()))
+    }
+
+    /// Forget the session: the next record starts a new one.
+    fn reset(&self, py: Python<'_>) {
+        self.with_state(py, |live| live.reset())
     }
 }
 
-fn key(d: &looptune_core::replay::Detection) -> Key {
-    (d.event, d.kind, d.strike)
+fn tuples(found: Vec<looptune_core::replay::Detection>) -> Vec<HitTuple> {
+    found
+        .into_iter()
+        .map(|d| (d.kind, d.turn, d.event, d.strike, d.detail))
+        .collect()
 }
 
 /// The Rust extension behind the `looptune` package.

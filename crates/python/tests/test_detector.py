@@ -112,3 +112,11 @@ def test_a_detector_follows_one_session():
     det.feed({"type": "session", "session": "a"})
     with pytest.raises(looptune.ConfigError, match="reset"):
         det.feed({"type": "session", "session": "b"})
+
+
+def test_the_detector_says_whether_it_is_incremental():
+    # Families converted to streams keep their state between records; the
+    # others replay the session so far (same hits, cost growing with it).
+    assert looptune.Detector("max-turns").incremental
+    assert looptune.Detector("roo").incremental
+    assert not looptune.Detector("blade-legacy").incremental

@@ -107,6 +107,24 @@ pub trait Check: Send + Sync {
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         None
     }
+    /// The check as a [`Stream`] fed one record at a time, for a check whose
+    /// [`Check::run`] drives that same stream over the session (one
+    /// implementation of the rule); `None` for a check that can only read a
+    /// whole session (a live feed then replays the records so far).
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        None
+    }
+}
+
+/// A check's state between records: fed the records of one session in
+/// order, it reports what fires at each, as [`Check::run`] (with no limit)
+/// reports it on the whole session. Its memory is bounded by the rule's
+/// window, not the session.
+pub trait Stream: Send {
+    /// Read record `i` (0-based) of `session`, which holds records `0..=i`
+    /// numbered as [`crate::event::Session::from_events`] numbers them, and
+    /// push the detections that fire there.
+    fn feed(&mut self, session: &crate::event::Session, i: usize, out: &mut Vec<Detection>);
 }
 
 /// A named set of parameter values.

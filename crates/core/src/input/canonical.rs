@@ -727,6 +727,36 @@ pub fn parse_line(line: &str) -> Result<(Option<String>, Record), RecordError> {
         .map(|(session, rec, _)| (session.map(Cow::into_owned), rec))
 }
 
+/// One line of a canonical file read on its own, as a live feed gives it:
+/// its session id (if the record names one) and its event, as the whole-file
+/// reader gives it at file line `line` (`first`: the file's first line,
+/// whose byte order mark is dropped). `None` for a blank line, which the
+/// reader skips.
+pub fn parse_record(
+    text: &str,
+    line: u32,
+    first: bool,
+) -> std::result::Result<Option<(Option<String>, Event)>, RecordError> {
+    let text = match first {
+        true => text.strip_prefix('\u{feff}').unwrap_or(text),
+        false => text,
+    };
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    if text.bytes().all(|c| c.is_ascii_whitespace()) {
+        return Ok(None);
+    }
+    let (session, record, place) = parse_line_str(text)?;
+    let origin = Origin {
+        file: 0,
+        line,
+        place: place.map(Arc::new),
+    };
+    Ok(Some((
+        session.map(Cow::into_owned),
+        Event::new(record, origin),
+    )))
+}
+
 /// A line's session id (borrowed when it can be), record and `src` provenance.
 type Parsed<'a> = (Option<Cow<'a, str>>, Record, Option<Place>);
 

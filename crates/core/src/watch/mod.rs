@@ -22,7 +22,9 @@
 //!   open detections reported as if its sessions had ended; a file no
 //!   longer found is forgotten.
 
+mod detector;
 mod settle;
+pub use detector::{incremental_profiles, Detector};
 pub use settle::{starts_step, Settle};
 
 use crate::detect::{Detection, DetectorConfig};

@@ -333,6 +333,14 @@ class Detector:
         return self._inner.profile
 
     @property
+    def incremental(self) -> bool:
+        """Whether a record costs amortised O(1): the family's checks keep
+        their state between records (``max-turns``, ``roo``, ``cline`` so far). Other
+        families replay the session so far at every record (same hits, cost
+        growing with the session)."""
+        return self._inner.incremental
+
+    @property
     def records(self) -> int:
         """Records fed since the last reset."""
         return self._inner.records

@@ -2,10 +2,10 @@
 //! exactly 3 identical calls in a row, hard stop from 5 on; peer-mappings
 //! section 4) and, as a profile, the extension's PR #9933 rule.
 
-use super::common::each_record;
+use super::common::{each_rule, At, Found, RecordRule, RecordStream};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -268,37 +268,59 @@ impl Check for ClineCheck {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let c = &self.s;
-        let mut t = ClineTracker::new(c.clone());
+        let mut rule = self.rule();
         let all = session.shared("cline.signatures", |_| SharedSignatures::default());
-        t.shared = Some(all.get(&c.ignored, s));
-        // Strikes are counted per run of identical calls: the soft notice of a
-        // run warns and its hard verdict stops, while a later run's soft
-        // notice is a fresh warning. (The tracker itself never resets.)
-        let mut streak = 0u32;
-        let mut first = true;
-        each_record(s, limit, |at, found| {
-            let Record::ToolCall { name, args, .. } = &at.event.record else {
-                return;
-            };
-            let (v, new_run) = t.inspect(name, args);
-            if new_run && !first {
-                streak += 1;
-            }
-            first = false;
-            let kind = match v {
-                Verdict::Ok => return,
-                Verdict::Soft => "soft",
-                Verdict::Hard => "hard",
-            };
-            let n = t.count_at_call();
-            found.push(
-                at.i,
-                kind,
-                streak,
-                format!("{n} consecutive identical calls to `{name}`"),
-            );
-        })
+        rule.t.shared = Some(all.get(&self.s.ignored, s));
+        each_rule(s, limit, &mut rule)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        // A live feed signs each call as it comes (no session to share).
+        Some(RecordStream::boxed(self.rule()))
+    }
+}
+
+impl ClineCheck {
+    fn rule(&self) -> Streaks {
+        Streaks {
+            t: ClineTracker::new(self.s.clone()),
+            streak: 0,
+            first: true,
+        }
+    }
+}
+
+/// The tracker, and the strikes' count: strikes are counted per run of
+/// identical calls, so the soft notice of a run warns and its hard verdict
+/// stops, while a later run's soft notice is a fresh warning. (The tracker
+/// itself never resets.)
+struct Streaks {
+    t: ClineTracker,
+    streak: u32,
+    first: bool,
+}
+
+impl RecordRule for Streaks {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
+        let Record::ToolCall { name, args, .. } = &at.event.record else {
+            return;
+        };
+        let (v, new_run) = self.t.inspect(name, args);
+        if new_run && !self.first {
+            self.streak += 1;
+        }
+        self.first = false;
+        let kind = match v {
+            Verdict::Ok => return,
+            Verdict::Soft => "soft",
+            Verdict::Hard => "hard",
+        };
+        let n = self.t.count_at_call();
+        found.push(
+            at.i,
+            kind,
+            self.streak,
+            format!("{n} consecutive identical calls to `{name}`"),
+        );
     }
 }
 

@@ -119,6 +119,75 @@ pub(crate) fn each_record<'s>(
     found.into_vec()
 }
 
+/// A per-record rule's state, owned (it borrows nothing from the session),
+/// so the same rule runs over a whole session ([`each_rule`]) and fed one
+/// record at a time ([`RecordStream`], a check's [`Check::stream`]).
+///
+/// [`Check::stream`]: crate::detect::Check::stream
+pub(crate) trait RecordRule: Send + 'static {
+    /// Read one record (earlier records are in `found`'s session).
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>);
+}
+
+/// [`each_record`] driving a [`RecordRule`].
+pub(crate) fn each_rule(
+    session: &Session,
+    limit: Option<usize>,
+    rule: &mut impl RecordRule,
+) -> Vec<Detection> {
+    each_record(session, limit, |at, found| rule.visit(at, found))
+}
+
+/// A [`RecordRule`] fed one record at a time: what [`each_record`] keeps
+/// between records (the prompt count, and which record's prompt id is in
+/// force, by index so nothing borrows the session) kept here instead.
+pub(crate) struct RecordStream<R> {
+    rule: R,
+    prompts: u32,
+    prompt_at: Option<usize>,
+}
+
+impl<R: RecordRule> RecordStream<R> {
+    /// A stream for `rule`, before the first record.
+    pub(crate) fn boxed(rule: R) -> Box<dyn crate::detect::Stream> {
+        Box::new(RecordStream {
+            rule,
+            prompts: 0,
+            prompt_at: None,
+        })
+    }
+}
+
+impl<R: RecordRule> crate::detect::Stream for RecordStream<R> {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        let id = self
+            .prompt_at
+            .and_then(|j| match &session.events[j].record {
+                Record::User { prompt_id, .. } => prompt_id.as_deref(),
+                _ => None,
+            });
+        let mut prompts = Prompts {
+            id,
+            count: self.prompts,
+        };
+        let event = &session.events[i];
+        let new_prompt = prompts.observe(&event.record);
+        self.prompts = prompts.count;
+        if matches!(event.record, Record::User { .. }) {
+            self.prompt_at = Some(i);
+        }
+        let mut found = Found::new(session, None);
+        let at = At {
+            i,
+            event,
+            prompts: self.prompts,
+            new_prompt,
+        };
+        self.rule.visit(at, &mut found);
+        out.extend(found.into_vec());
+    }
+}
+
 /// Calls not yet answered, in call order, for the peers' result-matching rule:
 /// a result with an `id` answers the oldest unanswered call with that id; else
 /// with a `name`, the oldest unanswered call of that name; else the oldest.

@@ -1,10 +1,10 @@
 //! A turn cap, the only guard some agents have: the baseline every loop
 //! detector should beat.
 
-use super::common::each_record;
+use super::common::{each_rule, At, Found, RecordRule, RecordStream};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 
@@ -130,27 +130,48 @@ impl Check for MaxTurnsCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let mut turns = 0u64;
-        each_record(&session.session, limit, |at, found| {
-            if at.new_prompt && self.s.per_prompt {
-                turns = 0;
+        each_rule(&session.session, limit, &mut self.rule())
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(RecordStream::boxed(self.rule()))
+    }
+}
+
+impl MaxTurnsCheck {
+    fn rule(&self) -> Cap {
+        Cap {
+            s: self.s.clone(),
+            turns: 0,
+        }
+    }
+}
+
+/// The cap's state: turns counted so far (in this prompt, per prompt).
+struct Cap {
+    s: MaxTurnsSettings,
+    turns: u64,
+}
+
+impl RecordRule for Cap {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
+        if at.new_prompt && self.s.per_prompt {
+            self.turns = 0;
+        }
+        if at.event.starts_turn {
+            self.turns += 1;
+            if self.turns > self.s.max {
+                let prompt = if self.s.per_prompt {
+                    at.prompts.saturating_sub(1)
+                } else {
+                    0
+                };
+                found.push(
+                    at.i,
+                    "max_turns",
+                    prompt,
+                    format!("turn {} exceeds the limit of {}", self.turns, self.s.max),
+                );
             }
-            if at.event.starts_turn {
-                turns += 1;
-                if turns > self.s.max {
-                    let prompt = if self.s.per_prompt {
-                        at.prompts.saturating_sub(1)
-                    } else {
-                        0
-                    };
-                    found.push(
-                        at.i,
-                        "max_turns",
-                        prompt,
-                        format!("turn {turns} exceeds the limit of {}", self.s.max),
-                    );
-                }
-            }
-        })
+        }
     }
 }

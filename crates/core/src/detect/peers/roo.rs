@@ -1,16 +1,17 @@
 //! Roo Code's `ToolRepetitionDetector`: the (limit+1)-th consecutive identical
 //! tool call is blocked (peer-mappings section 2).
 
-use super::common::each_record;
+use super::common::{each_rule, At, Found, RecordRule, RecordStream};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
 use crate::util::js::{stringify, stringify_sorted};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 const SRC: &str = "RooCodeInc/Roo-Code src/core/tools/ToolRepetitionDetector.ts @cb83656718";
 
@@ -126,10 +127,13 @@ fn call_signature(name: &str, args: &Map<String, Value>) -> String {
     serialize(name, &params, Some(&Value::Object(args.clone())))
 }
 
+/// Each call's name and signature, by the address of its arguments.
+type Signatures = HashMap<usize, (String, String)>;
+
 /// The signature of every call of a session, by the address of its
 /// arguments (stable while the session lives), with its name: made once and
 /// shared by every configuration of a sweep.
-fn signatures(s: &crate::event::Session) -> HashMap<usize, (String, String)> {
+fn signatures(s: &crate::event::Session) -> Signatures {
     let mut m = HashMap::new();
     for e in &s.events {
         if let Record::ToolCall { name, args, .. } = &e.record {
@@ -182,24 +186,48 @@ impl Check for RooCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let mut det = RooDetector::new(self.s.limit);
         let sigs = session.shared("roo.signatures", signatures);
-        each_record(&session.session, limit, |at, found| {
-            if let Record::ToolCall { name, args, .. } = &at.event.record {
-                let at_args = &**args as *const Map<String, Value> as usize;
-                let ok = match sigs.get(&at_args) {
-                    Some((n, sig)) if n == name => det.check_signature(sig.clone()),
-                    _ => det.check_call(name, args),
-                };
-                if !ok {
-                    found.push(
-                        at.i,
-                        "tool_repetition",
-                        0,
-                        format!("{name} repeated {} times in a row", self.s.limit + 1),
-                    );
-                }
+        each_rule(&session.session, limit, &mut self.rule(Some(sigs)))
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(RecordStream::boxed(self.rule(None)))
+    }
+}
+
+impl RooCheck {
+    fn rule(&self, sigs: Option<Arc<Signatures>>) -> Repetition {
+        Repetition {
+            det: RooDetector::new(self.s.limit),
+            limit: self.s.limit,
+            sigs,
+        }
+    }
+}
+
+/// The check's state: the detector, and (over a whole session) the
+/// signatures a sweep made once; a live feed signs each call as it comes.
+struct Repetition {
+    det: RooDetector,
+    limit: i64,
+    sigs: Option<Arc<Signatures>>,
+}
+
+impl RecordRule for Repetition {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
+        if let Record::ToolCall { name, args, .. } = &at.event.record {
+            let at_args = &**args as *const Map<String, Value> as usize;
+            let ok = match self.sigs.as_ref().and_then(|m| m.get(&at_args)) {
+                Some((n, sig)) if n == name => self.det.check_signature(sig.clone()),
+                _ => self.det.check_call(name, args),
+            };
+            if !ok {
+                found.push(
+                    at.i,
+                    "tool_repetition",
+                    0,
+                    format!("{name} repeated {} times in a row", self.limit + 1),
+                );
             }
-        })
+        }
     }
 }

@@ -1,0 +1,236 @@
+//! A live detector: one session fed one canonical record at a time, firing
+//! what `looptune replay --all` fires on the records so far, at the record
+//! that fires it. No files: the caller hands over each record's text.
+//!
+//! Each record is parsed alone ([`parse_record`]) and numbered as the whole
+//! session would number it so far ([`Growing`]). A configuration whose
+//! every check is a [`Stream`] and whose family settles at once
+//! ([`Settle::Now`]) is fed incrementally: each check keeps its own state
+//! between records, so a record costs what the rules read of it, not the
+//! session's length. Any other configuration replays the records so far at
+//! every record through the same checks (what [`Detector::incremental`]
+//! says), so every family works, the incremental ones in amortised O(1).
+//! The first `turn` record of a session numbered implicitly until then
+//! renumbers the records before it, as reading the whole session would: the
+//! streams are then rebuilt over the renumbered records (once a session).
+
+use super::Settle;
+use crate::detect::{merge, Check, Detection, DetectorConfig, Stream};
+use crate::error::{Error, Result};
+use crate::event::{Growing, Session};
+use crate::input::canonical::parse_record;
+use crate::replay::{Plan, ReplayOptions};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// The session id of records that name none (as the canonical reader
+/// names them after the file's stem; a live feed has no file).
+const FED: &str = "fed";
+
+/// (event, kind, strike): a detection's key within the session.
+type Key = (u32, &'static str, u32);
+
+/// One configuration fed one session record by record; see the module docs.
+pub struct Detector {
+    checks: Vec<Box<dyn Check>>,
+    /// For configurations that are not incremental: the replay of the
+    /// records so far.
+    plan: Plan,
+    settle: Settle,
+    incremental: bool,
+    fed: Fed,
+}
+
+/// The session fed so far and what was handed out of it.
+#[derive(Default)]
+struct Fed {
+    session: Option<Growing>,
+    /// Records fed (blank lines included).
+    records: u32,
+    /// Each check's stream (incremental configurations).
+    streams: Vec<Box<dyn Stream>>,
+    /// The last detection's prompt and strike, to number the next strikes
+    /// as [`merge`] numbers them over the whole session.
+    prompt: u32,
+    strike: u32,
+    seen: HashSet<Key>,
+    /// Detections found but not settled (they may change with later records).
+    open: Vec<Detection>,
+}
+
+impl Detector {
+    /// A detector for `config`.
+    pub fn new(config: DetectorConfig) -> Result<Detector> {
+        let checks = config.checks()?;
+        let settle = Settle::of(config.family);
+        let incremental = settle == Settle::Now && checks.iter().all(|c| c.stream().is_some());
+        let plan = Plan::new(vec![config], &ReplayOptions { all: true })?;
+        let mut d = Detector {
+            checks,
+            plan,
+            settle,
+            incremental,
+            fed: Fed::default(),
+        };
+        d.reset();
+        Ok(d)
+    }
+
+    /// Whether a record costs amortised O(1) (every check of the
+    /// configuration is fed incrementally) rather than a replay of the
+    /// records so far.
+    pub fn incremental(&self) -> bool {
+        self.incremental
+    }
+
+    /// Records fed since the last reset (blank lines included).
+    pub fn records(&self) -> u32 {
+        self.fed.records
+    }
+
+    /// The session so far, if a record has been fed.
+    pub fn session(&self) -> Option<&Session> {
+        self.fed.session.as_ref().map(Growing::session)
+    }
+
+    /// Forget the session: the next record starts a new one.
+    pub fn reset(&mut self) {
+        self.fed = Fed {
+            streams: self.fresh_streams(),
+            prompt: u32::MAX,
+            ..Fed::default()
+        };
+    }
+
+    fn fresh_streams(&self) -> Vec<Box<dyn Stream>> {
+        match self.incremental {
+            true => self.checks.iter().filter_map(|c| c.stream()).collect(),
+            false => Vec::new(),
+        }
+    }
+
+    /// Feed one canonical record (one JSON object's text, no newline) and
+    /// return the detections final now, in the order they fire. A record
+    /// that does not parse is an [`Error::Line`] naming its number (the
+    /// session is left as it was); one of another session is an
+    /// [`Error::Config`].
+    pub fn feed_line(&mut self, line: &str) -> Result<Vec<Detection>> {
+        let number = self.fed.records + 1;
+        let parsed = parse_record(line, number, number == 1).map_err(|e| Error::Line {
+            path: "<fed>".into(),
+            line: number as u64,
+            message: e.to_string(),
+        })?;
+        let Some((id, event)) = parsed else {
+            self.fed.records = number;
+            return Ok(Vec::new());
+        };
+        let id = id.as_deref().unwrap_or(FED);
+        let growing = match &mut self.fed.session {
+            Some(g) if g.session().id != id => {
+                return Err(Error::Config(format!(
+                    "record {number} is in session `{id}`, not `{}`: a Detector follows one session (call reset() between sessions)",
+                    g.session().id
+                )))
+            }
+            Some(g) => g,
+            None => self.fed.session.insert(Growing::new(id.to_string())),
+        };
+        self.fed.records = number;
+        let renumbered = growing.push(event);
+        let found = if self.incremental && !renumbered {
+            self.step()
+        } else {
+            self.replay_all()
+        };
+        let fresh: Vec<Detection> = found
+            .into_iter()
+            .filter(|d| !self.fed.seen.contains(&key(d)))
+            .collect();
+        let session = self.fed.session.as_ref().expect("pushed above").session();
+        // What may still change waits (for `finish` if the session ends).
+        let (ready, open) = self.settle.split(session, fresh);
+        self.fed.open = open;
+        Ok(self.hand_out(ready))
+    }
+
+    /// The session has ended: the detections still open (a settling
+    /// family's last step), in the order they fire.
+    pub fn finish(&mut self) -> Vec<Detection> {
+        let open = std::mem::take(&mut self.fed.open);
+        self.hand_out(open)
+    }
+
+    /// The last record fed to every stream: what fires there, numbered.
+    fn step(&mut self) -> Vec<Detection> {
+        let fed = &mut self.fed;
+        let session = fed.session.as_ref().expect("a record was fed").session();
+        let i = session.events.len() - 1;
+        let mut found = Vec::new();
+        for s in &mut fed.streams {
+            s.feed(session, i, &mut found);
+        }
+        // As `merge` orders them: by event, ties in check order.
+        found.sort_by_key(|d| d.event);
+        for d in &mut found {
+            if d.prompt != fed.prompt {
+                fed.prompt = d.prompt;
+                fed.strike = 0;
+            }
+            fed.strike += 1;
+            d.strike = fed.strike;
+        }
+        found
+    }
+
+    /// Every detection on the records so far: the streams rebuilt over
+    /// them (incremental), else a replay.
+    fn replay_all(&mut self) -> Vec<Detection> {
+        let all = if self.incremental {
+            let mut streams = self.fresh_streams();
+            let session = self.fed.session.as_ref().expect("fed").session();
+            let mut per: Vec<Vec<Detection>> = vec![Vec::new(); streams.len()];
+            for i in 0..session.events.len() {
+                for (s, out) in streams.iter_mut().zip(&mut per) {
+                    s.feed(session, i, out);
+                }
+            }
+            self.fed.streams = streams;
+            merge(per)
+        } else {
+            let session = Arc::new(self.fed.session.as_ref().expect("fed").session().clone());
+            self.plan
+                .session(session)
+                .into_iter()
+                .flat_map(|o| o.detections)
+                .collect()
+        };
+        (self.fed.prompt, self.fed.strike) =
+            all.last().map_or((u32::MAX, 0), |d| (d.prompt, d.strike));
+        all
+    }
+
+    /// Mark detections handed out, in the order they fire.
+    fn hand_out(&mut self, mut ready: Vec<Detection>) -> Vec<Detection> {
+        ready.sort_by_key(|d| (d.event, d.strike));
+        ready.retain(|d| self.fed.seen.insert(key(d)));
+        ready
+    }
+}
+
+fn key(d: &Detection) -> Key {
+    (d.event, d.kind, d.strike)
+}
+
+/// Every profile whose configuration a [`Detector`] feeds incrementally.
+pub fn incremental_profiles() -> Vec<&'static str> {
+    crate::detect::families()
+        .into_iter()
+        .flat_map(|f| f.profiles().into_iter().map(|p| p.name))
+        .filter(|p| {
+            DetectorConfig::resolve(None, Some(p), &[])
+                .and_then(Detector::new)
+                .is_ok_and(|d| d.incremental())
+        })
+        .collect()
+}
