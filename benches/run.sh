@@ -12,7 +12,12 @@
 #   SHAPE=real (default): `synth --shape real`, the real corpus's record mix
 #   and sizes in canonical, Claude Code, Codex and Gemini CLI files (830 MB);
 #   SHAPE=prose: the first benchmark corpus, canonical JSONL of mostly
-#   streamed text (729 MB). Run both for the issue's figures.
+#   streamed text (729 MB); SHAPE=tools (#46): canonical JSONL of short
+#   turns, a third of the records tool calls and results, about 100 bytes a
+#   record (600 MB). Run all three for the issues' figures.
+# Every corpus gets its one-core throughput per byte against 235 MB/s (#46:
+# the original ran at about 4.7 MB/s, 37,700 records/s of about 125 bytes,
+# so 50x is about 235 MB/s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n="${1:-10000}"; bytes="${2:-60000}"
@@ -39,6 +44,11 @@ secs() { /usr/bin/time -f "%e %M" "$@" 2>&1 >/dev/null | tail -1; }
 # reports its min, with the highest peak memory of the three.
 best() { for _ in 1 2 3; do secs "$@"; done | sort -k1 -g | awk 'NR == 1 { t = $1 } $2 > m { m = $2 } END { print t, m }'; }
 read sha _ < <(best sh -c "find $corpus -type f -not -name '*.csv' | xargs sha256sum")
+# The same bytes as one file (#46): sha256sum without a start per file.
+onefile=/tmp/looptune-bench-onefile
+files "$corpus" | xargs cat > "$onefile"
+read sha1 _ < <(best sha256sum "$onefile")
+rm -f "$onefile"
 # Reading the bytes and nothing else (cat copies them out of the page
 # cache): the floor under any replay, for what 50x would leave (#30).
 read cat_t _ < <(best sh -c "find $corpus -type f -not -name '*.csv' | xargs cat > /dev/null")
@@ -78,6 +88,19 @@ best_sweep() {
 }
 read grid grid_kb grid_w < <(best_sweep 1)
 read gridall gridall_kb gridall_w < <(best_sweep 0)
+# Memory against sessions at this size (#46): the same sweep over twice the
+# sessions (the first n are this corpus's; DOUBLE=0 skips it).
+if [ "${DOUBLE:-1}" != 0 ]; then
+  double="$corpus-double"
+  rm -rf "$double"
+  "$bin" synth --out "$double" --sessions $((2 * n)) --bytes "$bytes" --seed 1 --shape "$shape" 2>/dev/null
+  dlabels=()
+  [ -f "$double/labels.csv" ] && dlabels=(--labels "$double/labels.csv")
+  rm -rf /tmp/looptune-bench-sweep; sync
+  read dbl dbl_kb < <(secs "$bin" sweep "$double" --grid /tmp/looptune-grid-1000.toml "${dlabels[@]}" \
+    --quiet --out /tmp/looptune-bench-sweep)
+  rm -rf "$double" /tmp/looptune-bench-sweep
+fi
 # Outputs linear in the grid (#13): 1,000 and 10,000 configurations over the
 # first 1,000 sessions (a fourth axis of 10 values).
 sed 's/^\[axes\]/[axes]\ntool_cycle_max_len = { start = 1, stop = 10, step = 1 }/' \
@@ -86,7 +109,7 @@ small=/tmp/looptune-bench-1000-sessions
 rm -rf "$small"; mkdir -p "$small"
 # synth writes 100 files: 1,000 sessions are 100,000 / n of them.
 files=$(( n >= 1000 ? 100000 / n : 100 )); files=$(( files > 0 ? files : 1 ))
-if [ "$shape" = prose ]; then
+if [ "$shape" = prose ] || [ "$shape" = tools ]; then
   for f in $(ls "$corpus"/*.jsonl | head -"$files"); do ln -s "$(realpath "$f")" "$small/"; done
 else
   "$bin" synth --out "$small" --sessions 1000 --bytes "$bytes" --seed 1 --shape real 2>/dev/null
@@ -125,12 +148,15 @@ line() { # label seconds peak_kb
 }
 printf 'corpus (%s): %d sessions, %d events, %.1f MB; %d cores\n' "$shape" "$n" "$events" "$mb" "$(nproc)"
 printf '%-34s %6.2f s  %7.1f MB/s\n' "sha256sum" "$sha" "$(calc "$mb / $sha")"
+printf '%-34s %6.2f s  %7.1f MB/s\n' "sha256sum, the bytes as one file" "$sha1" "$(calc "$mb / $sha1")"
 line "replay gemini-latest, 1 core" "$one" "$one_kb"
 line "replay gemini-latest, all cores" "$two" "$two_kb"
 line "replay max-turns (parse floor)" "$base" "$base_kb"
 line "replay one $((size / 1000000)) MB file, all cores" "$big" "$big_kb"
 printf '%-34s %6.2f s  (%.2fx one configuration)  peak %d MB  outputs %.2f s\n' "sweep 1000 configs, 1 core" "$grid" "$(calc "$grid / $one")" $((grid_kb / 1024)) "$grid_w"
 printf '%-34s %6.2f s  (%.2fx one configuration)  peak %d MB  outputs %.2f s\n' "sweep 1000 configs, all cores" "$gridall" "$(calc "$gridall / $two")" $((gridall_kb / 1024)) "$gridall_w"
+[ -n "${dbl:-}" ] && printf '%-34s %6.2f s  peak %d MB  (%.2fx the %d-session peak)\n' \
+  "sweep 1000 configs x $((2 * n)), all cores" "$dbl" $((dbl_kb / 1024)) "$(calc "$dbl_kb / $gridall_kb")" "$n"
 printf '%-34s %6.2f s  peak %d MB  outputs %.3f s\n' "sweep 1000 configs x 1000 sessions" "$s1k" $((s1k_kb / 1024)) "$s1k_w"
 printf '%-34s %6.2f s  peak %d MB  outputs %.3f s\n' "sweep 10000 configs x 1000 sessions" "$s10k" $((s10k_kb / 1024)) "$s10k_w"
 echo
@@ -154,6 +180,8 @@ target "sha256sum / replay, all cores (#14)" "$(calc "$sha / $two")" ">= 1"
 target "sha256sum / replay, 1 core (#14)" "$(calc "$sha / $one")" ">= 0.5"
 target "jobs 1 / all cores (#14)" "$(calc "$one / $two")" ">= 1.8"
 target "records/s over the original's, 1 core (#14)" "$(calc "$events / $one / $original_eps")" ">= 50"
+target "MB/s, 1 core (#46: 50x the original's 4.7 MB/s)" "$(calc "$mb / $one")" ">= 235"
+target "sha256sum of one file / replay, all cores (#46)" "$(calc "$sha1 / $two")" ">= 1"
 # What 50x would take on these records (#30): the one-core time it allows,
 # against sha256sum's and cat's times over the same bytes.
 fifty_x() { # events sha256sum-seconds cat-seconds
@@ -167,6 +195,7 @@ fifty_x "$events" "$sha" "$cat_t"
 # spends most of the time 50x allows.
 target "  detector alone (1 core, less parse floor), x original" "$(calc "$events / ($one - $base) / $original_eps")" "(no parse)"
 target "1000-config sweep / one configuration, all cores (#14)" "$(calc "$gridall / $two")" "<= 3"
+[ -n "${dbl:-}" ] && target "sweep $((2 * n)) / $n sessions peak memory (#46)" "$(calc "$dbl_kb / $gridall_kb")" "<= 1.25"
 if [ -d ../shared/corpus ]; then
   echo
   echo "the real corpus (../shared/corpus, native formats):"
@@ -201,6 +230,7 @@ if [ -d ../shared/corpus ]; then
   target "sha256sum / replay, all cores (#30)" "$(calc "$csha / $ctwo")" ">= 1"
   target "jobs 1 / all cores (#30)" "$(calc "$cone / $ctwo")" ">= 1.8"
   target "records/s over the original's, 1 core (#30)" "$(calc "$cevents / $cone / $original_eps")" ">= 50"
+  target "MB/s, 1 core (#46)" "$(calc "$cbytes / 1000000 / $cone")" ">= 235"
   fifty_x "$cevents" "$csha" "$ccat"
 fi
 # Memory against corpus size (#30): the same 1,000-configuration sweep over

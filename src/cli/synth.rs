@@ -20,7 +20,8 @@ pub(super) struct SynthArgs {
     /// `prose`: canonical JSONL, mostly streamed text in small chunks (the
     /// first benchmark corpus); `real`: the real corpus's record mix and
     /// sizes, in canonical, Claude Code, Codex and Gemini CLI files, with
-    /// labels.csv.
+    /// labels.csv; `tools`: canonical JSONL, short turns where a third of
+    /// the records are tool calls and results, about 100 bytes a record.
     #[arg(long, value_enum, default_value_t = SynthShape::Prose)]
     pub(super) shape: SynthShape,
 }
@@ -29,6 +30,7 @@ pub(super) struct SynthArgs {
 pub(super) enum SynthShape {
     Prose,
     Real,
+    Tools,
 }
 
 /// `looptune synth`: write the corpus, say what was written on stderr.
@@ -37,6 +39,11 @@ pub(super) fn synth_command(a: &SynthArgs) -> crate::error::Result<i32> {
     let (total, files) = match a.shape {
         SynthShape::Prose => (
             crate::input::synth::write_corpus(&a.out, a.sessions, a.bytes, a.seed)
+                .map_err(failed)?,
+            a.sessions.clamp(1, 100) as u64,
+        ),
+        SynthShape::Tools => (
+            crate::input::synth::write_tools_corpus(&a.out, a.sessions, a.bytes, a.seed)
                 .map_err(failed)?,
             a.sessions.clamp(1, 100) as u64,
         ),

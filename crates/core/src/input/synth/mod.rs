@@ -1,8 +1,9 @@
 //! A seeded generator of synthetic canonical sessions, for benchmarks: streamed
 //! prose in small chunks, tool calls with results, usage records, markdown and
 //! code, and a share of looping sessions (identical calls, cycles, chanting).
-//! The same seed always gives the same bytes. [`real`] writes sessions shaped
-//! like real logs instead, in several native formats.
+//! The same seed always gives the same bytes. [`tools_session`] is the
+//! tool-call-heavy variant (issue #46); [`real`] writes sessions shaped like
+//! real logs instead, in several native formats.
 
 pub mod real;
 
@@ -241,12 +242,126 @@ pub fn session(seed: u64, target_bytes: usize) -> String {
     out
 }
 
+/// One tool-call-heavy session of about `target_bytes` (issue #46): short
+/// turns of a usage record, one to three chunks of text and up to two calls
+/// with their results, so a third of the records are calls and results and a
+/// record is about 100 bytes once tagged with its session. Three in ten loop
+/// from a turn drawn per session (identical calls, a two-call cycle,
+/// chanting), as [`session`]'s do.
+pub fn tools_session(seed: u64, target_bytes: usize) -> String {
+    let mut r = Rng::new(seed);
+    let mut out = String::with_capacity(target_bytes + 1024);
+    let kind = r.range(0, 9); // 0: identical calls, 1: cycle, 2: chanting; else clean
+    line(
+        &mut out,
+        "{\"type\":\"session\",\"agent\":\"synth\",\"model\":\"gemini-2.5-pro\"}",
+    );
+    line(
+        &mut out,
+        "{\"type\":\"user\",\"text\":\"work on the task\",\"prompt_id\":\"p1\"}",
+    );
+    let loop_from = r.range(4, 12);
+    let mut turn = 0usize;
+    let mut text = String::new();
+    // The size counts the `,"session":"s000001"` write_corpus adds to each
+    // line: a tenth of the bytes at 100 a record.
+    let mut lines = 2usize;
+    while out.len() + 21 * lines < target_bytes || (kind <= 2 && turn < loop_from + 4) {
+        let before = out.len();
+        turn += 1;
+        line(&mut out, "{\"type\":\"turn\"}");
+        let _ = writeln!(
+            out,
+            "{{\"type\":\"usage\",\"input_tokens\":{},\"output_tokens\":{}}}",
+            1000 + 200 * turn,
+            r.range(20, 400)
+        );
+        let looping = turn >= loop_from;
+        for _ in 0..r.range(1, 3) {
+            text.clear();
+            if looping && kind == 2 {
+                text.push_str("I will now verify the fix and report back. ");
+            } else {
+                while text.len() < 70 {
+                    text.push_str(WORDS[r.range(0, WORDS.len() - 1)]);
+                    text.push(' ');
+                }
+            }
+            let _ = writeln!(out, "{{\"type\":\"content\",\"text\":{}}}", json_str(&text));
+        }
+        for c in 0..r.range(0, 2) {
+            let (name, arg) = if looping && kind == 0 {
+                ("read_file", "src/lib.rs".to_string())
+            } else if looping && kind == 1 {
+                (
+                    if turn.is_multiple_of(2) {
+                        "replace"
+                    } else {
+                        "glob"
+                    },
+                    "src/main.rs".to_string(),
+                )
+            } else {
+                (
+                    TOOLS[r.range(0, TOOLS.len() - 1)],
+                    format!("src/{}.rs", r.range(0, 999)),
+                )
+            };
+            let id = format!("c{turn}_{c}");
+            let _ = writeln!(
+                out,
+                "{{\"type\":\"tool_call\",\"name\":\"{name}\",\"args\":{{\"path\":\"{arg}\"}},\"id\":\"{id}\"}}"
+            );
+            let output = if looping && kind < 2 {
+                "error: no change".to_string()
+            } else {
+                format!("ok: {} lines of {arg}", r.range(1, 400))
+            };
+            let _ = writeln!(
+                out,
+                "{{\"type\":\"tool_result\",\"id\":\"{id}\",\"name\":\"{name}\",\"output\":\"{output}\",\"error\":{}}}",
+                looping && kind < 2
+            );
+        }
+        lines += out[before..].bytes().filter(|&c| c == b'\n').count();
+    }
+    if kind <= 2 {
+        let _ = writeln!(
+            out,
+            "{{\"type\":\"label\",\"loop\":true,\"onset_turn\":{loop_from}}}"
+        );
+    } else {
+        line(&mut out, "{\"type\":\"label\",\"loop\":false}");
+    }
+    out
+}
+
 /// Write `n` sessions of about `bytes` each into `dir` (100 files of n/100 sessions).
 pub fn write_corpus(
     dir: &std::path::Path,
     n: usize,
     bytes: usize,
     seed: u64,
+) -> std::io::Result<u64> {
+    write_sessions(dir, n, bytes, seed, session)
+}
+
+/// [`write_corpus`] of [`tools_session`]s.
+pub fn write_tools_corpus(
+    dir: &std::path::Path,
+    n: usize,
+    bytes: usize,
+    seed: u64,
+) -> std::io::Result<u64> {
+    write_sessions(dir, n, bytes, seed, tools_session)
+}
+
+fn write_sessions(
+    dir: &std::path::Path,
+    n: usize,
+    bytes: usize,
+    seed: u64,
+    session: fn(u64, usize) -> String,
 ) -> std::io::Result<u64> {
     std::fs::create_dir_all(dir)?;
     let files = n.clamp(1, 100);
@@ -279,5 +394,33 @@ mod tests {
         for l in a.lines() {
             crate::input::parse_line(l).unwrap();
         }
+    }
+
+    /// The shape issue #46 asks for: a third of the records are tool calls
+    /// and results, about 100 bytes a record once tagged with a session id.
+    #[test]
+    fn tools_sessions_are_tool_heavy_and_short_recorded() {
+        let (mut records, mut tools, mut bytes) = (0usize, 0usize, 0usize);
+        for seed in 0..50 {
+            let s = tools_session(seed, 20_000);
+            assert_eq!(s, tools_session(seed, 20_000));
+            // About the size asked for, tags included.
+            let tagged = s.len() + 21 * s.lines().count();
+            assert!((20_000..21_000).contains(&tagged), "{tagged} bytes");
+            for l in s.lines() {
+                let (_, rec) = crate::input::parse_line(l).unwrap();
+                records += 1;
+                // `,"session":"s000001"` as write_corpus tags each line.
+                bytes += l.len() + 21;
+                tools += usize::from(matches!(
+                    rec,
+                    crate::event::Record::ToolCall { .. } | crate::event::Record::ToolResult { .. }
+                ));
+            }
+        }
+        let share = tools as f64 / records as f64;
+        assert!((0.30..0.37).contains(&share), "tool share {share}");
+        let per = bytes / records;
+        assert!((90..=115).contains(&per), "{per} bytes a record");
     }
 }
