@@ -89,6 +89,8 @@ fn check_transcript(path: &Path, cfg: &DetectorConfig, policy: Policy) -> (usize
     for (sid, events) in file.sessions {
         let session = Session::from_events(sid.clone(), events);
         let dets = plan.session(Arc::new(session.clone())).remove(0).detections;
+        let detected = |i: usize| dets.iter().any(|d| d.event == i as u32 + 1);
+        let mut quiet_calls = 0;
         for (i, e) in session.events.iter().enumerate() {
             let Record::ToolCall { name, args, id } = &e.record else {
                 continue;
@@ -98,6 +100,16 @@ fn check_transcript(path: &Path, cfg: &DetectorConfig, policy: Policy) -> (usize
             // session keep the debug-build test within a minute.
             if calls == MAX_CALLS {
                 break;
+            }
+            // Every call replay detects at, the events around it, and
+            // every third of the other calls: checking every call spent
+            // 90 s of CI re-reading prefixes.
+            let near = (i.saturating_sub(2)..=i + 2).any(detected);
+            if !near {
+                quiet_calls += 1;
+                if quiet_calls % 3 != 1 {
+                    continue;
+                }
             }
             let event = i as u32 + 1;
             let strikes: Vec<u32> = dets
