@@ -126,6 +126,12 @@ fn the_detector_says_which_profiles_are_incremental() {
         "cline",
         "cline-extension",
         "cline-2026-03",
+        "gemini-latest",
+        "gemini-2026-03",
+        "gemini-2025-08",
+        "gemini-2025-07",
+        "deepv-preview",
+        "deepv-latest",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }

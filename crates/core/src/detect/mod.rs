@@ -125,6 +125,10 @@ pub trait Stream: Send {
     /// numbered as [`crate::event::Session::from_events`] numbers them, and
     /// push the detections that fire there.
     fn feed(&mut self, session: &crate::event::Session, i: usize, out: &mut Vec<Detection>);
+    /// The session has ended (after its last record): push what was held
+    /// back for later records (a rule that decides at a record with what
+    /// follows it in the same turn).
+    fn finish(&mut self, _session: &crate::event::Session, _out: &mut Vec<Detection>) {}
 }
 
 /// A named set of parameter values.

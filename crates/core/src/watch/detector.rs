@@ -12,7 +12,8 @@
 //! says), so every family works, the incremental ones in amortised O(1).
 //! The first `turn` record of a session numbered implicitly until then
 //! renumbers the records before it, as reading the whole session would: the
-//! streams are then rebuilt over the renumbered records (once a session).
+//! streams are then rebuilt over the renumbered records (once a session),
+//! as they are when the session's model changes (a rule may read it).
 
 use super::Settle;
 use crate::detect::{merge, Check, Detection, DetectorConfig, Stream};
@@ -54,6 +55,9 @@ struct Fed {
     prompt: u32,
     strike: u32,
     seen: HashSet<Key>,
+    /// The session's model as last seen: a stream may read it (the Gemini
+    /// preview rule), and a replay reads the latest, so a change rebuilds.
+    model: Option<String>,
     /// Detections found but not settled (they may change with later records).
     open: Vec<Detection>,
 }
@@ -138,7 +142,12 @@ impl Detector {
         };
         self.fed.records = number;
         let renumbered = growing.push(event);
-        let found = if self.incremental && !renumbered {
+        let model = &growing.session().meta.model;
+        let remodelled = *model != self.fed.model;
+        if remodelled {
+            self.fed.model.clone_from(model);
+        }
+        let found = if self.incremental && !renumbered && !remodelled {
             self.step()
         } else {
             self.replay_all()
@@ -157,7 +166,15 @@ impl Detector {
     /// The session has ended: the detections still open (a settling
     /// family's last step), in the order they fire.
     pub fn finish(&mut self) -> Vec<Detection> {
-        let open = std::mem::take(&mut self.fed.open);
+        let mut open = std::mem::take(&mut self.fed.open);
+        // What the streams held back for later records of the session.
+        if let Some(g) = &self.fed.session {
+            let mut found = Vec::new();
+            for s in &mut self.fed.streams {
+                s.finish(g.session(), &mut found);
+            }
+            open.extend(self.number(found));
+        }
         self.hand_out(open)
     }
 
@@ -170,6 +187,13 @@ impl Detector {
         for s in &mut fed.streams {
             s.feed(session, i, &mut found);
         }
+        self.number(found)
+    }
+
+    /// Number the strikes of detections found together as [`merge`] numbers
+    /// them over the whole session, after those handed out before.
+    fn number(&mut self, mut found: Vec<Detection>) -> Vec<Detection> {
+        let fed = &mut self.fed;
         // As `merge` orders them: by event, ties in check order.
         found.sort_by_key(|d| d.event);
         for d in &mut found {

@@ -12,10 +12,13 @@
 //! lazily, which is equivalent to the original's eager filtering because lists
 //! only ever lose their oldest entries.
 
+use super::markdown::ChunkFlags;
 use super::markdown::{deepv_common, deepv_significant, deepv_table};
-use super::prep::{GeminiPrep, Op};
+use super::prep::{widen, GeminiPrep, Op, Prompter};
 use super::repeats::RepeatFilter;
-use crate::detect::Detection;
+use crate::detect::{Detection, Stream};
+use crate::event::{Record, Session};
+use std::borrow::Cow;
 
 /// Which content algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,7 +195,8 @@ fn same_encoded(a: &[u16], b: &[u16]) -> bool {
 /// The content state of one check run.
 #[derive(Clone)]
 struct State<'a> {
-    s: &'a ContentSettings,
+    /// Borrowed over a whole session; owned by a live stream.
+    s: Cow<'a, ContentSettings>,
     /// Units from absolute index `base`.
     buf: Vec<u16>,
     base: usize,
@@ -230,10 +234,15 @@ const LEAVE_EXACT_AFTER: usize = 512;
 
 impl<'a> State<'a> {
     fn new(s: &'a ContentSettings) -> State<'a> {
+        State::with(Cow::Borrowed(s))
+    }
+
+    fn with(s: Cow<'a, ContentSettings>) -> State<'a> {
         let mut pow = 1u64;
         for _ in 1..s.chunk {
             pow = pow.wrapping_mul(BASE);
         }
+        let filter = RepeatFilter::new(s.chunk.max(1));
         State {
             s,
             buf: Vec::new(),
@@ -245,7 +254,7 @@ impl<'a> State<'a> {
             hash_pos: None,
             pow,
             in_code_block: false,
-            filter: RepeatFilter::new(s.chunk.max(1)),
+            filter,
             exact: false,
             pinned: false,
             misses: 0,
@@ -510,7 +519,7 @@ impl<'a> State<'a> {
     /// then stays on the looping window, as in the original).
     fn scan(&mut self) -> bool {
         while let Some(si) = self.next_seen() {
-            if self.decide(self.s, si, self.last) {
+            if self.decide(&self.s, si, self.last) {
                 self.pinned = true;
                 return true;
             }
@@ -538,7 +547,7 @@ impl<'a> State<'a> {
                 if active[vi] && self.decide(v, si, at) {
                     active[vi] = false;
                     let mut own: State<'v> = self.clone();
-                    own.s = v;
+                    own.s = Cow::Borrowed(v);
                     own.pinned = true;
                     fired.push((vi, self.detail(), own));
                 }
@@ -691,13 +700,13 @@ impl<'a> State<'a> {
 }
 
 /// Apply the chunk pre-filter (resets, code fences, dividers) and append the
-/// chunk to the history; false when the chunk is skipped.
-fn feed(st: &mut State, s: &ContentSettings, p: &GeminiPrep, i: u32) -> bool {
-    let flags = p.chunks[i as usize].flags;
-    let fence_rule = s.fences != Fences::Off;
+/// chunk (its UTF-16 units, flags and lossiness) to the history; false when
+/// the chunk is skipped.
+fn feed(st: &mut State, units: &[u16], flags: ChunkFlags, lossy: bool) -> bool {
+    let fence_rule = st.s.fences != Fences::Off;
     if (fence_rule && flags.fences > 0)
-        || (s.markdown_resets && flags.markdown())
-        || (s.dividers && flags.divider)
+        || (st.s.markdown_resets && flags.markdown())
+        || (st.s.dividers && flags.divider)
     {
         st.reset();
     }
@@ -706,7 +715,7 @@ fn feed(st: &mut State, s: &ContentSettings, p: &GeminiPrep, i: u32) -> bool {
         if flags.fences % 2 == 1 {
             st.in_code_block = !st.in_code_block;
         }
-        let skip = match s.fences {
+        let skip = match st.s.fences {
             Fences::SkipInside => was_in,
             _ => was_in || st.in_code_block,
         };
@@ -714,11 +723,17 @@ fn feed(st: &mut State, s: &ContentSettings, p: &GeminiPrep, i: u32) -> bool {
             return false;
         }
     }
-    if s.dividers && flags.divider {
+    if st.s.dividers && flags.divider {
         return false;
     }
-    st.append(p.chunk(i), p.chunks[i as usize].lossy);
+    st.append(units, lossy);
     true
+}
+
+/// [`feed`] with chunk `i` of a session's prep.
+fn feed_chunk(st: &mut State, p: &GeminiPrep, i: u32) -> bool {
+    let c = &p.chunks[i as usize];
+    feed(st, p.chunk(i), c.flags, c.lossy)
 }
 
 /// Run the content check over a session.
@@ -727,14 +742,13 @@ pub fn run(s: &ContentSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Det
 }
 
 fn run_state(mut st: State, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detection> {
-    let s = st.s;
     let mut out = Vec::new();
     for step in &p.steps {
         match step.op {
             // reset(promptId) clears content tracking but never `inCodeBlock`.
             Op::NewPrompt | Op::Tool { .. } => st.reset(),
             Op::Content(i) => {
-                if feed(&mut st, s, p, i) && st.scan() {
+                if feed_chunk(&mut st, p, i) && st.scan() {
                     out.push(detection(step, st.detail()));
                     if limit.is_some_and(|l| {
                         out.iter()
@@ -751,6 +765,52 @@ fn run_state(mut st: State, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detecti
         }
     }
     out
+}
+
+/// The content check fed one record at a time: the same state and rules
+/// as [`run`], each chunk widened from its record as it comes.
+pub(crate) struct ContentStream {
+    st: State<'static>,
+    prompts: Prompter,
+    units: Vec<u16>,
+}
+
+impl ContentStream {
+    pub(crate) fn new(s: ContentSettings) -> ContentStream {
+        ContentStream {
+            st: State::with(Cow::Owned(s)),
+            prompts: Prompter::default(),
+            units: Vec::new(),
+        }
+    }
+}
+
+impl Stream for ContentStream {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        // As `run_state` reads the steps: a new prompt, then the record.
+        if self.prompts.observe(session, i) {
+            self.st.reset();
+        }
+        let e = &session.events[i];
+        match &e.record {
+            Record::ToolCall { .. } => self.st.reset(),
+            Record::Content { text } => {
+                self.units.clear();
+                let (flags, lossy) = widen(text, &mut self.units);
+                if feed(&mut self.st, &self.units, flags, lossy) && self.st.scan() {
+                    out.push(Detection {
+                        kind: "content",
+                        event: i as u32 + 1,
+                        turn: e.turn,
+                        prompt: self.prompts.count(),
+                        strike: 0,
+                        detail: self.st.detail(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn detection(step: &super::prep::Step, detail: String) -> Detection {
@@ -812,12 +872,12 @@ pub fn run_many(
                 // Configurations on their own copies first: they fired earlier.
                 for vi in 0..n {
                     if let (false, Some(st)) = (finished[vi], own[vi].as_mut()) {
-                        if feed(st, vs[vi], p, i) && st.scan() {
+                        if feed_chunk(st, p, i) && st.scan() {
                             fired.push((vi, st.detail()));
                         }
                     }
                 }
-                if feed(&mut shared, first, p, i) {
+                if feed_chunk(&mut shared, p, i) {
                     for (vi, detail, state) in shared.scan_many(vs, &mut active) {
                         own[vi] = Some(state);
                         fired.push((vi, detail));

@@ -19,8 +19,8 @@ mod tool;
 pub use prep::GeminiPrep;
 
 use super::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use content::{Algorithm, ContentSettings, Fences};
@@ -365,6 +365,9 @@ impl Check for ToolCheck {
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         tool::run(&self.s, prep(session), limit)
     }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(Box::new(tool::ToolStream::new(self.s.clone())))
+    }
 }
 
 struct ContentCheck {
@@ -382,6 +385,9 @@ impl Check for ContentCheck {
     }
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         content::run(&self.s, prep(session), limit)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(Box::new(content::ContentStream::new(self.s.clone())))
     }
     fn batch_key(&self) -> Option<String> {
         Some(format!("gemini.content;{}", content::stream_key(&self.s)))
@@ -424,9 +430,12 @@ impl Check for JudgeCheck {
         true
     }
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        judge::run(&self.s, prep(session), limit).0
+        judge::run(&self.s, &session.session, limit).0
     }
     fn judge_due(&self, session: &Prepared) -> Option<Vec<(u32, bool)>> {
-        Some(judge::run(&self.s, prep(session), None).1)
+        Some(judge::run(&self.s, &session.session, None).1)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(Box::new(judge::JudgeStream::new(self.s.clone())))
     }
 }

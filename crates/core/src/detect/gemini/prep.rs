@@ -75,8 +75,88 @@ pub struct GeminiPrep {
     pub model: Option<String>,
 }
 
+/// Gemini CLI's prompts, kept between records: it resets only when the
+/// prompt id changes; a user message without an id is always a new prompt.
+/// The id in force is read back from its `user` record (by index, so a
+/// live feed borrows nothing between records).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Prompter {
+    count: u32,
+    user_at: Option<usize>,
+}
+
+impl Prompter {
+    /// Read record `i` of `s`: true when it starts a new prompt.
+    pub(crate) fn observe(&mut self, s: &Session, i: usize) -> bool {
+        let Record::User { prompt_id: pid, .. } = &s.events[i].record else {
+            return false;
+        };
+        let same = pid.is_some()
+            && self.user_at.is_some_and(|j| match &s.events[j].record {
+                Record::User { prompt_id, .. } => prompt_id == pid,
+                _ => false,
+            });
+        if !same {
+            self.count += 1;
+        }
+        self.user_at = Some(i);
+        !same
+    }
+
+    /// Prompts begun so far (0 before the first).
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+}
+
+/// Append `text` to `units` in UTF-16 and return the chunk's pre-filter
+/// flags and whether it is lossy (see [`Chunk::lossy`]).
+pub(crate) fn widen(text: &str, units: &mut Vec<u16>) -> (ChunkFlags, bool) {
+    let start = units.len();
+    let ascii = text.is_ascii();
+    if ascii {
+        // Widen in place (vectorised); push_utf16 would test is_ascii again.
+        units.resize(start + text.len(), 0);
+        for (d, &b) in units[start..].iter_mut().zip(text.as_bytes()) {
+            *d = u16::from(b);
+        }
+    } else {
+        crate::util::js::push_utf16(units, text);
+    }
+    let units = &units[start..];
+    let flags = if ascii {
+        ChunkFlags::of_ascii(units, text.as_bytes())
+    } else {
+        ChunkFlags::of(units)
+    };
+    let lossy = !ascii
+        && units
+            .iter()
+            .any(|&u| (0xd800..0xe000).contains(&u) || u == 0xfffd);
+    (flags, lossy)
+}
+
+/// A call's name as keyed before 2026-05-08 (`name || 'undefined_tool_name'`)
+/// and since (trimmed, `generic_tool` when empty), as turn.ts made them.
+pub(crate) fn key_names(name: &str) -> (&str, &str) {
+    let trimmed = name.trim_matches(|c: char| {
+        c.len_utf16() == 1 && crate::util::js::is_js_space(c as u32 as u16)
+    });
+    let trimmed = if trimmed.is_empty() {
+        "generic_tool"
+    } else {
+        trimmed
+    };
+    let untrimmed = if name.is_empty() {
+        "undefined_tool_name"
+    } else {
+        name
+    };
+    (untrimmed, trimmed)
+}
+
 /// `name + ":" + json`, in one allocation (`format!` costs more per call).
-fn tool_key(name: &str, json: &str) -> String {
+pub(crate) fn tool_key(name: &str, json: &str) -> String {
     let mut k = String::with_capacity(name.len() + 1 + json.len());
     k.push_str(name);
     k.push(':');
@@ -112,9 +192,7 @@ impl GeminiPrep {
             verdicts: HashMap::new(),
             model: s.meta.model.clone(),
         };
-        let mut prompt = 0u32;
-        let mut prompt_id: Option<&str> = None;
-        let mut in_prompt = false;
+        let mut prompts = Prompter::default();
         for (i, e) in s.events.iter().enumerate() {
             let event = i as u32 + 1;
             let push = |steps: &mut Vec<Step>, op: Op, prompt: u32| {
@@ -125,16 +203,10 @@ impl GeminiPrep {
                     prompt,
                 })
             };
-            // Gemini CLI resets only when the prompt id changes; a user message
-            // without an id is always a new prompt.
-            if let Record::User { prompt_id: pid, .. } = &e.record {
-                let same = in_prompt && pid.is_some() && pid.as_deref() == prompt_id;
-                if !same {
-                    prompt += 1;
-                    push(&mut p.steps, Op::NewPrompt, prompt);
-                }
-                in_prompt = true;
-                prompt_id = pid.as_deref();
+            let new_prompt = prompts.observe(s, i);
+            let prompt = prompts.count();
+            if new_prompt {
+                push(&mut p.steps, Op::NewPrompt, prompt);
             }
             if e.starts_turn {
                 push(&mut p.steps, Op::TurnStart, prompt);
@@ -142,20 +214,7 @@ impl GeminiPrep {
             match &e.record {
                 Record::ToolCall { name, args, .. } => {
                     let json = crate::util::js::stringify_object(args);
-                    let trimmed = name.trim_matches(|c: char| {
-                        c.len_utf16() == 1 && crate::util::js::is_js_space(c as u32 as u16)
-                    });
-                    let trimmed = if trimmed.is_empty() {
-                        "generic_tool"
-                    } else {
-                        trimmed
-                    };
-                    // Before 2026-05-08 turn.ts used `name || 'undefined_tool_name'`.
-                    let untrimmed = if name.is_empty() {
-                        "undefined_tool_name"
-                    } else {
-                        name.as_str()
-                    };
+                    let (untrimmed, trimmed) = key_names(name);
                     let key = intern(&mut keys, tool_key(untrimmed, &json));
                     let key_trimmed = if trimmed == untrimmed {
                         key
@@ -182,31 +241,11 @@ impl GeminiPrep {
                 }
                 Record::Content { text } => {
                     let start = p.units.len();
-                    let ascii = text.is_ascii();
-                    if ascii {
-                        // Widen in place (vectorised); push_utf16 would test
-                        // is_ascii again.
-                        p.units.resize(start + text.len(), 0);
-                        for (d, &b) in p.units[start..].iter_mut().zip(text.as_bytes()) {
-                            *d = u16::from(b);
-                        }
-                    } else {
-                        crate::util::js::push_utf16(&mut p.units, text);
-                    }
-                    let units = &p.units[start..];
-                    let flags = if ascii {
-                        ChunkFlags::of_ascii(units, text.as_bytes())
-                    } else {
-                        ChunkFlags::of(units)
-                    };
-                    let lossy = !ascii
-                        && units
-                            .iter()
-                            .any(|&u| (0xd800..0xe000).contains(&u) || u == 0xfffd);
+                    let (flags, lossy) = widen(text, &mut p.units);
                     let idx = p.chunks.len() as u32;
                     p.chunks.push(Chunk {
                         start,
-                        len: units.len(),
+                        len: p.units.len() - start,
                         flags,
                         lossy,
                     });

@@ -2,8 +2,11 @@
 //! cycles of 1..k calls (HEAD), and the DeepV fork's per-name counting for
 //! preview models.
 
-use super::prep::{GeminiPrep, Op};
-use crate::detect::Detection;
+use super::prep::{key_names, tool_key, GeminiPrep, Op, Prompter};
+use crate::detect::{Detection, Stream};
+use crate::event::{Record, Session};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 /// The DeepV fork's preview-model rule versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,32 +55,17 @@ pub fn is_preview_model(model: Option<&str>) -> bool {
 /// Run the tool check over a session.
 pub fn run(s: &ToolSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detection> {
     let mut out = Vec::new();
-    let preview_on =
-        s.preview != PreviewRule::Off && (s.preview_strict || is_preview_model(p.model.as_deref()));
+    let preview_on = preview_on(s, p.model.as_deref());
     // Name ids -> (intensive, monitored), resolved once.
     let class: Vec<(bool, bool)> = p
         .names
         .iter()
         .map(|n| (s.intensive.contains(n), s.monitored.contains(n)))
         .collect();
-    let mut last_key: Option<u32> = None;
-    let mut count = 0usize;
-    let cap = s.threshold * s.max_len;
-    let mut history: std::collections::VecDeque<u32> =
-        std::collections::VecDeque::with_capacity(cap + 1);
-    let mut per_name: Vec<u32> = vec![0; p.names.len()];
-    let mut run_name: Option<u32> = None;
-    let mut run_count = 0u32;
+    let mut rule = ToolRule::new(s, p.names.len());
     for st in &p.steps {
         match st.op {
-            Op::NewPrompt => {
-                last_key = None;
-                count = 0;
-                history.clear();
-                per_name.iter_mut().for_each(|c| *c = 0);
-                run_name = None;
-                run_count = 0;
-            }
+            Op::NewPrompt => rule.new_prompt(),
             Op::Tool {
                 key,
                 key_trimmed,
@@ -85,85 +73,10 @@ pub fn run(s: &ToolSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detect
                 call,
             } => {
                 let key = if s.trim { key_trimmed } else { key };
-                let fired = if s.max_len <= 1 {
-                    if last_key == Some(key) {
-                        count += 1;
-                    } else {
-                        last_key = Some(key);
-                        count = 1;
-                    }
-                    count >= s.threshold
-                } else {
-                    history.push_back(key);
-                    if history.len() > cap {
-                        history.pop_front();
-                    }
-                    cycle_repeats(&history, s.threshold, s.max_len)
-                };
-                let (name_str, json) = &p.calls[call as usize];
-                if fired {
-                    let shown = if s.trim {
-                        trimmed_name(name_str)
-                    } else {
-                        name_str.as_str()
-                    };
-                    out.push(Detection {
-                        kind: "tool_call",
-                        event: st.event,
-                        turn: st.turn,
-                        prompt: st.prompt,
-                        strike: 0,
-                        detail: format!("Repeated tool call: {shown} with arguments {json}"),
-                    });
-                } else if preview_on {
-                    let (intensive, monitored) = class[name as usize];
-                    let hit = match s.preview {
-                        PreviewRule::Off => None,
-                        PreviewRule::NameCount => {
-                            per_name[name as usize] += 1;
-                            let t = if intensive {
-                                s.intensive_threshold
-                            } else {
-                                s.name_threshold
-                            };
-                            (per_name[name as usize] >= t).then_some((per_name[name as usize], t))
-                        }
-                        PreviewRule::MonitoredCount => {
-                            if monitored {
-                                per_name[name as usize] += 1;
-                                let n = per_name[name as usize];
-                                (n >= s.monitored_threshold).then_some((n, s.monitored_threshold))
-                            } else {
-                                None
-                            }
-                        }
-                        PreviewRule::Consecutive => {
-                            if monitored {
-                                if run_name == Some(name) {
-                                    run_count += 1;
-                                } else {
-                                    run_name = Some(name);
-                                    run_count = 1;
-                                }
-                                (run_count >= s.monitored_threshold)
-                                    .then_some((run_count, s.monitored_threshold))
-                            } else {
-                                run_name = None;
-                                run_count = 0;
-                                None
-                            }
-                        }
-                    };
-                    if let Some((n, t)) = hit {
-                        out.push(Detection {
-                            kind: "tool_name",
-                            event: st.event,
-                            turn: st.turn,
-                            prompt: st.prompt,
-                            strike: 0,
-                            detail: format!("Tool {name_str} called {n} times (threshold {t})"),
-                        });
-                    }
+                let fired = rule.call(s, key, name, class[name as usize], preview_on);
+                if let Some(fired) = fired {
+                    let (name_str, json) = &p.calls[call as usize];
+                    out.push(fired.detection(s, st.event, st.turn, st.prompt, name_str, json));
                 }
                 if limit.is_some_and(|l| {
                     out.iter()
@@ -181,6 +94,238 @@ pub fn run(s: &ToolSettings, p: &GeminiPrep, limit: Option<usize>) -> Vec<Detect
     out
 }
 
+/// Whether the DeepV preview rule applies under `model`.
+fn preview_on(s: &ToolSettings, model: Option<&str>) -> bool {
+    s.preview != PreviewRule::Off && (s.preview_strict || is_preview_model(model))
+}
+
+/// What a call fired.
+enum Fired {
+    /// The repeated call or cycle.
+    Repeat,
+    /// The preview rule: count and threshold.
+    Name(u32, u32),
+}
+
+impl Fired {
+    fn detection(
+        &self,
+        s: &ToolSettings,
+        event: u32,
+        turn: u32,
+        prompt: u32,
+        name: &str,
+        json: &str,
+    ) -> Detection {
+        let (kind, detail) = match *self {
+            Fired::Repeat => {
+                let shown = if s.trim { trimmed_name(name) } else { name };
+                (
+                    "tool_call",
+                    format!("Repeated tool call: {shown} with arguments {json}"),
+                )
+            }
+            Fired::Name(n, t) => (
+                "tool_name",
+                format!("Tool {name} called {n} times (threshold {t})"),
+            ),
+        };
+        Detection {
+            kind,
+            event,
+            turn,
+            prompt,
+            strike: 0,
+            detail,
+        }
+    }
+}
+
+/// The tool rule's state within a prompt, over interned call keys and name
+/// ids: one implementation for a whole session ([`run`]) and a live feed
+/// ([`ToolStream`]). Bounded by the history (threshold x cycle length),
+/// plus a count per tool name when a preview rule counts names.
+struct ToolRule {
+    last_key: Option<u32>,
+    count: usize,
+    cap: usize,
+    history: VecDeque<u32>,
+    per_name: Vec<u32>,
+    run_name: Option<u32>,
+    run_count: u32,
+}
+
+impl ToolRule {
+    fn new(s: &ToolSettings, names: usize) -> ToolRule {
+        let cap = s.threshold * s.max_len;
+        ToolRule {
+            last_key: None,
+            count: 0,
+            cap,
+            history: VecDeque::with_capacity(cap + 1),
+            per_name: vec![0; names],
+            run_name: None,
+            run_count: 0,
+        }
+    }
+
+    /// `reset(promptId)`.
+    fn new_prompt(&mut self) {
+        self.last_key = None;
+        self.count = 0;
+        self.history.clear();
+        self.per_name.iter_mut().for_each(|c| *c = 0);
+        self.run_name = None;
+        self.run_count = 0;
+    }
+
+    /// A call of key `key` and name `name` (its class: intensive,
+    /// monitored): what fires there.
+    fn call(
+        &mut self,
+        s: &ToolSettings,
+        key: u32,
+        name: u32,
+        (intensive, monitored): (bool, bool),
+        preview_on: bool,
+    ) -> Option<Fired> {
+        let fired = if s.max_len <= 1 {
+            if self.last_key == Some(key) {
+                self.count += 1;
+            } else {
+                self.last_key = Some(key);
+                self.count = 1;
+            }
+            self.count >= s.threshold
+        } else {
+            self.history.push_back(key);
+            if self.history.len() > self.cap {
+                self.history.pop_front();
+            }
+            cycle_repeats(&self.history, s.threshold, s.max_len)
+        };
+        if fired {
+            return Some(Fired::Repeat);
+        }
+        if !preview_on {
+            return None;
+        }
+        let n = name as usize;
+        if self.per_name.len() <= n {
+            self.per_name.resize(n + 1, 0);
+        }
+        let hit = match s.preview {
+            PreviewRule::Off => None,
+            PreviewRule::NameCount => {
+                self.per_name[n] += 1;
+                let t = if intensive {
+                    s.intensive_threshold
+                } else {
+                    s.name_threshold
+                };
+                (self.per_name[n] >= t).then_some((self.per_name[n], t))
+            }
+            PreviewRule::MonitoredCount => {
+                if monitored {
+                    self.per_name[n] += 1;
+                    let c = self.per_name[n];
+                    (c >= s.monitored_threshold).then_some((c, s.monitored_threshold))
+                } else {
+                    None
+                }
+            }
+            PreviewRule::Consecutive => {
+                if monitored {
+                    if self.run_name == Some(name) {
+                        self.run_count += 1;
+                    } else {
+                        self.run_name = Some(name);
+                        self.run_count = 1;
+                    }
+                    (self.run_count >= s.monitored_threshold)
+                        .then_some((self.run_count, s.monitored_threshold))
+                } else {
+                    self.run_name = None;
+                    self.run_count = 0;
+                    None
+                }
+            }
+        };
+        hit.map(|(c, t)| Fired::Name(c, t))
+    }
+
+    /// Whether key `k` is still compared with later calls.
+    fn holds(&self, k: u32) -> bool {
+        self.last_key == Some(k) || self.history.contains(&k)
+    }
+}
+
+/// The tool check fed one record at a time: [`ToolRule`] over keys and
+/// names interned here (the keys no longer held are dropped, so memory
+/// stays bounded by the history), the preview rule under the model known
+/// so far (a model named later rebuilds the stream: see `watch::Detector`).
+pub(crate) struct ToolStream {
+    s: ToolSettings,
+    rule: ToolRule,
+    prompts: Prompter,
+    keys: FxHashMap<String, u32>,
+    next_key: u32,
+    names: FxHashMap<String, (u32, (bool, bool))>,
+}
+
+impl ToolStream {
+    pub(crate) fn new(s: ToolSettings) -> ToolStream {
+        ToolStream {
+            rule: ToolRule::new(&s, 0),
+            s,
+            prompts: Prompter::default(),
+            keys: FxHashMap::default(),
+            next_key: 0,
+            names: FxHashMap::default(),
+        }
+    }
+}
+
+impl Stream for ToolStream {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        if self.prompts.observe(session, i) {
+            self.rule.new_prompt();
+        }
+        let e = &session.events[i];
+        let Record::ToolCall { name, args, .. } = &e.record else {
+            return;
+        };
+        let json = crate::util::js::stringify_object(args);
+        let (untrimmed, trimmed) = key_names(name);
+        let shown = if self.s.trim { trimmed } else { untrimmed };
+        let key = match self.keys.get(&tool_key(shown, &json)) {
+            Some(&k) => k,
+            None => {
+                // Drop what no later call can match, once the map has
+                // doubled past what the rule holds (amortised O(1)).
+                if self.keys.len() > 2 * self.rule.cap + 64 {
+                    let rule = &self.rule;
+                    self.keys.retain(|_, k| rule.holds(*k));
+                }
+                let k = self.next_key;
+                self.next_key = self.next_key.wrapping_add(1);
+                self.keys.insert(tool_key(shown, &json), k);
+                k
+            }
+        };
+        let n = self.names.len() as u32;
+        let s = &self.s;
+        let &mut (name_id, class) = self
+            .names
+            .entry(name.clone())
+            .or_insert_with(|| (n, (s.intensive.contains(name), s.monitored.contains(name))));
+        let on = preview_on(s, session.meta.model.as_deref());
+        if let Some(fired) = self.rule.call(s, key, name_id, class, on) {
+            out.push(fired.detection(s, i as u32 + 1, e.turn, self.prompts.count(), name, &json));
+        }
+    }
+}
+
 fn trimmed_name(name: &str) -> &str {
     let t = name.trim_matches(|c: char| {
         c.len_utf16() == 1 && crate::util::js::is_js_space(c as u32 as u16)
@@ -193,7 +338,7 @@ fn trimmed_name(name: &str) -> &str {
 }
 
 /// HEAD's rule: for k = 1..=max_len, the last k x R keys are R repetitions of the last k.
-fn cycle_repeats(h: &std::collections::VecDeque<u32>, r: usize, max_len: usize) -> bool {
+fn cycle_repeats(h: &VecDeque<u32>, r: usize, max_len: usize) -> bool {
     let n = h.len();
     (1..=max_len).any(|k| {
         let need = k * r;
