@@ -453,7 +453,7 @@ pub struct ScoreEntry<'a> {
     /// Configuration id.
     pub config: String,
     /// Turns-to-detection of every detected labeled loop.
-    pub ttd: Cow<'a, [i64]>,
+    pub ttd: Cow<'a, crate::score::metrics::TtdList>,
     /// Labeled loops (the denominator of recall).
     pub labeled_loops: Option<f64>,
     /// Detections by kind.

@@ -760,12 +760,12 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
     shown.extend(recommended);
     shown.extend(advice.family_best.iter().filter_map(|(_, b)| *b));
     for &c in &shown {
-        if let Some(ci) = stats::bootstrap_median(&r.scores[c].ttd, opts.seed) {
+        if let Some(ci) = stats::bootstrap_median(&r.scores[c].ttd.to_vec(), opts.seed) {
             advice.ttd_ci.insert(c, ci);
         }
     }
     if let Some(u) = &advice.union {
-        advice.union_ttd_ci = stats::bootstrap_median(&u.scores.ttd, opts.seed);
+        advice.union_ttd_ci = stats::bootstrap_median(&u.scores.ttd.to_vec(), opts.seed);
     }
 
     // Where each shown configuration's gain over the baseline comes from.

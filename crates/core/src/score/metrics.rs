@@ -100,7 +100,7 @@ pub struct Scores {
     /// False positives per 1,000 turns of clean sessions.
     pub fp_per_1k_turns: f64,
     /// Turns-to-detection of every detected loop with an onset, in session order.
-    pub ttd: Vec<i64>,
+    pub ttd: TtdList,
     /// Median turns-to-detection.
     pub ttd_median: Option<f64>,
     /// 90th percentile (nearest rank).
@@ -537,6 +537,120 @@ pub fn needs_labels(score: &str) -> bool {
     score_info(score).is_some_and(|s| s.needs_labels)
 }
 
+/// Turns-to-detection in session order, packed: each value zigzag-encoded
+/// as LEB128 bytes (one byte for -64..63, where nearly all fall). A sweep
+/// keeps every configuration's list to the end (`summary.json` writes them
+/// all), and at 8 bytes a value they grew its memory with every labelled
+/// loop (benches/README.md).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct TtdList {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl TtdList {
+    /// Add `value` at the end.
+    pub fn push(&mut self, value: i64) {
+        let mut z = ((value << 1) ^ (value >> 63)) as u64;
+        while z >= 0x80 {
+            self.bytes.push(z as u8 | 0x80);
+            z >>= 7;
+        }
+        self.bytes.push(z as u8);
+        self.len += 1;
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No value.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The values, in order.
+    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let mut z = 0u64;
+            let mut shift = 0;
+            loop {
+                let b = *self.bytes.get(at)?;
+                at += 1;
+                z |= ((b & 0x7f) as u64) << shift;
+                if b < 0x80 {
+                    return Some((z >> 1) as i64 ^ -((z & 1) as i64));
+                }
+                shift += 7;
+            }
+        })
+    }
+
+    /// The values, in order, as a vector.
+    pub fn to_vec(&self) -> Vec<i64> {
+        let mut v = Vec::with_capacity(self.len);
+        v.extend(self.iter());
+        v
+    }
+
+    /// Give back the room held for more values.
+    pub fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+    }
+}
+
+impl FromIterator<i64> for TtdList {
+    fn from_iter<I: IntoIterator<Item = i64>>(values: I) -> TtdList {
+        let mut l = TtdList::default();
+        values.into_iter().for_each(|v| l.push(v));
+        l
+    }
+}
+
+impl From<Vec<i64>> for TtdList {
+    fn from(values: Vec<i64>) -> TtdList {
+        values.into_iter().collect()
+    }
+}
+
+impl std::fmt::Debug for TtdList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// As the list of numbers it holds (the bytes a `Vec<i64>` gives).
+impl serde::Serialize for TtdList {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        ser.collect_seq(self.iter())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TtdList {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<TtdList, D::Error> {
+        struct Values;
+        impl<'de> serde::de::Visitor<'de> for Values {
+            type Value = TtdList;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of integers")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<TtdList, A::Error> {
+                let mut l = TtdList::default();
+                while let Some(v) = seq.next_element::<i64>()? {
+                    l.push(v);
+                }
+                Ok(l)
+            }
+        }
+        de.deserialize_seq(Values)
+    }
+}
+
 impl Scores {
     /// A score by name (`None` when undefined, e.g. the median of no detections).
     pub fn get(&self, name: &str) -> Option<f64> {
@@ -682,7 +796,8 @@ pub fn score_hits(
     s.precision_ci = stats::wilson(tp, tp + fp);
     s.fp_rate = (s.labeled_clean > 0).then(|| fp as f64 / s.labeled_clean as f64);
     s.fp_rate_ci = stats::wilson(fp, s.labeled_clean as u64);
-    let mut sorted = s.ttd.clone();
+    s.ttd.shrink_to_fit();
+    let mut sorted = s.ttd.to_vec();
     sorted.sort_unstable();
     s.ttd_median = median(&sorted);
     s.ttd_p90 = nearest_rank(&sorted, 0.9).map(|x| x as f64);
@@ -812,6 +927,33 @@ impl Objective {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Packed turns-to-detection give back the values in order, and
+        /// serialize and read back as the list of numbers they are.
+        #[test]
+        fn a_packed_ttd_list_is_the_list(v in proptest::collection::vec(proptest::prop_oneof![
+            -70i64..70,
+            proptest::num::i64::ANY,
+        ], 0..40)) {
+            let l: TtdList = v.clone().into();
+            proptest::prop_assert_eq!(l.len(), v.len());
+            proptest::prop_assert_eq!(l.is_empty(), v.is_empty());
+            proptest::prop_assert_eq!(l.to_vec(), v.clone());
+            proptest::prop_assert_eq!(format!("{l:?}"), format!("{v:?}"));
+            let text = serde_json::to_string(&l).unwrap();
+            proptest::prop_assert_eq!(&text, &serde_json::to_string(&v).unwrap());
+            proptest::prop_assert_eq!(serde_json::from_str::<TtdList>(&text).unwrap(), l);
+        }
+    }
+
+    /// A value near zero takes one byte.
+    #[test]
+    fn small_ttd_values_take_a_byte_each() {
+        let l: TtdList = (-64..64).collect();
+        assert_eq!((l.len(), l.bytes.len()), (128, 128));
+        assert_eq!(l.to_vec(), (-64..64).collect::<Vec<i64>>());
+    }
 
     #[test]
     fn the_score_table_names_each_score_once_and_scores_answer_every_name() {

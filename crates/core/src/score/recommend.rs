@@ -64,8 +64,80 @@ pub struct Tally {
     pub tp: u64,
     /// Clean sessions with a detection.
     pub fp: u64,
-    /// Turns-to-detection of detected loops with an onset, in session order.
-    pub ttd: Vec<i64>,
+    /// Turns-to-detection of detected loops with an onset.
+    pub ttd: TtdCounts,
+}
+
+/// Turns-to-detection as a multiset: each distinct value with how often it
+/// came, in value order. A sweep tallies every configuration at once (and
+/// again per fold), and the values one by one were 8 bytes a detected loop
+/// per configuration: what grew its memory most with the sessions (a
+/// 1,000-configuration sweep, benches/README.md). The distinct values are
+/// bounded by the sessions' lengths, and the multiset is all a tally needs:
+/// it adds up exactly and gives the same median.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TtdCounts {
+    counts: Vec<(i64, u64)>,
+}
+
+impl TtdCounts {
+    /// Count `value` once more.
+    pub fn add(&mut self, value: i64) {
+        self.add_n(value, 1);
+    }
+
+    fn add_n(&mut self, value: i64, n: u64) {
+        match self.counts.binary_search_by_key(&value, |&(v, _)| v) {
+            Ok(i) => self.counts[i].1 += n,
+            Err(i) => self.counts.insert(i, (value, n)),
+        }
+    }
+
+    /// Add another multiset's values.
+    pub fn merge(&mut self, other: &TtdCounts) {
+        for &(v, n) in &other.counts {
+            self.add_n(v, n);
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.counts.iter().map(|&(_, n)| n as usize).sum()
+    }
+
+    /// No value.
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// Every value, smallest first, repeated as often as it came.
+    pub fn sorted(&self) -> impl Iterator<Item = i64> + '_ {
+        self.counts
+            .iter()
+            .flat_map(|&(v, n)| std::iter::repeat_n(v, n as usize))
+    }
+
+    /// The value of rank `k` (0: the smallest).
+    fn at_rank(&self, mut k: u64) -> i64 {
+        for &(v, n) in &self.counts {
+            if k < n {
+                return v;
+            }
+            k -= n;
+        }
+        unreachable!("rank within the count")
+    }
+
+    /// The median, as [`stats::median`] gives it over the sorted values
+    /// (the mean of the middle two for an even count).
+    pub fn median(&self) -> Option<f64> {
+        let n = self.len() as u64;
+        match n {
+            0 => None,
+            _ if n % 2 == 1 => Some(self.at_rank(n / 2) as f64),
+            _ => Some((self.at_rank(n / 2 - 1) + self.at_rank(n / 2)) as f64 / 2.0),
+        }
+    }
 }
 
 impl Tally {
@@ -76,7 +148,7 @@ impl Tally {
             if let Some(turn) = hit {
                 self.tp += 1;
                 if let Some(on) = label.onset_turn {
-                    self.ttd.push(turn as i64 - on as i64 + 1);
+                    self.ttd.add(turn as i64 - on as i64 + 1);
                 }
             }
         } else {
@@ -93,7 +165,7 @@ impl Tally {
         self.clean += other.clean;
         self.tp += other.tp;
         self.fp += other.fp;
-        self.ttd.extend_from_slice(&other.ttd);
+        self.ttd.merge(&other.ttd);
     }
 
     /// TP / loops (0 without loops).
@@ -123,7 +195,7 @@ impl Tally {
 
     /// Median turns-to-detection.
     pub fn ttd_median(&self) -> Option<f64> {
-        stats::median_unsorted(&mut self.ttd.clone())
+        self.ttd.median()
     }
 }
 
@@ -793,7 +865,7 @@ mod tests {
         let h = vec![Some(3), None, Some(2), Some(9), None, Some(1), None, None];
         let all = tally(&l, &h, |_| true);
         assert_eq!((all.loops, all.clean, all.tp, all.fp), (4, 4, 3, 1));
-        assert_eq!(all.ttd, vec![2, 1, 8]);
+        assert_eq!(all.ttd.sorted().collect::<Vec<_>>(), vec![1, 2, 8]);
         assert_eq!(all.ttd_median(), Some(2.0));
         assert_eq!(all.fp_rate(), Some(0.25));
         let mut parts = tally(&l, &h, |i| i % 3 == 0);
@@ -802,11 +874,33 @@ mod tests {
             (parts.loops, parts.clean, parts.tp, parts.fp),
             (all.loops, all.clean, all.tp, all.fp)
         );
-        let mut a = parts.ttd.clone();
-        a.sort();
-        let mut b = all.ttd.clone();
-        b.sort();
-        assert_eq!(a, b);
+        assert_eq!(parts.ttd, all.ttd);
+    }
+
+    proptest::proptest! {
+        /// Counted by value, turns-to-detection give the median, the count
+        /// and the sorted values the list of them gave, merged or not.
+        #[test]
+        fn ttd_counts_are_the_values_as_a_multiset(
+            a in proptest::collection::vec(-40i64..60, 0..50),
+            b in proptest::collection::vec(-40i64..60, 0..50),
+        ) {
+            let counts = |v: &[i64]| {
+                let mut c = TtdCounts::default();
+                v.iter().for_each(|&x| c.add(x));
+                c
+            };
+            let mut merged = counts(&a);
+            merged.merge(&counts(&b));
+            let mut all: Vec<i64> = a.iter().chain(&b).copied().collect();
+            proptest::prop_assert_eq!(merged.median(), stats::median_unsorted(&mut all.clone()));
+            all.sort_unstable();
+            proptest::prop_assert_eq!(merged.len(), all.len());
+            proptest::prop_assert_eq!(merged.is_empty(), all.is_empty());
+            proptest::prop_assert_eq!(merged.sorted().collect::<Vec<_>>(), all.clone());
+            proptest::prop_assert_eq!(merged.median(), stats::median(&all));
+            proptest::prop_assert_eq!(merged, counts(&all));
+        }
     }
 
     #[test]
