@@ -1432,11 +1432,18 @@ fn load(found: &Found) -> Result<(Vec<u8>, String)> {
             Ok((buf, "-".to_string()))
         }
         Found::Path { path, .. } => {
-            // As `std::fs::read`, into this thread's spare buffer (a
-            // file's `read_to_end` reserves its size itself).
+            // As `std::fs::read`, into this thread's spare buffer, grown to
+            // the file's size exactly: `read_to_end`'s own reserve doubles a
+            // buffer a little too small (a 12 MB buffer became 24 MB for a
+            // file slightly larger than the last, the peak of a sweep of
+            // large files).
             let mut bytes = SPARE.take();
             std::fs::File::open(path)
-                .and_then(|mut f| f.read_to_end(&mut bytes))
+                .and_then(|mut f| {
+                    let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+                    bytes.reserve_exact(usize::try_from(size).unwrap_or(0));
+                    f.read_to_end(&mut bytes)
+                })
                 .map_err(|e| Error::io(path, e))?;
             Ok((bytes, path.display().to_string()))
         }
@@ -1918,6 +1925,31 @@ fn first_line(bytes: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file a little larger than the thread's spare buffer grows it to
+    /// its size, not to twice the buffer (`read_to_end`'s doubling).
+    #[test]
+    fn a_spare_buffer_grows_to_the_file_not_to_twice_itself() {
+        let d = tempfile::tempdir().unwrap();
+        let (small, large) = (d.path().join("a.jsonl"), d.path().join("b.jsonl"));
+        std::fs::write(&small, vec![b'x'; 100_000]).unwrap();
+        std::fs::write(&large, vec![b'y'; 100_100]).unwrap();
+        let found = |path: &Path| Found::Path {
+            path: path.to_path_buf(),
+            walked: false,
+        };
+        // On a fresh thread: its spare buffer starts empty.
+        std::thread::spawn(move || {
+            let (bytes, _) = load(&found(&small)).unwrap();
+            assert_eq!(bytes.len(), 100_000);
+            give_back(bytes);
+            let (bytes, _) = load(&found(&large)).unwrap();
+            assert_eq!(bytes, vec![b'y'; 100_100]);
+            assert!(bytes.capacity() < 150_000, "{}", bytes.capacity());
+        })
+        .join()
+        .unwrap();
+    }
 
     /// Ids shared across files (a trajectory of one task in three runs, a
     /// resumed Claude Code session, canonical sessions split across files):
