@@ -17,6 +17,7 @@
 //! writer copies rows and picks as they are.
 
 use super::{ConfigOutcomes, Hit, HitBody};
+use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex};
 
@@ -33,7 +34,16 @@ pub struct Outcomes {
     start: Vec<u32>,
     picks: Vec<Picks>,
     spill: Arc<SpillFile>,
+    /// Rows without a detection or an effect (a judge's counts alone), one
+    /// per value for every session: a grid that moves the judge's schedule
+    /// gives most sessions a dozen such rows, equal across sessions, which
+    /// were the largest part of a long sweep's memory on tool-heavy logs.
+    judge_only: HashMap<(u32, u32), Arc<HitBody>>,
 }
+
+/// Most distinct judge-only rows shared (`Outcomes::judge_only`); past
+/// it, rows are kept as they come.
+const MAX_SHARED: usize = 1 << 16;
 
 /// One configuration's picks.
 #[derive(Clone, Default)]
@@ -160,6 +170,7 @@ impl Outcomes {
             start: vec![0],
             picks,
             spill: Arc::default(),
+            judge_only: HashMap::new(),
         }
     }
 
@@ -224,7 +235,10 @@ impl Outcomes {
 
     /// Add the next session with its rows as they are (a loaded record's).
     pub(super) fn push_rows(&mut self, rows: Vec<Arc<HitBody>>) {
-        self.rows.extend(rows);
+        for r in rows {
+            let r = self.shared(&r);
+            self.rows.push(r);
+        }
         self.start.push(self.rows.len() as u32);
     }
 
@@ -250,10 +264,26 @@ impl Outcomes {
         match k {
             Some(k) => k as u32,
             None => {
-                self.rows.push(body.clone());
+                let body = self.shared(body);
+                self.rows.push(body);
                 (self.rows.len() - from - 1) as u32
             }
         }
+    }
+
+    /// `body`, or the equal judge-only row another session holds.
+    fn shared(&mut self, body: &Arc<HitBody>) -> Arc<HitBody> {
+        if body.first.is_some() || body.effect.is_some() {
+            return body.clone();
+        }
+        let key = (body.judge_due, body.judge_no_verdict);
+        if let Some(x) = self.judge_only.get(&key) {
+            return x.clone();
+        }
+        if self.judge_only.len() < MAX_SHARED {
+            self.judge_only.insert(key, body.clone());
+        }
+        body.clone()
     }
 
     /// Configuration `c` has row `row` on session `session` (after its last).
@@ -551,6 +581,8 @@ impl std::fmt::Debug for Outcomes {
 mod tests {
     use super::*;
 
+    use crate::result::FirstDetection;
+
     fn hit(judge_due: u32) -> Hit {
         Hit::new(
             0,
@@ -559,6 +591,47 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    /// Sessions' judge-only rows of equal value are one allocation (a
+    /// grid over the judge's schedule gave each session a dozen), read
+    /// back unchanged; rows with a detection stay each session's own.
+    #[test]
+    fn judge_only_rows_are_shared_across_sessions() {
+        let mut o = Outcomes::new(vec!["a".into(), "b".into()]);
+        let first = Arc::new(FirstDetection {
+            turn: 1,
+            event: 2,
+            kind: "k".into(),
+            detail: "d".into(),
+            place: None,
+        });
+        let detected = |due: u32| {
+            Hit::new(
+                0,
+                HitBody {
+                    judge_due: due,
+                    first: Some(first.clone()),
+                    ..Default::default()
+                },
+            )
+        };
+        for _ in 0..3 {
+            o.push_session(&[(0, hit(4)), (1, detected(4))]).unwrap();
+        }
+        o.push_rows(vec![hit(4).body, hit(5).body]);
+        let judge: Vec<&Arc<HitBody>> = (0..4).map(|s| &o.rows(s)[0]).collect();
+        assert!(judge.iter().all(|r| Arc::ptr_eq(r, judge[0])), "shared");
+        assert_eq!(o.rows(3)[1].judge_due, 5);
+        assert!(!Arc::ptr_eq(&o.rows(0)[1], &o.rows(1)[1]), "own rows");
+        let a: Vec<(u32, u32)> = o
+            .hits(0)
+            .unwrap()
+            .iter()
+            .map(|h| (h.session, h.judge_due))
+            .collect();
+        assert_eq!(a, [(0, 4), (1, 4), (2, 4)]);
+        assert!(o.hits(1).unwrap().iter().all(|h| h.first.is_some()));
     }
 
     /// Reading the spilled hits back fails: every reader says so, none
