@@ -962,8 +962,7 @@ impl SweepRecord {
         for (new, &old) in order.iter().enumerate() {
             index[old] = Some(new as u32);
         }
-        whole.outcomes = whole
-            .outcomes
+        whole.outcomes = std::mem::take(&mut whole.outcomes)
             .renumber(&index, order.len())
             .map_err(spill_failed)?;
         let mut sessions: Vec<Option<SessionRecord>> = std::mem::take(&mut whole.sessions)

@@ -477,8 +477,10 @@ impl Outcomes {
     }
 
     /// The same hits with the sessions renumbered: session `s` becomes
-    /// `index[s]` (`None`: dropped), into `sessions` sessions.
-    pub fn renumber(&self, index: &[Option<u32>], sessions: usize) -> std::io::Result<Outcomes> {
+    /// `index[s]` (`None`: dropped), into `sessions` sessions. Consumes the
+    /// store: each configuration's picks are freed once copied, so the two
+    /// stores are not held whole at once (a sweep's peak at its end).
+    pub fn renumber(mut self, index: &[Option<u32>], sessions: usize) -> std::io::Result<Outcomes> {
         let mut old_of = vec![u32::MAX; sessions];
         for (old, new) in index.iter().enumerate() {
             if let Some(new) = new {
@@ -492,6 +494,7 @@ impl Outcomes {
             }
             out.start.push(out.rows.len() as u32);
         }
+        self.rows = Vec::new();
         let mut picks: Vec<(u32, u32)> = Vec::new();
         for c in 0..self.len() {
             picks.clear();
@@ -500,6 +503,7 @@ impl Outcomes {
                     picks.push((new, k));
                 }
             })?;
+            self.picks[c] = Picks::default();
             // A configuration has at most one hit a session: the order is total.
             picks.sort_unstable_by_key(|&(s, _)| s);
             for &(s, k) in &picks {
@@ -651,7 +655,7 @@ mod tests {
         assert!(o.each_pick(0, |_, _| {}).is_err());
         assert!(o.configs().is_err());
         assert!(o.canonical().is_err());
-        assert!(o.renumber(&[Some(0)], 1).is_err());
+        assert!(o.clone().renumber(&[Some(0)], 1).is_err());
         assert_ne!(o, o.clone(), "unreadable: nothing is said equal");
         // Configuration b has no hit: nothing to read.
         assert!(o.hits(1).unwrap().is_empty());
