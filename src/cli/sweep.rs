@@ -245,6 +245,7 @@ impl SweepArgs {
                 group_by: self.group_by.clone(),
                 guard: crate::score::recommend::Guard::parse(&self.guard).expect("clap checked it"),
                 combined: None,
+                combined_folds: Vec::new(),
             },
             jobs: self.jobs,
             test: self.test.clone(),
@@ -347,6 +348,7 @@ pub fn sweep_command(req: &SweepRequest, out: &mut dyn Write, err: &mut dyn Writ
                     .iter()
                     .find(|v| v.config == c.config)
                     .map(|v| v.id.clone());
+                opts.combined_folds = c.folds.clone();
                 (grid, baseline, Some((Some(c.clone()), secs)))
             }
             _ => (grid, baseline, Some((c, secs))),

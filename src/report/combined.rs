@@ -48,7 +48,7 @@ pub fn combined_block(
             out,
             "  row {id} of sweep.csv, summary.json and the report{}",
             if added {
-                " (added to the grid; its figures there are in sample, and the folds' and left-out groups' choices leave it out)"
+                " (added to the grid; its figures there are in sample; in the recommendation's folds and left-out groups, the search re-run there takes its place)"
             } else {
                 " (a configuration of the grid itself)"
             }

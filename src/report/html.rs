@@ -731,10 +731,12 @@ fn cross_validation(h: &mut String, d: &ReportData, cv: &CrossValidation, row: &
     for (ids, k) in &chosen {
         let names: Vec<String> = ids
             .split('|')
-            .map(|id| {
-                d.config(id)
-                    .map(|c| c.label.clone())
-                    .unwrap_or_else(|| id.to_string())
+            .map(|id| match d.config(id) {
+                _ if d.summary.combined_in_folds.as_deref() == Some(id) => {
+                    crate::score::COMBINED_IN_FOLD.to_string()
+                }
+                Some(c) => c.label.clone(),
+                None => id.to_string(),
             })
             .collect();
         let _ = write!(

@@ -106,6 +106,9 @@ pub struct Summary<'a> {
     pub disagreements: Vec<Disagreement>,
     /// What replay cannot know.
     pub note: String,
+    /// The row `--combine-rules` added, when the folds' choices of it stand
+    /// for its search re-run on their sessions.
+    pub combined_in_folds: Option<String>,
     /// Wall time of the sweep.
     pub wall_time_ms: u64,
     /// Scores per group, the guard, leave-one-group-out and the test split.
@@ -707,6 +710,11 @@ impl<'a> ReportData<'a> {
             baseline: Some(config_ref(r, r.baseline)),
             recommendation: recommendation(r),
             recommendation_reason: r.advice.reason.clone(),
+            combined_in_folds: rec
+                .options
+                .combined
+                .clone()
+                .filter(|_| !rec.options.combined_folds.is_empty()),
             label_warnings: r.advice.warnings.clone(),
             family_best: r
                 .advice

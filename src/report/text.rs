@@ -932,7 +932,7 @@ fn group_validation_text(
         } else {
             f.chosen
                 .iter()
-                .map(|&m| r.label(m))
+                .map(|&m| r.fold_label(m))
                 .collect::<Vec<_>>()
                 .join(" | ")
         };
@@ -1105,7 +1105,7 @@ fn cross_validation_text(
         } else {
             members
                 .iter()
-                .map(|&m| r.label(m))
+                .map(|&m| r.fold_label(m))
                 .collect::<Vec<_>>()
                 .join(" | ")
         };

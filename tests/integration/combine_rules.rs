@@ -173,7 +173,8 @@ fn two_kinds(dir: &Path) -> std::path::PathBuf {
 
 /// The combined configuration is a row of the sweep's own outputs (labelled
 /// with its path), a candidate of `--across-families`, exportable, and the
-/// record says which row the search added, so the folds leave it out.
+/// record says which row the search added and what the search chose in each
+/// fold, which the recommendation's folds offer in the row's place.
 #[test]
 fn the_combined_configuration_is_a_row_of_the_outputs_and_a_candidate() {
     let d = tempfile::tempdir().unwrap();
@@ -232,16 +233,41 @@ fn the_combined_configuration_is_a_row_of_the_outputs_and_a_candidate() {
         text.contains(&format!("({id})")),
         "the recommendation is not the combined row:\n{text}"
     );
-    // Searched on every labelled session, it is no choice a fold makes: the
-    // recommendation's folds choose among the grid's own rows.
-    let folds = &summary["recommendation"]["cross_validation"]["chosen"];
-    let chosen = folds.as_object().unwrap_or_else(|| panic!("{summary}"));
-    assert!(!chosen.is_empty() && !chosen.contains_key(&id), "{folds}");
+    // Searched on every labelled session, the row itself is no fold's
+    // choice: each fold offers in its place the search re-run on the fold's
+    // own sessions, which the record keeps (one per fold, then one per
+    // group left out), under the row's id.
+    let recorded = summary["options"]["combined_folds"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", summary["options"]));
+    let k = summary["recommendation"]["cross_validation"]["folds"]
+        .as_u64()
+        .unwrap() as usize;
+    assert!(k >= 2 && recorded.len() >= k, "{recorded:?}");
+    for f in recorded {
+        let seen = f["seen"].as_str().unwrap();
+        assert_eq!(seen.len(), 7, "{f}");
+        assert!(seen.contains('0') && seen.contains('1'), "{f}");
+        assert_eq!(f["turns"].as_array().unwrap().len(), 7, "{f}");
+    }
+    // Each fold's search catches both kinds on its own sessions, so every
+    // fold chooses it, and the held-out loops are caught.
+    let cv = &summary["recommendation"]["cross_validation"];
+    let chosen = cv["chosen"].as_object().unwrap_or_else(|| panic!("{cv}"));
+    assert_eq!(chosen.keys().collect::<Vec<_>>(), [&id], "{cv}");
+    assert_eq!(cv["true_positives"], 4, "{cv}");
+    // Named as what it is there, not by the row's path.
+    let there = "the --combine-rules search, re-run without the held-out sessions";
+    assert!(
+        text.contains(&format!("chosen in {k} of {k} folds: {there}")),
+        "{text}"
+    );
     // The report re-renders from the saved result, the row in it.
     let o = run(&["report", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains(&id), "report.html has no row {id}");
+    assert!(html.contains(&format!("folds: {there}")), "report.html");
     // `export` rebuilds it from the grid the record keeps.
     let o = run(&["export", out.to_str().unwrap(), &id, "--for", "looptune"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

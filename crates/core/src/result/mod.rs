@@ -87,6 +87,38 @@ pub struct OptionsRecord {
     /// `--combine-rules`: the id of the row it added, if it added one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub combined: Option<String>,
+    /// `--combine-rules`: its search re-run in each fold and without each
+    /// group, so the recommendation's own folds can offer that fold's
+    /// result in place of the row (searched on every labelled session).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub combined_folds: Vec<FoldChoice>,
+}
+
+/// A search re-run on part of the labelled sessions (a fold's training
+/// sessions, or every group but one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoldChoice {
+    /// Which labelled sessions (test sessions left out, in session order)
+    /// it was run on: `1` seen, `0` not.
+    pub seen: String,
+    /// Its choice's first detection turn on each labelled session (`None`:
+    /// no detection, or nothing chosen).
+    pub turns: Vec<Option<u32>>,
+}
+
+impl FoldChoice {
+    /// The choice made on the labelled sessions `keep` admits, of `len`.
+    pub fn new(len: usize, keep: &dyn Fn(usize) -> bool, turns: Vec<Option<u32>>) -> FoldChoice {
+        FoldChoice {
+            seen: FoldChoice::mask(len, keep),
+            turns,
+        }
+    }
+
+    /// `keep` over `len` labelled sessions, as [`FoldChoice::seen`] writes it.
+    pub fn mask(len: usize, keep: &dyn Fn(usize) -> bool) -> String {
+        (0..len).map(|i| if keep(i) { '1' } else { '0' }).collect()
+    }
 }
 
 fn default_group_by() -> String {

@@ -202,6 +202,10 @@ impl GroupIndex {
     }
 }
 
+/// What a fold's choice of the `--combine-rules` row stands for.
+pub const COMBINED_IN_FOLD: &str =
+    "the --combine-rules search, re-run without the held-out sessions";
+
 impl SweepResult {
     /// Configuration i.
     pub fn config(&self, i: usize) -> &ConfigRecord {
@@ -211,6 +215,19 @@ impl SweepResult {
     /// Label of configuration i.
     pub fn label(&self, i: usize) -> &str {
         &self.record.grid.configs[i].label
+    }
+
+    /// Configuration i's name where a fold or a left-out group chose it:
+    /// the row `--combine-rules` added stands there for its search re-run
+    /// on that fold's sessions, whose path may differ from the row's.
+    pub fn fold_label(&self, i: usize) -> &str {
+        let o = &self.record.options;
+        match &o.combined {
+            Some(id) if *id == self.config(i).id && !o.combined_folds.is_empty() => {
+                COMBINED_IN_FOLD
+            }
+            _ => self.label(i),
+        }
     }
 
     /// Configuration i's hits, one entry per session.
@@ -586,13 +603,26 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
         .map(|c| in_family.binary_search(&c).is_ok())
         .collect();
     // The row `--combine-rules` added was searched on every labelled
-    // session: a fold or a group left out must not choose it (its own
-    // search, re-run per fold, is validated beside it).
+    // session: in a fold or with a group left out, its place goes to the
+    // search re-run on that fold's sessions (recorded by the search), and
+    // where none was recorded the row is left out.
     let searched = opts
         .combined
         .as_ref()
         .and_then(|id| configs.iter().position(|c| &c.id == id));
+    let fold_search = |keep: &(dyn Fn(usize) -> bool + Sync)| {
+        let seen = crate::result::FoldChoice::mask(labelled.len(), keep);
+        opts.combined_folds
+            .iter()
+            .find(|f| f.seen == seen && f.turns.len() == labelled.len())
+            .map(|f| f.turns.clone())
+    };
     let choose_in = |keep: &(dyn Fn(usize) -> bool + Sync), held_out: bool| {
+        let own = searched.filter(|_| held_out).map(|_| fold_search(keep));
+        let turns = |c: usize| match &own {
+            Some(Some(t)) if searched == Some(c) => t.clone(),
+            _ => turns(c),
+        };
         // Each configuration's turns are found once per fold, for its tally
         // and the guard alike (a 10,000-session table per configuration).
         let guard = guard_on(keep);
@@ -601,7 +631,7 @@ fn advise(r: &SweepResult, opts: &SweepOptions) -> std::io::Result<(Option<usize
             .map(|c| {
                 let h = turns(c);
                 let passes = in_family_mask[c]
-                    && !(held_out && searched == Some(c))
+                    && !(searched == Some(c) && matches!(own, Some(None)))
                     && guard.as_ref().is_none_or(|g| g.admits(&labelled, &h, keep));
                 (recommend::tally(&labelled, &h, keep), passes)
             })

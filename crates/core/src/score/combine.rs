@@ -21,6 +21,7 @@ use crate::detect::{DetectorConfig, ParamValue};
 use crate::error::{Error, Result};
 use crate::event::Session;
 use crate::replay::{Plan, ReplayOptions};
+use crate::result::FoldChoice;
 use crate::score::recommend::{self, CrossValidation, GroupValidation, Labelled, Tally};
 use crate::score::{SweepOptions, SweepResult};
 use rayon::prelude::*;
@@ -217,6 +218,8 @@ pub struct Combined {
     pub steps: usize,
     /// Distinct configurations replayed, and checks run, over every search.
     pub cost: (usize, usize),
+    /// Each re-run's choice (folds, then groups left out).
+    pub folds: Vec<FoldChoice>,
 }
 
 /// Search the combined configuration on the labelled sessions of `r` (test
@@ -293,10 +296,29 @@ pub fn search(
         eval.finish()?;
         return Ok(None);
     };
+    // Each re-run's choice, kept for the recommendation's own folds (the
+    // same folds: same labelled sessions, seed and groups).
+    let folds: Mutex<Vec<FoldChoice>> = Mutex::new(Vec::new());
+    let choose_kept = |keep: &(dyn Fn(usize) -> bool + Sync)| {
+        let chosen = choose(keep);
+        let turns = chosen
+            .as_ref()
+            .map_or_else(|| vec![None; labelled.len()], |(_, h)| h.clone());
+        folds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(FoldChoice::new(labelled.len(), keep, turns));
+        chosen
+    };
     let cross_validation = recommend::fold_count(opts.folds, &labelled)
-        .map(|k| recommend::cross_validate(&labelled, k, opts.seed, &choose));
-    let group_validation =
-        recommend::leave_one_group_out(&labelled, &r.groups.by, &group, &r.groups.names, &choose);
+        .map(|k| recommend::cross_validate(&labelled, k, opts.seed, &choose_kept));
+    let group_validation = recommend::leave_one_group_out(
+        &labelled,
+        &r.groups.by,
+        &group,
+        &r.groups.names,
+        &choose_kept,
+    );
     eval.finish()?;
     let labels: Vec<String> = path.iter().map(|&s| steps[s].label()).collect();
     Ok(Some(Combined {
@@ -312,6 +334,7 @@ pub fn search(
         group_validation,
         steps: steps.len(),
         cost: eval.cost(),
+        folds: folds.into_inner().unwrap_or_else(|e| e.into_inner()),
     }))
 }
 

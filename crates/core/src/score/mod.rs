@@ -20,6 +20,6 @@ pub mod combine;
 mod options;
 pub use analysis::{
     analyze, analyze_with, Advice, Concentration, Explained, ExplainedCase, GroupIndex, ShownRow,
-    SweepResult, TestScores, UnionRow,
+    SweepResult, TestScores, UnionRow, COMBINED_IN_FOLD,
 };
 pub use options::{SweepOptions, FEW_LABELS};

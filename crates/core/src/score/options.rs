@@ -33,8 +33,11 @@ pub struct SweepOptions {
     /// Whether a choice may hurt one group to help another.
     pub guard: recommend::Guard,
     /// The id of the row `--combine-rules` added (a configuration searched
-    /// on every labelled session, so left out of the folds' choices).
+    /// on every labelled session: the folds' choices offer their own
+    /// search's result in its place, else leave it out).
     pub combined: Option<String>,
+    /// That search re-run in each fold and without each group.
+    pub combined_folds: Vec<crate::result::FoldChoice>,
 }
 
 impl Default for SweepOptions {
@@ -50,6 +53,7 @@ impl Default for SweepOptions {
             group_by: AGENT.into(),
             guard: recommend::Guard::PerGroup,
             combined: None,
+            combined_folds: Vec::new(),
         }
     }
 }
@@ -68,6 +72,7 @@ impl SweepOptions {
             group_by: self.group_by.clone(),
             guard: self.guard.name().to_string(),
             combined: self.combined.clone(),
+            combined_folds: self.combined_folds.clone(),
         }
     }
 
@@ -92,6 +97,7 @@ impl SweepOptions {
                 ))
             })?,
             combined: r.combined.clone(),
+            combined_folds: r.combined_folds.clone(),
         })
     }
 }
