@@ -396,6 +396,7 @@ mod fast {
     use super::super::typed::{line_or_skip, text_of_content, Content, Obj, Str, TextPart};
     use super::*;
     use crate::input::format::FileSessions;
+    use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
     use serde::Deserialize;
     use serde_json::value::RawValue;
 
@@ -509,9 +510,14 @@ mod fast {
 
     pub(super) fn import(ctx: &Ctx) -> Option<FileSessions> {
         let mut out = Out::new("claude-code");
-        // Pass 1: parse, drop repeated uuids, learn the groups.
-        let mut recs: Vec<(u32, Line)> = Vec::new();
-        let mut uuids: HashSet<std::borrow::Cow<str>> = HashSet::new();
+        // Pass 1: parse, drop repeated uuids, learn the groups. Sized for
+        // the file's lines at once: grown, the records were copied a dozen
+        // times and the sets hashed again at each growth (a live guard
+        // reads a whole transcript at every call).
+        let lines = memchr::memchr_iter(b'\n', ctx.bytes).count() + 1;
+        let mut recs: Vec<(u32, Line)> = Vec::with_capacity(lines);
+        let mut uuids: HashSet<std::borrow::Cow<str>> =
+            HashSet::with_capacity_and_hasher(lines, Default::default());
         for (n, text) in super::super::common::lines(ctx.bytes) {
             let Some(l) = line_or_skip::<Line>(ctx, &mut out, n, text)? else {
                 continue;
@@ -543,9 +549,10 @@ mod fast {
             }
         };
         // Per group: first real model, compactions, last record of each message.id.
-        let mut model: HashMap<Group, String> = HashMap::new();
-        let mut compactions: HashMap<String, u64> = HashMap::new();
-        let mut last_of_msg: HashMap<(Group, String), usize> = HashMap::new();
+        let mut model: HashMap<Group, String> = HashMap::default();
+        let mut compactions: HashMap<String, u64> = HashMap::default();
+        let mut last_of_msg: HashMap<(Group, String), usize> =
+            HashMap::with_capacity_and_hasher(recs.len(), Default::default());
         for (i, (_, l)) in recs.iter().enumerate() {
             match l.ty() {
                 "assistant" if !l.skipped_assistant() => {
@@ -566,10 +573,12 @@ mod fast {
             }
         }
         // Pass 2: emit.
-        let mut opened: HashSet<Group> = HashSet::new();
-        let mut seen_msg: HashSet<(Group, String)> = HashSet::new();
-        let mut tool_names: HashMap<String, String> = HashMap::new();
-        let mut mode: HashMap<String, String> = HashMap::new();
+        let mut opened: HashSet<Group> = HashSet::default();
+        let mut seen_msg: HashSet<(Group, String)> =
+            HashSet::with_capacity_and_hasher(recs.len(), Default::default());
+        let mut tool_names: HashMap<String, String> =
+            HashMap::with_capacity_and_hasher(recs.len(), Default::default());
+        let mut mode: HashMap<String, String> = HashMap::default();
         for (i, (line, l)) in recs.iter_mut().enumerate() {
             let line = *line;
             let ty = l.ty();

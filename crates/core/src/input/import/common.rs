@@ -39,6 +39,12 @@ impl Out {
     }
 
     fn slot(&mut self, sid: &str) -> usize {
+        // Records mostly follow the session before them: no hashing then.
+        if let Some((last, _)) = self.fs.sessions.last() {
+            if last == sid {
+                return self.fs.sessions.len() - 1;
+            }
+        }
         if let Some(i) = self.index.get(sid) {
             return *i;
         }
