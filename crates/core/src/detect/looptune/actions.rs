@@ -551,6 +551,54 @@ pub fn outcomes(session: &Prepared) -> Arc<Vec<Option<Outcome>>> {
 mod tests {
     use super::*;
 
+    /// Holds the last action only (as the repeat rule does).
+    struct Last(Option<u32>, usize);
+
+    impl ActRule for Last {
+        fn item(&mut self, item: &Item, _: &dyn Shown, _: &Session, _: &mut Vec<Detection>) {
+            if let Item::Act(a) = item {
+                self.1 += usize::from(self.0 == Some(a.key));
+                self.0 = Some(a.key);
+            }
+        }
+        fn held(&self, keys: &mut FxHashSet<u32>, _: &mut FxHashSet<u32>) {
+            keys.extend(self.0);
+        }
+    }
+
+    #[test]
+    fn a_live_feed_forgets_the_keys_its_rule_no_longer_holds() {
+        use crate::detect::looptune::tests::{call, session};
+        // 5,000 distinct calls, every tenth made twice in a row.
+        let mut records = Vec::new();
+        for n in 0..5000 {
+            records.push(call("cat", serde_json::json!({ "path": n })));
+            if n % 10 == 0 {
+                records.push(call("cat", serde_json::json!({ "path": n })));
+            }
+        }
+        let s = session(records);
+        let mut st = ActStream {
+            feed: ActionFeed::new(SameSettings {
+                same: Same::Args,
+                normalize: false,
+                volatile: vec![],
+                result_chars: 100,
+                polling: vec![],
+            }),
+            rule: Last(None, 0),
+            items: Vec::new(),
+        };
+        let mut most = 0;
+        for i in 0..s.events.len() {
+            st.feed(&s, i, &mut Vec::new());
+            most = most.max(st.feed.keys.len() + st.feed.calls.len() + st.feed.shown.len());
+        }
+        // Repeats are still seen as repeats.
+        assert_eq!(st.rule.1, 500);
+        assert!(most < 300, "{most} entries held");
+    }
+
     #[test]
     fn volatile_values_become_placeholders() {
         let t = "run 3f2a9c1e-1b2c-4d5e-8f90-123456789abc at 2026-11-26T15:16:49.123Z \

@@ -52,6 +52,8 @@ mod target;
 mod tests;
 #[cfg(test)]
 mod tests_missing_kinds;
+#[cfg(test)]
+mod tests_stream;
 mod window;
 
 use crate::detect::{
