@@ -98,6 +98,9 @@ impl Stream for ChantStream {
         self.content.finish(session, &mut self.buf);
         out.extend(self.buf.drain(..).filter_map(|d| self.relabel.apply(d)));
     }
+    fn held_from(&self) -> Option<u32> {
+        self.content.held_from()
+    }
 }
 
 impl Check for ChantCheck {

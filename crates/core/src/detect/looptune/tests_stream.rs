@@ -20,7 +20,9 @@ fn both(s: &Arc<Session>, profile: &str, sets: &[(&str, ParamValue)]) -> usize {
     let mut fired = 0;
     for c in cfg.checks().unwrap() {
         let want = c.run(&p, None);
-        let mut stream = c.stream().unwrap_or_else(|| panic!("{} has no stream", c.name()));
+        let mut stream = c
+            .stream()
+            .unwrap_or_else(|| panic!("{} has no stream", c.name()));
         let mut got: Vec<Detection> = Vec::new();
         for i in 0..s.events.len() {
             stream.feed(s, i, &mut got);
@@ -57,9 +59,19 @@ fn long_session() -> Arc<Session> {
                 "failed".into(),
                 n % 3 == 0,
             ),
-            16 => ("Bash", json!({"command": "cargo test"}), "1 failed".into(), true),
+            16 => (
+                "Bash",
+                json!({"command": "cargo test"}),
+                "1 failed".into(),
+                true,
+            ),
             // Distinct calls.
-            _ => ("cat", json!({"path": format!("f{n}")}), format!("text {n}"), false),
+            _ => (
+                "cat",
+                json!({"path": format!("f{n}")}),
+                format!("text {n}"),
+                false,
+            ),
         };
         r.push(call(name, args));
         r.push(result(name, &out, err));
