@@ -49,13 +49,19 @@ fn hits(dets: Vec<Detection>, turns: bool) -> Vec<Hit> {
 /// Every profile on every single-session file of `dir`: returns the files
 /// compared and the detections expected.
 fn check_folder(dir: &Path, names: Vec<&'static str>) -> (usize, usize) {
-    let mut files = Vec::new();
-    jsonl_under(dir, &mut files);
-    files.sort();
     let configs: Vec<DetectorConfig> = names
         .iter()
         .map(|p| DetectorConfig::resolve(None, Some(p), &[]).unwrap())
         .collect();
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    check_configs(dir, names, configs)
+}
+
+/// [`check_folder`] for configurations, each with its name.
+fn check_configs(dir: &Path, names: Vec<String>, configs: Vec<DetectorConfig>) -> (usize, usize) {
+    let mut files = Vec::new();
+    jsonl_under(dir, &mut files);
+    files.sort();
     let plan = Plan::new(configs.clone(), &ReplayOptions { all: true }).unwrap();
     let opts = ReadOptions {
         lenient: true,
@@ -132,6 +138,11 @@ fn the_detector_says_which_profiles_are_incremental() {
         "gemini-2025-07",
         "deepv-preview",
         "deepv-latest",
+        "looptune-as-gemini",
+        "looptune-as-opencode",
+        "looptune-default",
+        "looptune-kinds",
+        "looptune-wide",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }
@@ -139,4 +150,91 @@ fn the_detector_says_which_profiles_are_incremental() {
     for p in ["blade-legacy", "openhands-v1", "openrouter-sdk"] {
         assert!(!inc.contains(&p), "{p}");
     }
+}
+
+/// The looptune family with every rule on (each of issue #45's rules at a
+/// value no profile has, a warning before each stop), under each sameness:
+/// fed incrementally, and what it fires equals a replay.
+#[test]
+fn every_looptune_rule_on_fed_record_by_record_equals_replay() {
+    let mut names = Vec::new();
+    let mut configs = Vec::new();
+    for (same, scope) in [("name", "step"), ("args", "prompt"), ("result", "step")] {
+        let sets: Vec<String> = [
+            "target_warn=2",
+            "target_stop=3",
+            "ladder_warn=2",
+            "ladder_stop=3",
+            "same_edit_warn=2",
+            "same_edit_stop=4",
+            "outcome_chars=30",
+            "outcome_warn=2",
+            "outcome_stop=3",
+            "opening_chars=20",
+            "opening_warn=2",
+            "opening_stop=3",
+            "long_chant_chars=100",
+            "window_size=6",
+            "llm_check=true",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("same={same}"), format!("repeat_scope={scope}")])
+        .collect();
+        let overrides = DetectorConfig::parse_sets("looptune", &sets).unwrap();
+        let cfg = DetectorConfig::resolve(None, Some("looptune-wide"), &overrides).unwrap();
+        assert!(
+            Detector::new(cfg.clone()).unwrap().incremental(),
+            "{sets:?}"
+        );
+        names.push(format!("looptune-wide {}", sets.join(" ")));
+        configs.push(cfg);
+    }
+    let root = util::root();
+    let mut dirs = vec![root.join("tests/fixtures"), root.join("fixtures/sessions")];
+    let conformance = root.join("../shared/conformance");
+    if conformance.is_dir() {
+        dirs.push(conformance);
+    } else {
+        util::skipped("../shared/conformance not found");
+    }
+    let (mut files, mut fired) = (0, 0);
+    for d in dirs {
+        let (f, n) = check_configs(&d, names.clone(), configs.clone());
+        (files, fired) = (files + f, fired + n);
+    }
+    assert!(files >= 15 && fired > 0, "{files} files, {fired} hits");
+}
+
+/// The judge decides a turn's check at its verdict, later in the turn; a
+/// loop detection between (a later event) is the next strike all the same,
+/// as a replay numbers them: a live feed holds it until the judge decides.
+#[test]
+fn a_detection_after_a_pending_judge_check_waits_for_its_strike() {
+    let mut lines = vec![
+        r#"{"type":"session","agent":"gemini-cli","model":"gemini-2.5-pro"}"#.to_string(),
+        r#"{"type":"user","text":"go"}"#.into(),
+        r#"{"type":"turn"}"#.into(),
+    ];
+    for n in 0..5 {
+        lines.push(format!(
+            r#"{{"type":"tool_call","name":"ls","args":{{"dir":"."}},"id":"c{n}"}}"#
+        ));
+    }
+    lines.push(r#"{"type":"judge","confidence":0.95,"analysis":"stuck"}"#.into());
+    let d = tempfile::tempdir().unwrap();
+    util::write(d.path(), "judged.jsonl", &(lines.join("\n") + "\n"));
+    let sets = DetectorConfig::parse_sets(
+        "gemini",
+        &[
+            "llm_check_after_turns=1".into(),
+            "llm_check_interval=1".into(),
+            "policy=ignore".into(),
+        ],
+    )
+    .unwrap();
+    let cfg = DetectorConfig::resolve(None, Some("gemini-latest"), &sets).unwrap();
+    let (files, fired) = check_configs(d.path(), vec!["gemini-latest".into()], vec![cfg]);
+    // The judge at the turn (strike 1), the fifth call (strike 2).
+    assert_eq!((files, fired), (1, 2));
 }

@@ -129,6 +129,14 @@ pub trait Stream: Send {
     /// back for later records (a rule that decides at a record with what
     /// follows it in the same turn).
     fn finish(&mut self, _session: &crate::event::Session, _out: &mut Vec<Detection>) {}
+    /// The earliest event at which this stream may still push a detection
+    /// for the records fed so far (one held back, e.g. the judge's check
+    /// awaiting its verdict), `None` when it holds nothing: a live feed
+    /// numbers the strikes of other checks' later detections only once this
+    /// is decided, as [`merge`] numbers them over the whole session.
+    fn held_from(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// A named set of parameter values.

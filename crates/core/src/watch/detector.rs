@@ -16,7 +16,7 @@
 //! as they are when the session's model changes (a rule may read it).
 
 use super::Settle;
-use crate::detect::{merge, Check, Detection, DetectorConfig, Stream};
+use crate::detect::{Check, Detection, DetectorConfig, Stream};
 use crate::error::{Error, Result};
 use crate::event::{Growing, Session};
 use crate::input::canonical::parse_record;
@@ -51,7 +51,7 @@ struct Fed {
     /// Each check's stream (incremental configurations).
     streams: Vec<Box<dyn Stream>>,
     /// The last detection's prompt and strike, to number the next strikes
-    /// as [`merge`] numbers them over the whole session.
+    /// as [`merge`](crate::detect::merge) numbers them over the whole session.
     prompt: u32,
     strike: u32,
     seen: HashSet<Key>,
@@ -60,6 +60,10 @@ struct Fed {
     model: Option<String>,
     /// Detections found but not settled (they may change with later records).
     open: Vec<Detection>,
+    /// Detections of the streams not yet numbered, with their check's
+    /// index: those at or after an event a stream may still fire at
+    /// ([`Stream::held_from`]), whose strikes depend on it.
+    held: Vec<(usize, Detection)>,
 }
 
 impl Detector {
@@ -170,65 +174,89 @@ impl Detector {
         // What the streams held back for later records of the session.
         if let Some(g) = &self.fed.session {
             let mut found = Vec::new();
-            for s in &mut self.fed.streams {
+            for (k, s) in self.fed.streams.iter_mut().enumerate() {
                 s.finish(g.session(), &mut found);
+                self.fed.held.extend(found.drain(..).map(|d| (k, d)));
             }
-            open.extend(self.number(found));
+            open.extend(self.release(true));
         }
         self.hand_out(open)
     }
 
-    /// The last record fed to every stream: what fires there, numbered.
+    /// The last record fed to every stream: what fires there and what is
+    /// no longer held back, numbered.
     fn step(&mut self) -> Vec<Detection> {
         let fed = &mut self.fed;
         let session = fed.session.as_ref().expect("a record was fed").session();
         let i = session.events.len() - 1;
         let mut found = Vec::new();
-        for s in &mut fed.streams {
+        for (k, s) in fed.streams.iter_mut().enumerate() {
             s.feed(session, i, &mut found);
+            fed.held.extend(found.drain(..).map(|d| (k, d)));
         }
-        self.number(found)
+        self.release(false)
     }
 
-    /// Number the strikes of detections found together as [`merge`] numbers
-    /// them over the whole session, after those handed out before.
-    fn number(&mut self, mut found: Vec<Detection>) -> Vec<Detection> {
+    /// The detections no stream can precede any more (all of them at the
+    /// session's end), numbered as [`merge`](crate::detect::merge) numbers them over the whole
+    /// session, after those released before: by event, ties in check order.
+    fn release(&mut self, all: bool) -> Vec<Detection> {
         let fed = &mut self.fed;
-        // As `merge` orders them: by event, ties in check order.
-        found.sort_by_key(|d| d.event);
-        for d in &mut found {
+        let from = match all {
+            true => None,
+            false => fed.streams.iter().filter_map(|s| s.held_from()).min(),
+        };
+        let mut ready: Vec<(usize, Detection)> = match from {
+            None => std::mem::take(&mut fed.held),
+            Some(e) => {
+                let (ready, held) = std::mem::take(&mut fed.held)
+                    .into_iter()
+                    .partition(|(_, d)| d.event < e);
+                fed.held = held;
+                ready
+            }
+        };
+        ready.sort_by_key(|(k, d)| (d.event, *k));
+        let mut out = Vec::with_capacity(ready.len());
+        for (_, mut d) in ready {
             if d.prompt != fed.prompt {
                 fed.prompt = d.prompt;
                 fed.strike = 0;
             }
             fed.strike += 1;
             d.strike = fed.strike;
+            out.push(d);
         }
-        found
+        out
     }
 
     /// Every detection on the records so far: the streams rebuilt over
     /// them (incremental), else a replay.
     fn replay_all(&mut self) -> Vec<Detection> {
-        let all = if self.incremental {
+        if self.incremental {
             let mut streams = self.fresh_streams();
             let session = self.fed.session.as_ref().expect("fed").session();
-            let mut per: Vec<Vec<Detection>> = vec![Vec::new(); streams.len()];
+            let mut found = Vec::new();
+            let mut held = Vec::new();
             for i in 0..session.events.len() {
-                for (s, out) in streams.iter_mut().zip(&mut per) {
-                    s.feed(session, i, out);
+                for (k, s) in streams.iter_mut().enumerate() {
+                    s.feed(session, i, &mut found);
+                    held.extend(found.drain(..).map(|d| (k, d)));
                 }
             }
             self.fed.streams = streams;
-            merge(per)
-        } else {
-            let session = Arc::new(self.fed.session.as_ref().expect("fed").session().clone());
-            self.plan
-                .session(session)
-                .into_iter()
-                .flat_map(|o| o.detections)
-                .collect()
-        };
+            self.fed.held = held;
+            // Numbered afresh: those handed out before get their keys again.
+            (self.fed.prompt, self.fed.strike) = (u32::MAX, 0);
+            return self.release(false);
+        }
+        let session = Arc::new(self.fed.session.as_ref().expect("fed").session().clone());
+        let all: Vec<Detection> = self
+            .plan
+            .session(session)
+            .into_iter()
+            .flat_map(|o| o.detections)
+            .collect();
         (self.fed.prompt, self.fed.strike) =
             all.last().map_or((u32::MAX, 0), |d| (d.prompt, d.strike));
         all

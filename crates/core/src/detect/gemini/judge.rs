@@ -246,6 +246,10 @@ impl Stream for JudgeStream {
     fn finish(&mut self, _session: &Session, out: &mut Vec<Detection>) {
         self.decide(true, out);
     }
+
+    fn held_from(&self) -> Option<u32> {
+        self.pending.as_ref().map(|p| p.event)
+    }
 }
 
 #[cfg(test)]

@@ -18,11 +18,12 @@
 //! no action. Results are matched to calls by the peers' rule (id, else name,
 //! else the oldest unanswered call).
 
-use crate::detect::peers::common::{Prompts, Unanswered};
-use crate::detect::Prepared;
+use crate::detect::gemini::prep::Prompter;
+use crate::detect::peers::common::Unanswered;
+use crate::detect::{Detection, Prepared, Stream};
 use crate::event::{Record, Session};
 use regex::Regex;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Map, Value};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -243,83 +244,239 @@ enum ArgKey {
 }
 
 impl Actions {
-    /// The action stream of a session under `s`, the arguments' texts given.
+    /// The action stream of a session under `s`, the arguments' texts given:
+    /// [`ActionFeed`] fed every record.
     fn with(
         session: &Session,
         s: &SameSettings,
         raw: &crate::detect::prepared::CallArgs,
     ) -> Actions {
-        let mut out = Actions::default();
-        // A call without its result, then with it.
-        let mut calls: FxHashMap<(String, ArgKey), u32> = FxHashMap::default();
-        let mut keys: FxHashMap<(u32, Option<String>), u32> = FxHashMap::default();
-        let rewrite = s.normalize || !s.volatile.is_empty();
-        let mut prompts = Prompts::default();
-        // Calls keyed with their result: (the call's id, shown).
-        let mut pending: Unanswered<(u32, String)> = Unanswered::default();
-        let mut act = |out: &mut Actions, at: usize, prompt: u32, call: u32, head, shown: &str| {
-            let next = keys.len() as u32;
-            let key = *keys.entry((call, head)).or_insert_with(|| {
-                out.shown.push(shown.to_string());
-                next
-            });
-            out.items.push(Item::Act(Act {
-                at,
-                prompt,
-                key,
-                call,
-            }));
-        };
-        for (i, e) in session.events.iter().enumerate() {
-            if prompts.observe(&e.record) {
-                out.items.push(Item::NewPrompt);
-            }
-            if e.starts_turn
-                || matches!(
-                    e.record,
-                    Record::User { .. } | Record::Content { .. } | Record::Thought { .. }
-                )
-            {
-                out.items.push(Item::Break);
-            }
-            match &e.record {
-                Record::ToolCall { name, args, id } => {
-                    let name = trimmed_name(name);
-                    let polling = s.polling.iter().any(|p| p == name);
-                    let (arg, shown) = match s.same {
-                        Same::Name if !polling => (ArgKey::None, name.to_string()),
-                        _ if rewrite => {
-                            let a = args_text(args, s);
-                            let shown = format!("{name} {}", short(&a));
-                            (ArgKey::Text(a), shown)
-                        }
-                        _ => {
-                            let a = raw.ids[i];
-                            let shown = format!("{name} {}", short(&raw.texts[a as usize]));
-                            (ArgKey::Raw(a), shown)
-                        }
-                    };
-                    let next = calls.len() as u32;
-                    let call = *calls.entry((name.to_string(), arg)).or_insert(next);
-                    if s.same == Same::Result || polling {
-                        pending.push(id.as_deref(), name, (call, shown));
-                    } else {
-                        act(&mut out, i, prompts.count(), call, None, &shown);
-                    }
-                }
-                Record::ToolResult {
-                    id, name, output, ..
-                } => {
-                    let name = name.as_deref().map(trimmed_name);
-                    if let Some((call, shown)) = pending.answer(id.as_deref(), name) {
-                        let head = result_head(output.as_deref().unwrap_or(""), s);
-                        act(&mut out, i, prompts.count(), call, Some(head), &shown);
-                    }
-                }
-                _ => {}
-            }
+        let mut feed = ActionFeed::new(s.clone());
+        let mut items = Vec::new();
+        for i in 0..session.events.len() {
+            feed.record(session, i, Some(raw), &mut items);
         }
-        out
+        // Never compacted: the keys are 0..n.
+        let mut shown = vec![String::new(); feed.next_key as usize];
+        for (k, v) in feed.shown.drain() {
+            shown[k as usize] = v;
+        }
+        Actions { items, shown }
+    }
+}
+
+/// What a detection shows of an action key (name and normalised arguments, short).
+pub trait Shown {
+    /// The key's text.
+    fn shown(&self, key: u32) -> &str;
+}
+
+impl Shown for Actions {
+    fn shown(&self, key: u32) -> &str {
+        &self.shown[key as usize]
+    }
+}
+
+/// The action stream made one record at a time: a whole session's
+/// [`Actions`] is this fed every record (with the arguments' texts a sweep
+/// made once), a rule's live [`Stream`] feeds it as records come. Keys are
+/// interned here; a live feed drops those its rule no longer holds
+/// ([`ActionFeed::compact`]), so its memory follows the rule's, not the session's.
+pub struct ActionFeed {
+    s: SameSettings,
+    rewrite: bool,
+    prompts: Prompter,
+    /// A call without its result, then with it.
+    calls: FxHashMap<(String, ArgKey), u32>,
+    keys: FxHashMap<(u32, Option<String>), u32>,
+    shown: FxHashMap<u32, String>,
+    next_call: u32,
+    next_key: u32,
+    /// Calls keyed with their result: (the call's id, shown).
+    pending: Unanswered<(u32, String)>,
+    /// Keys and calls held after the last compaction.
+    live: usize,
+}
+
+impl ActionFeed {
+    /// Before the first record.
+    pub fn new(s: SameSettings) -> ActionFeed {
+        ActionFeed {
+            rewrite: s.normalize || !s.volatile.is_empty(),
+            s,
+            prompts: Prompter::default(),
+            calls: FxHashMap::default(),
+            keys: FxHashMap::default(),
+            shown: FxHashMap::default(),
+            next_call: 0,
+            next_key: 0,
+            pending: Unanswered::default(),
+            live: 0,
+        }
+    }
+
+    /// Push the items of record `i` of `session` (`raw`: the session's
+    /// argument texts, if made; else each call's is written here).
+    pub fn record(
+        &mut self,
+        session: &Session,
+        i: usize,
+        raw: Option<&crate::detect::prepared::CallArgs>,
+        out: &mut Vec<Item>,
+    ) {
+        let e = &session.events[i];
+        if self.prompts.observe(session, i) {
+            out.push(Item::NewPrompt);
+        }
+        if e.starts_turn
+            || matches!(
+                e.record,
+                Record::User { .. } | Record::Content { .. } | Record::Thought { .. }
+            )
+        {
+            out.push(Item::Break);
+        }
+        let prompt = self.prompts.count();
+        match &e.record {
+            Record::ToolCall { name, args, id } => {
+                let name = trimmed_name(name);
+                let polling = self.s.polling.iter().any(|p| p == name);
+                let (arg, shown) = match (self.s.same, raw) {
+                    (Same::Name, _) if !polling => (ArgKey::None, name.to_string()),
+                    (_, Some(raw)) if !self.rewrite => {
+                        let a = raw.ids[i];
+                        let shown = format!("{name} {}", short(&raw.texts[a as usize]));
+                        (ArgKey::Raw(a), shown)
+                    }
+                    // Without the session's texts, the text itself (equal
+                    // texts, equal ids: the same sameness).
+                    _ => {
+                        let a = args_text(args, &self.s);
+                        let shown = format!("{name} {}", short(&a));
+                        (ArgKey::Text(a), shown)
+                    }
+                };
+                let next = self.next_call;
+                let call = *self
+                    .calls
+                    .entry((name.to_string(), arg))
+                    .or_insert_with(|| {
+                        self.next_call += 1;
+                        next
+                    });
+                if self.s.same == Same::Result || polling {
+                    self.pending.push(id.as_deref(), name, (call, shown));
+                } else {
+                    self.act(out, i, prompt, call, None, shown);
+                }
+            }
+            Record::ToolResult {
+                id, name, output, ..
+            } => {
+                let name = name.as_deref().map(trimmed_name);
+                if let Some((call, shown)) = self.pending.answer(id.as_deref(), name) {
+                    let head = result_head(output.as_deref().unwrap_or(""), &self.s);
+                    self.act(out, i, prompt, call, Some(head), shown);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn act(
+        &mut self,
+        out: &mut Vec<Item>,
+        at: usize,
+        prompt: u32,
+        call: u32,
+        head: Option<String>,
+        shown: String,
+    ) {
+        let next = self.next_key;
+        let key = *self.keys.entry((call, head)).or_insert_with(|| {
+            self.next_key += 1;
+            self.shown.insert(next, shown);
+            next
+        });
+        out.push(Item::Act(Act {
+            at,
+            prompt,
+            key,
+            call,
+        }));
+    }
+
+    /// Forget the keys and calls no later action can match: those `rule`
+    /// does not hold (nor a held key's call, nor a call awaiting its
+    /// result). Runs once the maps have doubled past what was held after
+    /// the last run, so it costs amortised O(1) a record.
+    pub fn compact(&mut self, rule: &impl ActRule) {
+        if self.keys.len() + self.calls.len() <= 2 * self.live + 64 {
+            return;
+        }
+        let (mut keys, mut calls) = (FxHashSet::default(), FxHashSet::default());
+        rule.held(&mut keys, &mut calls);
+        self.keys.retain(|_, k| keys.contains(k));
+        self.shown.retain(|k, _| keys.contains(k));
+        calls.extend(self.keys.keys().map(|(c, _)| *c));
+        calls.extend(self.pending.values().map(|(c, _)| *c));
+        self.calls.retain(|_, c| calls.contains(c));
+        self.live = self.keys.len() + self.calls.len();
+    }
+}
+
+impl Shown for ActionFeed {
+    fn shown(&self, key: u32) -> &str {
+        self.shown.get(&key).map_or("", String::as_str)
+    }
+}
+
+/// A rule over the action stream: its state between items, the same over
+/// a whole session ([`run_acts`]) and fed one record at a time
+/// ([`ActStream`], a check's [`Check::stream`](crate::detect::Check::stream)).
+pub trait ActRule: Send + 'static {
+    /// Read one item (`shown`: the keys' texts; `s`: the session so far).
+    fn item(&mut self, item: &Item, shown: &dyn Shown, s: &Session, out: &mut Vec<Detection>);
+    /// Add the action keys and call keys still compared with later actions.
+    fn held(&self, keys: &mut FxHashSet<u32>, calls: &mut FxHashSet<u32>);
+}
+
+/// `rule` over a session's action stream.
+pub fn run_acts(mut rule: impl ActRule, acts: &Actions, s: &Session) -> Vec<Detection> {
+    let mut out = Vec::new();
+    for item in &acts.items {
+        rule.item(item, acts, s, &mut out);
+    }
+    out
+}
+
+/// An [`ActRule`] fed one record at a time, with the action stream made as
+/// records come.
+pub struct ActStream<R> {
+    feed: ActionFeed,
+    rule: R,
+    items: Vec<Item>,
+}
+
+impl<R: ActRule> ActStream<R> {
+    /// A stream of `rule` under `same`.
+    pub fn boxed(same: SameSettings, rule: R) -> Box<dyn Stream> {
+        Box::new(ActStream {
+            feed: ActionFeed::new(same),
+            rule,
+            items: Vec::new(),
+        })
+    }
+}
+
+impl<R: ActRule> Stream for ActStream<R> {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        self.items.clear();
+        self.feed.record(session, i, None, &mut self.items);
+        for item in &self.items {
+            self.rule.item(item, &self.feed, session, out);
+        }
+        self.feed.compact(&self.rule);
     }
 }
 
@@ -337,37 +494,54 @@ pub struct Outcome {
     pub error: bool,
 }
 
+/// Prompt starts and tool results made one record at a time: a whole
+/// session's [`outcomes`] is this fed every record. Holds the calls not
+/// yet answered.
+#[derive(Default)]
+pub struct OutcomeFeed {
+    prompts: Prompter,
+    calls: Unanswered<String>,
+}
+
+impl OutcomeFeed {
+    /// Push what record `i` of `session` brings (`None`: a new prompt).
+    pub fn record(&mut self, session: &Session, i: usize, out: &mut Vec<Option<Outcome>>) {
+        if self.prompts.observe(session, i) {
+            out.push(None);
+        }
+        match &session.events[i].record {
+            Record::ToolCall { name, id, .. } => {
+                self.calls
+                    .push(id.as_deref(), name, trimmed_name(name).to_string());
+            }
+            Record::ToolResult {
+                id, name, error, ..
+            } => {
+                let tool = self
+                    .calls
+                    .answer(id.as_deref(), name.as_deref())
+                    .or_else(|| name.as_deref().map(|n| trimmed_name(n).to_string()))
+                    .unwrap_or_default();
+                out.push(Some(Outcome {
+                    at: i,
+                    prompt: self.prompts.count(),
+                    tool,
+                    error: *error == Some(true),
+                }));
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Every prompt start and tool result of a session, in order (`None` for a
 /// new prompt): shared by every error-streak configuration.
 pub fn outcomes(session: &Prepared) -> Arc<Vec<Option<Outcome>>> {
     session.shared("looptune.outcomes", |s| {
         let mut out = Vec::new();
-        let mut prompts = Prompts::default();
-        let mut calls: Unanswered<String> = Unanswered::default();
-        for (i, e) in s.events.iter().enumerate() {
-            if prompts.observe(&e.record) {
-                out.push(None);
-            }
-            match &e.record {
-                Record::ToolCall { name, id, .. } => {
-                    calls.push(id.as_deref(), name, trimmed_name(name).to_string());
-                }
-                Record::ToolResult {
-                    id, name, error, ..
-                } => {
-                    let tool = calls
-                        .answer(id.as_deref(), name.as_deref())
-                        .or_else(|| name.as_deref().map(|n| trimmed_name(n).to_string()))
-                        .unwrap_or_default();
-                    out.push(Some(Outcome {
-                        at: i,
-                        prompt: prompts.count(),
-                        tool,
-                        error: *error == Some(true),
-                    }));
-                }
-                _ => {}
-            }
+        let mut feed = OutcomeFeed::default();
+        for i in 0..s.events.len() {
+            feed.record(s, i, &mut out);
         }
         out
     })
@@ -376,6 +550,54 @@ pub fn outcomes(session: &Prepared) -> Arc<Vec<Option<Outcome>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Holds the last action only (as the repeat rule does).
+    struct Last(Option<u32>, usize);
+
+    impl ActRule for Last {
+        fn item(&mut self, item: &Item, _: &dyn Shown, _: &Session, _: &mut Vec<Detection>) {
+            if let Item::Act(a) = item {
+                self.1 += usize::from(self.0 == Some(a.key));
+                self.0 = Some(a.key);
+            }
+        }
+        fn held(&self, keys: &mut FxHashSet<u32>, _: &mut FxHashSet<u32>) {
+            keys.extend(self.0);
+        }
+    }
+
+    #[test]
+    fn a_live_feed_forgets_the_keys_its_rule_no_longer_holds() {
+        use crate::detect::looptune::tests::{call, session};
+        // 5,000 distinct calls, every tenth made twice in a row.
+        let mut records = Vec::new();
+        for n in 0..5000 {
+            records.push(call("cat", serde_json::json!({ "path": n })));
+            if n % 10 == 0 {
+                records.push(call("cat", serde_json::json!({ "path": n })));
+            }
+        }
+        let s = session(records);
+        let mut st = ActStream {
+            feed: ActionFeed::new(SameSettings {
+                same: Same::Args,
+                normalize: false,
+                volatile: vec![],
+                result_chars: 100,
+                polling: vec![],
+            }),
+            rule: Last(None, 0),
+            items: Vec::new(),
+        };
+        let mut most = 0;
+        for i in 0..s.events.len() {
+            st.feed(&s, i, &mut Vec::new());
+            most = most.max(st.feed.keys.len() + st.feed.calls.len() + st.feed.shown.len());
+        }
+        // Repeats are still seen as repeats.
+        assert_eq!(st.rule.1, 500);
+        assert!(most < 300, "{most} entries held");
+    }
 
     #[test]
     fn volatile_values_become_placeholders() {
@@ -724,6 +946,26 @@ pub struct Call {
     pub error: bool,
 }
 
+impl Call {
+    /// The call's arguments.
+    pub fn args<'s>(&self, s: &'s Session) -> &'s Map<String, Value> {
+        match &s.events[self.at].record {
+            Record::ToolCall { args, .. } => args,
+            _ => unreachable!("a call's record is a tool call"),
+        }
+    }
+
+    /// The call's result text ("" when it has none).
+    pub fn output<'s>(&self, s: &'s Session) -> &'s str {
+        match self.answer.map(|a| &s.events[a].record) {
+            Some(Record::ToolResult {
+                output: Some(o), ..
+            }) => o,
+            _ => "",
+        }
+    }
+}
+
 /// Every call with its answer, whatever the settings: shared by the rules of
 /// issue #45.
 #[derive(Debug, Default)]
@@ -734,22 +976,56 @@ pub struct Calls {
     pub calls: Vec<Call>,
 }
 
-impl Calls {
-    /// The call's arguments.
-    pub fn args<'s>(&self, s: &'s Session, c: usize) -> &'s Map<String, Value> {
-        match &s.events[self.calls[c].at].record {
-            Record::ToolCall { args, .. } => args,
-            _ => unreachable!("a call's record is a tool call"),
-        }
-    }
+/// A step of [`CallFeed`]: the call as known there (a call's answer is
+/// not known at its own step).
+#[derive(Debug)]
+pub enum CallStep {
+    /// A new prompt begins.
+    NewPrompt,
+    /// A call is made.
+    Call(Call),
+    /// A call is answered.
+    Answer(Call),
+}
 
-    /// The call's result text ("" when it has none).
-    pub fn output<'s>(&self, s: &'s Session, c: usize) -> &'s str {
-        match self.calls[c].answer.map(|a| &s.events[a].record) {
-            Some(Record::ToolResult {
-                output: Some(o), ..
-            }) => o,
-            _ => "",
+/// Calls and answers made one record at a time: a whole session's
+/// [`calls`] is this fed every record. Holds the calls not yet answered.
+#[derive(Default)]
+pub struct CallFeed {
+    prompts: Prompter,
+    pending: Unanswered<Call>,
+}
+
+impl CallFeed {
+    /// Push the steps record `i` of `session` brings.
+    pub fn record(&mut self, session: &Session, i: usize, out: &mut Vec<CallStep>) {
+        if self.prompts.observe(session, i) {
+            out.push(CallStep::NewPrompt);
+        }
+        match &session.events[i].record {
+            Record::ToolCall { name, id, .. } => {
+                let call = Call {
+                    at: i,
+                    prompt: self.prompts.count(),
+                    tool: trimmed_name(name).to_string(),
+                    answer: None,
+                    answer_prompt: 0,
+                    error: false,
+                };
+                self.pending.push(id.as_deref(), name, call.clone());
+                out.push(CallStep::Call(call));
+            }
+            Record::ToolResult {
+                id, name, error, ..
+            } => {
+                if let Some(mut call) = self.pending.answer(id.as_deref(), name.as_deref()) {
+                    call.answer = Some(i);
+                    call.answer_prompt = self.prompts.count();
+                    call.error = *error == Some(true);
+                    out.push(CallStep::Answer(call));
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -758,42 +1034,139 @@ impl Calls {
 pub fn calls(session: &Prepared) -> Arc<Calls> {
     session.shared("looptune.calls", |s| {
         let mut out = Calls::default();
-        let mut prompts = Prompts::default();
-        let mut pending: Unanswered<usize> = Unanswered::default();
-        for (i, e) in s.events.iter().enumerate() {
-            if prompts.observe(&e.record) {
-                out.steps.push(Step::NewPrompt);
-            }
-            match &e.record {
-                Record::ToolCall { name, id, .. } => {
-                    let c = out.calls.len();
-                    out.calls.push(Call {
-                        at: i,
-                        prompt: prompts.count(),
-                        tool: trimmed_name(name).to_string(),
-                        answer: None,
-                        answer_prompt: 0,
-                        error: false,
-                    });
-                    pending.push(id.as_deref(), name, c);
-                    out.steps.push(Step::Call(c));
-                }
-                Record::ToolResult {
-                    id, name, error, ..
-                } => {
-                    if let Some(c) = pending.answer(id.as_deref(), name.as_deref()) {
-                        let call = &mut out.calls[c];
-                        call.answer = Some(i);
-                        call.answer_prompt = prompts.count();
-                        call.error = *error == Some(true);
-                        out.steps.push(Step::Answer(c));
+        let mut feed = CallFeed::default();
+        let mut steps = Vec::new();
+        for i in 0..s.events.len() {
+            feed.record(s, i, &mut steps);
+            for step in steps.drain(..) {
+                match step {
+                    CallStep::NewPrompt => out.steps.push(Step::NewPrompt),
+                    CallStep::Call(c) => {
+                        out.steps.push(Step::Call(out.calls.len()));
+                        out.calls.push(c);
+                    }
+                    CallStep::Answer(c) => {
+                        // Calls are in record order.
+                        let n = out
+                            .calls
+                            .binary_search_by_key(&c.at, |x| x.at)
+                            .expect("an answered call was made");
+                        out.calls[n] = c;
+                        out.steps.push(Step::Answer(n));
                     }
                 }
-                _ => {}
             }
         }
         out
     })
+}
+
+/// A step of a call rule: the call as known there.
+#[derive(Debug, Clone, Copy)]
+pub enum StepRef<'a> {
+    /// A new prompt begins.
+    NewPrompt,
+    /// A call is made.
+    Call(&'a Call),
+    /// A call is answered.
+    Answer(&'a Call),
+}
+
+/// A call's arguments as rules compare them: the id of its text when a
+/// sweep made the session's texts, else the text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ArgsId {
+    /// Into [`CallArgs`](crate::detect::prepared::CallArgs).
+    Id(u32),
+    /// The text itself.
+    Text(String),
+}
+
+/// The arguments of the call at record `at`: how they compare, and their text.
+pub fn args_id<'a>(
+    raw: Option<&'a crate::detect::prepared::CallArgs>,
+    s: &Session,
+    at: usize,
+) -> (ArgsId, std::borrow::Cow<'a, str>) {
+    match raw {
+        Some(raw) => {
+            let (id, text) = raw.at(at);
+            (ArgsId::Id(id), std::borrow::Cow::Borrowed(text))
+        }
+        None => {
+            let text = match &s.events[at].record {
+                Record::ToolCall { args, .. } => crate::util::js::stringify_object(args),
+                _ => unreachable!("a call's record is a tool call"),
+            };
+            (ArgsId::Text(text.clone()), std::borrow::Cow::Owned(text))
+        }
+    }
+}
+
+/// A rule over a session's calls: its state between steps, the same over
+/// a whole session ([`run_calls`]) and fed one record at a time
+/// ([`CallStream`]).
+pub trait CallRule: Send + 'static {
+    /// Whether the rule compares arguments (a sweep then hands it the
+    /// session's argument texts, made once).
+    const ARGS: bool;
+    /// Read one step (`raw`: the session's argument texts, if made).
+    fn step(
+        &mut self,
+        step: StepRef<'_>,
+        s: &Session,
+        raw: Option<&crate::detect::prepared::CallArgs>,
+        out: &mut Vec<Detection>,
+    );
+}
+
+/// `rule` over a session's calls.
+pub fn run_calls<R: CallRule>(mut rule: R, session: &Prepared) -> Vec<Detection> {
+    let cs = calls(session);
+    let raw = R::ARGS.then(|| session.call_args());
+    let s = &session.session;
+    let mut out = Vec::new();
+    for step in &cs.steps {
+        let step = match *step {
+            Step::NewPrompt => StepRef::NewPrompt,
+            Step::Call(c) => StepRef::Call(&cs.calls[c]),
+            Step::Answer(c) => StepRef::Answer(&cs.calls[c]),
+        };
+        rule.step(step, s, raw.as_deref(), &mut out);
+    }
+    out
+}
+
+/// A [`CallRule`] fed one record at a time.
+pub struct CallStream<R> {
+    feed: CallFeed,
+    rule: R,
+    steps: Vec<CallStep>,
+}
+
+impl<R: CallRule> CallStream<R> {
+    /// A stream of `rule`.
+    pub fn boxed(rule: R) -> Box<dyn Stream> {
+        Box::new(CallStream {
+            feed: CallFeed::default(),
+            rule,
+            steps: Vec::new(),
+        })
+    }
+}
+
+impl<R: CallRule> Stream for CallStream<R> {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        self.feed.record(session, i, &mut self.steps);
+        for step in self.steps.drain(..) {
+            let step = match &step {
+                CallStep::NewPrompt => StepRef::NewPrompt,
+                CallStep::Call(c) => StepRef::Call(c),
+                CallStep::Answer(c) => StepRef::Answer(c),
+            };
+            self.rule.step(step, session, None, out);
+        }
+    }
 }
 
 /// A text as the outcome and opening rules compare it: volatile values

@@ -7,9 +7,10 @@
 //! window size share one pass over the session (`content::run_many`), and so
 //! do its warn-stage runs.
 
-use crate::detect::gemini::content::{self, Algorithm, ContentSettings, Fences};
+use crate::detect::gemini::content::{self, Algorithm, ContentSettings, ContentStream, Fences};
 use crate::detect::gemini::prep;
-use crate::detect::{Check, Detection, Prepared};
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::Session;
 
 /// What the rule reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,22 +50,56 @@ impl ChantCheck {
     }
 
     fn relabel(&self, dets: Vec<Detection>) -> Vec<Detection> {
-        let mut warned = None;
-        dets.into_iter()
-            .filter_map(|mut d| {
-                if self.s.warn {
-                    if warned == Some(d.prompt) {
-                        return None;
-                    }
-                    warned = Some(d.prompt);
-                    d.kind = "chant_warn";
-                    d.detail.push_str(" (warning)");
-                } else {
-                    d.kind = "chant";
-                }
-                Some(d)
-            })
-            .collect()
+        let mut r = Relabel::new(self.s.warn);
+        dets.into_iter().filter_map(|d| r.apply(d)).collect()
+    }
+}
+
+/// The content check's detections as this stage's: the stop stage's all,
+/// the warn stage's first of each prompt.
+struct Relabel {
+    warn: bool,
+    warned: Option<u32>,
+}
+
+impl Relabel {
+    fn new(warn: bool) -> Relabel {
+        Relabel { warn, warned: None }
+    }
+
+    fn apply(&mut self, mut d: Detection) -> Option<Detection> {
+        if self.warn {
+            if self.warned == Some(d.prompt) {
+                return None;
+            }
+            self.warned = Some(d.prompt);
+            d.kind = "chant_warn";
+            d.detail.push_str(" (warning)");
+        } else {
+            d.kind = "chant";
+        }
+        Some(d)
+    }
+}
+
+/// The content check's stream, relabelled.
+struct ChantStream {
+    content: ContentStream,
+    relabel: Relabel,
+    buf: Vec<Detection>,
+}
+
+impl Stream for ChantStream {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        self.content.feed(session, i, &mut self.buf);
+        out.extend(self.buf.drain(..).filter_map(|d| self.relabel.apply(d)));
+    }
+    fn finish(&mut self, session: &Session, out: &mut Vec<Detection>) {
+        self.content.finish(session, &mut self.buf);
+        out.extend(self.buf.drain(..).filter_map(|d| self.relabel.apply(d)));
+    }
+    fn held_from(&self) -> Option<u32> {
+        self.content.held_from()
     }
 }
 
@@ -115,5 +150,12 @@ impl Check for ChantCheck {
     }
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(Box::new(ChantStream {
+            content: ContentStream::new(self.s.content.clone()),
+            relabel: Relabel::new(self.s.warn),
+            buf: Vec::new(),
+        }))
     }
 }

@@ -4,9 +4,11 @@
 //! `R` and periods 2..5 the two rules together are Gemini CLI's
 //! `checkToolCallLoop` since acae7124bd (periods 1..5, one detection per call).
 
-use super::actions::{actions, Item, SameSettings};
+use super::actions::{actions, run_acts, ActRule, ActStream, Item, SameSettings, Shown};
 use super::{staged, Stage, Stages};
-use crate::detect::{Check, Detection, Prepared};
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::Session;
+use rustc_hash::FxHashSet;
 use std::collections::VecDeque;
 
 /// What the rule reads.
@@ -48,62 +50,96 @@ impl Check for CycleCheck {
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let acts = actions(session, &self.s.same);
+        run_acts(self.rule(), &acts, &session.session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(ActStream::boxed(self.s.same.clone(), self.rule()))
+    }
+}
+
+impl CycleCheck {
+    fn rule(&self) -> Cycle {
         let st = self.s.stages;
         let cap = self.s.max_period * st.warn.max(st.stop);
-        let mut out = Vec::new();
-        let mut h: VecDeque<u32> = VecDeque::with_capacity(cap.min(1024) + 1);
-        // Identical actions at the end of the history.
-        let mut run = 0usize;
-        let mut warned = false;
-        for item in &acts.items {
-            let a = match item {
-                Item::NewPrompt => {
-                    h.clear();
-                    run = 0;
-                    warned = false;
-                    continue;
-                }
-                Item::Break => continue,
-                Item::Act(a) => a,
-            };
-            run = if h.back() == Some(&a.key) { run + 1 } else { 1 };
-            h.push_back(a.key);
-            if h.len() > cap {
-                h.pop_front();
-            }
-            let stop = (st.stop > 0)
-                .then(|| cycle_at(&h, st.stop, self.s.max_period, run))
-                .flatten();
-            let warn = (st.warns() && stop.is_none())
-                .then(|| cycle_at(&h, st.warn, self.s.max_period, run))
-                .flatten();
-            let (stage, k, reps) = match (stop, warn) {
-                (Some(k), _) => (Stage::Stop, k, st.stop),
-                (None, Some(k)) if !warned => (Stage::Warn, k, st.warn),
-                _ => {
-                    warned = warn.is_some();
-                    continue;
-                }
-            };
-            warned = stage == Stage::Warn || warned;
-            let shown: Vec<&str> = h
-                .iter()
-                .skip(h.len() - k)
-                .map(|x| acts.shown[*x as usize].as_str())
-                .collect();
-            out.push(staged(
-                &session.session,
-                a.at,
-                stage,
-                ("cycle", "cycle_warn"),
-                a.prompt,
-                format!(
-                    "a cycle of {k} actions repeated {reps} times: {}",
-                    shown.join(" -> ")
-                ),
-            ));
+        Cycle {
+            stages: st,
+            max_period: self.s.max_period,
+            cap,
+            h: VecDeque::with_capacity(cap.min(1024) + 1),
+            run: 0,
+            warned: false,
         }
-        out
+    }
+}
+
+/// The rule's state: the last `max_period x repetitions` actions of the
+/// prompt, the run of identical ones at their end, whether it warned.
+struct Cycle {
+    stages: Stages,
+    max_period: usize,
+    cap: usize,
+    h: VecDeque<u32>,
+    run: usize,
+    warned: bool,
+}
+
+impl ActRule for Cycle {
+    fn item(&mut self, item: &Item, shown: &dyn Shown, s: &Session, out: &mut Vec<Detection>) {
+        let a = match item {
+            Item::NewPrompt => {
+                self.h.clear();
+                self.run = 0;
+                self.warned = false;
+                return;
+            }
+            Item::Break => return,
+            Item::Act(a) => a,
+        };
+        let st = self.stages;
+        let h = &mut self.h;
+        self.run = if h.back() == Some(&a.key) {
+            self.run + 1
+        } else {
+            1
+        };
+        h.push_back(a.key);
+        if h.len() > self.cap {
+            h.pop_front();
+        }
+        let stop = (st.stop > 0)
+            .then(|| cycle_at(h, st.stop, self.max_period, self.run))
+            .flatten();
+        let warn = (st.warns() && stop.is_none())
+            .then(|| cycle_at(h, st.warn, self.max_period, self.run))
+            .flatten();
+        let (stage, k, reps) = match (stop, warn) {
+            (Some(k), _) => (Stage::Stop, k, st.stop),
+            (None, Some(k)) if !self.warned => (Stage::Warn, k, st.warn),
+            _ => {
+                self.warned = warn.is_some();
+                return;
+            }
+        };
+        self.warned = stage == Stage::Warn || self.warned;
+        let shown: Vec<&str> = h
+            .iter()
+            .skip(h.len() - k)
+            .map(|x| shown.shown(*x))
+            .collect();
+        out.push(staged(
+            s,
+            a.at,
+            stage,
+            ("cycle", "cycle_warn"),
+            a.prompt,
+            format!(
+                "a cycle of {k} actions repeated {reps} times: {}",
+                shown.join(" -> ")
+            ),
+        ));
+    }
+    fn held(&self, keys: &mut FxHashSet<u32>, _calls: &mut FxHashSet<u32>) {
+        keys.extend(self.h.iter().copied());
     }
 }
 

@@ -6,9 +6,11 @@
 //! real change is a new attempt. Other tools' failures and read-only
 //! successes between do not. A new prompt starts afresh.
 
-use super::actions::{calls, ChangeTools, Step};
+use super::actions::{run_calls, CallRule, CallStream, ChangeTools, StepRef};
 use super::{staged, Stages};
-use crate::detect::{Check, Detection, Prepared};
+use crate::detect::prepared::CallArgs;
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::Session;
 use rustc_hash::FxHashMap;
 
 /// What the rule reads.
@@ -37,41 +39,70 @@ impl Check for LadderCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let cs = calls(session);
-        let mut out = Vec::new();
-        let mut failing: FxHashMap<&str, usize> = FxHashMap::default();
-        for step in &cs.steps {
-            let c = match step {
-                Step::NewPrompt => {
-                    failing.clear();
-                    continue;
-                }
-                Step::Call(_) => continue,
-                Step::Answer(c) => *c,
-            };
-            let call = &cs.calls[c];
-            if !call.error {
-                if self.s.changes.changes(&call.tool, cs.args(s, c)) {
-                    failing.clear();
-                } else {
-                    failing.remove(call.tool.as_str());
-                }
-                continue;
-            }
-            let n = failing.entry(call.tool.as_str()).or_insert(0);
-            *n += 1;
-            if let Some(stage) = self.s.stages.at(*n) {
-                out.push(staged(
-                    s,
-                    call.answer.expect("an answer step has its answer"),
-                    stage,
-                    ("failure_ladder", "failure_ladder_warn"),
-                    call.answer_prompt,
-                    format!("{} failed {n} times in a row", call.tool),
-                ));
-            }
+        run_calls(self.rule(), session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(CallStream::boxed(self.rule()))
+    }
+}
+
+impl LadderCheck {
+    fn rule(&self) -> Ladder {
+        Ladder {
+            changes: self.s.changes.clone(),
+            stages: self.s.stages,
+            failing: FxHashMap::default(),
         }
-        out
+    }
+}
+
+/// The rule's state: by tool, its failures in a row (the prompt's tools
+/// failing since the last change: bounded by the tools there are).
+struct Ladder {
+    changes: ChangeTools,
+    stages: Stages,
+    failing: FxHashMap<String, usize>,
+}
+
+impl CallRule for Ladder {
+    const ARGS: bool = false;
+    fn step(
+        &mut self,
+        step: StepRef<'_>,
+        s: &Session,
+        _raw: Option<&CallArgs>,
+        out: &mut Vec<Detection>,
+    ) {
+        let call = match step {
+            StepRef::NewPrompt => {
+                self.failing.clear();
+                return;
+            }
+            StepRef::Call(_) => return,
+            StepRef::Answer(c) => c,
+        };
+        if !call.error {
+            if self.changes.changes(&call.tool, call.args(s)) {
+                self.failing.clear();
+            } else {
+                self.failing.remove(call.tool.as_str());
+            }
+            return;
+        }
+        let n = match self.failing.get_mut(call.tool.as_str()) {
+            Some(n) => n,
+            None => self.failing.entry(call.tool.clone()).or_insert(0),
+        };
+        *n += 1;
+        if let Some(stage) = self.stages.at(*n) {
+            out.push(staged(
+                s,
+                call.answer.expect("an answer step has its answer"),
+                stage,
+                ("failure_ladder", "failure_ladder_warn"),
+                call.answer_prompt,
+                format!("{} failed {n} times in a row", call.tool),
+            ));
+        }
     }
 }

@@ -20,10 +20,10 @@
 //! characters have arrived since the last one, so a session costs time
 //! linear in its text: O(n x 8M) at most.
 
-use super::{staged, Stage, Stages};
-use crate::detect::peers::common::Prompts;
-use crate::detect::{Check, Detection, Prepared};
-use crate::event::Record;
+use super::{run_records, staged, RecordRule, Records, Stage, Stages};
+use crate::detect::gemini::prep::Prompter;
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::{Record, Session};
 
 /// What the rule reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,64 +95,93 @@ impl Check for LongChantCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
+        run_records(self.rule(), &session.session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(Box::new(Records(self.rule())))
+    }
+}
+
+impl LongChantCheck {
+    fn rule(&self) -> LongChant {
         let st = self.s.stages;
         let len = self.s.chars;
         let most = st.warn.max(st.stop).max(1);
-        let cap = (2 * len * most).clamp(len, 1 << 17);
-        let every = (len / 4).max(1);
-        let mut out = Vec::new();
-        let mut prompts = Prompts::default();
-        let mut text: Vec<char> = Vec::new();
-        let mut fresh = 0usize;
-        let mut warned = false;
-        for (i, e) in s.events.iter().enumerate() {
-            if prompts.observe(&e.record) {
-                text.clear();
-                fresh = 0;
-                warned = false;
-            }
-            let (Record::Content { text: t } | Record::Thought { text: t }) = &e.record else {
-                continue;
-            };
-            let before = text.len();
-            text.extend(t.chars());
-            fresh += text.len() - before;
-            if text.len() > 2 * cap {
-                text.drain(..text.len() - cap);
-            }
-            if fresh < every {
-                continue;
-            }
-            fresh = 0;
-            let tail = &text[text.len().saturating_sub(cap)..];
-            let (count, longest) = suffix_repeats(tail, len);
-            let stage = if st.stop > 0 && count >= st.stop {
-                Stage::Stop
-            } else if st.warns() && count >= st.warn {
-                if warned {
-                    continue;
-                }
-                Stage::Warn
-            } else {
-                warned = false;
-                continue;
-            };
-            warned = true;
-            let passage: String = tail[tail.len() - len.min(60)..].iter().collect();
-            out.push(staged(
-                s,
-                i,
-                stage,
-                ("long_chant", "long_chant_warn"),
-                prompts.count(),
-                format!(
-                    "a passage of {longest} characters said {count} times, ending \"{}\"",
-                    passage.replace('\n', " ")
-                ),
-            ));
+        LongChant {
+            stages: st,
+            len,
+            cap: (2 * len * most).clamp(len, 1 << 17),
+            every: (len / 4).max(1),
+            prompts: Prompter::default(),
+            text: Vec::new(),
+            fresh: 0,
+            warned: false,
         }
-        out
+    }
+}
+
+/// The rule's state: the prompt's streamed text, its tail bounded by
+/// `2 x cap` characters, what arrived since the last look.
+struct LongChant {
+    stages: Stages,
+    len: usize,
+    cap: usize,
+    every: usize,
+    prompts: Prompter,
+    text: Vec<char>,
+    fresh: usize,
+    warned: bool,
+}
+
+impl RecordRule for LongChant {
+    fn record(&mut self, s: &Session, i: usize, out: &mut Vec<Detection>) {
+        if self.prompts.observe(s, i) {
+            self.text.clear();
+            self.fresh = 0;
+            self.warned = false;
+        }
+        let (Record::Content { text: t } | Record::Thought { text: t }) = &s.events[i].record
+        else {
+            return;
+        };
+        let (st, len, cap) = (self.stages, self.len, self.cap);
+        let text = &mut self.text;
+        let before = text.len();
+        text.extend(t.chars());
+        self.fresh += text.len() - before;
+        if text.len() > 2 * cap {
+            text.drain(..text.len() - cap);
+        }
+        if self.fresh < self.every {
+            return;
+        }
+        self.fresh = 0;
+        let tail = &text[text.len().saturating_sub(cap)..];
+        let (count, longest) = suffix_repeats(tail, len);
+        let stage = if st.stop > 0 && count >= st.stop {
+            Stage::Stop
+        } else if st.warns() && count >= st.warn {
+            if self.warned {
+                return;
+            }
+            Stage::Warn
+        } else {
+            self.warned = false;
+            return;
+        };
+        self.warned = true;
+        let passage: String = tail[tail.len() - len.min(60)..].iter().collect();
+        out.push(staged(
+            s,
+            i,
+            stage,
+            ("long_chant", "long_chant_warn"),
+            self.prompts.count(),
+            format!(
+                "a passage of {longest} characters said {count} times, ending \"{}\"",
+                passage.replace('\n', " ")
+            ),
+        ));
     }
 }
 

@@ -52,10 +52,13 @@ mod target;
 mod tests;
 #[cfg(test)]
 mod tests_missing_kinds;
+#[cfg(test)]
+mod tests_stream;
 mod window;
 
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Profile, POLICY, POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Profile, Stream, POLICY,
+    POLICY_SPEC,
 };
 use crate::error::{Error, Result};
 use crate::event::Session;
@@ -145,6 +148,32 @@ pub(crate) fn detection(
         prompt,
         strike: 0,
         detail,
+    }
+}
+
+/// A rule that reads records (not actions or calls): its state between
+/// records, the same over a whole session ([`run_records`]) and fed one
+/// record at a time ([`Records`]).
+pub(crate) trait RecordRule: Send + 'static {
+    /// Read record `i` of `s` (which holds records `0..=i` at least).
+    fn record(&mut self, s: &Session, i: usize, out: &mut Vec<Detection>);
+}
+
+/// `rule` over every record of `s`.
+pub(crate) fn run_records(mut rule: impl RecordRule, s: &Session) -> Vec<Detection> {
+    let mut out = Vec::new();
+    for i in 0..s.events.len() {
+        rule.record(s, i, &mut out);
+    }
+    out
+}
+
+/// A [`RecordRule`] as a [`Stream`].
+pub(crate) struct Records<R>(pub R);
+
+impl<R: RecordRule> Stream for Records<R> {
+    fn feed(&mut self, s: &Session, i: usize, out: &mut Vec<Detection>) {
+        self.0.record(s, i, out);
     }
 }
 

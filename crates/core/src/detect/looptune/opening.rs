@@ -7,10 +7,10 @@
 //! same file. A turn whose text stays shorter than `C` characters has no
 //! opening (short acknowledgements such as "Done." are not a loop).
 
-use super::{staged, Stages};
-use crate::detect::peers::common::Prompts;
-use crate::detect::{Check, Detection, Prepared};
-use crate::event::Record;
+use super::{run_records, staged, RecordRule, Records, Stages};
+use crate::detect::gemini::prep::Prompter;
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::{Record, Session};
 use rustc_hash::FxHashMap;
 
 /// What the rule reads.
@@ -39,46 +39,74 @@ impl Check for OpeningCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut out = Vec::new();
-        let mut prompts = Prompts::default();
-        let mut seen: FxHashMap<String, usize> = FxHashMap::default();
-        // This turn's text so far, and whether its opening was counted.
-        let (mut text, mut done) = (String::new(), false);
-        for (i, e) in s.events.iter().enumerate() {
-            if prompts.observe(&e.record) {
-                seen.clear();
-            }
-            if e.starts_turn || matches!(e.record, Record::User { .. }) {
-                (text, done) = (String::new(), false);
-            }
-            let Record::Content { text: chunk } = &e.record else {
-                continue;
-            };
-            if done {
-                continue;
-            }
-            text.push_str(chunk);
-            let norm = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            if norm.chars().count() < self.s.chars {
-                continue;
-            }
-            done = true;
-            let opening: String = norm.chars().take(self.s.chars).collect();
-            let n = seen.entry(opening).or_insert(0);
-            *n += 1;
-            if let Some(stage) = self.s.stages.at(*n) {
-                let shown: String = norm.chars().take(self.s.chars.min(80)).collect();
-                out.push(staged(
-                    s,
-                    i,
-                    stage,
-                    ("turn_opening", "turn_opening_warn"),
-                    prompts.count(),
-                    format!("{n} turns open with \"{shown}\""),
-                ));
-            }
+        run_records(self.rule(), &session.session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(Box::new(Records(self.rule())))
+    }
+}
+
+impl OpeningCheck {
+    fn rule(&self) -> Opening {
+        Opening {
+            chars: self.s.chars,
+            stages: self.s.stages,
+            prompts: Prompter::default(),
+            seen: FxHashMap::default(),
+            text: String::new(),
+            done: false,
         }
-        out
+    }
+}
+
+/// The rule's state: the prompt's openings counted (growing with its
+/// turns: any earlier turn's opening may come again), this turn's text
+/// until its opening is counted.
+struct Opening {
+    chars: usize,
+    stages: Stages,
+    prompts: Prompter,
+    seen: FxHashMap<String, usize>,
+    text: String,
+    done: bool,
+}
+
+impl RecordRule for Opening {
+    fn record(&mut self, s: &Session, i: usize, out: &mut Vec<Detection>) {
+        let e = &s.events[i];
+        if self.prompts.observe(s, i) {
+            self.seen.clear();
+        }
+        if e.starts_turn || matches!(e.record, Record::User { .. }) {
+            (self.text, self.done) = (String::new(), false);
+        }
+        let Record::Content { text: chunk } = &e.record else {
+            return;
+        };
+        if self.done {
+            return;
+        }
+        self.text.push_str(chunk);
+        let norm = self.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if norm.chars().count() < self.chars {
+            return;
+        }
+        self.done = true;
+        // Counted: the turn's text is no longer read.
+        self.text = String::new();
+        let opening: String = norm.chars().take(self.chars).collect();
+        let n = self.seen.entry(opening).or_insert(0);
+        *n += 1;
+        if let Some(stage) = self.stages.at(*n) {
+            let shown: String = norm.chars().take(self.chars.min(80)).collect();
+            out.push(staged(
+                s,
+                i,
+                stage,
+                ("turn_opening", "turn_opening_warn"),
+                self.prompts.count(),
+                format!("{n} turns open with \"{shown}\""),
+            ));
+        }
     }
 }

@@ -9,9 +9,14 @@
 //! changes' own results are not outcomes (every successful write answers
 //! alike). A new prompt starts afresh.
 
-use super::actions::{calls, normalize_loose, sub_command, ChangeTools, Step, TargetKeys};
+use super::actions::{
+    args_id, normalize_loose, run_calls, sub_command, ArgsId, CallRule, CallStream, ChangeTools,
+    StepRef, TargetKeys,
+};
 use super::{staged, Stages};
-use crate::detect::{Check, Detection, Prepared};
+use crate::detect::prepared::CallArgs;
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::Session;
 use rustc_hash::FxHashMap;
 
 /// What the rule reads.
@@ -37,7 +42,7 @@ pub struct OutcomeCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum On {
     Target(Option<String>, String),
-    Args(u32),
+    Args(ArgsId),
 }
 
 impl Check for OutcomeCheck {
@@ -51,73 +56,100 @@ impl Check for OutcomeCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let cs = calls(session);
-        let raw = session.call_args();
-        let mut out = Vec::new();
-        // Successful changes so far.
-        let mut changes = 0usize;
-        // By tool and key: the last head, its count, the changes at its last count.
-        let mut seen: FxHashMap<(&str, On), (String, usize, usize)> = FxHashMap::default();
-        for step in &cs.steps {
-            let c = match step {
-                Step::NewPrompt => {
-                    seen.clear();
-                    continue;
-                }
-                Step::Call(_) => continue,
-                Step::Answer(c) => *c,
-            };
-            let call = &cs.calls[c];
-            let args = cs.args(s, c);
-            if self.s.changes.changes(&call.tool, args) {
-                changes += usize::from(!call.error);
-                continue;
-            }
-            let target = self.s.keys.target(&call.tool, args);
-            let what: String = target
-                .as_deref()
-                .unwrap_or(&raw.texts[raw.ids[call.at] as usize])
-                .chars()
-                .take(100)
-                .collect();
-            let on = match target {
-                Some(t) => On::Target(sub_command(args).map(String::from), t),
-                None => On::Args(raw.ids[call.at]),
-            };
-            let output = cs.output(s, c);
-            let head = if self.s.chars == 0 {
-                normalize_loose(output)
-            } else {
-                normalize_loose(&output.chars().take(self.s.chars).collect::<String>())
-            };
-            let e = seen
-                .entry((call.tool.as_str(), on))
-                .or_insert_with(|| (head.clone(), 0, changes));
-            if e.0 != head {
-                *e = (head, 1, changes);
-                continue;
-            }
-            if e.1 > 0 && e.2 == changes {
-                continue;
-            }
-            e.1 += 1;
-            e.2 = changes;
-            let n = e.1;
-            if let Some(stage) = self.s.stages.at(n) {
-                out.push(staged(
-                    s,
-                    call.answer.expect("an answer step has its answer"),
-                    stage,
-                    ("same_outcome", "same_outcome_warn"),
-                    call.answer_prompt,
-                    format!(
-                        "{} {what} got the same result {n} times, changes between",
-                        call.tool
-                    ),
-                ));
-            }
+        run_calls(self.rule(), session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(CallStream::boxed(self.rule()))
+    }
+}
+
+impl OutcomeCheck {
+    fn rule(&self) -> SameOutcome {
+        SameOutcome {
+            s: self.s.clone(),
+            changes: 0,
+            seen: FxHashMap::default(),
         }
-        out
+    }
+}
+
+/// The rule's state: successful changes so far, and by tool and key the
+/// last head, its count and the changes at its last count. Grows with the
+/// prompt's distinct actions (any earlier one may be asked again after a
+/// change), cleared at a new prompt.
+struct SameOutcome {
+    s: OutcomeSettings,
+    changes: usize,
+    seen: FxHashMap<(String, On), (String, usize, usize)>,
+}
+
+impl CallRule for SameOutcome {
+    const ARGS: bool = true;
+    fn step(
+        &mut self,
+        step: StepRef<'_>,
+        s: &Session,
+        raw: Option<&CallArgs>,
+        out: &mut Vec<Detection>,
+    ) {
+        let call = match step {
+            StepRef::NewPrompt => {
+                self.seen.clear();
+                return;
+            }
+            StepRef::Call(_) => return,
+            StepRef::Answer(c) => c,
+        };
+        let args = call.args(s);
+        if self.s.changes.changes(&call.tool, args) {
+            self.changes += usize::from(!call.error);
+            return;
+        }
+        let target = self.s.keys.target(&call.tool, args);
+        let (id, text) = args_id(raw, s, call.at);
+        let what: String = target
+            .as_deref()
+            .unwrap_or(&text)
+            .chars()
+            .take(100)
+            .collect();
+        let on = match target {
+            Some(t) => On::Target(sub_command(args).map(String::from), t),
+            None => On::Args(id),
+        };
+        let output = call.output(s);
+        let head = if self.s.chars == 0 {
+            normalize_loose(output)
+        } else {
+            normalize_loose(&output.chars().take(self.s.chars).collect::<String>())
+        };
+        let changes = self.changes;
+        let e = self
+            .seen
+            .entry((call.tool.clone(), on))
+            .or_insert_with(|| (head.clone(), 0, changes));
+        if e.0 != head {
+            *e = (head, 1, changes);
+            return;
+        }
+        if e.1 > 0 && e.2 == changes {
+            return;
+        }
+        e.1 += 1;
+        e.2 = changes;
+        let n = e.1;
+        if let Some(stage) = self.s.stages.at(n) {
+            out.push(staged(
+                s,
+                call.answer.expect("an answer step has its answer"),
+                stage,
+                ("same_outcome", "same_outcome_warn"),
+                call.answer_prompt,
+                format!(
+                    "{} {what} got the same result {n} times, changes between",
+                    call.tool
+                ),
+            ));
+        }
     }
 }

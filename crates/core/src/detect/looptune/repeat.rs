@@ -2,9 +2,11 @@
 //! and OpenCode's doom loop (per assistant step, model text between calls
 //! ending the run), by the `repeat_scope` knob.
 
-use super::actions::{actions, Item, SameSettings};
+use super::actions::{actions, run_acts, ActRule, ActStream, Item, SameSettings, Shown};
 use super::{staged, Stages};
-use crate::detect::{Check, Detection, Prepared};
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::Session;
+use rustc_hash::FxHashSet;
 
 /// What the rule reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,32 +37,58 @@ impl Check for RepeatCheck {
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let acts = actions(session, &self.s.same);
-        let mut out = Vec::new();
-        let (mut last, mut count) = (None, 0usize);
-        for item in &acts.items {
-            match item {
-                Item::NewPrompt => (last, count) = (None, 0),
-                Item::Break if self.s.step => (last, count) = (None, 0),
-                Item::Break => {}
-                Item::Act(a) => {
-                    if last == Some(a.key) {
-                        count += 1;
-                    } else {
-                        (last, count) = (Some(a.key), 1);
-                    }
-                    if let Some(stage) = self.s.stages.at(count) {
-                        out.push(staged(
-                            &session.session,
-                            a.at,
-                            stage,
-                            ("repeat", "repeat_warn"),
-                            a.prompt,
-                            format!("{} {count} times in a row", acts.shown[a.key as usize]),
-                        ));
-                    }
+        run_acts(self.rule(), &acts, &session.session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(ActStream::boxed(self.s.same.clone(), self.rule()))
+    }
+}
+
+impl RepeatCheck {
+    fn rule(&self) -> Repeat {
+        Repeat {
+            stages: self.s.stages,
+            step: self.s.step,
+            last: None,
+            count: 0,
+        }
+    }
+}
+
+/// The rule's state: the last action and its run.
+struct Repeat {
+    stages: Stages,
+    step: bool,
+    last: Option<u32>,
+    count: usize,
+}
+
+impl ActRule for Repeat {
+    fn item(&mut self, item: &Item, shown: &dyn Shown, s: &Session, out: &mut Vec<Detection>) {
+        match item {
+            Item::NewPrompt => (self.last, self.count) = (None, 0),
+            Item::Break if self.step => (self.last, self.count) = (None, 0),
+            Item::Break => {}
+            Item::Act(a) => {
+                if self.last == Some(a.key) {
+                    self.count += 1;
+                } else {
+                    (self.last, self.count) = (Some(a.key), 1);
+                }
+                if let Some(stage) = self.stages.at(self.count) {
+                    out.push(staged(
+                        s,
+                        a.at,
+                        stage,
+                        ("repeat", "repeat_warn"),
+                        a.prompt,
+                        format!("{} {} times in a row", shown.shown(a.key), self.count),
+                    ));
                 }
             }
         }
-        out
+    }
+    fn held(&self, keys: &mut FxHashSet<u32>, _calls: &mut FxHashSet<u32>) {
+        keys.extend(self.last);
     }
 }

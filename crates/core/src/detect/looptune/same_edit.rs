@@ -6,9 +6,11 @@
 //! still the same edit); a failed attempt is no edit, so a retry that
 //! finally succeeds does not count.
 
-use super::actions::{calls, ChangeTools, Step};
+use super::actions::{args_id, run_calls, ArgsId, CallRule, CallStream, ChangeTools, StepRef};
 use super::{staged, Stages};
-use crate::detect::{Check, Detection, Prepared};
+use crate::detect::prepared::CallArgs;
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::Session;
 use rustc_hash::FxHashMap;
 
 /// What the rule reads.
@@ -37,33 +39,58 @@ impl Check for SameEditCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let cs = calls(session);
-        let raw = session.call_args();
-        let mut out = Vec::new();
-        // By tool and argument text: times made.
-        let mut made: FxHashMap<(&str, u32), usize> = FxHashMap::default();
-        for step in &cs.steps {
-            let Step::Answer(c) = *step else { continue };
-            let call = &cs.calls[c];
-            if call.error || !self.s.changes.changes(&call.tool, cs.args(s, c)) {
-                continue;
-            }
-            let text = raw.ids[call.at];
-            let n = made.entry((call.tool.as_str(), text)).or_insert(0);
-            *n += 1;
-            if let Some(stage) = self.s.stages.at(*n) {
-                let args: String = raw.texts[text as usize].chars().take(100).collect();
-                out.push(staged(
-                    s,
-                    call.answer.expect("an answer step has its answer"),
-                    stage,
-                    ("same_edit", "same_edit_warn"),
-                    call.answer_prompt,
-                    format!("{} {args} made {n} times", call.tool),
-                ));
-            }
+        run_calls(self.rule(), session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(CallStream::boxed(self.rule()))
+    }
+}
+
+impl SameEditCheck {
+    fn rule(&self) -> SameEdit {
+        SameEdit {
+            changes: self.s.changes.clone(),
+            stages: self.s.stages,
+            made: FxHashMap::default(),
         }
-        out
+    }
+}
+
+/// The rule's state: by tool and argument text, times made. Grows with the
+/// session's distinct changes (an edit is compared with every earlier one
+/// of the session): O(1) a record, memory O(changes).
+struct SameEdit {
+    changes: ChangeTools,
+    stages: Stages,
+    made: FxHashMap<(String, ArgsId), usize>,
+}
+
+impl CallRule for SameEdit {
+    const ARGS: bool = true;
+    fn step(
+        &mut self,
+        step: StepRef<'_>,
+        s: &Session,
+        raw: Option<&CallArgs>,
+        out: &mut Vec<Detection>,
+    ) {
+        let StepRef::Answer(call) = step else { return };
+        if call.error || !self.changes.changes(&call.tool, call.args(s)) {
+            return;
+        }
+        let (id, text) = args_id(raw, s, call.at);
+        let n = self.made.entry((call.tool.clone(), id)).or_insert(0);
+        *n += 1;
+        if let Some(stage) = self.stages.at(*n) {
+            let args: String = text.chars().take(100).collect();
+            out.push(staged(
+                s,
+                call.answer.expect("an answer step has its answer"),
+                stage,
+                ("same_edit", "same_edit_warn"),
+                call.answer_prompt,
+                format!("{} {args} made {n} times", call.tool),
+            ));
+        }
     }
 }

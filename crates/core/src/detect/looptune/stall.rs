@@ -3,10 +3,11 @@
 //! between. Polling that sees a change, a retry that gets a new answer, do
 //! not count; a status check asked again and again with the same answer does.
 
-use super::actions::{actions, Item, SameSettings};
+use super::actions::{actions, run_acts, ActRule, ActStream, Item, SameSettings, Shown};
 use super::{staged, Stages};
-use crate::detect::{Check, Detection, Prepared};
-use rustc_hash::FxHashMap;
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::Session;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What the rule reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,37 +36,60 @@ impl Check for StallCheck {
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let acts = actions(session, &self.s.same);
-        let mut out = Vec::new();
-        // By call: the last answer's key and how many times in a row it came.
-        let mut last: FxHashMap<u32, (u32, usize)> = FxHashMap::default();
-        for item in &acts.items {
-            match item {
-                Item::NewPrompt => last.clear(),
-                Item::Break => {}
-                Item::Act(a) => {
-                    let e = last.entry(a.call).or_insert((a.key, 0));
-                    if e.0 == a.key {
-                        e.1 += 1;
-                    } else {
-                        *e = (a.key, 1);
-                    }
-                    let n = e.1;
-                    if let Some(stage) = self.s.stages.at(n) {
-                        out.push(staged(
-                            &session.session,
-                            a.at,
-                            stage,
-                            ("no_progress", "no_progress_warn"),
-                            a.prompt,
-                            format!(
-                                "{} got the same result {n} times",
-                                acts.shown[a.key as usize]
-                            ),
-                        ));
-                    }
+        run_acts(self.rule(), &acts, &session.session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(ActStream::boxed(self.s.same.clone(), self.rule()))
+    }
+}
+
+impl StallCheck {
+    fn rule(&self) -> Stall {
+        Stall {
+            stages: self.s.stages,
+            last: FxHashMap::default(),
+        }
+    }
+}
+
+/// The rule's state: by call, the last answer's key and how many times in
+/// a row it came. Grows with the prompt's distinct calls (any earlier call
+/// may be made again with the same answer), cleared at a new prompt.
+struct Stall {
+    stages: Stages,
+    last: FxHashMap<u32, (u32, usize)>,
+}
+
+impl ActRule for Stall {
+    fn item(&mut self, item: &Item, shown: &dyn Shown, s: &Session, out: &mut Vec<Detection>) {
+        match item {
+            Item::NewPrompt => self.last.clear(),
+            Item::Break => {}
+            Item::Act(a) => {
+                let e = self.last.entry(a.call).or_insert((a.key, 0));
+                if e.0 == a.key {
+                    e.1 += 1;
+                } else {
+                    *e = (a.key, 1);
+                }
+                let n = e.1;
+                if let Some(stage) = self.stages.at(n) {
+                    out.push(staged(
+                        s,
+                        a.at,
+                        stage,
+                        ("no_progress", "no_progress_warn"),
+                        a.prompt,
+                        format!("{} got the same result {n} times", shown.shown(a.key)),
+                    ));
                 }
             }
         }
-        out
+    }
+    fn held(&self, keys: &mut FxHashSet<u32>, calls: &mut FxHashSet<u32>) {
+        for (c, (k, _)) in &self.last {
+            calls.insert(*c);
+            keys.insert(*k);
+        }
     }
 }

@@ -6,9 +6,11 @@
 //! are different actions). A call without a target, or on another one, ends
 //! the run, as does a new prompt.
 
-use super::actions::{calls, sub_command, Step, TargetKeys};
+use super::actions::{run_calls, sub_command, CallRule, CallStream, StepRef, TargetKeys};
 use super::{staged, Stages};
-use crate::detect::{Check, Detection, Prepared};
+use crate::detect::prepared::CallArgs;
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::Session;
 
 /// What the rule reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,52 +38,79 @@ impl Check for TargetCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let cs = calls(session);
-        let mut out = Vec::new();
-        let mut last: Option<(String, Option<String>, String)> = None;
-        let mut count = 0usize;
-        for step in &cs.steps {
-            let c = match step {
-                Step::NewPrompt => {
-                    (last, count) = (None, 0);
-                    continue;
-                }
-                Step::Answer(_) => continue,
-                Step::Call(c) => *c,
-            };
-            let call = &cs.calls[c];
-            let args = cs.args(s, c);
-            let Some(target) = self.s.keys.target(&call.tool, args) else {
-                (last, count) = (None, 0);
-                continue;
-            };
-            let key = (
-                call.tool.clone(),
-                sub_command(args).map(String::from),
-                target,
-            );
-            if last.as_ref() == Some(&key) {
-                count += 1;
-            } else {
-                (last, count) = (Some(key), 1);
-            }
-            if let Some(stage) = self.s.stages.at(count) {
-                let (tool, sub, target) = last.as_ref().expect("set above");
-                let sub = sub.as_deref().map(|x| format!(" {x}")).unwrap_or_default();
-                out.push(staged(
-                    s,
-                    call.at,
-                    stage,
-                    ("same_target", "same_target_warn"),
-                    call.prompt,
-                    format!(
-                        "{tool}{sub} on {} {count} times in a row",
-                        target.chars().take(100).collect::<String>()
-                    ),
-                ));
-            }
+        run_calls(self.rule(), session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(CallStream::boxed(self.rule()))
+    }
+}
+
+impl TargetCheck {
+    fn rule(&self) -> Target {
+        Target {
+            keys: self.s.keys.clone(),
+            stages: self.s.stages,
+            last: None,
+            count: 0,
         }
-        out
+    }
+}
+
+/// The rule's state: the last call's tool, sub-command and target, its run.
+struct Target {
+    keys: TargetKeys,
+    stages: Stages,
+    last: Option<(String, Option<String>, String)>,
+    count: usize,
+}
+
+impl CallRule for Target {
+    const ARGS: bool = false;
+    fn step(
+        &mut self,
+        step: StepRef<'_>,
+        s: &Session,
+        _raw: Option<&CallArgs>,
+        out: &mut Vec<Detection>,
+    ) {
+        let call = match step {
+            StepRef::NewPrompt => {
+                (self.last, self.count) = (None, 0);
+                return;
+            }
+            StepRef::Answer(_) => return,
+            StepRef::Call(c) => c,
+        };
+        let args = call.args(s);
+        let Some(target) = self.keys.target(&call.tool, args) else {
+            (self.last, self.count) = (None, 0);
+            return;
+        };
+        let key = (
+            call.tool.clone(),
+            sub_command(args).map(String::from),
+            target,
+        );
+        if self.last.as_ref() == Some(&key) {
+            self.count += 1;
+        } else {
+            (self.last, self.count) = (Some(key), 1);
+        }
+        if let Some(stage) = self.stages.at(self.count) {
+            let (tool, sub, target) = self.last.as_ref().expect("set above");
+            let sub = sub.as_deref().map(|x| format!(" {x}")).unwrap_or_default();
+            out.push(staged(
+                s,
+                call.at,
+                stage,
+                ("same_target", "same_target_warn"),
+                call.prompt,
+                format!(
+                    "{tool}{sub} on {} {} times in a row",
+                    target.chars().take(100).collect::<String>(),
+                    self.count
+                ),
+            ));
+        }
     }
 }

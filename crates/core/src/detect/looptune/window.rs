@@ -2,9 +2,11 @@
 //! not (Crush's step-signature rule over single actions; it catches repeats
 //! interleaved with other calls).
 
-use super::actions::{actions, Item, SameSettings};
+use super::actions::{actions, run_acts, ActRule, ActStream, Item, SameSettings, Shown};
 use super::{staged, Stages};
-use crate::detect::{Check, Detection, Prepared};
+use crate::detect::{Check, Detection, Prepared, Stream};
+use crate::event::Session;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::VecDeque;
 
 /// What the rule reads.
@@ -36,42 +38,77 @@ impl Check for WindowCheck {
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let acts = actions(session, &self.s.same);
-        let mut out = Vec::new();
-        let mut window: VecDeque<u32> = VecDeque::with_capacity(self.s.size.min(1024) + 1);
-        let mut counts: Vec<u32> = vec![0; acts.shown.len()];
-        for item in &acts.items {
-            match item {
-                Item::NewPrompt => {
-                    for k in window.drain(..) {
-                        counts[k as usize] -= 1;
-                    }
+        run_acts(self.rule(), &acts, &session.session)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(ActStream::boxed(self.s.same.clone(), self.rule()))
+    }
+}
+
+impl WindowCheck {
+    fn rule(&self) -> Window {
+        Window {
+            stages: self.s.stages,
+            size: self.s.size,
+            window: VecDeque::with_capacity(self.s.size.min(1024) + 1),
+            counts: FxHashMap::default(),
+        }
+    }
+}
+
+/// The rule's state: the window and each key's count in it (bounded by the window).
+struct Window {
+    stages: Stages,
+    size: usize,
+    window: VecDeque<u32>,
+    counts: FxHashMap<u32, u32>,
+}
+
+impl Window {
+    fn drop_one(&mut self, k: u32) {
+        if let Some(n) = self.counts.get_mut(&k) {
+            *n -= 1;
+            if *n == 0 {
+                self.counts.remove(&k);
+            }
+        }
+    }
+}
+
+impl ActRule for Window {
+    fn item(&mut self, item: &Item, shown: &dyn Shown, s: &Session, out: &mut Vec<Detection>) {
+        match item {
+            Item::NewPrompt => {
+                self.window.clear();
+                self.counts.clear();
+            }
+            Item::Break => {}
+            Item::Act(a) => {
+                self.window.push_back(a.key);
+                *self.counts.entry(a.key).or_insert(0) += 1;
+                if self.window.len() > self.size {
+                    let k = self.window.pop_front().expect("over size");
+                    self.drop_one(k);
                 }
-                Item::Break => {}
-                Item::Act(a) => {
-                    window.push_back(a.key);
-                    counts[a.key as usize] += 1;
-                    if window.len() > self.s.size {
-                        let k = window.pop_front().expect("over size");
-                        counts[k as usize] -= 1;
-                    }
-                    let n = counts[a.key as usize] as usize;
-                    if let Some(stage) = self.s.stages.at(n) {
-                        out.push(staged(
-                            &session.session,
-                            a.at,
-                            stage,
-                            ("window", "window_warn"),
-                            a.prompt,
-                            format!(
-                                "{} {n} times in the last {} actions",
-                                acts.shown[a.key as usize],
-                                window.len()
-                            ),
-                        ));
-                    }
+                let n = self.counts.get(&a.key).copied().unwrap_or(0) as usize;
+                if let Some(stage) = self.stages.at(n) {
+                    out.push(staged(
+                        s,
+                        a.at,
+                        stage,
+                        ("window", "window_warn"),
+                        a.prompt,
+                        format!(
+                            "{} {n} times in the last {} actions",
+                            shown.shown(a.key),
+                            self.window.len()
+                        ),
+                    ));
                 }
             }
         }
-        out
+    }
+    fn held(&self, keys: &mut FxHashSet<u32>, _calls: &mut FxHashSet<u32>) {
+        keys.extend(self.counts.keys());
     }
 }

@@ -62,11 +62,6 @@ pub(crate) struct Prompts<'s> {
 }
 
 impl<'s> Prompts<'s> {
-    /// Prompts begun so far.
-    pub(crate) fn count(&self) -> u32 {
-        self.count
-    }
-
     /// Feed a record; true when it begins a prompt.
     pub(crate) fn observe(&mut self, record: &'s Record) -> bool {
         let Record::User { prompt_id, .. } = record else {
@@ -207,6 +202,11 @@ impl<T> Unanswered<T> {
     pub(crate) fn push(&mut self, id: Option<&str>, name: &str, value: T) {
         self.calls
             .push((id.map(String::from), name.to_string(), value));
+    }
+
+    /// The calls not yet answered, oldest first.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
+        self.calls.iter().map(|c| &c.2)
     }
 
     /// Take the call a result answers, if any.
