@@ -132,6 +132,8 @@ fn the_detector_says_which_profiles_are_incremental() {
         "gemini-2025-07",
         "deepv-preview",
         "deepv-latest",
+        "opencode",
+        "kilo",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }
