@@ -134,6 +134,7 @@ fn the_detector_says_which_profiles_are_incremental() {
         "deepv-latest",
         "opencode",
         "kilo",
+        "crush",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }
