@@ -135,6 +135,7 @@ fn the_detector_says_which_profiles_are_incremental() {
         "opencode",
         "kilo",
         "crush",
+        "kimi",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }
