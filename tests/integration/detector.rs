@@ -136,6 +136,8 @@ fn the_detector_says_which_profiles_are_incremental() {
         "kilo",
         "crush",
         "kimi",
+        "goose",
+        "goose-max-repetitions",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }
