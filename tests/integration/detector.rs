@@ -138,6 +138,7 @@ fn the_detector_says_which_profiles_are_incremental() {
         "kimi",
         "goose",
         "goose-max-repetitions",
+        "deepeval",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }
