@@ -119,4 +119,6 @@ def test_the_detector_says_whether_it_is_incremental():
     # others replay the session so far (same hits, cost growing with it).
     assert looptune.Detector("max-turns").incremental
     assert looptune.Detector("roo").incremental
+    assert looptune.Detector("kilo").incremental
+    assert looptune.Detector("crush").incremental
     assert not looptune.Detector("blade-legacy").incremental
