@@ -139,6 +139,8 @@ fn the_detector_says_which_profiles_are_incremental() {
         "goose",
         "goose-max-repetitions",
         "deepeval",
+        "hermes",
+        "hermes-interactive",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }

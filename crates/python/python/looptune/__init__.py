@@ -337,7 +337,7 @@ class Detector:
         """Whether a record costs amortised O(1): the family's checks keep
         their state between records (``gemini``, ``max-turns``, ``roo``,
         ``cline``, ``opencode``, ``kilo``, ``crush``, ``kimi``, ``goose``,
-        ``deepeval`` so far). Other
+        ``deepeval``, ``hermes`` so far). Other
         families replay the session so far at every record (same hits, cost
         growing with the session)."""
         return self._inner.incremental
