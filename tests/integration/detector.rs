@@ -143,6 +143,15 @@ fn the_detector_says_which_profiles_are_incremental() {
         "looptune-default",
         "looptune-kinds",
         "looptune-wide",
+        "opencode",
+        "kilo",
+        "crush",
+        "kimi",
+        "goose",
+        "goose-max-repetitions",
+        "deepeval",
+        "hermes",
+        "hermes-interactive",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }

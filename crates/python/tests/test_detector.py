@@ -120,4 +120,6 @@ def test_the_detector_says_whether_it_is_incremental():
     assert looptune.Detector("max-turns").incremental
     assert looptune.Detector("roo").incremental
     assert looptune.Detector("looptune-default").incremental
+    assert looptune.Detector("kilo").incremental
+    assert looptune.Detector("crush").incremental
     assert not looptune.Detector("blade-legacy").incremental

@@ -335,8 +335,9 @@ class Detector:
     @property
     def incremental(self) -> bool:
         """Whether a record costs amortised O(1): the family's checks keep
-        their state between records (``max-turns``, ``roo``, ``cline``, the
-        ``gemini`` and ``looptune`` families so far). Other
+        their state between records (``max-turns``, ``roo``, ``cline``,
+        ``opencode``, ``kilo``, ``crush``, ``kimi``, ``goose``, ``deepeval``,
+        ``hermes``, the ``gemini`` and ``looptune`` families so far). Other
         families replay the session so far at every record (same hits, cost
         growing with the session)."""
         return self._inner.incremental

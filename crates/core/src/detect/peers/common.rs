@@ -133,13 +133,41 @@ pub(crate) fn each_rule(
     each_record(session, limit, |at, found| rule.visit(at, found))
 }
 
+/// [`Prompts`] fed one record at a time, borrowing nothing between records:
+/// which record's prompt id is in force is kept by index.
+#[derive(Debug, Default)]
+pub(crate) struct LivePrompts {
+    count: u32,
+    at: Option<usize>,
+}
+
+impl LivePrompts {
+    /// Read record `i` of `session`: whether it begins a prompt, and the
+    /// prompts begun so far (as [`At`] gives them).
+    pub(crate) fn observe(&mut self, session: &Session, i: usize) -> (bool, u32) {
+        let id = self.at.and_then(|j| match &session.events[j].record {
+            Record::User { prompt_id, .. } => prompt_id.as_deref(),
+            _ => None,
+        });
+        let mut prompts = Prompts {
+            id,
+            count: self.count,
+        };
+        let record = &session.events[i].record;
+        let new_prompt = prompts.observe(record);
+        self.count = prompts.count;
+        if matches!(record, Record::User { .. }) {
+            self.at = Some(i);
+        }
+        (new_prompt, self.count)
+    }
+}
+
 /// A [`RecordRule`] fed one record at a time: what [`each_record`] keeps
-/// between records (the prompt count, and which record's prompt id is in
-/// force, by index so nothing borrows the session) kept here instead.
+/// between records (the prompt count) kept here instead.
 pub(crate) struct RecordStream<R> {
     rule: R,
-    prompts: u32,
-    prompt_at: Option<usize>,
+    prompts: LivePrompts,
 }
 
 impl<R: RecordRule> RecordStream<R> {
@@ -147,35 +175,19 @@ impl<R: RecordRule> RecordStream<R> {
     pub(crate) fn boxed(rule: R) -> Box<dyn crate::detect::Stream> {
         Box::new(RecordStream {
             rule,
-            prompts: 0,
-            prompt_at: None,
+            prompts: LivePrompts::default(),
         })
     }
 }
 
 impl<R: RecordRule> crate::detect::Stream for RecordStream<R> {
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
-        let id = self
-            .prompt_at
-            .and_then(|j| match &session.events[j].record {
-                Record::User { prompt_id, .. } => prompt_id.as_deref(),
-                _ => None,
-            });
-        let mut prompts = Prompts {
-            id,
-            count: self.prompts,
-        };
-        let event = &session.events[i];
-        let new_prompt = prompts.observe(&event.record);
-        self.prompts = prompts.count;
-        if matches!(event.record, Record::User { .. }) {
-            self.prompt_at = Some(i);
-        }
+        let (new_prompt, prompts) = self.prompts.observe(session, i);
         let mut found = Found::new(session, None);
         let at = At {
             i,
-            event,
-            prompts: self.prompts,
+            event: &session.events[i],
+            prompts,
             new_prompt,
         };
         self.rule.visit(at, &mut found);

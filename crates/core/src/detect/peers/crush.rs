@@ -13,15 +13,15 @@
 //! `ShouldContinue`). The condition is evaluated once per step, at the step's
 //! last record.
 
-use super::common::{segments, Found, Unanswered};
+use super::common::{Found, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
-use crate::event::{Record, Session};
+use crate::event::{Event, Record, Session};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 const SRC: &str =
     "charmbracelet/crush internal/agent/loop_detection.go @af86738e0d (PR #2214), StopWhen in internal/agent/agent.go";
@@ -138,77 +138,104 @@ fn input_text(args: &serde_json::Map<String, serde_json::Value>) -> String {
     serde_json::to_string(args).unwrap_or_default()
 }
 
-/// What a session gives the condition, in order.
-#[derive(Debug)]
-enum Item {
-    /// A `user` record: a new run (a new `agent.Stream` call).
-    NewRun,
-    /// A step: the index of its last record and its calls.
-    Step(usize, Vec<StepCall>),
-}
-
-fn items(s: &Session) -> Vec<Item> {
-    let mut out = Vec::new();
-    for seg in segments(s) {
-        if matches!(s.events[seg.start].record, Record::User { .. }) {
-            out.push(Item::NewRun);
-        }
-        if !seg.model_turn {
-            continue;
-        }
-        let mut calls: Vec<StepCall> = Vec::new();
-        let mut pending: Unanswered<usize> = Unanswered::default();
-        for e in &s.events[seg.start..seg.end] {
-            match &e.record {
-                Record::ToolCall { name, args, id } => {
-                    pending.push(id.as_deref(), name, calls.len());
-                    calls.push(StepCall {
-                        name: name.clone(),
-                        input: input_text(args),
-                        output: String::new(),
-                    });
-                }
-                Record::ToolResult {
-                    id, name, output, ..
-                } => {
-                    // A result answers a call of its own step only; text and
-                    // error results alike give their text.
-                    if let Some(k) = pending.answer(id.as_deref(), name.as_deref()) {
-                        calls[k].output = output.clone().unwrap_or_default();
-                    }
-                }
-                _ => {}
-            }
-        }
-        out.push(Item::Step(seg.end - 1, calls));
-    }
-    out
-}
-
-/// What the check reads of a step: the configuration-independent part of
-/// [`Item`], each step's signature and tool names, made once per session
-/// and shared by every configuration (the signature hashes the arguments
-/// and outputs: a sweep no longer redoes it per configuration).
+/// What the check reads of a step, in order: made once per session and
+/// shared by every configuration (the signature hashes the arguments and
+/// outputs: a sweep does not redo it per configuration), or made live.
 #[derive(Debug)]
 enum Step {
-    /// A new run.
+    /// A `user` record: a new run (a new `agent.Stream` call).
     NewRun,
     /// A step: the index of its last record, its signature, its tool names.
     At(usize, Option<String>, Vec<String>),
 }
 
-fn steps(s: &Session) -> Vec<Step> {
-    items(s)
-        .into_iter()
-        .map(|item| match item {
-            Item::NewRun => Step::NewRun,
-            Item::Step(at, calls) => Step::At(
-                at,
+/// Cuts a session into steps record by record, as [`segments`] cuts it:
+/// a segment ends before a record that starts a turn or is a `user` record,
+/// or with the session; it is a step if it is a model turn. Its calls are
+/// known only when it ends (a result may come last), so a step is judged
+/// then, at its last record.
+///
+/// [`segments`]: super::common::segments
+#[derive(Debug, Default)]
+struct Cutter {
+    /// A segment is open (a record was read since the last cut).
+    open: bool,
+    /// It began with a `user` record.
+    user: bool,
+    /// It is a model turn (begins a turn, or has model output).
+    model_turn: bool,
+    /// Its last record so far.
+    last: usize,
+    calls: Vec<StepCall>,
+    pending: Unanswered<usize>,
+}
+
+impl Cutter {
+    /// Read record `i`; the segment it closes goes to `out`.
+    fn feed(&mut self, i: usize, e: &Event, out: &mut Vec<Step>) {
+        let user = matches!(e.record, Record::User { .. });
+        if self.open && (e.starts_turn || user) {
+            self.close(out);
+        }
+        if !self.open {
+            self.open = true;
+            self.user = user;
+            self.model_turn = e.starts_turn;
+        }
+        self.last = i;
+        match &e.record {
+            Record::Content { .. } | Record::Thought { .. } => self.model_turn = true,
+            Record::ToolCall { name, args, id } => {
+                self.model_turn = true;
+                self.pending.push(id.as_deref(), name, self.calls.len());
+                self.calls.push(StepCall {
+                    name: name.clone(),
+                    input: input_text(args),
+                    output: String::new(),
+                });
+            }
+            Record::ToolResult {
+                id, name, output, ..
+            } => {
+                // A result answers a call of its own step only; text and
+                // error results alike give their text.
+                if let Some(k) = self.pending.answer(id.as_deref(), name.as_deref()) {
+                    self.calls[k].output = output.clone().unwrap_or_default();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The session has ended (or the next segment begins): the open
+    /// segment's new run and step go to `out`.
+    fn close(&mut self, out: &mut Vec<Step>) {
+        if !std::mem::take(&mut self.open) {
+            return;
+        }
+        let calls = std::mem::take(&mut self.calls);
+        self.pending = Unanswered::default();
+        if self.user {
+            out.push(Step::NewRun);
+        }
+        if self.model_turn {
+            out.push(Step::At(
+                self.last,
                 step_signature(&calls),
                 calls.into_iter().map(|c| c.name).collect(),
-            ),
-        })
-        .collect()
+            ));
+        }
+    }
+}
+
+fn steps(s: &Session) -> Vec<Step> {
+    let mut cut = Cutter::default();
+    let mut out = Vec::new();
+    for (i, e) in s.events.iter().enumerate() {
+        cut.feed(i, e, &mut out);
+    }
+    cut.close(&mut out);
+    out
 }
 
 /// What the check reads.
@@ -233,55 +260,121 @@ impl Check for CrushCheck {
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
         let mut found = Found::new(s, limit);
-        let mut run: Vec<Option<String>> = Vec::new();
-        let mut prompts = 0u32;
-        let mut run_over = false;
-        let steps = session.shared("crush.steps", steps);
-        for step in steps.iter() {
-            let (at, signature, names) = match step {
-                Step::NewRun => {
-                    prompts += 1;
-                    run.clear();
-                    run_over = false;
-                    continue;
-                }
-                Step::At(at, signature, names) => (*at, signature, names),
-            };
-            if run_over {
-                // The previous run ended; a model turn without a user record
-                // is taken as a new run.
-                run.clear();
-                run_over = false;
-            }
-            run.push(signature.clone());
-            if let Some(sig) = has_repeated_tool_calls(&run, self.s.window, self.s.max_repeats) {
-                found.push(
-                    at,
-                    "repeated_tool_calls",
-                    prompts.saturating_sub(1),
-                    format!(
-                        "step signature {} occurs more than {} times in the last {} steps (this step: {})",
-                        &sig[..12],
-                        self.s.max_repeats,
-                        self.s.window,
-                        if names.is_empty() {
-                            "no tool calls".to_string()
-                        } else {
-                            names.join(", ")
-                        }
-                    ),
-                );
-                if found.full() {
-                    break;
-                }
-                // The stop condition ends the run; going on is a new run.
-                run_over = true;
-            }
-            if names.is_empty() {
-                // A step without tool calls ends the run (ShouldContinue false).
-                run_over = true;
+        let mut runs = self.runs();
+        for step in session.shared("crush.steps", steps).iter() {
+            runs.step(step, &mut found);
+            if found.full() {
+                break;
             }
         }
         found.into_vec()
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(Box::new(CrushStream {
+            cut: Cutter::default(),
+            runs: self.runs(),
+            steps: Vec::new(),
+        }))
+    }
+}
+
+impl CrushCheck {
+    fn runs(&self) -> Runs {
+        Runs {
+            s: self.s.clone(),
+            run: VecDeque::new(),
+            prompts: 0,
+            run_over: false,
+        }
+    }
+}
+
+/// The stop condition over the steps of the current run: only the last
+/// `window` signatures are read (and "at least `window` steps" holds of the
+/// last `window` kept), so no more are kept.
+struct Runs {
+    s: CrushSettings,
+    run: VecDeque<Option<String>>,
+    prompts: u32,
+    run_over: bool,
+}
+
+impl Runs {
+    fn step(&mut self, step: &Step, found: &mut Found<'_>) {
+        let (at, signature, names) = match step {
+            Step::NewRun => {
+                self.prompts += 1;
+                self.run.clear();
+                self.run_over = false;
+                return;
+            }
+            Step::At(at, signature, names) => (*at, signature, names),
+        };
+        if self.run_over {
+            // The previous run ended; a model turn without a user record
+            // is taken as a new run.
+            self.run.clear();
+            self.run_over = false;
+        }
+        // window_steps is at least 1.
+        if self.run.len() == self.s.window {
+            self.run.pop_front();
+        }
+        self.run.push_back(signature.clone());
+        let run = self.run.make_contiguous();
+        if let Some(sig) = has_repeated_tool_calls(run, self.s.window, self.s.max_repeats) {
+            found.push(
+                at,
+                "repeated_tool_calls",
+                self.prompts.saturating_sub(1),
+                format!(
+                    "step signature {} occurs more than {} times in the last {} steps (this step: {})",
+                    &sig[..12],
+                    self.s.max_repeats,
+                    self.s.window,
+                    if names.is_empty() {
+                        "no tool calls".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            );
+            // The stop condition ends the run; going on is a new run.
+            self.run_over = true;
+        }
+        if names.is_empty() {
+            // A step without tool calls ends the run (ShouldContinue false).
+            self.run_over = true;
+        }
+    }
+}
+
+/// The check fed live: a step is judged when the record after it arrives
+/// (or the session ends), and its detection, at its last record, is held
+/// until then.
+struct CrushStream {
+    cut: Cutter,
+    runs: Runs,
+    steps: Vec<Step>,
+}
+
+impl CrushStream {
+    fn judge(&mut self, session: &Session, out: &mut Vec<Detection>) {
+        let mut found = Found::new(session, None);
+        for step in self.steps.drain(..) {
+            self.runs.step(&step, &mut found);
+        }
+        out.extend(found.into_vec());
+    }
+}
+
+impl Stream for CrushStream {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        self.cut.feed(i, &session.events[i], &mut self.steps);
+        self.judge(session, out);
+    }
+    fn finish(&mut self, session: &Session, out: &mut Vec<Detection>) {
+        self.cut.close(&mut self.steps);
+        self.judge(session, out);
     }
 }

@@ -16,10 +16,10 @@
 //! after which it fails is the detection (tier `fail`, the score in the
 //! detail). Policy `stop`.
 
-use super::common::each_record;
+use super::common::{each_record, At, Found, LivePrompts};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::{Record, Session};
@@ -517,53 +517,184 @@ impl Check for DeepEvalCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &self.s;
         let spans = session.shared("deepeval.spans", spans);
-        let mut counts: HashMap<&CallHash, u32> = HashMap::new();
-        let mut max_count = 0u32;
-        // The previous LLM output and the largest similarity of a pair so far.
-        let mut prev: Option<&Vec<String>> = None;
-        let mut max_overlap = 0.0f64;
-        let mut spans_seen = 0usize;
-        let mut failed = false;
+        let mut metric = Metric::new(self.s);
         each_record(&session.session, limit, |at, found| {
-            if at.new_prompt && s.per_prompt {
-                counts.clear();
-                max_count = 0;
-                prev = None;
-                max_overlap = 0.0;
-                spans_seen = 0;
-                failed = false;
-            }
             let added = &spans[at.i];
-            if let Some(words) = &added.llm {
-                if let Some(sim) = prev.and_then(|p| similarity(p, words)) {
-                    max_overlap = max_overlap.max(sim);
-                }
-                prev = Some(words);
-                spans_seen += 1;
-            }
-            if let Some(h) = &added.tool {
-                let n = counts.entry(h).or_insert(0);
-                *n += 1;
-                max_count = max_count.max(*n);
-            }
-            let changed = added.llm.is_some() || added.tool.is_some();
-            if !changed || failed {
-                return;
-            }
-            let rep = tool_repetition_score(max_count, s.repetition_threshold);
-            let stag = stagnation_score(spans_seen, max_overlap, s.similarity_threshold);
-            let score = combine(s, rep, stag, 1.0);
-            if score < threshold(s) {
-                failed = true;
-                found.push(
-                    at.i,
-                    "agent_loop",
-                    at.prompts.saturating_sub(1),
-                    format!("fail: score {score:.3} (tool repetition {rep}, reasoning stagnation {stag}, call graph cycles 1)"),
-                );
-            }
+            metric.record(at, added.llm.as_ref(), added.tool.as_ref(), found);
         })
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(Box::new(DeepEvalStream {
+            metric: Metric::new(self.s),
+            prompts: LivePrompts::default(),
+            turn: None,
+            held: Vec::new(),
+            text: String::new(),
+            last_content: None,
+            first_model: None,
+        }))
+    }
+}
+
+/// The metric on the trace as it stands, record by record. `P` holds the
+/// previous LLM output (borrowed over a whole session, owned live), `K` a
+/// call's hash. The counts of identical calls keep every distinct call of
+/// the trace, as the metric's `Counter` over the trace's tool spans does:
+/// they grow with the trace, not a window.
+struct Metric<P, K> {
+    s: MetricSettings,
+    counts: HashMap<K, u32>,
+    max_count: u32,
+    /// The previous LLM output and the largest similarity of a pair so far.
+    prev: Option<P>,
+    max_overlap: f64,
+    spans_seen: usize,
+    failed: bool,
+}
+
+impl<P: std::borrow::Borrow<Vec<String>>, K: std::hash::Hash + Eq> Metric<P, K> {
+    fn new(s: MetricSettings) -> Self {
+        Metric {
+            s,
+            counts: HashMap::new(),
+            max_count: 0,
+            prev: None,
+            max_overlap: 0.0,
+            spans_seen: 0,
+            failed: false,
+        }
+    }
+
+    /// Record `at` adds an LLM span (`llm`, its clean words) and then a tool
+    /// span (`tool`); the first record after which the trace fails fires.
+    fn record(&mut self, at: At<'_>, llm: Option<P>, tool: Option<K>, found: &mut Found<'_>) {
+        let s = self.s;
+        if at.new_prompt && s.per_prompt {
+            self.counts.clear();
+            self.max_count = 0;
+            self.prev = None;
+            self.max_overlap = 0.0;
+            self.spans_seen = 0;
+            self.failed = false;
+        }
+        let changed = llm.is_some() || tool.is_some();
+        if let Some(words) = llm {
+            if let Some(sim) = self
+                .prev
+                .as_ref()
+                .and_then(|p| similarity(p.borrow(), words.borrow()))
+            {
+                self.max_overlap = self.max_overlap.max(sim);
+            }
+            self.prev = Some(words);
+            self.spans_seen += 1;
+        }
+        if let Some(h) = tool {
+            let n = self.counts.entry(h).or_insert(0);
+            *n += 1;
+            self.max_count = self.max_count.max(*n);
+        }
+        if !changed || self.failed {
+            return;
+        }
+        let rep = tool_repetition_score(self.max_count, s.repetition_threshold);
+        let stag = stagnation_score(self.spans_seen, self.max_overlap, s.similarity_threshold);
+        let score = combine(&s, rep, stag, 1.0);
+        if score < threshold(&s) {
+            self.failed = true;
+            found.push(
+                at.i,
+                "agent_loop",
+                at.prompts.saturating_sub(1),
+                format!("fail: score {score:.3} (tool repetition {rep}, reasoning stagnation {stag}, call graph cycles 1)"),
+            );
+        }
+    }
+}
+
+/// A record of the turn being read, held until the turn ends.
+struct Held {
+    i: usize,
+    new_prompt: bool,
+    prompts: u32,
+    tool: Option<CallHash>,
+}
+
+/// The metric fed live. A turn's LLM span is added at its last `content`
+/// record (else its first model record), known only when the turn ends, and
+/// the tool spans after it in the turn are scored with it: so a turn's
+/// records are held (with their prompt counts) and scored in order when the
+/// next turn begins or the session ends; a detection is released then, at
+/// the record where the trace failed.
+struct DeepEvalStream {
+    metric: Metric<Vec<String>, CallHash>,
+    /// Counts the prompts as the replay's loop does (`at.prompts`).
+    prompts: LivePrompts,
+    turn: Option<u32>,
+    held: Vec<Held>,
+    text: String,
+    last_content: Option<usize>,
+    first_model: Option<usize>,
+}
+
+impl DeepEvalStream {
+    /// Score the held turn.
+    fn end_turn(&mut self, session: &Session, out: &mut Vec<Detection>) {
+        let llm_at = self.last_content.or(self.first_model);
+        let mut found = Found::new(session, None);
+        for h in self.held.drain(..) {
+            let at = At {
+                i: h.i,
+                event: &session.events[h.i],
+                prompts: h.prompts,
+                new_prompt: h.new_prompt,
+            };
+            let llm = (llm_at == Some(h.i)).then(|| clean_words(&self.text));
+            self.metric.record(at, llm, h.tool, &mut found);
+        }
+        out.extend(found.into_vec());
+        self.text.clear();
+        self.last_content = None;
+        self.first_model = None;
+    }
+}
+
+impl Stream for DeepEvalStream {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        let e = &session.events[i];
+        if self.turn.is_some_and(|t| t != e.turn) {
+            self.end_turn(session, out);
+        }
+        self.turn = Some(e.turn);
+        // The prompt count and whether this record begins a prompt, as
+        // `each_record` gives them.
+        let (new_prompt, prompts) = self.prompts.observe(session, i);
+        let tool = match &e.record {
+            Record::Content { text } => {
+                self.last_content = Some(i);
+                self.first_model.get_or_insert(i);
+                self.text.push_str(text);
+                None
+            }
+            Record::Thought { .. } => {
+                self.first_model.get_or_insert(i);
+                None
+            }
+            Record::ToolCall { name, args, .. } => {
+                self.first_model.get_or_insert(i);
+                Some(call_hash(name, args))
+            }
+            _ => None,
+        };
+        self.held.push(Held {
+            i,
+            new_prompt,
+            prompts,
+            tool,
+        });
+    }
+    fn finish(&mut self, session: &Session, out: &mut Vec<Detection>) {
+        self.end_turn(session, out);
     }
 }

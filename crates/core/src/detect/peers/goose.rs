@@ -2,10 +2,10 @@
 //! denies a tool that returned the same error 3 times in a row; REP-001
 //! (identical calls) is off in the shipped agent and kept as a what-if.
 
-use super::common::{each_record, Unanswered};
+use super::common::{each_rule, At, Found, RecordRule, RecordStream, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -195,63 +195,92 @@ impl Check for ErrorCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut state = ErrorState::default();
-        let mut calls: Unanswered<String> = Unanswered::default();
-        let mut inspected_turn = None;
-        each_record(s, limit, |at, found| {
-            let (i, e) = (at.i, at.event);
-            match &e.record {
-                Record::ToolCall { name, id, .. } => {
-                    calls.push(id.as_deref(), name, name.clone());
-                    // The batch (the turn's calls) is inspected once, before any runs.
-                    if inspected_turn == Some(e.turn) {
-                        return;
-                    }
-                    inspected_turn = Some(e.turn);
-                    let batch: Vec<(usize, &str)> = s.events[i..]
-                        .iter()
-                        .enumerate()
-                        .take_while(|(_, x)| x.turn == e.turn)
-                        .filter_map(|(k, x)| match &x.record {
-                            Record::ToolCall { name, .. } => Some((i + k, name.as_str())),
-                            _ => None,
-                        })
-                        .collect();
-                    let names: Vec<&str> = batch.iter().map(|b| b.1).collect();
-                    let count = state.count;
-                    let text = state.last.as_ref().map(|l| l.1.clone()).unwrap_or_default();
-                    if let Some(&first) = state.inspect(&names, self.s.repeats).first() {
-                        let (at, tool) = batch[first];
-                        found.push(
-                            at,
-                            "REP-002",
-                            0,
-                            format!(
-                                "Tool '{tool}' has returned the same error {count} consecutive times: '{text}'"
-                            ),
-                        );
-                    }
+        each_rule(&session.session, limit, &mut self.rule())
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(RecordStream::boxed(self.rule()))
+    }
+}
+
+impl ErrorCheck {
+    fn rule(&self) -> ErrorRule {
+        ErrorRule {
+            s: self.s.clone(),
+            state: ErrorState::default(),
+            calls: Unanswered::default(),
+            inspected_turn: None,
+            denied: None,
+        }
+    }
+}
+
+/// REP-002 over the records. The batch (a turn's calls) is inspected once,
+/// at its first call, before any runs: the denied request is the batch's
+/// first call of the erring tool, so it fires at that call's own record
+/// when it comes (what the inspection found is kept until then). Calls not
+/// yet answered are kept however old: a result names its tool by the
+/// oldest call it answers.
+struct ErrorRule {
+    s: ErrorSettings,
+    state: ErrorState,
+    calls: Unanswered<String>,
+    inspected_turn: Option<u32>,
+    /// This turn's inspection denied `tool`: (tool, count, error text).
+    denied: Option<(String, u32, String)>,
+}
+
+impl RecordRule for ErrorRule {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
+        let e = at.event;
+        match &e.record {
+            Record::ToolCall { name, id, .. } => {
+                self.calls.push(id.as_deref(), name, name.clone());
+                if self.inspected_turn != Some(e.turn) {
+                    self.inspected_turn = Some(e.turn);
+                    let count = self.state.count;
+                    let text = self.state.last.as_ref().map(|l| l.1.clone());
+                    let tool = self.state.last.as_ref().map(|l| l.0.clone());
+                    // Resets the count whatever the batch holds; with a
+                    // last error, its tool's calls in the batch are denied.
+                    let over = self.state.count >= self.s.repeats;
+                    self.state.inspect(&[], self.s.repeats);
+                    self.denied = match (over, tool) {
+                        (true, Some(tool)) => Some((tool, count, text.unwrap_or_default())),
+                        _ => None,
+                    };
                 }
-                Record::ToolResult {
-                    id,
-                    name,
-                    output,
-                    error,
-                } => {
-                    let tool = calls
-                        .answer(id.as_deref(), name.as_deref())
-                        .or_else(|| name.clone())
-                        .unwrap_or_default();
-                    if *error == Some(true) {
-                        state.record_error(&tool, output.as_deref().unwrap_or(""), self.s.chars);
-                    } else {
-                        state.record_success();
-                    }
+                if self.denied.as_ref().is_some_and(|d| d.0 == *name) {
+                    let (tool, count, text) = self.denied.take().expect("checked");
+                    found.push(
+                        at.i,
+                        "REP-002",
+                        0,
+                        format!(
+                            "Tool '{tool}' has returned the same error {count} consecutive times: '{text}'"
+                        ),
+                    );
                 }
-                _ => {}
             }
-        })
+            Record::ToolResult {
+                id,
+                name,
+                output,
+                error,
+            } => {
+                let tool = self
+                    .calls
+                    .answer(id.as_deref(), name.as_deref())
+                    .or_else(|| name.clone())
+                    .unwrap_or_default();
+                if *error == Some(true) {
+                    self.state
+                        .record_error(&tool, output.as_deref().unwrap_or(""), self.s.chars);
+                } else {
+                    self.state.record_success();
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -274,18 +303,24 @@ impl Check for RepeatCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let mut state = RepeatState::new(self.s.max);
-        each_record(&session.session, limit, |at, found| {
-            if let Record::ToolCall { name, args, .. } = &at.event.record {
-                if !state.check_tool_call(name, args) {
-                    found.push(
-                        at.i,
-                        "REP-001",
-                        0,
-                        format!("Tool '{name}' has exceeded maximum repetitions"),
-                    );
-                }
+        each_rule(&session.session, limit, &mut RepeatState::new(self.s.max))
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(RecordStream::boxed(RepeatState::new(self.s.max)))
+    }
+}
+
+impl RecordRule for RepeatState {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
+        if let Record::ToolCall { name, args, .. } = &at.event.record {
+            if !self.check_tool_call(name, args) {
+                found.push(
+                    at.i,
+                    "REP-001",
+                    0,
+                    format!("Tool '{name}' has exceeded maximum repetitions"),
+                );
             }
-        })
+        }
     }
 }

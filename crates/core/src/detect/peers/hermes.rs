@@ -20,14 +20,15 @@
 //! cap, or thresholds crossed the other way round) is reported twice at its
 //! event, so it stops at once as the original does.
 
-use super::common::{each_record, Found, Unanswered};
+use super::common::{each_rule, At, Found, RecordRule, RecordStream, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 
@@ -498,7 +499,8 @@ pub fn is_repeatable(tool: &str) -> bool {
 /// `ToolCallGuardrailController`, one turn's state.
 #[derive(Debug)]
 pub struct Controller<'c> {
-    s: &'c HermesSettings,
+    /// Borrowed over a whole session; owned by a live stream.
+    s: Cow<'c, HermesSettings>,
     exact_failure: HashMap<Signature, u32>,
     same_tool_failure: HashMap<String, u32>,
     progress_since_failure: HashMap<Signature, bool>,
@@ -514,7 +516,17 @@ pub struct Controller<'c> {
 
 impl<'c> Controller<'c> {
     /// A controller with fresh turn state.
+    #[cfg_attr(not(test), allow(dead_code))] // the original's ported tests drive it
     pub fn new(s: &'c HermesSettings) -> Controller<'c> {
+        Controller::with(Cow::Borrowed(s))
+    }
+
+    /// A controller owning its settings (a live stream's).
+    fn owned(s: HermesSettings) -> Controller<'static> {
+        Controller::with(Cow::Owned(s))
+    }
+
+    fn with(s: Cow<'c, HermesSettings>) -> Controller<'c> {
         Controller {
             s,
             exact_failure: HashMap::new(),
@@ -532,7 +544,17 @@ impl<'c> Controller<'c> {
 
     /// `reset_for_turn`.
     pub fn reset_for_turn(&mut self) {
-        *self = Controller::new(self.s);
+        // Every field as `new` makes it, the settings kept.
+        self.exact_failure.clear();
+        self.same_tool_failure.clear();
+        self.progress_since_failure.clear();
+        self.no_progress.clear();
+        self.halt = None;
+        self.streak = None;
+        self.streak_count = 0;
+        self.history.clear();
+        self.web_searches = 0;
+        self.subagents = 0;
     }
 
     fn decide(&mut self, action: Action, code: &'static str, count: u32) -> Decision {
@@ -812,124 +834,144 @@ impl Check for HermesCheck {
     }
 
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        let s = &session.session;
-        let mut ctl = Controller::new(&self.s);
-        let mut pending: Unanswered<(String, Map<String, Value>)> = Unanswered::default();
-        // This prompt: a warning reported, the turn halted.
-        let mut warned = false;
-        let mut halted = false;
-        each_record(s, None, |at, found| {
-            let prompt = at.prompts.saturating_sub(1);
-            if at.new_prompt {
-                ctl.reset_for_turn();
-                pending = Unanswered::default();
-                warned = false;
-                halted = false;
+        each_rule(&session.session, None, &mut self.rule())
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(RecordStream::boxed(self.rule()))
+    }
+}
+
+impl HermesCheck {
+    fn rule(&self) -> HermesRule {
+        HermesRule {
+            ctl: Controller::owned(self.s.clone()),
+            pending: Unanswered::default(),
+            warned: false,
+            halted: false,
+        }
+    }
+}
+
+/// The controller over the records of a session; its state is one
+/// prompt's (reset at each), plus the calls of the prompt not yet answered.
+struct HermesRule {
+    ctl: Controller<'static>,
+    pending: Unanswered<(String, Map<String, Value>)>,
+    /// This prompt: a warning reported, the turn halted.
+    warned: bool,
+    halted: bool,
+}
+
+impl RecordRule for HermesRule {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
+        let prompt = at.prompts.saturating_sub(1);
+        if at.new_prompt {
+            self.ctl.reset_for_turn();
+            self.pending = Unanswered::default();
+            self.warned = false;
+            self.halted = false;
+        }
+        if self.halted {
+            return;
+        }
+        let stop = |found: &mut Found<'_>, warned: bool, code: &'static str, detail: String| {
+            // No warning before it in this prompt: strikes 1 and 2 at once.
+            if !warned {
+                found.push(at.i, code, prompt, detail.clone());
             }
-            if halted {
-                return;
+            found.push(at.i, code, prompt, detail);
+        };
+        match &at.event.record {
+            Record::ToolCall { name, args, id } => {
+                let d = self.ctl.before_call(name, args);
+                if d.should_halt() {
+                    stop(
+                        found,
+                        self.warned,
+                        d.code,
+                        format!("{}: {name} ({} times)", tier(d.action), d.count),
+                    );
+                    self.halted = true;
+                    return;
+                }
+                if name == "delegate_task" {
+                    // The tool runs: its spawns are built and committed.
+                    self.ctl.commit_subagents(subagent_spawn_count(args));
+                }
+                self.pending
+                    .push(id.as_deref(), name, (name.clone(), (**args).clone()));
             }
-            let stop = |found: &mut Found<'_>, warned: bool, code: &'static str, detail: String| {
-                // No warning before it in this prompt: strikes 1 and 2 at once.
-                if !warned {
-                    found.push(at.i, code, prompt, detail.clone());
+            Record::ToolResult {
+                id,
+                name,
+                output,
+                error,
+            } => {
+                let Some((tool, args)) = self.pending.answer(id.as_deref(), name.as_deref()) else {
+                    return;
+                };
+                let text = output.as_deref().unwrap_or("");
+                let failed = match error {
+                    Some(e) if self.ctl.s.failure_from_record => *e,
+                    _ => classify_tool_failure(&tool, text),
+                };
+                let d = self.ctl.after_call(&tool, &args, text, failed);
+                let obs = if self.ctl.s.stall_guards {
+                    self.ctl.observe_call(&tool, &args, text)
+                } else {
+                    Observation {
+                        kind: None,
+                        count: 0,
+                        period: 0,
+                    }
+                };
+                if d.should_halt() {
+                    stop(
+                        found,
+                        self.warned,
+                        d.code,
+                        format!("{}: {tool} ({} times)", tier(d.action), d.count),
+                    );
+                    self.halted = true;
+                    return;
                 }
-                found.push(at.i, code, prompt, detail);
-            };
-            match &at.event.record {
-                Record::ToolCall { name, args, id } => {
-                    let d = ctl.before_call(name, args);
-                    if d.should_halt() {
-                        stop(
-                            found,
-                            warned,
-                            d.code,
-                            format!("{}: {name} ({} times)", tier(d.action), d.count),
-                        );
-                        halted = true;
-                        return;
-                    }
-                    if name == "delegate_task" {
-                        // The tool runs: its spawns are built and committed.
-                        ctl.commit_subagents(subagent_spawn_count(args));
-                    }
-                    pending.push(id.as_deref(), name, (name.clone(), (**args).clone()));
+                if d.action == Action::Warn && !self.warned {
+                    found.push(
+                        at.i,
+                        d.code,
+                        prompt,
+                        format!("warn: {tool} ({} times)", d.count),
+                    );
+                    self.warned = true;
                 }
-                Record::ToolResult {
-                    id,
-                    name,
-                    output,
-                    error,
-                } => {
-                    let Some((tool, args)) = pending.answer(id.as_deref(), name.as_deref()) else {
-                        return;
+                // A streak or cycle halt raised by this observation.
+                if let Some(h) = self.ctl.halt.clone() {
+                    let detail = match obs.period {
+                        0 => format!("halt: {tool} ({} times in a row)", h.count),
+                        p => format!(
+                            "halt: cycle of {p} calls ending with {tool} ({} laps)",
+                            h.count
+                        ),
                     };
-                    let text = output.as_deref().unwrap_or("");
-                    let failed = match error {
-                        Some(e) if self.s.failure_from_record => *e,
-                        _ => classify_tool_failure(&tool, text),
-                    };
-                    let d = ctl.after_call(&tool, &args, text, failed);
-                    let obs = if self.s.stall_guards {
-                        ctl.observe_call(&tool, &args, text)
-                    } else {
-                        Observation {
-                            kind: None,
-                            count: 0,
-                            period: 0,
-                        }
-                    };
-                    if d.should_halt() {
-                        stop(
-                            found,
-                            warned,
-                            d.code,
-                            format!("{}: {tool} ({} times)", tier(d.action), d.count),
-                        );
-                        halted = true;
-                        return;
-                    }
-                    if d.action == Action::Warn && !warned {
-                        found.push(
-                            at.i,
-                            d.code,
-                            prompt,
-                            format!("warn: {tool} ({} times)", d.count),
-                        );
-                        warned = true;
-                    }
-                    // A streak or cycle halt raised by this observation.
-                    if let Some(h) = ctl.halt.clone() {
+                    stop(found, self.warned, h.code, detail);
+                    self.halted = true;
+                    return;
+                }
+                if let Some(kind) = obs.kind {
+                    if !self.warned {
                         let detail = match obs.period {
-                            0 => format!("halt: {tool} ({} times in a row)", h.count),
+                            0 => format!("notice: {tool} ({} identical calls in a row)", obs.count),
                             p => format!(
-                                "halt: cycle of {p} calls ending with {tool} ({} laps)",
-                                h.count
+                                "notice: cycle of {p} calls ending with {tool} ({} laps)",
+                                obs.count
                             ),
                         };
-                        stop(found, warned, h.code, detail);
-                        halted = true;
-                        return;
-                    }
-                    if let Some(kind) = obs.kind {
-                        if !warned {
-                            let detail = match obs.period {
-                                0 => format!(
-                                    "notice: {tool} ({} identical calls in a row)",
-                                    obs.count
-                                ),
-                                p => format!(
-                                    "notice: cycle of {p} calls ending with {tool} ({} laps)",
-                                    obs.count
-                                ),
-                            };
-                            found.push(at.i, kind, prompt, detail);
-                            warned = true;
-                        }
+                        found.push(at.i, kind, prompt, detail);
+                        self.warned = true;
                     }
                 }
-                _ => {}
             }
-        })
+            _ => {}
+        }
     }
 }

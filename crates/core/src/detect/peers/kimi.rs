@@ -23,8 +23,8 @@
 
 use super::common::{segments, Found};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::{Record, Session};
@@ -280,54 +280,152 @@ impl Check for KimiCheck {
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
         let mut found = Found::new(s, limit);
-        let mut ts = Toolset::default();
-        let mut last: Vec<CallKey> = Vec::new();
-        // (streak start, highest tier reported in it)
-        let mut reported: Option<(u64, u8)> = None;
+        let mut rule = self.rule();
         // The keys (canonical JSON of every call's arguments) are made once
         // per session and shared by every configuration of a sweep.
         let shared = session.shared("kimi.steps", steps);
-        'steps: for step in shared.iter() {
+        for step in shared.iter() {
             let Some(calls) = step else {
-                // `_turn`: `_last_tool_calls = []`.
-                last.clear();
+                rule.new_turn();
                 continue;
             };
-            ts.begin_step(&last);
-            let mut stop = false;
+            rule.begin();
             for (i, key) in calls.iter().cloned() {
-                let name = key.0.clone();
-                let args = key.1.clone();
-                let Handled::Run(Some((n, t, start))) = ts.handle(key, &self.s.tiers) else {
-                    continue;
-                };
-                let before = match reported {
-                    Some((st, r)) if st == start => r,
-                    _ => 0,
-                };
-                stop |= t == 4;
-                for k in before + 1..=t {
-                    found.push(
-                        i,
-                        KINDS[k as usize - 1],
-                        start as u32,
-                        format!("{n} consecutive identical calls to `{name}` with {args}"),
-                    );
-                    if found.full() {
-                        break 'steps;
-                    }
-                }
-                if t > before {
-                    reported = Some((start, t));
+                rule.call(i, key, &mut found);
+                if found.full() {
+                    return found.into_vec();
                 }
             }
-            last = ts.end_step();
-            if stop {
-                // The turn is force-stopped; anything recorded after it
-                // belongs to a new turn.
-                last.clear();
-            }
+            rule.end();
         }
         found.into_vec()
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(Box::new(KimiStream {
+            rule: self.rule(),
+            open: false,
+            begun: false,
+        }))
+    }
+}
+
+impl KimiCheck {
+    fn rule(&self) -> KimiRule {
+        KimiRule {
+            tiers: self.s.tiers,
+            ts: Toolset::default(),
+            last: Vec::new(),
+            reported: None,
+            stop: false,
+        }
+    }
+}
+
+/// The toolset and what the check keeps between steps. The toolset's `seen`
+/// set keeps every key called since the last step without calls, as Kimi
+/// CLI's does: it grows with the session, not a window.
+struct KimiRule {
+    tiers: [u32; 4],
+    ts: Toolset,
+    last: Vec<CallKey>,
+    /// (streak start, highest tier reported in it)
+    reported: Option<(u64, u8)>,
+    /// The step was force-stopped.
+    stop: bool,
+}
+
+impl KimiRule {
+    /// A `user` record: `_turn` sets `_last_tool_calls = []`.
+    fn new_turn(&mut self) {
+        self.last.clear();
+    }
+
+    /// A step (model turn) begins.
+    fn begin(&mut self) {
+        self.ts.begin_step(&self.last);
+        self.stop = false;
+    }
+
+    /// Record `i` calls `key`: the tiers it reaches fire there.
+    fn call(&mut self, i: usize, key: CallKey, found: &mut Found<'_>) {
+        let name = key.0.clone();
+        let args = key.1.clone();
+        let Handled::Run(Some((n, t, start))) = self.ts.handle(key, &self.tiers) else {
+            return;
+        };
+        let before = match self.reported {
+            Some((st, r)) if st == start => r,
+            _ => 0,
+        };
+        self.stop |= t == 4;
+        for k in before + 1..=t {
+            found.push(
+                i,
+                KINDS[k as usize - 1],
+                start as u32,
+                format!("{n} consecutive identical calls to `{name}` with {args}"),
+            );
+            if found.full() {
+                return;
+            }
+        }
+        if t > before {
+            self.reported = Some((start, t));
+        }
+    }
+
+    /// The step ends.
+    fn end(&mut self) {
+        self.last = self.ts.end_step();
+        if self.stop {
+            // The turn is force-stopped; anything recorded after it
+            // belongs to a new turn.
+            self.last.clear();
+        }
+    }
+}
+
+/// The check fed live. Steps are cut as [`segments`] cuts them; a step
+/// begins at its first record that makes it a model turn (nothing before
+/// it in the segment reaches the toolset), so a call fires at its record.
+struct KimiStream {
+    rule: KimiRule,
+    /// A segment is open.
+    open: bool,
+    /// It is a model turn and its step has begun.
+    begun: bool,
+}
+
+impl Stream for KimiStream {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        let e = &session.events[i];
+        let user = matches!(e.record, Record::User { .. });
+        if self.open && (e.starts_turn || user) {
+            if self.begun {
+                self.rule.end();
+            }
+            self.open = false;
+        }
+        if !self.open {
+            self.open = true;
+            self.begun = false;
+            if user {
+                self.rule.new_turn();
+            }
+        }
+        let model = matches!(
+            e.record,
+            Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. }
+        );
+        if !self.begun && (e.starts_turn || model) {
+            self.begun = true;
+            self.rule.begin();
+        }
+        if let Record::ToolCall { name, args, .. } = &e.record {
+            let mut found = Found::new(session, None);
+            self.rule
+                .call(i, (name.clone(), canonical_args(args)), &mut found);
+            out.extend(found.into_vec());
+        }
     }
 }

@@ -2,13 +2,16 @@
 //! session-wide variant (`session/loop-detection.ts`), driven by canonical
 //! records as peer-mappings section 3 says.
 
-use super::common::{each_record, Unanswered};
+use super::common::{each_rule, At, Found, RecordRule, RecordStream, Unanswered};
+use crate::detect::prepared::CallArgs;
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
+use std::collections::VecDeque;
+use std::sync::Arc;
 
 const SRC_OPENCODE: &str = "anomalyco/opencode packages/opencode/src/session/processor.ts @36160ef28f (same rule @002d98228a)";
 const SRC_KILO: &str =
@@ -100,6 +103,37 @@ impl Family for OpenCode {
     }
 }
 
+/// A call's input as the rules compare it: over a whole session, its id in
+/// the session's [`CallArgs`] (made once, shared by every configuration);
+/// fed live, its text (no session-wide table to grow).
+#[derive(Debug, Clone, PartialEq)]
+enum Input {
+    Id(u32),
+    Text(String),
+}
+
+/// Where the rules get a call's input: the shared table, or the call itself.
+struct Inputs(Option<Arc<CallArgs>>);
+
+impl Inputs {
+    /// The `JSON.stringify` text of an input.
+    fn text<'a>(&'a self, input: &'a Input) -> &'a str {
+        match (input, &self.0) {
+            (Input::Id(id), Some(t)) => &t.texts[*id as usize],
+            (Input::Text(text), _) => text,
+            (Input::Id(_), None) => unreachable!("ids come from the table"),
+        }
+    }
+
+    /// Record `at`'s input (a call).
+    fn key(&self, at: At<'_>, args: &serde_json::Map<String, serde_json::Value>) -> Input {
+        match &self.0 {
+            Some(t) => Input::Id(t.at(at.i).0),
+            None => Input::Text(crate::util::js::stringify_object(args)),
+        }
+    }
+}
+
 /// A message part, as far as the rules look at it.
 #[derive(Debug, Clone, PartialEq)]
 enum Part {
@@ -109,8 +143,7 @@ enum Part {
     Reasoning,
     Tool {
         name: String,
-        /// The input's id in the session's `CallArgs` (equal ids, equal texts).
-        input: u32,
+        input: Input,
         /// Completed or errored (a result arrived).
         finished: bool,
     },
@@ -136,49 +169,84 @@ impl Check for StepCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        let inputs = session.call_args();
-        let mut parts = vec![Part::Other]; // step-start
-        each_record(&session.session, limit, |at, found| {
-            let e = at.event;
-            // A new step (turn) or a user message means a new assistant message.
-            if e.starts_turn || matches!(e.record, Record::User { .. }) {
-                parts.clear();
-                parts.push(Part::Other);
+        let mut rule = self.rule(Some(session.call_args()));
+        each_rule(&session.session, limit, &mut rule)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(RecordStream::boxed(self.rule(None)))
+    }
+}
+
+impl StepCheck {
+    fn rule(&self, inputs: Option<Arc<CallArgs>>) -> StepRule {
+        StepRule {
+            n: self.s.threshold,
+            inputs: Inputs(inputs),
+            parts: VecDeque::from([Part::Other]), // step-start
+        }
+    }
+}
+
+/// The current assistant message's parts: only the last `n` are ever
+/// compared (and "at least `n` parts" holds of the last `n` kept), so no
+/// more are kept.
+struct StepRule {
+    n: usize,
+    inputs: Inputs,
+    parts: VecDeque<Part>,
+}
+
+impl StepRule {
+    fn push(&mut self, p: Part) {
+        if self.parts.len() == self.n {
+            self.parts.pop_front();
+        }
+        self.parts.push_back(p);
+    }
+}
+
+impl RecordRule for StepRule {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
+        let e = at.event;
+        // A new step (turn) or a user message means a new assistant message.
+        if e.starts_turn || matches!(e.record, Record::User { .. }) {
+            self.parts.clear();
+            self.push(Part::Other);
+        }
+        match &e.record {
+            // Streamed text extends the current text (reasoning) part.
+            Record::Content { .. } if self.parts.back() != Some(&Part::Text) => {
+                self.push(Part::Text);
             }
-            match &e.record {
-                // Streamed text extends the current text (reasoning) part.
-                Record::Content { .. } if parts.last() != Some(&Part::Text) => {
-                    parts.push(Part::Text);
-                }
-                Record::Thought { .. } if parts.last() != Some(&Part::Reasoning) => {
-                    parts.push(Part::Reasoning);
-                }
-                Record::ToolCall { name, .. } => {
-                    let (input, text) = inputs.at(at.i);
-                    // Status is "running" now; completed or errored later:
-                    // never "pending", so every tool part qualifies.
-                    parts.push(Part::Tool {
-                        name: name.clone(),
-                        input,
-                        finished: false,
+            Record::Thought { .. } if self.parts.back() != Some(&Part::Reasoning) => {
+                self.push(Part::Reasoning);
+            }
+            Record::ToolCall { name, args, .. } => {
+                let input = self.inputs.key(at, args);
+                // Status is "running" now; completed or errored later:
+                // never "pending", so every tool part qualifies.
+                self.push(Part::Tool {
+                    name: name.clone(),
+                    input: input.clone(),
+                    finished: false,
+                });
+                let n = self.n;
+                let hit = self.parts.len() >= n
+                    && self.parts.iter().rev().take(n).all(|p| {
+                        matches!(p, Part::Tool { name: t, input: x, .. } if t == name && *x == input)
                     });
-                    let n = self.s.threshold;
-                    let hit = parts.len() >= n
-                        && parts[parts.len() - n..].iter().all(|p| {
-                            matches!(p, Part::Tool { name: t, input: x, .. } if t == name && *x == input)
-                        });
-                    if hit {
-                        found.push(
-                            at.i,
-                            "doom_loop",
-                            0,
-                            format!("{name} called {n} times in a row with input {text}"),
-                        );
-                    }
+                if hit {
+                    let text = self.inputs.text(&input);
+                    found.push(
+                        at.i,
+                        "doom_loop",
+                        0,
+                        format!("{name} called {n} times in a row with input {text}"),
+                    );
                 }
-                _ => {}
             }
-        })
+            _ => {}
+        }
     }
 }
 
@@ -204,98 +272,72 @@ impl Check for SessionCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
-        // Session-wide parts. A step is step-start .. step-finish; the user's
-        // message contributes one text part.
-        let inputs = session.call_args();
-        let mut parts: Vec<Part> = Vec::new();
-        let mut step_open = false;
-        let mut step_empty = false;
-        let mut pending: Unanswered<usize> = Unanswered::default();
-        let open_step = |parts: &mut Vec<Part>, step_open: &mut bool, step_empty: &mut bool| {
-            if *step_open && *step_empty {
-                return; // a step that has nothing yet needs no second start
-            }
-            if *step_open {
-                parts.push(Part::Other); // step-finish
-            }
-            parts.push(Part::Other); // step-start
-            *step_open = true;
-            *step_empty = true;
-        };
-        each_record(&session.session, limit, |at, found| {
-            let e = at.event;
-            if let Record::User { .. } = e.record {
-                if step_open {
-                    parts.push(Part::Other); // step-finish
-                }
-                parts.push(Part::Other); // the user's text part
-                step_open = false;
-                step_empty = false;
-            }
-            if e.starts_turn {
-                open_step(&mut parts, &mut step_open, &mut step_empty);
-            }
-            match &e.record {
-                Record::Content { .. } | Record::Thought { .. } => {
-                    if !step_open {
-                        open_step(&mut parts, &mut step_open, &mut step_empty);
-                    }
-                    let kind = if matches!(e.record, Record::Content { .. }) {
-                        Part::Text
-                    } else {
-                        Part::Reasoning
-                    };
-                    if !step_empty && parts.last() == Some(&kind) {
-                        return;
-                    }
-                    parts.push(kind);
-                    step_empty = false;
-                }
-                Record::ToolCall { name, id, .. } => {
-                    if !step_open {
-                        open_step(&mut parts, &mut step_open, &mut step_empty);
-                    }
-                    let (input, _) = inputs.at(at.i);
-                    pending.push(id.as_deref(), name, parts.len());
-                    parts.push(Part::Tool {
-                        name: name.clone(),
-                        input,
-                        finished: false,
-                    });
-                    step_empty = false;
-                    let from = parts.len().saturating_sub(self.s.scan);
-                    let run = self.run_length(&parts[from..], name, input);
-                    if run + 1 >= self.s.threshold {
-                        found.push(
-                            at.i,
-                            "doom_loop",
-                            0,
-                            format!(
-                                "\"{name}\" has been called {} times with identical input",
-                                run + 1
-                            ),
-                        );
-                    }
-                }
-                Record::ToolResult { id, name, .. } => {
-                    if let Some(k) = pending.answer(id.as_deref(), name.as_deref()) {
-                        if let Part::Tool { finished, .. } = &mut parts[k] {
-                            *finished = true;
-                        }
-                    }
-                }
-                _ => {}
-            }
-        })
+        let mut rule = self.rule(Some(session.call_args()));
+        each_rule(&session.session, limit, &mut rule)
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(RecordStream::boxed(self.rule(None)))
     }
 }
 
 impl SessionCheck {
-    /// `checkToolCall`'s count of earlier finished identical calls, oldest to newest.
-    fn run_length(&self, window: &[Part], name: &str, input: u32) -> usize {
+    fn rule(&self, inputs: Option<Arc<CallArgs>>) -> SessionRule {
+        SessionRule {
+            s: self.s.clone(),
+            inputs: Inputs(inputs),
+            parts: VecDeque::new(),
+            dropped: 0,
+            step_open: false,
+            step_empty: false,
+            pending: Unanswered::default(),
+        }
+    }
+}
+
+/// Session-wide parts. A step is step-start .. step-finish; the user's
+/// message contributes one text part. Only the last `scan` parts are ever
+/// read, so only they are kept (`dropped` counts those before). The calls
+/// not yet answered are kept however old, as the original's parts are: a
+/// result answers the oldest call that matches it, so an old unanswered
+/// call decides which newer call a result finishes.
+struct SessionRule {
+    s: SessionSettings,
+    inputs: Inputs,
+    parts: VecDeque<Part>,
+    dropped: usize,
+    step_open: bool,
+    step_empty: bool,
+    /// Each unanswered call's part, by its index in the whole session.
+    pending: Unanswered<usize>,
+}
+
+impl SessionRule {
+    fn push(&mut self, p: Part) {
+        if self.parts.len() == self.s.scan {
+            self.parts.pop_front();
+            self.dropped += 1;
+        }
+        self.parts.push_back(p);
+    }
+
+    fn open_step(&mut self) {
+        if self.step_open && self.step_empty {
+            return; // a step that has nothing yet needs no second start
+        }
+        if self.step_open {
+            self.push(Part::Other); // step-finish
+        }
+        self.push(Part::Other); // step-start
+        self.step_open = true;
+        self.step_empty = true;
+    }
+
+    /// `checkToolCall`'s count of earlier finished identical calls among the
+    /// last `scan` parts, oldest to newest.
+    fn run_length(&self, name: &str, input: &Input) -> usize {
         let mut run = 0;
         let mut matched = false;
-        for p in window {
+        for p in &self.parts {
             let Part::Tool {
                 name: t,
                 input: x,
@@ -305,17 +347,90 @@ impl SessionCheck {
                 continue;
             };
             let is_write = self.s.write_tools.iter().any(|w| w == t);
-            let same_tool_other_input = t == name && *finished && *x != input;
+            let same_tool_other_input = t == name && *finished && x != input;
             if (is_write || same_tool_other_input) && matched {
                 run = 0;
                 matched = false;
                 continue;
             }
-            if *finished && t == name && *x == input {
+            if *finished && t == name && x == input {
                 run += 1;
                 matched = true;
             }
         }
         run
+    }
+}
+
+impl RecordRule for SessionRule {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
+        let e = at.event;
+        if let Record::User { .. } = e.record {
+            if self.step_open {
+                self.push(Part::Other); // step-finish
+            }
+            self.push(Part::Other); // the user's text part
+            self.step_open = false;
+            self.step_empty = false;
+        }
+        if e.starts_turn {
+            self.open_step();
+        }
+        match &e.record {
+            Record::Content { .. } | Record::Thought { .. } => {
+                if !self.step_open {
+                    self.open_step();
+                }
+                let kind = if matches!(e.record, Record::Content { .. }) {
+                    Part::Text
+                } else {
+                    Part::Reasoning
+                };
+                if !self.step_empty && self.parts.back() == Some(&kind) {
+                    return;
+                }
+                self.push(kind);
+                self.step_empty = false;
+            }
+            Record::ToolCall { name, id, args, .. } => {
+                if !self.step_open {
+                    self.open_step();
+                }
+                let input = self.inputs.key(at, args);
+                // The part's index once pushed (one may drop first).
+                let k = self.dropped + self.parts.len();
+                self.pending.push(id.as_deref(), name, k);
+                self.push(Part::Tool {
+                    name: name.clone(),
+                    input: input.clone(),
+                    finished: false,
+                });
+                self.step_empty = false;
+                let run = self.run_length(name, &input);
+                if run + 1 >= self.s.threshold {
+                    found.push(
+                        at.i,
+                        "doom_loop",
+                        0,
+                        format!(
+                            "\"{name}\" has been called {} times with identical input",
+                            run + 1
+                        ),
+                    );
+                }
+            }
+            Record::ToolResult { id, name, .. } => {
+                if let Some(k) = self.pending.answer(id.as_deref(), name.as_deref()) {
+                    // A part out of the window is never read again.
+                    if let Some(Part::Tool { finished, .. }) = k
+                        .checked_sub(self.dropped)
+                        .and_then(|j| self.parts.get_mut(j))
+                    {
+                        *finished = true;
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 }

@@ -254,3 +254,89 @@ fn session_text_only_step_counts_then_ends_the_run() {
     }
     assert!(first("crush", r).is_empty());
 }
+
+/// `n` identical steps (a turn, a call, its result), then `tail`.
+fn steps_then(n: usize, tail: Vec<Record>) -> Arc<Session> {
+    let mut recs = vec![Record::User {
+        text: "go".into(),
+        prompt_id: None,
+    }];
+    for _ in 0..n {
+        recs.push(Record::Turn);
+        recs.push(Record::ToolCall {
+            name: "read".into(),
+            args: obj(json!({"file": "a.go"})).into(),
+            id: None,
+        });
+        recs.push(Record::ToolResult {
+            id: None,
+            name: None,
+            output: Some("same".into()),
+            error: Some(false),
+        });
+    }
+    recs.extend(tail);
+    let recs = recs.into_iter().map(|r| (r, Origin::default())).collect();
+    Arc::new(Session::from_records("s".into(), recs))
+}
+
+/// A step is judged at its last record, which is known to be its last only
+/// when the next segment begins (or the session ends): fed live, the
+/// detection is held until then, and its event is the step's last record.
+#[test]
+fn a_live_step_is_judged_when_the_next_record_or_the_end_comes() {
+    let cfg = DetectorConfig::resolve(None, Some("crush"), &[]).unwrap();
+    let check = &cfg.checks().unwrap()[0];
+    for tail in [
+        vec![],
+        vec![Record::Turn],
+        vec![Record::Content { text: "x".into() }],
+    ] {
+        let extends = matches!(tail.first(), Some(Record::Content { .. }));
+        let s = steps_then(10, tail);
+        let want = run_checks(&cfg.checks().unwrap(), &Prepared::new(s.clone()), None);
+        assert_eq!(want.len(), 1);
+        let mut st = check.stream().unwrap();
+        let mut at_feed = Vec::new();
+        for i in 0..s.events.len() {
+            let mut out = Vec::new();
+            st.feed(&s, i, &mut out);
+            at_feed.extend(out.into_iter().map(|d| (i + 1, d)));
+        }
+        let mut fin = Vec::new();
+        st.finish(&s, &mut fin);
+        // Mid-step (the 10th step's result, or text after it) nothing fires.
+        match at_feed.as_slice() {
+            [] => {
+                assert_eq!(crate::detect::merge(vec![fin]), want);
+                assert_eq!(want[0].event as usize, s.events.len());
+            }
+            [(fed_at, d)] => {
+                assert!(!extends);
+                assert_eq!(*fed_at, s.events.len(), "released by the next turn");
+                assert_eq!(d.event as usize, s.events.len() - 1);
+                assert_eq!(crate::detect::merge(vec![vec![d.clone()]]), want);
+                assert!(fin.is_empty());
+            }
+            more => panic!("{more:?}"),
+        }
+    }
+    // Steps judged as they close give what the replay gives, run by run.
+    let mut cfgs = Vec::new();
+    for w in 1..=6 {
+        for m in 0..=3 {
+            cfgs.push((
+                "crush",
+                vec![
+                    (
+                        "window_steps".to_string(),
+                        crate::detect::ParamValue::Int(w),
+                    ),
+                    ("max_repeats".to_string(), crate::detect::ParamValue::Int(m)),
+                ],
+            ));
+        }
+    }
+    let s = steps_then(9, vec![Record::Content { text: "x".into() }, Record::Turn]);
+    assert!(super::stream_equals_run(&s, &cfgs) > 0);
+}

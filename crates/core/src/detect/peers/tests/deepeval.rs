@@ -178,3 +178,77 @@ fn session_repetition_with_stagnation_fails_at_the_record_that_tips_it() {
     )];
     assert_eq!(detections(r, &sets), vec![("agent_loop", 10)]);
 }
+
+/// A turn's LLM span is added at its last `content` record, which may follow
+/// its calls: fed live, the turn is scored when the next turn begins (or at
+/// the end), and a detection at an earlier record of it is released then.
+#[test]
+fn fed_live_a_turn_is_scored_when_it_ends() {
+    use crate::event::{Origin, Record, Session};
+    use std::sync::Arc;
+    let o = Origin::default;
+    let words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor";
+    let text = |t: &str| (Record::Content { text: t.into() }, o());
+    let call = || {
+        (
+            Record::ToolCall {
+                name: "read".into(),
+                args: obj(serde_json::json!({"f": "a"})).into(),
+                id: None,
+            },
+            o(),
+        )
+    };
+    let user = || {
+        (
+            Record::User {
+                text: "go".into(),
+                prompt_id: None,
+            },
+            o(),
+        )
+    };
+    let mut recs = vec![user()];
+    for k in 0..8 {
+        recs.push((Record::Turn, o()));
+        recs.extend([text("Reading. "), call(), text(words)]);
+        if k == 4 {
+            recs.extend([user(), call()]);
+        }
+    }
+    recs.push((Record::Turn, o()));
+    recs.push(call()); // a turn without text: its span at the call
+    let s = Arc::new(Session::from_records("s".into(), recs));
+    // The default fails in the 3rd turn at its last text (two similar
+    // outputs), after that turn's call: held until the 4th turn begins.
+    let cfg = DetectorConfig::resolve(None, Some("deepeval"), &[]).unwrap();
+    let check = &cfg.checks().unwrap()[0];
+    let want = run_checks(&cfg.checks().unwrap(), &Prepared::new(s.clone()), None);
+    let mut st = check.stream().unwrap();
+    let mut released = Vec::new();
+    for i in 0..s.events.len() {
+        let mut out = Vec::new();
+        st.feed(&s, i, &mut out);
+        released.extend(out.into_iter().map(|d| (i as u32 + 1, d.event)));
+    }
+    assert!(!released.is_empty() && !want.is_empty());
+    assert_eq!(released[0].1, want[0].event);
+    assert!(released[0].0 > want[0].event, "{released:?}");
+    assert!(matches!(
+        s.events[released[0].0 as usize - 1].record,
+        Record::Turn
+    ));
+    let mut cfgs = Vec::new();
+    for r in 1..=4 {
+        for trace in ["prompt", "session"] {
+            cfgs.push((
+                "deepeval",
+                vec![
+                    ("repetition_threshold".to_string(), ParamValue::Int(r)),
+                    ("trace".to_string(), ParamValue::Str(trace.into())),
+                ],
+            ));
+        }
+    }
+    assert!(super::stream_equals_run(&s, &cfgs) > 0);
+}

@@ -65,3 +65,70 @@ fn fingerprint_is_the_first_100_chars() {
     s.record_error("t", &format!("{long}3"), 100);
     assert_eq!(s.inspect(&["x", "t", "t"], 3), vec![1, 2]);
 }
+
+/// REP-002 inspects a turn's batch at its first call but denies the batch's
+/// first call of the erring tool, later in the turn: fed live it fires at
+/// that call's record when it comes, as the replay (which reads the batch
+/// ahead) does; a result of the same turn, after the inspection, changes
+/// nothing of it.
+#[test]
+fn rep002_denies_a_later_call_of_the_batch_fed_live() {
+    use crate::detect::{run_checks, DetectorConfig, ParamValue, Prepared};
+    use crate::event::{Origin, Record, Session};
+    use std::sync::Arc;
+    let o = Origin::default;
+    let call = |name: &str| {
+        (
+            Record::ToolCall {
+                name: name.into(),
+                args: obj(json!({"x": 1})).into(),
+                id: None,
+            },
+            o(),
+        )
+    };
+    let result = |name: &str, error: bool| {
+        (
+            Record::ToolResult {
+                id: None,
+                name: Some(name.into()),
+                output: Some("boom".into()),
+                error: Some(error),
+            },
+            o(),
+        )
+    };
+    let mut recs = Vec::new();
+    for _ in 0..3 {
+        recs.extend([(Record::Turn, o()), call("shell"), result("shell", true)]);
+    }
+    // The inspection at `read` denies the turn's `shell` call (record 13).
+    recs.extend([
+        (Record::Turn, o()),
+        call("read"),
+        result("read", false),
+        call("shell"),
+        call("shell"),
+    ]);
+    for _ in 0..4 {
+        recs.extend([(Record::Turn, o()), call("shell"), result("shell", true)]);
+    }
+    let s = Arc::new(Session::from_records("s".into(), recs));
+    let cfg = DetectorConfig::resolve(None, Some("goose"), &[]).unwrap();
+    let want = run_checks(&cfg.checks().unwrap(), &Prepared::new(s.clone()), None);
+    let events: Vec<u32> = want.iter().map(|d| d.event).collect();
+    assert_eq!(events[0], 13, "{want:?}");
+    let mut cfgs = Vec::new();
+    for repeats in 1..=4 {
+        for max in 0..=2 {
+            cfgs.push((
+                "goose",
+                vec![
+                    ("error_repeats".to_string(), ParamValue::Int(repeats)),
+                    ("max_repetitions".to_string(), ParamValue::Int(max)),
+                ],
+            ));
+        }
+    }
+    assert!(super::stream_equals_run(&s, &cfgs) > 0);
+}

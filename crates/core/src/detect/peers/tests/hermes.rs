@@ -611,3 +611,26 @@ fn session_failure_comes_from_the_result_text_or_the_flag() {
         .collect();
     assert_eq!(got, vec![("repeated_exact_failure_warning", 5)]);
 }
+
+/// Fed live, the controller keeps one prompt's state (reset at each `user`
+/// record, the settings kept) and gives what the replay gives: notices,
+/// halts, warnings, in both profiles.
+#[test]
+fn fed_live_equals_the_replay() {
+    let mut r = Vec::new();
+    for p in 0..3 {
+        r.push(user());
+        for k in 0..(4 + 2 * p) {
+            r.push(Record::Turn);
+            let cmd = if k % 3 == 2 && p == 1 { "pwd" } else { "ls" };
+            r.push(call("terminal", json!({ "command": cmd })));
+            r.push(result(if p == 2 { "Error: failed" } else { "same" }));
+        }
+    }
+    let s = Arc::new(Session::from_records(
+        "s".into(),
+        r.into_iter().map(|r| (r, o())).collect(),
+    ));
+    let cfgs = [("hermes", vec![]), ("hermes-interactive", vec![])];
+    assert!(super::stream_equals_run(&s, &cfgs) > 0);
+}

@@ -293,3 +293,56 @@ fn thresholds_in_any_order_stop_first_as_the_original_checks() {
     );
     assert_eq!(tier(7, &[3, 5, 8, 6]), 4);
 }
+
+/// Fed live, a step begins at its first model record (a `user` record's
+/// segment is a step only once the model writes in it) and each call fires
+/// at its record: the same detections as the replay, under small tiers.
+#[test]
+fn fed_live_equals_the_replay() {
+    let o = Origin::default;
+    let call = |f: &str| {
+        (
+            Record::ToolCall {
+                name: "read".into(),
+                args: obj(json!({ "f": f })).into(),
+                id: None,
+            },
+            o(),
+        )
+    };
+    let user = || {
+        (
+            Record::User {
+                text: "go".into(),
+                prompt_id: None,
+            },
+            o(),
+        )
+    };
+    let text = || (Record::Content { text: "t".into() }, o());
+    let mut recs = vec![user()];
+    for k in 0..30 {
+        match k % 7 {
+            3 => recs.extend([user(), text(), call("a")]),
+            5 => recs.extend([(Record::Turn, o()), call("a"), call("a"), call("b")]),
+            6 => recs.extend([(Record::Turn, o()), text()]),
+            _ => recs.extend([(Record::Turn, o()), call("a")]),
+        }
+    }
+    let s = Arc::new(Session::from_records("s".into(), recs));
+    let mut cfgs = Vec::new();
+    for base in 1..=3 {
+        let sets = ["reminder_1", "reminder_2", "reminder_3", "force_stop"]
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                (
+                    p.to_string(),
+                    crate::detect::ParamValue::Int(base + 2 * j as i64),
+                )
+            })
+            .collect();
+        cfgs.push(("kimi", sets));
+    }
+    assert!(super::stream_equals_run(&s, &cfgs) > 0);
+}

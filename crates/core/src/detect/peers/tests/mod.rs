@@ -26,3 +26,41 @@ fn obj(v: Value) -> Map<String, Value> {
         _ => panic!("args must be an object"),
     }
 }
+
+/// A configuration's checks fed record by record (each check's stream,
+/// finished at the end), merged as a replay merges them.
+fn streamed(
+    checks: &[Box<dyn crate::detect::Check>],
+    s: &crate::event::Session,
+) -> Vec<crate::detect::Detection> {
+    let per = checks
+        .iter()
+        .map(|c| {
+            let mut st = c.stream().expect("a stream");
+            let mut out = Vec::new();
+            for i in 0..s.events.len() {
+                st.feed(s, i, &mut out);
+            }
+            st.finish(s, &mut out);
+            out
+        })
+        .collect();
+    crate::detect::merge(per)
+}
+
+/// `streamed` equals the replay for each `(profile, overrides)`.
+fn stream_equals_run(
+    s: &std::sync::Arc<crate::event::Session>,
+    cfgs: &[(&str, Vec<(String, crate::detect::ParamValue)>)],
+) -> usize {
+    let mut fired = 0;
+    for (profile, sets) in cfgs {
+        let cfg = crate::detect::DetectorConfig::resolve(None, Some(profile), sets).unwrap();
+        let checks = cfg.checks().unwrap();
+        let want =
+            crate::detect::run_checks(&checks, &crate::detect::Prepared::new(s.clone()), None);
+        assert_eq!(streamed(&checks, s), want, "{profile} {sets:?}");
+        fired += want.len();
+    }
+    fired
+}

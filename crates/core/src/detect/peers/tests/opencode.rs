@@ -76,3 +76,69 @@ fn inputs_are_shared_by_configurations_with_unchanged_verdicts() {
         d[0].detail
     );
 }
+
+/// Kilo keeps only the last `scan_parts` parts, but every unanswered call:
+/// an old call that never got its result still takes the next result of its
+/// name (the oldest unanswered), out of the window, so the newer call stays
+/// unfinished. Fed live it gives what the replay gives, window by window.
+#[test]
+fn a_live_feed_keeps_the_window_and_the_unanswered_calls() {
+    let o = Origin::default;
+    let call = |path: &str| {
+        (
+            Record::ToolCall {
+                name: "read".into(),
+                args: obj(json!({ "filePath": path })).into(),
+                id: None,
+            },
+            o(),
+        )
+    };
+    let result = || {
+        (
+            Record::ToolResult {
+                id: None,
+                name: Some("read".into()),
+                output: Some("x".into()),
+                error: Some(false),
+            },
+            o(),
+        )
+    };
+    let text = || (Record::Content { text: "t".into() }, o());
+    let mut recs = vec![
+        (
+            Record::User {
+                text: "go".into(),
+                prompt_id: None,
+            },
+            o(),
+        ),
+        (Record::Turn, o()),
+        call("old"), // never answered
+    ];
+    for k in 0..12 {
+        recs.push((Record::Turn, o()));
+        recs.push(call(if k % 5 == 4 { "b" } else { "a" }));
+        recs.push(result());
+        if k % 3 == 0 {
+            recs.push(text());
+        }
+    }
+    let s = Arc::new(Session::from_records("s".into(), recs));
+    let mut cfgs = Vec::new();
+    for scan in 1..=12 {
+        for threshold in 1..=4 {
+            for profile in ["kilo", "opencode"] {
+                cfgs.push((
+                    profile,
+                    vec![
+                        ("scan_parts".to_string(), ParamValue::Int(scan)),
+                        ("threshold".to_string(), ParamValue::Int(threshold)),
+                    ],
+                ));
+            }
+        }
+    }
+    assert!(super::stream_equals_run(&s, &cfgs) > 0);
+}
