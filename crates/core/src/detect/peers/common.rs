@@ -4,6 +4,7 @@
 use crate::detect::Detection;
 use crate::event::{Event, Record, Session};
 use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// The detections of one check run, up to its limit: once a detection
 /// fills the limit the check stops (further pushes are ignored).
@@ -198,37 +199,95 @@ impl<R: RecordRule> crate::detect::Stream for RecordStream<R> {
 /// Calls not yet answered, in call order, for the peers' result-matching rule:
 /// a result with an `id` answers the oldest unanswered call with that id; else
 /// with a `name`, the oldest unanswered call of that name; else the oldest.
+/// Indexed by id and by name: results that answer no call (ids that match
+/// none) leave calls waiting for the rest of the session, and a scan of them
+/// at every result made a long session quadratic.
 #[derive(Debug)]
 pub(crate) struct Unanswered<T> {
-    calls: Vec<(Option<String>, String, T)>,
+    /// By call number.
+    calls: BTreeMap<u64, (Option<String>, String, T)>,
+    next: u64,
+    /// Call numbers of each id and name, oldest first; a number answered
+    /// through the other index may linger until it reaches the front.
+    by_id: HashMap<String, VecDeque<u64>>,
+    by_name: HashMap<String, VecDeque<u64>>,
 }
 
 impl<T> Default for Unanswered<T> {
     fn default() -> Self {
-        Unanswered { calls: Vec::new() }
+        Unanswered {
+            calls: BTreeMap::new(),
+            next: 0,
+            by_id: HashMap::new(),
+            by_name: HashMap::new(),
+        }
+    }
+}
+
+/// The oldest call number of `key` still in `calls`, dropping those that
+/// are not.
+fn oldest<V>(
+    index: &mut HashMap<String, VecDeque<u64>>,
+    key: &str,
+    calls: &BTreeMap<u64, V>,
+) -> Option<u64> {
+    let q = index.get_mut(key)?;
+    while let Some(&k) = q.front() {
+        if calls.contains_key(&k) {
+            return Some(k);
+        }
+        q.pop_front();
+    }
+    index.remove(key);
+    None
+}
+
+/// Forget `k` at the front of `key`'s numbers (where answered calls are).
+fn forget(index: &mut HashMap<String, VecDeque<u64>>, key: &str, k: u64) {
+    if let Some(q) = index.get_mut(key) {
+        if q.front() == Some(&k) {
+            q.pop_front();
+        }
+        if q.is_empty() {
+            index.remove(key);
+        }
     }
 }
 
 impl<T> Unanswered<T> {
     /// Remember a call.
     pub(crate) fn push(&mut self, id: Option<&str>, name: &str, value: T) {
+        let k = self.next;
+        self.next += 1;
+        if let Some(id) = id {
+            self.by_id.entry(id.to_string()).or_default().push_back(k);
+        }
+        self.by_name
+            .entry(name.to_string())
+            .or_default()
+            .push_back(k);
         self.calls
-            .push((id.map(String::from), name.to_string(), value));
+            .insert(k, (id.map(String::from), name.to_string(), value));
     }
 
     /// The calls not yet answered, oldest first.
     pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
-        self.calls.iter().map(|c| &c.2)
+        self.calls.values().map(|c| &c.2)
     }
 
     /// Take the call a result answers, if any.
     pub(crate) fn answer(&mut self, id: Option<&str>, name: Option<&str>) -> Option<T> {
-        let pos = match (id, name) {
-            (Some(id), _) => self.calls.iter().position(|c| c.0.as_deref() == Some(id)),
-            (None, Some(n)) => self.calls.iter().position(|c| c.1 == n),
-            (None, None) => (!self.calls.is_empty()).then_some(0),
+        let k = match (id, name) {
+            (Some(id), _) => oldest(&mut self.by_id, id, &self.calls),
+            (None, Some(n)) => oldest(&mut self.by_name, n, &self.calls),
+            (None, None) => self.calls.keys().next().copied(),
         }?;
-        Some(self.calls.remove(pos).2)
+        let (id, name, value) = self.calls.remove(&k).expect("indexed calls are held");
+        if let Some(id) = &id {
+            forget(&mut self.by_id, id, k);
+        }
+        forget(&mut self.by_name, &name, k);
+        Some(value)
     }
 }
 
@@ -324,6 +383,51 @@ fn py_num(v: &Value) -> PyNum {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The rule as written: scans of the calls in order.
+    #[derive(Default)]
+    struct Scanned(Vec<(Option<String>, String, u32)>);
+
+    impl Scanned {
+        fn answer(&mut self, id: Option<&str>, name: Option<&str>) -> Option<u32> {
+            let pos = match (id, name) {
+                (Some(id), _) => self.0.iter().position(|c| c.0.as_deref() == Some(id)),
+                (None, Some(n)) => self.0.iter().position(|c| c.1 == n),
+                (None, None) => (!self.0.is_empty()).then_some(0),
+            }?;
+            Some(self.0.remove(pos).2)
+        }
+    }
+
+    proptest::proptest! {
+        /// The indexed calls answer as the scan does, whatever mix of ids,
+        /// names, repeats and unmatched results.
+        #[test]
+        fn indexed_calls_answer_as_a_scan(
+            ops in proptest::collection::vec((proptest::bool::ANY, 0..4u8, 0..3u8, 0..3u8), 0..200)
+        ) {
+            let mut a: Unanswered<u32> = Unanswered::default();
+            let mut b = Scanned::default();
+            for (i, (call, id, name, how)) in ops.into_iter().enumerate() {
+                let id = (id < 3).then(|| format!("i{id}"));
+                let name = format!("n{name}");
+                if call {
+                    a.push(id.as_deref(), &name, i as u32);
+                    b.0.push((id, name, i as u32));
+                } else {
+                    let (id, name) = match how {
+                        0 => (id.as_deref(), Some(name.as_str())),
+                        1 => (None, Some(name.as_str())),
+                        _ => (None, None),
+                    };
+                    proptest::prop_assert_eq!(a.answer(id, name), b.answer(id, name));
+                }
+                let left: Vec<u32> = a.values().copied().collect();
+                let want: Vec<u32> = b.0.iter().map(|c| c.2).collect();
+                proptest::prop_assert_eq!(left, want);
+            }
+        }
+    }
 
     #[test]
     fn python_equality() {
