@@ -8,8 +8,11 @@ use looptune::detect::DetectorConfig;
 use looptune::watch::{incremental_profiles, Detector};
 use std::time::Instant;
 
-/// A session of `n` records: turns of a call, its result and some text,
-/// with a run of identical calls every so often (so rules fire).
+/// A session of `n` records: turns of a call, a result and some text, with
+/// a run of identical calls every so often (so rules fire). A result's id
+/// is not its call's (each line numbers its own): calls stay unanswered for
+/// the whole session, the worst case of the rules that match results to
+/// calls.
 fn session(n: usize) -> Vec<String> {
     let mut lines = vec![r#"{"type":"user","text":"fix the build","session":"b"}"#.to_string()];
     let mut k = 0usize;
