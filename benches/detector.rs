@@ -1,7 +1,7 @@
 //! The live Detector (issue 44): one session of 100,000 canonical records
 //! fed record by record, for every profile fed incrementally; prints
 //! records/s. `cargo bench --bench detector` (`LOOPTUNE_BENCH_RECORDS`
-//! changes the length). Profiles not yet incremental replay the session so
+//! changes the length, `LOOPTUNE_BENCH_PROFILES=a,b` times those alone). Profiles not yet incremental replay the session so
 //! far at every record (quadratic), so they are listed, not timed.
 
 use looptune::detect::DetectorConfig;
@@ -41,7 +41,9 @@ fn main() {
         .unwrap_or(100_000);
     let lines = session(n);
     let inc = incremental_profiles();
-    for p in &inc {
+    let only = std::env::var("LOOPTUNE_BENCH_PROFILES").ok();
+    let chosen = |p: &str| only.as_deref().is_none_or(|o| o.split(',').any(|q| q == p));
+    for p in inc.iter().filter(|p| chosen(p)) {
         let cfg = DetectorConfig::resolve(None, Some(p), &[]).expect("stock profile");
         let mut best = f64::MAX;
         let mut hits = 0;

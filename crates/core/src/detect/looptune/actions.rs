@@ -258,8 +258,8 @@ impl Actions {
         }
         // Never compacted: the keys are 0..n.
         let mut shown = vec![String::new(); feed.next_key as usize];
-        for (k, v) in feed.shown.drain() {
-            shown[k as usize] = v;
+        for (k, c) in feed.key_call.drain() {
+            shown[k as usize] = feed.call_text.get(&c).cloned().unwrap_or_default();
         }
         Actions { items, shown }
     }
@@ -286,14 +286,18 @@ pub struct ActionFeed {
     s: SameSettings,
     rewrite: bool,
     prompts: Prompter,
-    /// A call without its result, then with it.
-    calls: FxHashMap<(String, ArgKey), u32>,
+    /// A call (name, then arguments) without its result, then with it.
+    /// By name first, so a call of a known tool is found by `&str`.
+    calls: FxHashMap<String, FxHashMap<ArgKey, u32>>,
     keys: FxHashMap<(u32, Option<String>), u32>,
-    shown: FxHashMap<u32, String>,
+    /// Each key's call, and each call's text: a key shows its call (the
+    /// text is made once a call, not at every record).
+    key_call: FxHashMap<u32, u32>,
+    call_text: FxHashMap<u32, String>,
     next_call: u32,
     next_key: u32,
     /// Calls keyed with their result: (the call's id, shown).
-    pending: Unanswered<(u32, String)>,
+    pending: Unanswered<u32>,
     /// Keys and calls held after the last compaction.
     live: usize,
 }
@@ -307,7 +311,8 @@ impl ActionFeed {
             prompts: Prompter::default(),
             calls: FxHashMap::default(),
             keys: FxHashMap::default(),
-            shown: FxHashMap::default(),
+            key_call: FxHashMap::default(),
+            call_text: FxHashMap::default(),
             next_call: 0,
             next_key: 0,
             pending: Unanswered::default(),
@@ -341,42 +346,50 @@ impl ActionFeed {
             Record::ToolCall { name, args, id } => {
                 let name = trimmed_name(name);
                 let polling = self.s.polling.iter().any(|p| p == name);
-                let (arg, shown) = match (self.s.same, raw) {
-                    (Same::Name, _) if !polling => (ArgKey::None, name.to_string()),
+                // The arguments' key, and the text a new call shows.
+                let (arg, text): (ArgKey, Option<&str>) = match (self.s.same, raw) {
+                    (Same::Name, _) if !polling => (ArgKey::None, None),
                     (_, Some(raw)) if !self.rewrite => {
                         let a = raw.ids[i];
-                        let shown = format!("{name} {}", short(&raw.texts[a as usize]));
-                        (ArgKey::Raw(a), shown)
+                        (ArgKey::Raw(a), Some(&raw.texts[a as usize]))
                     }
                     // Without the session's texts, the text itself (equal
                     // texts, equal ids: the same sameness).
-                    _ => {
-                        let a = args_text(args, &self.s);
-                        let shown = format!("{name} {}", short(&a));
-                        (ArgKey::Text(a), shown)
+                    _ => (ArgKey::Text(args_text(args, &self.s)), None),
+                };
+                let by_arg = match self.calls.get_mut(name) {
+                    Some(m) => m,
+                    None => self.calls.entry(name.to_string()).or_default(),
+                };
+                let call = match by_arg.get(&arg) {
+                    Some(&c) => c,
+                    None => {
+                        let c = self.next_call;
+                        self.next_call += 1;
+                        let shown = match (&arg, text) {
+                            (ArgKey::None, _) => name.to_string(),
+                            (_, Some(t)) => format!("{name} {}", short(t)),
+                            (ArgKey::Text(t), None) => format!("{name} {}", short(t)),
+                            (ArgKey::Raw(_), None) => unreachable!("raw keys come with their text"),
+                        };
+                        by_arg.insert(arg, c);
+                        self.call_text.insert(c, shown);
+                        c
                     }
                 };
-                let next = self.next_call;
-                let call = *self
-                    .calls
-                    .entry((name.to_string(), arg))
-                    .or_insert_with(|| {
-                        self.next_call += 1;
-                        next
-                    });
                 if self.s.same == Same::Result || polling {
-                    self.pending.push(id.as_deref(), name, (call, shown));
+                    self.pending.push(id.as_deref(), name, call);
                 } else {
-                    self.act(out, i, prompt, call, None, shown);
+                    self.act(out, i, prompt, call, None);
                 }
             }
             Record::ToolResult {
                 id, name, output, ..
             } => {
                 let name = name.as_deref().map(trimmed_name);
-                if let Some((call, shown)) = self.pending.answer(id.as_deref(), name) {
+                if let Some(call) = self.pending.answer(id.as_deref(), name) {
                     let head = result_head(output.as_deref().unwrap_or(""), &self.s);
-                    self.act(out, i, prompt, call, Some(head), shown);
+                    self.act(out, i, prompt, call, Some(head));
                 }
             }
             _ => {}
@@ -390,12 +403,11 @@ impl ActionFeed {
         prompt: u32,
         call: u32,
         head: Option<String>,
-        shown: String,
     ) {
         let next = self.next_key;
         let key = *self.keys.entry((call, head)).or_insert_with(|| {
             self.next_key += 1;
-            self.shown.insert(next, shown);
+            self.key_call.insert(next, call);
             next
         });
         out.push(Item::Act(Act {
@@ -411,23 +423,38 @@ impl ActionFeed {
     /// result). Runs once the maps have doubled past what was held after
     /// the last run, so it costs amortised O(1) a record.
     pub fn compact(&mut self, rule: &impl ActRule) {
-        if self.keys.len() + self.calls.len() <= 2 * self.live + 64 {
+        if self.keys.len() + self.call_count() <= 2 * self.live + 64 {
             return;
         }
         let (mut keys, mut calls) = (FxHashSet::default(), FxHashSet::default());
         rule.held(&mut keys, &mut calls);
         self.keys.retain(|_, k| keys.contains(k));
-        self.shown.retain(|k, _| keys.contains(k));
+        self.key_call.retain(|k, _| keys.contains(k));
         calls.extend(self.keys.keys().map(|(c, _)| *c));
-        calls.extend(self.pending.values().map(|(c, _)| *c));
-        self.calls.retain(|_, c| calls.contains(c));
-        self.live = self.keys.len() + self.calls.len();
+        calls.extend(self.pending.values().copied());
+        self.calls.retain(|_, m| {
+            m.retain(|_, c| calls.contains(c));
+            !m.is_empty()
+        });
+        self.call_text.retain(|c, _| calls.contains(c));
+        self.live = self.keys.len() + self.call_count();
+    }
+}
+
+impl ActionFeed {
+    /// Calls held (new calls are numbered in order, none forgotten but by
+    /// [`compact`](Self::compact)).
+    fn call_count(&self) -> usize {
+        self.call_text.len()
     }
 }
 
 impl Shown for ActionFeed {
     fn shown(&self, key: u32) -> &str {
-        self.shown.get(&key).map_or("", String::as_str)
+        self.key_call
+            .get(&key)
+            .and_then(|c| self.call_text.get(c))
+            .map_or("", String::as_str)
     }
 }
 
@@ -592,7 +619,10 @@ mod tests {
         let mut most = 0;
         for i in 0..s.events.len() {
             st.feed(&s, i, &mut Vec::new());
-            most = most.max(st.feed.keys.len() + st.feed.calls.len() + st.feed.shown.len());
+            let f = &st.feed;
+            let calls: usize = f.calls.values().map(|m| m.len()).sum();
+            assert_eq!(calls, f.call_text.len(), "a text for every call held");
+            most = most.max(f.keys.len() + calls + f.key_call.len());
         }
         // Repeats are still seen as repeats.
         assert_eq!(st.rule.1, 500);

@@ -41,11 +41,21 @@ pub struct LongChantCheck {
 }
 
 /// The Z-function: `z[j]` = longest common prefix of `s` and `s[j..]` (`z[0] = n`).
+#[cfg(test)]
 pub fn z_function<T: PartialEq>(s: &[T]) -> Vec<usize> {
+    let mut z = Vec::new();
+    z_into(s, &mut z);
+    z
+}
+
+/// [`z_function`] into `z` (its buffer reused: the rule looks every few
+/// records).
+fn z_into<T: PartialEq>(s: &[T], z: &mut Vec<usize>) {
     let n = s.len();
-    let mut z = vec![0; n];
+    z.clear();
+    z.resize(n, 0);
     if n == 0 {
-        return z;
+        return;
     }
     z[0] = n;
     let (mut l, mut r) = (0, 0);
@@ -60,19 +70,32 @@ pub fn z_function<T: PartialEq>(s: &[T]) -> Vec<usize> {
             (l, r) = (i, i + z[i]);
         }
     }
-    z
 }
 
 /// Occurrences (the suffix itself included) of the text's suffix of `len`
 /// characters that do not overlap, counted back from the end, and the
 /// longest suffix repeated that often.
+#[cfg(test)]
 pub fn suffix_repeats(text: &[char], len: usize) -> (usize, usize) {
+    suffix_repeats_in(text, len, &mut Scratch::default())
+}
+
+/// The reversed text and its Z-function, kept between looks.
+#[derive(Default)]
+struct Scratch {
+    rev: Vec<char>,
+    z: Vec<usize>,
+}
+
+fn suffix_repeats_in(text: &[char], len: usize, scratch: &mut Scratch) -> (usize, usize) {
     let n = text.len();
     if len == 0 || n < len {
         return (0, 0);
     }
-    let rev: Vec<char> = text.iter().rev().copied().collect();
-    let z = z_function(&rev);
+    let Scratch { rev, z } = scratch;
+    rev.clear();
+    rev.extend(text.iter().rev());
+    z_into(rev, z);
     let (mut count, mut next, mut longest) = (1, len, n);
     for (j, &zj) in z.iter().enumerate().skip(1) {
         if j >= next && zj >= len {
@@ -116,6 +139,7 @@ impl LongChantCheck {
             text: Vec::new(),
             fresh: 0,
             warned: false,
+            scratch: Scratch::default(),
         }
     }
 }
@@ -131,6 +155,7 @@ struct LongChant {
     text: Vec<char>,
     fresh: usize,
     warned: bool,
+    scratch: Scratch,
 }
 
 impl RecordRule for LongChant {
@@ -157,7 +182,7 @@ impl RecordRule for LongChant {
         }
         self.fresh = 0;
         let tail = &text[text.len().saturating_sub(cap)..];
-        let (count, longest) = suffix_repeats(tail, len);
+        let (count, longest) = suffix_repeats_in(tail, len, &mut self.scratch);
         let stage = if st.stop > 0 && count >= st.stop {
             Stage::Stop
         } else if st.warns() && count >= st.warn {

@@ -3,8 +3,10 @@
 
 use crate::detect::Detection;
 use crate::event::{Event, Record, Session};
+use rustc_hash::FxHashMap;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// The detections of one check run, up to its limit: once a detection
 /// fills the limit the check stops (further pushes are ignored).
@@ -204,33 +206,49 @@ impl<R: RecordRule> crate::detect::Stream for RecordStream<R> {
 /// at every result made a long session quadratic.
 #[derive(Debug)]
 pub(crate) struct Unanswered<T> {
-    /// By call number.
-    calls: BTreeMap<u64, (Option<String>, String, T)>,
+    /// By call number: the call's id and name (shared with the indexes).
+    calls: BTreeMap<u64, Call<T>>,
     next: u64,
     /// Call numbers of each id and name, oldest first; a number answered
     /// through the other index may linger until it reaches the front.
-    by_id: HashMap<String, VecDeque<u64>>,
-    by_name: HashMap<String, VecDeque<u64>>,
+    by_id: Index,
+    by_name: Index,
 }
+
+/// A waiting call: its id, its name and what the rule keeps of it.
+type Call<T> = (Option<Arc<str>>, Arc<str>, T);
+
+/// Call numbers by key. The keys are shared with `calls`, and a key already
+/// indexed is found by `&str`: a call costs no copy of a name seen before
+/// (most calls are of a few tools) and one of its id.
+type Index = FxHashMap<Arc<str>, VecDeque<u64>>;
 
 impl<T> Default for Unanswered<T> {
     fn default() -> Self {
         Unanswered {
             calls: BTreeMap::new(),
             next: 0,
-            by_id: HashMap::new(),
-            by_name: HashMap::new(),
+            by_id: Index::default(),
+            by_name: Index::default(),
         }
     }
 }
 
+/// Index `k` under `key`; the key as held.
+fn index(index: &mut Index, key: &str, k: u64) -> Arc<str> {
+    if let Some((held, _)) = index.get_key_value(key) {
+        let held = held.clone();
+        index.get_mut(key).expect("found above").push_back(k);
+        return held;
+    }
+    let held: Arc<str> = Arc::from(key);
+    index.insert(held.clone(), VecDeque::from([k]));
+    held
+}
+
 /// The oldest call number of `key` still in `calls`, dropping those that
 /// are not.
-fn oldest<V>(
-    index: &mut HashMap<String, VecDeque<u64>>,
-    key: &str,
-    calls: &BTreeMap<u64, V>,
-) -> Option<u64> {
+fn oldest<V>(index: &mut Index, key: &str, calls: &BTreeMap<u64, V>) -> Option<u64> {
     let q = index.get_mut(key)?;
     while let Some(&k) = q.front() {
         if calls.contains_key(&k) {
@@ -243,7 +261,7 @@ fn oldest<V>(
 }
 
 /// Forget `k` at the front of `key`'s numbers (where answered calls are).
-fn forget(index: &mut HashMap<String, VecDeque<u64>>, key: &str, k: u64) {
+fn forget(index: &mut Index, key: &str, k: u64) {
     if let Some(q) = index.get_mut(key) {
         if q.front() == Some(&k) {
             q.pop_front();
@@ -259,15 +277,9 @@ impl<T> Unanswered<T> {
     pub(crate) fn push(&mut self, id: Option<&str>, name: &str, value: T) {
         let k = self.next;
         self.next += 1;
-        if let Some(id) = id {
-            self.by_id.entry(id.to_string()).or_default().push_back(k);
-        }
-        self.by_name
-            .entry(name.to_string())
-            .or_default()
-            .push_back(k);
-        self.calls
-            .insert(k, (id.map(String::from), name.to_string(), value));
+        let id = id.map(|id| index(&mut self.by_id, id, k));
+        let name = index(&mut self.by_name, name, k);
+        self.calls.insert(k, (id, name, value));
     }
 
     /// The calls not yet answered, oldest first.
