@@ -338,3 +338,64 @@ fn the_reports_rule_box_names_the_guard_it_chose_under() {
         "the per-group guard is part of the rule"
     );
 }
+
+/// Each package of `cargo tree` (`{p} [{f}]` lines) and the feature sets
+/// it is resolved with.
+fn resolved(args: &[&str]) -> Option<std::collections::BTreeMap<String, Vec<String>>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .current_dir(root())
+        .args(["tree", "--locked", "--prefix", "none", "-f", "{p} [{f}]"])
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let mut m = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let line = line.trim_end_matches(" (*)");
+        let (Some(open), true) = (line.rfind(" ["), line.ends_with(']')) else {
+            continue;
+        };
+        // `name vX.Y.Z (path)`: the name and version.
+        let pkg: Vec<&str> = line[..open].split(' ').take(2).collect();
+        let features = line[open + 2..line.len() - 1].to_string();
+        let e = m.entry(pkg.join(" ")).or_default();
+        if !e.contains(&features) {
+            e.push(features);
+            e.sort();
+        }
+    }
+    Some(m)
+}
+
+/// CI builds the Python wheel (maturin, debug) right after the test
+/// command: every crate the wheel shares with the tests must resolve with
+/// the same features, or it is compiled again with everything above it
+/// (most of the tree: ten minutes of CI). The test command is `cargo test
+/// --workspace`, which resolves the Python crate's features too.
+#[test]
+fn the_wheel_resolves_every_shared_crate_as_the_tests_do() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains("\ncargo test --workspace\n"),
+        "README's test command"
+    );
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    assert!(ci.contains("\ncargo test --workspace\n"), ".ci/run runs it");
+    let tests = resolved(&["--workspace", "-e", "normal,build,dev"]);
+    let wheel = resolved(&["-p", "looptune-python", "-e", "normal,build"]);
+    let (Some(tests), Some(wheel)) = (tests, wheel) else {
+        crate::util::skipped("cargo tree did not run (no registry?)");
+        return;
+    };
+    let differ: Vec<String> = wheel
+        .iter()
+        .filter(|(p, f)| tests.get(*p).is_some_and(|t| t != *f))
+        .map(|(p, f)| format!("{p}: wheel {f:?}, tests {:?}", tests[p]))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "give crates/python/Cargo.toml the tests' features:\n{}",
+        differ.join("\n")
+    );
+}
