@@ -4,16 +4,21 @@
 //!
 //! Each record is parsed alone ([`parse_record`]) and numbered as the whole
 //! session would number it so far ([`Growing`]). A configuration whose
-//! every check is a [`Stream`] and whose family settles at once
-//! ([`Settle::Now`]) is fed incrementally: each check keeps its own state
-//! between records, so a record costs what the rules read of it, not the
-//! session's length. Any other configuration replays the records so far at
-//! every record through the same checks (what [`Detector::incremental`]
-//! says), so every family works, the incremental ones in amortised O(1).
+//! every check is a [`Stream`] is fed incrementally: each check keeps its
+//! own state between records, so a record costs what the rules read of it,
+//! not the session's length. A stream pushes a detection once it is
+//! decided (Blade's when the next record closes the model turn, OpenHands'
+//! and OpenRouter's SDK's when the turn or step ends), and a family whose
+//! detections settle with later records ([`Settle`]) hands each out once
+//! settled, where a replay of the records so far would. Any other
+//! configuration replays the records so far at every record through the
+//! same checks (what [`Detector::incremental`] says), so every family
+//! works, the incremental ones in amortised O(1).
 //! The first `turn` record of a session numbered implicitly until then
 //! renumbers the records before it, as reading the whole session would: the
 //! streams are then rebuilt over the renumbered records (once a session),
-//! as they are when the session's model changes (a rule may read it).
+//! as they are when the session's model or mode changes (a rule may read
+//! them).
 
 use super::Settle;
 use crate::detect::{Check, Detection, DetectorConfig, Stream};
@@ -55,9 +60,10 @@ struct Fed {
     prompt: u32,
     strike: u32,
     seen: HashSet<Key>,
-    /// The session's model as last seen: a stream may read it (the Gemini
-    /// preview rule), and a replay reads the latest, so a change rebuilds.
-    model: Option<String>,
+    /// The session's model and mode as last seen: a stream may read them
+    /// (the Gemini preview rule, Blade's plan mode), and a replay reads the
+    /// latest, so a change rebuilds.
+    model: (Option<String>, Option<String>),
     /// Detections found but not settled (they may change with later records).
     open: Vec<Detection>,
     /// Detections of the streams not yet numbered, with their check's
@@ -71,7 +77,7 @@ impl Detector {
     pub fn new(config: DetectorConfig) -> Result<Detector> {
         let checks = config.checks()?;
         let settle = Settle::of(config.family);
-        let incremental = settle == Settle::Now && checks.iter().all(|c| c.stream().is_some());
+        let incremental = checks.iter().all(|c| c.stream().is_some());
         let plan = Plan::new(vec![config], &ReplayOptions { all: true })?;
         let mut d = Detector {
             checks,
@@ -80,6 +86,17 @@ impl Detector {
             incremental,
             fed: Fed::default(),
         };
+        d.reset();
+        Ok(d)
+    }
+
+    /// A detector for `config` that replays the records so far at every
+    /// record, as one without streams does: what an incremental one must
+    /// hand out, record by record.
+    #[cfg(test)]
+    fn replaying(config: DetectorConfig) -> Result<Detector> {
+        let mut d = Detector::new(config)?;
+        d.incremental = false;
         d.reset();
         Ok(d)
     }
@@ -146,20 +163,29 @@ impl Detector {
         };
         self.fed.records = number;
         let renumbered = growing.push(event);
-        let model = &growing.session().meta.model;
-        let remodelled = *model != self.fed.model;
+        let meta = &growing.session().meta;
+        let remodelled = (&meta.model, &meta.mode) != (&self.fed.model.0, &self.fed.model.1);
         if remodelled {
-            self.fed.model.clone_from(model);
+            self.fed.model = (meta.model.clone(), meta.mode.clone());
         }
-        let found = if self.incremental && !renumbered && !remodelled {
+        let stepped = self.incremental && !renumbered && !remodelled;
+        let found = if stepped {
             self.step()
         } else {
             self.replay_all()
         };
-        let fresh: Vec<Detection> = found
+        let mut fresh: Vec<Detection> = found
             .into_iter()
             .filter(|d| !self.fed.seen.contains(&key(d)))
             .collect();
+        if stepped {
+            // Streams push a detection once, when it is decided; those of a
+            // settling family wait below until settled, as a replay's do.
+            // (A replay, or a rebuild, finds every open one again.)
+            let mut open = std::mem::take(&mut self.fed.open);
+            open.append(&mut fresh);
+            fresh = open;
+        }
         let session = self.fed.session.as_ref().expect("pushed above").session();
         // What may still change waits (for `finish` if the session ends).
         let (ready, open) = self.settle.split(session, fresh);
@@ -285,4 +311,85 @@ pub fn incremental_profiles() -> Vec<&'static str> {
                 .is_ok_and(|d| d.incremental())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    fn jsonl_under(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                jsonl_under(&p, out);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// The settling families fed through their streams hand out, at every
+    /// record and at the session's end, what the replay of the records so
+    /// far hands out there (the same detections, strikes, and record), on
+    /// every canonical file of the fixtures and of ../shared/conformance.
+    #[test]
+    fn streams_of_settling_families_hand_out_what_the_replay_hands_out_when_it_does() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        for dir in [
+            "tests/fixtures",
+            "fixtures/sessions",
+            "../shared/conformance",
+        ] {
+            jsonl_under(&root.join(dir), &mut files);
+        }
+        files.sort();
+        let profiles: Vec<&str> = crate::detect::families()
+            .into_iter()
+            .filter(|f| Settle::of(f.name()) != Settle::Now)
+            .flat_map(|f| f.profiles().into_iter().map(|p| p.name))
+            .collect();
+        assert!(profiles.len() >= 6, "{profiles:?}");
+        let (mut sessions, mut fired) = (0, 0);
+        for path in &files {
+            let text = std::fs::read_to_string(path).unwrap();
+            for profile in &profiles {
+                let cfg = DetectorConfig::resolve(None, Some(profile), &[]).unwrap();
+                let mut live = Detector::new(cfg.clone()).unwrap();
+                assert!(live.incremental(), "{profile}");
+                let mut replay = Detector::replaying(cfg).unwrap();
+                let mut whole = true;
+                for (n, line) in text.lines().enumerate() {
+                    match (live.feed_line(line), replay.feed_line(line)) {
+                        (Ok(a), Ok(b)) => {
+                            fired += b.len();
+                            assert_eq!(a, b, "{profile} {} record {}", path.display(), n + 1);
+                        }
+                        // Not one canonical session: compared up to here.
+                        (Err(_), Err(_)) => {
+                            whole = false;
+                            break;
+                        }
+                        (a, b) => {
+                            panic!("{profile} {} record {}: {a:?} {b:?}", path.display(), n + 1)
+                        }
+                    }
+                }
+                if whole {
+                    sessions += 1;
+                    let (a, b) = (live.finish(), replay.finish());
+                    fired += b.len();
+                    assert_eq!(a, b, "{profile} {} at the end", path.display());
+                }
+            }
+        }
+        assert!(
+            sessions > 100 && fired > 50,
+            "{sessions} sessions, {fired} hits"
+        );
+    }
 }

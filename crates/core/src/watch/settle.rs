@@ -1,8 +1,12 @@
 //! When a detection found on a session so far is final. A live feed sees a
 //! session before it ends; most checks fire at the record they read, but a
 //! few families judge something the next records complete, and what they
-//! find on a prefix may still change. Shared by `looptune watch` and the
-//! Python `Detector`.
+//! find on a prefix may still change. Shared by `looptune watch` (which
+//! replays the records so far) and the live [`Detector`] (the Python
+//! `Detector`), whose streams push a detection once decided and which
+//! hands it out once settled here, as a replay would.
+//!
+//! [`Detector`]: crate::watch::Detector
 
 use crate::detect::Detection;
 use crate::event::{Record, Session};

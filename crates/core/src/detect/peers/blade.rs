@@ -3,10 +3,10 @@
 //! stationarity rule (profile `blade-stationarity`), both driven over Blade
 //! model turns and runs as peer-mappings section 5 says.
 
-use super::common::{segments, Found, Segment, Unanswered};
+use super::common::{segments, Cutter, Found, Segment, Unanswered};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Policy, Prepared, Profile,
-    POLICY, POLICY_SPEC,
+    Stream, POLICY, POLICY_SPEC,
 };
 use crate::error::{Error, Result};
 use crate::event::{Record, Session};
@@ -273,47 +273,137 @@ struct RunTurn<'a> {
     turn: Turn<'a>,
 }
 
-/// The model turns with calls of a session, cut into runs: every `user`
-/// record, every turn without calls and (if `max_turns` > 0) every
-/// `max_turns`-th turn of a run ends the run.
-fn run_turns(s: &Session, max_turns: u32) -> Vec<RunTurn<'_>> {
-    let mut out = Vec::new();
-    let mut in_run = false;
-    let mut run = 0u32;
-    let mut started = false;
-    let mut n = 0u32;
-    let mut user_text: Option<&str> = None;
-    for seg in segments(s) {
-        if let Record::User { text, .. } = &s.events[seg.start].record {
-            in_run = false; // every command gets a new Agent
-            user_text = Some(text);
-        }
-        if !seg.model_turn {
-            continue;
-        }
-        let turn = model_turn(s, &seg);
-        if turn.calls.is_empty() {
-            in_run = false; // the final answer ends the run
-            user_text = None;
-            continue;
-        }
-        let mut user = None;
-        if !in_run {
-            if started {
-                run += 1;
-            }
-            started = true;
-            in_run = true;
-            n = 0;
-            user = user_text.take();
-        }
-        n += 1;
-        out.push(RunTurn { run, n, user, turn });
-        if max_turns > 0 && n >= max_turns {
-            in_run = false;
+/// Places model turns in runs, one segment at a time: every `user` record,
+/// every turn without calls and (if `max_turns` > 0) every `max_turns`-th
+/// turn of a run ends the run. Owned (the command's text is kept by record
+/// index), so a live stream keeps it between records.
+#[derive(Debug, Default)]
+struct Runs {
+    max_turns: u32,
+    in_run: bool,
+    run: u32,
+    started: bool,
+    n: u32,
+    /// The `user` record whose text starts the next run.
+    user: Option<usize>,
+}
+
+impl Runs {
+    fn new(max_turns: u32) -> Runs {
+        Runs {
+            max_turns,
+            ..Runs::default()
         }
     }
-    out
+
+    /// The segment `seg` of `s`: a model turn with calls, placed in its run.
+    fn segment<'a>(&mut self, s: &'a Session, seg: &Segment) -> Option<RunTurn<'a>> {
+        if let Record::User { .. } = &s.events[seg.start].record {
+            self.in_run = false; // every command gets a new Agent
+            self.user = Some(seg.start);
+        }
+        if !seg.model_turn {
+            return None;
+        }
+        let turn = model_turn(s, seg);
+        if turn.calls.is_empty() {
+            self.in_run = false; // the final answer ends the run
+            self.user = None;
+            return None;
+        }
+        let mut user = None;
+        if !self.in_run {
+            if self.started {
+                self.run += 1;
+            }
+            self.started = true;
+            self.in_run = true;
+            self.n = 0;
+            user = self.user.take().map(|i| match &s.events[i].record {
+                Record::User { text, .. } => text.as_str(),
+                _ => unreachable!("a user record"),
+            });
+        }
+        self.n += 1;
+        if self.max_turns > 0 && self.n >= self.max_turns {
+            self.in_run = false;
+        }
+        Some(RunTurn {
+            run: self.run,
+            n: self.n,
+            user,
+            turn,
+        })
+    }
+}
+
+/// The model turns with calls of a session, cut into runs ([`Runs`]).
+fn run_turns(s: &Session, max_turns: u32) -> Vec<RunTurn<'_>> {
+    let mut runs = Runs::new(max_turns);
+    segments(s)
+        .iter()
+        .filter_map(|seg| runs.segment(s, seg))
+        .collect()
+}
+
+/// A Blade rule fed the model turns of a session in order.
+trait TurnRule: Send + 'static {
+    /// What a sweep makes once per session for every configuration (by the
+    /// address of a call's arguments); a live feed has none (empty), and
+    /// the rule computes what it lacks.
+    type Shared: Default + Send;
+    /// Read one model turn with calls.
+    fn turn(&mut self, s: &Session, rt: &RunTurn<'_>, shared: &Self::Shared, found: &mut Found<'_>);
+}
+
+/// A Blade rule fed live: a model turn is decided when the record after it
+/// arrives (it ends the segment) or the session ends, and its detection, at
+/// the segment's last record, is held until then.
+struct BladeStream<R: TurnRule> {
+    cut: Cutter,
+    runs: Runs,
+    rule: R,
+    none: R::Shared,
+    /// Records fed.
+    fed: usize,
+}
+
+impl<R: TurnRule> BladeStream<R> {
+    fn boxed(max_turns: u32, rule: R) -> Box<dyn Stream> {
+        Box::new(BladeStream {
+            cut: Cutter::default(),
+            runs: Runs::new(max_turns),
+            rule,
+            none: R::Shared::default(),
+            fed: 0,
+        })
+    }
+
+    fn segment(&mut self, s: &Session, seg: Option<Segment>, out: &mut Vec<Detection>) {
+        let Some(seg) = seg else { return };
+        if let Some(rt) = self.runs.segment(s, &seg) {
+            let mut found = Found::new(s, None);
+            self.rule.turn(s, &rt, &self.none, &mut found);
+            out.extend(found.into_vec());
+        }
+    }
+}
+
+impl<R: TurnRule> Stream for BladeStream<R> {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        self.fed = i + 1;
+        let seg = self.cut.feed(i, &session.events[i]);
+        self.segment(session, seg, out);
+    }
+    fn finish(&mut self, session: &Session, out: &mut Vec<Detection>) {
+        let seg = self.cut.close(self.fed);
+        self.segment(session, seg, out);
+    }
+    fn held_from(&self) -> Option<u32> {
+        // The open segment's turn is reported at its last record, the last
+        // fed so far or a later one.
+        self.cut.open_at().map(|_| self.fed as u32)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -500,6 +590,10 @@ impl Check for LegacyCheck {
         }
         (found, Some(due))
     }
+
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(BladeStream::boxed(self.cfg.max_turns, self.rule()))
+    }
 }
 
 impl LegacyCheck {
@@ -511,62 +605,96 @@ impl LegacyCheck {
         due: &mut Vec<(u32, bool)>,
     ) -> Vec<Detection> {
         let s = &session.session;
-        let plan = s.meta.mode.as_deref() == Some("plan");
-        let cfg = &self.cfg;
         let mut found = Found::new(s, limit);
-        let mut r: Option<LegacyRun> = None;
+        let mut rule = self.rule();
         let digests = session.shared("blade.args_md5", args_md5);
-        for rt in run_turns(s, cfg.max_turns) {
-            if rt.n == 1 {
-                // A new Agent and service: messages start as [system, user].
-                let mut messages = VecDeque::new();
-                messages.push_back("\u{0}blade system prompt".to_string());
-                messages.push_back(match rt.user {
-                    Some(t) => t.to_string(),
-                    // Blade never submits an empty command: a text no other message has.
-                    None => format!("\u{0}command {}", rt.run),
-                });
-                r = Some(LegacyRun {
-                    messages,
-                    tools: Vec::new(),
-                    snapshots: Vec::new(),
-                    warnings: 0,
-                    interval: cfg.llm_interval,
-                });
-            }
-            let run = r.as_mut().expect("a run starts at n = 1");
-            let t = &rt.turn;
-            run.push(t.text.clone());
-            for c in &t.calls {
-                let content = if c.success || !c.answered {
-                    c.output.clone()
-                } else if c.output.is_empty() {
-                    "执行失败".to_string()
-                } else {
-                    c.output.clone()
-                };
-                run.push(content);
-            }
-            let mut judged = None;
-            let hit = cfg.detect(run, rt.n, t, plan, &mut judged, &digests);
-            if let Some(had) = judged {
-                due.push((t.at as u32 + 1, had));
-            }
-            if let Some((kind, reason)) = hit {
-                run.warnings += 1;
-                // The warning goes into the conversation (as when not stopped:
-                // a check reports what the detector would do if it went on).
-                run.push(format!(
-                    "⚠️ Loop detected ({}/{}): {reason}\n\nIMPORTANT: Do NOT explain or justify yourself. Instead:\n1. If you were about to call a tool, call it NOW\n2. If you need to do something different, do it NOW\n3. No filler text - action only",
-                    run.warnings, cfg.max_warnings
-                ));
-                found.push(t.at, kind, rt.run, reason);
-                if found.full() {
-                    break;
-                }
+        for rt in run_turns(s, self.cfg.max_turns) {
+            rule.turn(s, &rt, &digests, &mut found);
+            due.append(&mut rule.due);
+            if found.full() {
+                break;
             }
         }
         found.into_vec()
+    }
+
+    fn rule(&self) -> LegacyRule {
+        LegacyRule {
+            cfg: self.cfg.clone(),
+            r: None,
+            due: Vec::new(),
+        }
+    }
+}
+
+/// The legacy service over the model turns of a session: the state of the
+/// run in progress (its last messages, calls and snapshots).
+struct LegacyRule {
+    cfg: LegacyConfig,
+    r: Option<LegacyRun>,
+    /// The LLM checks made at the last turn read, as `(event, had a
+    /// recorded verdict)`.
+    due: Vec<(u32, bool)>,
+}
+
+impl TurnRule for LegacyRule {
+    type Shared = HashMap<usize, [u8; 16]>;
+    fn turn(
+        &mut self,
+        s: &Session,
+        rt: &RunTurn<'_>,
+        digests: &Self::Shared,
+        found: &mut Found<'_>,
+    ) {
+        self.due.clear();
+        let cfg = &self.cfg;
+        let plan = s.meta.mode.as_deref() == Some("plan");
+        if rt.n == 1 {
+            // A new Agent and service: messages start as [system, user].
+            let mut messages = VecDeque::new();
+            messages.push_back("\u{0}blade system prompt".to_string());
+            messages.push_back(match rt.user {
+                Some(t) => t.to_string(),
+                // Blade never submits an empty command: a text no other message has.
+                None => format!("\u{0}command {}", rt.run),
+            });
+            self.r = Some(LegacyRun {
+                messages,
+                tools: Vec::new(),
+                snapshots: Vec::new(),
+                warnings: 0,
+                interval: cfg.llm_interval,
+            });
+        }
+        let run = self.r.as_mut().expect("a run starts at n = 1");
+        let t = &rt.turn;
+        run.push(t.text.clone());
+        for c in &t.calls {
+            let content = if c.success || !c.answered {
+                c.output.clone()
+            } else if c.output.is_empty() {
+                "执行失败".to_string()
+            } else {
+                c.output.clone()
+            };
+            run.push(content);
+        }
+        let mut judged = None;
+        let hit = cfg.detect(run, rt.n, t, plan, &mut judged, digests);
+        run.forget(cfg);
+        if let Some(had) = judged {
+            self.due.push((t.at as u32 + 1, had));
+        }
+        if let Some((kind, reason)) = hit {
+            run.warnings += 1;
+            // The warning goes into the conversation (as when not stopped:
+            // a check reports what the detector would do if it went on).
+            run.push(format!(
+                "⚠️ Loop detected ({}/{}): {reason}\n\nIMPORTANT: Do NOT explain or justify yourself. Instead:\n1. If you were about to call a tool, call it NOW\n2. If you need to do something different, do it NOW\n3. No filler text - action only",
+                run.warnings, cfg.max_warnings
+            ));
+            found.push(t.at, kind, rt.run, reason);
+        }
     }
 }
 
@@ -585,6 +713,19 @@ fn args_md5(s: &Session) -> HashMap<usize, [u8; 16]> {
 }
 
 impl LegacyRun {
+    /// Drop the calls and snapshots no threshold reads any more (only the
+    /// last few of each are compared), so a run's state stays bounded.
+    fn forget(&mut self, cfg: &LegacyConfig) {
+        let keep = cfg.tool_threshold.max(7);
+        if self.tools.len() > 2 * keep {
+            self.tools.drain(..self.tools.len() - keep);
+        }
+        let keep = cfg.content_threshold.max(15);
+        if self.snapshots.len() > 2 * keep {
+            self.snapshots.drain(..self.snapshots.len() - keep);
+        }
+    }
+
     /// Append a message; only the last 10 are ever read.
     fn push(&mut self, m: String) {
         self.messages.push_back(m);
@@ -792,72 +933,107 @@ impl Check for StationarityCheck {
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
         let mut found = Found::new(s, limit);
-        let mut det = Stationarity::default();
+        let mut rule = self.rule();
         let pieces = session.shared("blade.call_pieces", call_pieces);
-        // Strikes are counted per run of identical turns: its nudge warns and
-        // its halt stops; a later run of identical turns nudges afresh.
-        let mut streak = 0u32;
-        let mut first = true;
         for rt in run_turns(s, self.s.max_turns) {
-            if rt.n == 1 {
-                det = Stationarity::default(); // one detector per run
-            }
-            let t = &rt.turn;
-            let mut action = String::new();
-            for (i, c) in t.calls.iter().enumerate() {
-                if i > 0 {
-                    action.push('\u{1e}');
-                }
-                let at = c.args as *const Map<String, Value> as usize;
-                match pieces.get(&at) {
-                    Some((n, piece)) if n == c.name => action.push_str(piece),
-                    _ => action.push_str(&call_piece(c.name, c.args)),
-                }
-            }
-            let progress = if t.calls.iter().all(|c| c.name == "TaskOutput") {
-                let sigs: Option<Vec<String>> = t
-                    .calls
-                    .iter()
-                    .map(|c| {
-                        if c.success {
-                            task_progress_signature(&c.output)
-                        } else {
-                            None
-                        }
-                    })
-                    .collect();
-                sigs.map(|v| v.join("\u{1e}"))
-            } else {
-                None
-            };
-            let (phase, restart) = det.observe(action, progress, self.s.nudge, self.s.halt);
-            if restart && !first {
-                streak += 1;
-            }
-            first = false;
-            let kind = match phase {
-                Phase::Detected => "detected",
-                Phase::Halted => "halted",
-                Phase::None | Phase::Recovered => continue,
-            };
-            let tool = if t.calls.len() == 1 {
-                t.calls[0].name.to_string()
-            } else {
-                format!("{}-tool batch", t.calls.len())
-            };
-            found.push(
-                t.at,
-                kind,
-                streak,
-                format!(
-                    "repeated {tool} without observable progress {} times",
-                    det.run_length
-                ),
-            );
+            rule.turn(s, &rt, &pieces, &mut found);
             if found.full() {
                 break;
             }
         }
         found.into_vec()
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(BladeStream::boxed(self.s.max_turns, self.rule()))
+    }
+}
+
+impl StationarityCheck {
+    fn rule(&self) -> StationarityRule {
+        StationarityRule {
+            s: self.s.clone(),
+            det: Stationarity::default(),
+            streak: 0,
+            first: true,
+        }
+    }
+}
+
+/// The stationarity detector over the model turns of a session.
+struct StationarityRule {
+    s: StationaritySettings,
+    det: Stationarity,
+    /// Strikes are counted per run of identical turns: its nudge warns and
+    /// its halt stops; a later run of identical turns nudges afresh.
+    streak: u32,
+    first: bool,
+}
+
+impl TurnRule for StationarityRule {
+    type Shared = HashMap<usize, (String, String)>;
+    fn turn(
+        &mut self,
+        _s: &Session,
+        rt: &RunTurn<'_>,
+        pieces: &Self::Shared,
+        found: &mut Found<'_>,
+    ) {
+        if rt.n == 1 {
+            self.det = Stationarity::default(); // one detector per run
+        }
+        let t = &rt.turn;
+        let mut action = String::new();
+        for (i, c) in t.calls.iter().enumerate() {
+            if i > 0 {
+                action.push('\u{1e}');
+            }
+            let at = c.args as *const Map<String, Value> as usize;
+            match pieces.get(&at) {
+                Some((n, piece)) if n == c.name => action.push_str(piece),
+                _ => action.push_str(&call_piece(c.name, c.args)),
+            }
+        }
+        let progress = if t.calls.iter().all(|c| c.name == "TaskOutput") {
+            let sigs: Option<Vec<String>> = t
+                .calls
+                .iter()
+                .map(|c| {
+                    if c.success {
+                        task_progress_signature(&c.output)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            sigs.map(|v| v.join("\u{1e}"))
+        } else {
+            None
+        };
+        let (phase, restart) = self
+            .det
+            .observe(action, progress, self.s.nudge, self.s.halt);
+        if restart && !self.first {
+            self.streak += 1;
+        }
+        self.first = false;
+        let kind = match phase {
+            Phase::Detected => "detected",
+            Phase::Halted => "halted",
+            Phase::None | Phase::Recovered => return,
+        };
+        let tool = if t.calls.len() == 1 {
+            t.calls[0].name.to_string()
+        } else {
+            format!("{}-tool batch", t.calls.len())
+        };
+        found.push(
+            t.at,
+            kind,
+            self.streak,
+            format!(
+                "repeated {tool} without observable progress {} times",
+                self.det.run_length
+            ),
+        );
     }
 }

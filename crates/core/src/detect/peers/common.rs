@@ -5,7 +5,7 @@ use crate::detect::Detection;
 use crate::event::{Event, Record, Session};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 /// The detections of one check run, up to its limit: once a detection
@@ -138,7 +138,7 @@ pub(crate) fn each_rule(
 
 /// [`Prompts`] fed one record at a time, borrowing nothing between records:
 /// which record's prompt id is in force is kept by index.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct LivePrompts {
     count: u32,
     at: Option<usize>,
@@ -198,13 +198,336 @@ impl<R: RecordRule> crate::detect::Stream for RecordStream<R> {
     }
 }
 
+/// For rules that read a model turn's text whole at the turn's last
+/// `content` record (OpenRouter's SDK records it there, OpenHands maps it to
+/// one agent message there): by record index, that record's turn text, the
+/// turn's `content` records joined. With `calls_cancel`, a turn with a
+/// `tool_call` has none (its text is the calls' thought).
+pub(crate) fn last_contents(s: &Session, calls_cancel: bool) -> HashMap<usize, String> {
+    let mut last: HashMap<u32, usize> = HashMap::new();
+    let mut text: HashMap<u32, String> = HashMap::new();
+    let mut calls: HashSet<u32> = HashSet::new();
+    for (i, e) in s.events.iter().enumerate() {
+        match &e.record {
+            Record::Content { text: t } => {
+                last.insert(e.turn, i);
+                text.entry(e.turn).or_default().push_str(t);
+            }
+            Record::ToolCall { .. } if calls_cancel => {
+                calls.insert(e.turn);
+            }
+            _ => {}
+        }
+    }
+    last.into_iter()
+        .filter(|(turn, _)| !calls.contains(turn))
+        .map(|(turn, i)| (i, text.remove(&turn).unwrap_or_default()))
+        .collect()
+}
+
+/// A rule that reads every record in order with [`last_contents`]' text at
+/// the record that has one: driven over a whole session by [`each_text`]
+/// and live by [`TextStream`], one implementation.
+pub(crate) trait TextRule: Clone + Send + 'static {
+    /// Read one record; `text` is its turn's text when it is the turn's
+    /// last `content` record.
+    fn visit(&mut self, at: At<'_>, text: Option<&str>, found: &mut Found<'_>);
+    /// The session has ended.
+    fn finish(&mut self, _found: &mut Found<'_>) {}
+    /// The first record (0-based) the rule read but may still report at.
+    fn held_from(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// [`each_record`] driving a [`TextRule`], the texts made once per session
+/// (`texts`, [`last_contents`]).
+pub(crate) fn each_text(
+    session: &Session,
+    limit: Option<usize>,
+    texts: &HashMap<usize, String>,
+    rule: &mut impl TextRule,
+) -> Vec<Detection> {
+    let mut found = Found::new(session, limit);
+    let mut prompts = Prompts::default();
+    for (i, event) in session.events.iter().enumerate() {
+        let new_prompt = prompts.observe(&event.record);
+        let at = At {
+            i,
+            event,
+            prompts: prompts.count,
+            new_prompt,
+        };
+        rule.visit(at, texts.get(&i).map(String::as_str), &mut found);
+        if found.full() {
+            return found.into_vec();
+        }
+    }
+    rule.finish(&mut found);
+    found.into_vec()
+}
+
+/// [`last_contents`] record by record: whether a `content` record is its
+/// turn's last is known once the turn ends (a record of the next turn, or
+/// the session's end), or once no later model record can join the turn
+/// (turns numbered implicitly: after a `user` or `tool_result` record the
+/// next model record starts a turn); until then the records from it on are
+/// held, and handed on in order.
+#[derive(Debug, Default)]
+pub(crate) struct LiveText {
+    calls_cancel: bool,
+    turn: Option<u32>,
+    /// The turn's text so far.
+    text: String,
+    has_call: bool,
+    /// A `turn` record was read: only those start turns.
+    explicit: bool,
+    /// From the turn's latest `content` record on (while it may be last).
+    held: VecDeque<usize>,
+}
+
+impl LiveText {
+    pub(crate) fn new(calls_cancel: bool) -> LiveText {
+        LiveText {
+            calls_cancel,
+            ..LiveText::default()
+        }
+    }
+
+    /// Read record `i` of `s`; the records now decided go to `ready`, in
+    /// order, with their text.
+    pub(crate) fn feed(&mut self, s: &Session, i: usize, ready: &mut Vec<(usize, Option<String>)>) {
+        let e = &s.events[i];
+        self.explicit |= matches!(e.record, Record::Turn);
+        let new_turn = self.turn != Some(e.turn);
+        let ended =
+            !self.explicit && matches!(e.record, Record::User { .. } | Record::ToolResult { .. });
+        if new_turn || ended {
+            self.release(true, ready);
+        }
+        if new_turn {
+            self.turn = Some(e.turn);
+            self.text.clear();
+            self.has_call = false;
+        }
+        match &e.record {
+            Record::Content { text } => {
+                // The held one was not the turn's last.
+                self.release(false, ready);
+                self.text.push_str(text);
+                if self.calls_cancel && self.has_call {
+                    ready.push((i, None));
+                } else {
+                    self.held.push_back(i);
+                }
+                return;
+            }
+            Record::ToolCall { .. } => {
+                self.has_call = true;
+                if self.calls_cancel {
+                    self.release(false, ready);
+                }
+            }
+            _ => {}
+        }
+        match self.held.is_empty() {
+            true => ready.push((i, None)),
+            false => self.held.push_back(i),
+        }
+    }
+
+    /// Whether record `i` is a `user` record that a turn still open holds:
+    /// turns numbered by `turn` records, where model records after it may
+    /// still join the turn. A `user` record starts the next step (see
+    /// [`crate::watch::Settle`]): what comes before it is taken as settled
+    /// there, provisionally ([`LiveText::provisional`]).
+    pub(crate) fn holds_user(&self, s: &Session, i: usize) -> bool {
+        self.explicit
+            && self.held.back() == Some(&i)
+            && matches!(s.events[i].record, Record::User { .. })
+    }
+
+    /// The held records, as if the turn had ended before the last (a
+    /// `user` record): the first with the turn's text.
+    pub(crate) fn provisional(&self) -> Vec<(usize, Option<String>)> {
+        let mut copy = LiveText {
+            calls_cancel: self.calls_cancel,
+            text: self.text.clone(),
+            has_call: self.has_call,
+            held: self.held.clone(),
+            ..LiveText::default()
+        };
+        let mut out = Vec::new();
+        copy.release(true, &mut out);
+        out
+    }
+
+    /// The session has ended: the held records go to `ready`.
+    pub(crate) fn finish(&mut self, ready: &mut Vec<(usize, Option<String>)>) {
+        self.release(true, ready);
+    }
+
+    /// The first record held.
+    pub(crate) fn held_from(&self) -> Option<usize> {
+        self.held.front().copied()
+    }
+
+    /// Hand on the held records, the first (a `content` record) with the
+    /// turn's text if it is the turn's `last`.
+    fn release(&mut self, last: bool, ready: &mut Vec<(usize, Option<String>)>) {
+        let Some(first) = self.held.pop_front() else {
+            return;
+        };
+        let text = (last && !(self.calls_cancel && self.has_call)).then(|| self.text.clone());
+        ready.push((first, text));
+        ready.extend(self.held.drain(..).map(|j| (j, None)));
+    }
+}
+
+/// A [`TextRule`] fed one record at a time ([`LiveText`] holds what it
+/// cannot read yet), a check's [`Check::stream`].
+///
+/// A `user` record starts the next step, and a live feed hands out what
+/// fired before it there (as a replay of the records so far settles it,
+/// [`crate::watch::Settle`]); a turn numbered by `turn` records may still
+/// get model records after it, though. So there the held records are read
+/// by a copy of the rule as if the turn had ended, and what it finds is
+/// pushed at once; once the turn has ended, the rule reads them itself and
+/// pushes only what the copy did not (nothing, unless the turn did go on).
+///
+/// [`Check::stream`]: crate::detect::Check::stream
+pub(crate) struct TextStream<R> {
+    rule: R,
+    text: LiveText,
+    prompts: LivePrompts,
+    ready: Vec<(usize, Option<String>)>,
+    /// What a copy pushed for the held records, and the first record the
+    /// copy may still report at.
+    told: Vec<Detection>,
+    told_held: Option<Option<usize>>,
+}
+
+impl<R: TextRule> TextStream<R> {
+    /// A stream for `rule`, before the first record.
+    pub(crate) fn boxed(rule: R, calls_cancel: bool) -> Box<dyn crate::detect::Stream> {
+        Box::new(TextStream {
+            rule,
+            text: LiveText::new(calls_cancel),
+            prompts: LivePrompts::default(),
+            ready: Vec::new(),
+            told: Vec::new(),
+            told_held: None,
+        })
+    }
+
+    /// `rule` reads `records` in order.
+    fn read(
+        rule: &mut R,
+        prompts: &mut LivePrompts,
+        records: Vec<(usize, Option<String>)>,
+        session: &Session,
+        found: &mut Found<'_>,
+    ) {
+        for (j, text) in records {
+            let (new_prompt, count) = prompts.observe(session, j);
+            let at = At {
+                i: j,
+                event: &session.events[j],
+                prompts: count,
+                new_prompt,
+            };
+            rule.visit(at, text.as_deref(), found);
+        }
+    }
+
+    /// Push what `found` has that a copy did not push before.
+    fn push(&mut self, found: Found<'_>, out: &mut Vec<Detection>) {
+        for d in found.into_vec() {
+            match self.told.iter().position(|t| *t == d) {
+                Some(k) => {
+                    self.told.remove(k);
+                }
+                None => out.push(d),
+            }
+        }
+    }
+
+    /// The rule reads what [`LiveText`] handed on.
+    fn step(&mut self, session: &Session, out: &mut Vec<Detection>) {
+        if self.ready.is_empty() {
+            return;
+        }
+        let mut found = Found::new(session, None);
+        let ready = std::mem::take(&mut self.ready);
+        let held_before = self.told_held.is_some();
+        Self::read(
+            &mut self.rule,
+            &mut self.prompts,
+            ready,
+            session,
+            &mut found,
+        );
+        self.push(found, out);
+        if held_before && self.text.held_from().is_none() {
+            // The held records are read: what the copy told is settled.
+            self.told.clear();
+            self.told_held = None;
+        }
+    }
+}
+
+impl<R: TextRule> crate::detect::Stream for TextStream<R> {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        self.text.feed(session, i, &mut self.ready);
+        self.step(session, out);
+        if self.text.holds_user(session, i) {
+            let (mut rule, mut prompts) = (self.rule.clone(), self.prompts.clone());
+            let mut found = Found::new(session, None);
+            Self::read(
+                &mut rule,
+                &mut prompts,
+                self.text.provisional(),
+                session,
+                &mut found,
+            );
+            // Told again by a later copy: pushed once.
+            let told = std::mem::take(&mut self.told);
+            let mut fresh = found.into_vec();
+            for t in &told {
+                if let Some(k) = fresh.iter().position(|d| d == t) {
+                    fresh.remove(k);
+                }
+            }
+            out.extend(fresh.iter().cloned());
+            self.told = told;
+            self.told.extend(fresh);
+            self.told_held = Some(rule.held_from());
+        }
+    }
+    fn finish(&mut self, session: &Session, out: &mut Vec<Detection>) {
+        self.text.finish(&mut self.ready);
+        self.step(session, out);
+        let mut found = Found::new(session, None);
+        self.rule.finish(&mut found);
+        self.push(found, out);
+    }
+    fn held_from(&self) -> Option<u32> {
+        let held = match self.told_held {
+            // What the copy read is told; it holds what its rule holds.
+            Some(copy) => [copy, None],
+            None => [self.text.held_from(), self.rule.held_from()],
+        };
+        held.into_iter().flatten().min().map(|i| i as u32 + 1)
+    }
+}
+
 /// Calls not yet answered, in call order, for the peers' result-matching rule:
 /// a result with an `id` answers the oldest unanswered call with that id; else
 /// with a `name`, the oldest unanswered call of that name; else the oldest.
 /// Indexed by id and by name: results that answer no call (ids that match
 /// none) leave calls waiting for the rest of the session, and a scan of them
 /// at every result made a long session quadratic.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Unanswered<T> {
     /// By call number: the call's id and name (shared with the indexes).
     calls: BTreeMap<u64, Call<T>>,
@@ -315,30 +638,61 @@ pub(crate) struct Segment {
     pub model_turn: bool,
 }
 
+/// Cuts a session into [`Segment`]s record by record: a segment ends before
+/// a record that starts a turn or is a `user` record, or with the session.
+/// [`segments`] and the live streams cut with it.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Cutter {
+    /// The open segment's first record, once a record was read since a cut.
+    start: Option<usize>,
+    model_turn: bool,
+}
+
+impl Cutter {
+    /// Read record `i`: the segment it closes, if any.
+    pub(crate) fn feed(&mut self, i: usize, e: &Event) -> Option<Segment> {
+        let cut = e.starts_turn || matches!(e.record, Record::User { .. });
+        let closed = if cut { self.close(i) } else { None };
+        if self.start.is_none() {
+            self.start = Some(i);
+            self.model_turn = e.starts_turn;
+        }
+        if matches!(
+            e.record,
+            Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. }
+        ) {
+            self.model_turn = true;
+        }
+        closed
+    }
+
+    /// The open segment, ended before record `end` (the session's length
+    /// when it has ended).
+    pub(crate) fn close(&mut self, end: usize) -> Option<Segment> {
+        let start = self.start.take()?;
+        Some(Segment {
+            start,
+            end,
+            model_turn: std::mem::take(&mut self.model_turn),
+        })
+    }
+
+    /// The open segment's first record.
+    pub(crate) fn open_at(&self) -> Option<usize> {
+        self.start
+    }
+}
+
 /// Cut a session into segments.
 pub(crate) fn segments(session: &Session) -> Vec<Segment> {
-    let ev = &session.events;
-    let mut out = Vec::new();
-    let mut start = 0;
-    for i in 0..=ev.len() {
-        let cut = i == ev.len()
-            || (i > start && (ev[i].starts_turn || matches!(ev[i].record, Record::User { .. })));
-        if cut && i > start {
-            let model_turn = ev[start].starts_turn
-                || ev[start..i].iter().any(|e| {
-                    matches!(
-                        e.record,
-                        Record::Content { .. } | Record::Thought { .. } | Record::ToolCall { .. }
-                    )
-                });
-            out.push(Segment {
-                start,
-                end: i,
-                model_turn,
-            });
-            start = i;
-        }
-    }
+    let mut cut = Cutter::default();
+    let mut out: Vec<Segment> = session
+        .events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| cut.feed(i, e))
+        .collect();
+    out.extend(cut.close(session.events.len()));
     out
 }
 

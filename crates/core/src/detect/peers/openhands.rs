@@ -2,15 +2,16 @@
 //! driven per event as peer-mappings section 1 says) and the V1 SDK
 //! (`openhands/sdk/conversation/stuck_detector.py`) as a profile.
 
-use super::common::{py_eq, Found, Unanswered};
+use super::common::{each_text, last_contents, py_eq, At, Found, TextRule, TextStream, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
-use crate::event::{Record, Session};
+use crate::event::{Event, Record, Session};
 use serde_json::{Map, Value};
 use std::borrow::Borrow;
+use std::collections::HashMap;
 
 const SRC_V0: &str =
     "OpenHands/OpenHands openhands/controller/stuck.py @d6fab190bf (blob 092be02efe, last changed 17e32af6)";
@@ -205,54 +206,45 @@ fn shell_name(name: &str) -> bool {
         .any(|w| folded.contains(w))
 }
 
-/// Map a session's records to OpenHands events: `(record index, event)`.
-fn map_session(s: &Session) -> Vec<(usize, Mapped)> {
-    let n = s.turns as usize + 1;
-    let mut has_call = vec![false; n];
-    let mut last_content = vec![None; n];
-    let mut text = vec![String::new(); n];
-    for (i, e) in s.events.iter().enumerate() {
-        let t = e.turn as usize;
-        match &e.record {
-            Record::ToolCall { .. } => has_call[t] = true,
-            Record::Content { text: x } => {
-                last_content[t] = Some(i);
-                text[t].push_str(x);
-            }
-            _ => {}
+/// Maps canonical records to OpenHands events one record at a time. The
+/// one look ahead the mapping needs (whether a `content` record is the last
+/// of a turn without calls, whose text becomes one agent message there) is
+/// given with the record ([`last_contents`]; live, [`super::common::LiveText`]).
+#[derive(Debug, Default, Clone)]
+struct Mapper {
+    /// Text of the current turn before its first call (the first action's thought).
+    before_call: String,
+    seen_call: bool,
+    cur_turn: Option<u32>,
+    pending: Unanswered<Call>,
+}
+
+impl Mapper {
+    /// Record `e`; `message` is its turn's text when it is the last
+    /// `content` record of a turn without calls.
+    fn map(&mut self, e: &Event, message: Option<&str>) -> Option<Mapped> {
+        if self.cur_turn != Some(e.turn) {
+            self.cur_turn = Some(e.turn);
+            self.before_call.clear();
+            self.seen_call = false;
         }
-    }
-    let mut out = Vec::new();
-    // Text of the current turn before its first call (the first action's thought).
-    let mut before_call = String::new();
-    let mut seen_call = false;
-    let mut cur_turn = u32::MAX;
-    let mut pending: Unanswered<Call> = Unanswered::default();
-    for (i, e) in s.events.iter().enumerate() {
-        if e.turn != cur_turn {
-            cur_turn = e.turn;
-            before_call.clear();
-            seen_call = false;
-        }
-        let t = e.turn as usize;
         match &e.record {
-            Record::User { text, .. } => out.push((i, Mapped::User(text.clone()))),
+            Record::User { text, .. } => Some(Mapped::User(text.clone())),
             Record::Content { text: x } => {
-                if has_call[t] {
-                    if !seen_call {
-                        before_call.push_str(x);
-                    }
-                } else if last_content[t] == Some(i) {
-                    out.push((i, Mapped::AgentMessage(text[t].clone())));
+                // Text before a turn's first call is that call's thought
+                // (in a turn without calls it is never read).
+                if !self.seen_call {
+                    self.before_call.push_str(x);
                 }
+                message.map(|t| Mapped::AgentMessage(t.to_string()))
             }
             Record::ToolCall { name, args, id } => {
-                let thought = if seen_call {
+                let thought = if self.seen_call {
                     String::new()
                 } else {
-                    std::mem::take(&mut before_call)
+                    std::mem::take(&mut self.before_call)
                 };
-                seen_call = true;
+                self.seen_call = true;
                 let shell = match args.get("command") {
                     Some(Value::String(c)) if shell_name(name) => Some(c.clone()),
                     _ => None,
@@ -262,8 +254,8 @@ fn map_session(s: &Session) -> Vec<(usize, Mapped)> {
                     args: Value::Object((**args).clone()),
                     shell,
                 };
-                pending.push(id.as_deref(), name, call.clone());
-                out.push((i, Mapped::Call { call, thought }));
+                self.pending.push(id.as_deref(), name, call.clone());
+                Some(Mapped::Call { call, thought })
             }
             Record::ToolResult {
                 id,
@@ -271,21 +263,22 @@ fn map_session(s: &Session) -> Vec<(usize, Mapped)> {
                 output,
                 error,
             } => {
-                let call = pending.answer(id.as_deref(), name.as_deref());
-                out.push((
-                    i,
-                    Mapped::Result {
-                        call,
-                        name: name.clone(),
-                        output: output.clone().unwrap_or_default(),
-                        error: *error == Some(true),
-                    },
-                ));
+                let call = self.pending.answer(id.as_deref(), name.as_deref());
+                Some(Mapped::Result {
+                    call,
+                    name: name.clone(),
+                    output: output.clone().unwrap_or_default(),
+                    error: *error == Some(true),
+                })
             }
-            _ => {}
+            _ => None,
         }
     }
-    out
+}
+
+/// The agent messages of a session by record index (made once per session).
+fn messages(s: &Session) -> HashMap<usize, String> {
+    last_contents(s, true)
 }
 
 // ---------------------------------------------------------------------------
@@ -565,7 +558,7 @@ fn consistent_invalid_syntax(obs: &[&str], msg: &str) -> bool {
 /// order. Kept as events are added, so each call of `analyze` reads the
 /// newest few instead of scanning back through the history (once per event,
 /// that scan made one long session quadratic: 400k records took 20 s).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Positions {
     /// Actions (every event is an action or an observation).
     acts: Vec<usize>,
@@ -834,39 +827,65 @@ impl Check for V0Check {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut found = Found::new(s, limit);
-        // The filtered history, kept as is_stuck would rebuild it each time.
-        let mut filtered: Vec<OhEvent> = Vec::new();
-        let mut pos = Positions::default();
-        let mut users = 0u32;
-        for (i, m) in map_session(s) {
-            let ev = to_v0(&m);
-            if matches!(m, Mapped::User(_)) {
-                users += 1;
-                if !self.s.headless {
-                    filtered.clear();
-                    pos.clear();
-                }
-            }
-            if ev.filtered_out() {
-                // Still a call of is_stuck, on an unchanged filtered history.
-            } else {
-                pos.add(filtered.len(), &ev);
-                filtered.push(ev);
-            }
-            if let Some((kind, _, _)) = analyze(&filtered, &pos) {
-                let prompt = if self.s.headless {
-                    0
-                } else {
-                    users.saturating_sub(1)
-                };
-                found.push(i, kind, prompt, String::from(kind));
-                if found.full() {
-                    break;
-                }
+        let texts = session.shared("openhands.messages", messages);
+        each_text(s, limit, &texts, &mut self.rule())
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(TextStream::boxed(self.rule(), true))
+    }
+}
+
+impl V0Check {
+    fn rule(&self) -> V0Rule {
+        V0Rule {
+            s: self.s.clone(),
+            mapper: Mapper::default(),
+            filtered: Vec::new(),
+            pos: Positions::default(),
+            users: 0,
+        }
+    }
+}
+
+/// V0's `is_stuck` after every mapped event.
+#[derive(Clone)]
+struct V0Rule {
+    s: V0Settings,
+    mapper: Mapper,
+    /// The filtered history, kept as is_stuck would rebuild it each time
+    /// (headless: the whole session's).
+    filtered: Vec<OhEvent>,
+    pos: Positions,
+    users: u32,
+}
+
+impl TextRule for V0Rule {
+    fn visit(&mut self, at: At<'_>, text: Option<&str>, found: &mut Found<'_>) {
+        let Some(m) = self.mapper.map(at.event, text) else {
+            return;
+        };
+        let ev = to_v0(&m);
+        if matches!(m, Mapped::User(_)) {
+            self.users += 1;
+            if !self.s.headless {
+                self.filtered.clear();
+                self.pos.clear();
             }
         }
-        found.into_vec()
+        if ev.filtered_out() {
+            // Still a call of is_stuck, on an unchanged filtered history.
+        } else {
+            self.pos.add(self.filtered.len(), &ev);
+            self.filtered.push(ev);
+        }
+        if let Some((kind, _, _)) = analyze(&self.filtered, &self.pos) {
+            let prompt = if self.s.headless {
+                0
+            } else {
+                self.users.saturating_sub(1)
+            };
+            found.push(at.i, kind, prompt, String::from(kind));
+        }
     }
 }
 
@@ -1136,31 +1155,15 @@ struct V1Check {
     th: Thresholds,
 }
 
-/// Where the SDK's run loop checks (`check_at = step`): once per agent
-/// step, at the top of the next iteration, i.e. after the last event of a
-/// step (the next record starts a turn, or is a user message, or the
-/// session ends); not after a step that finished the run (an agent
-/// message without tool calls, or the `finish` tool), whose loop stops
-/// before the check. One flag per mapped event: check after it.
-fn step_checks(s: &Session, mapped: &[(usize, Mapped)]) -> Vec<bool> {
-    let finished = |m: &Mapped| match m {
+/// A step that finished the run (an agent message without tool calls, or
+/// the `finish` tool), whose loop stops before the check.
+fn finishes(m: &Mapped) -> bool {
+    match m {
         Mapped::AgentMessage(_) => true,
         Mapped::Call { call, .. } => call.name == "finish",
         Mapped::Result { call: Some(c), .. } => c.name == "finish",
         _ => false,
-    };
-    (0..mapped.len())
-        .map(|k| {
-            let i = mapped[k].0;
-            let step_ends = match mapped.get(k + 1) {
-                Some(&(j, _)) => s.events[i + 1..=j]
-                    .iter()
-                    .any(|e| e.starts_turn || matches!(e.record, Record::User { .. })),
-                None => true,
-            };
-            step_ends && !finished(&mapped[k].1)
-        })
-        .collect()
+    }
 }
 
 impl Check for V1Check {
@@ -1173,87 +1176,151 @@ impl Check for V1Check {
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let mut found = Found::new(s, limit);
-        let mut events: Vec<V1Event> = Vec::new();
-        // Events dropped from the front of `events` (ids stay stable).
-        let mut dropped = 0usize;
-        let mut last_nudged: Option<usize> = None;
-        let mut users = 0u32;
-        // With the nudge rule, strikes are counted per nudge: a nudge opens
-        // a group (strike 1), a stop right after it is strike 2; a stop that
-        // no nudge announced is reported twice at its event (strikes 1 and 2)
-        // so that warn:1 stops there, as OpenHands does.
-        let mut group = 0u32;
-        let mut nudged = false;
-        let mapped = map_session(s);
-        let checks = if self.th.per_step {
-            step_checks(s, &mapped)
-        } else {
-            vec![true; mapped.len()]
+        let texts = session.shared("openhands.messages", messages);
+        each_text(s, limit, &texts, &mut self.rule())
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(TextStream::boxed(self.rule(), true))
+    }
+}
+
+impl V1Check {
+    fn rule(&self) -> V1Rule {
+        V1Rule {
+            th: self.th,
+            mapper: Mapper::default(),
+            events: Vec::new(),
+            dropped: 0,
+            last_nudged: None,
+            users: 0,
+            group: 0,
+            nudged: false,
+            waiting: None,
+        }
+    }
+}
+
+/// The SDK's detector over the mapped events. Where its run loop checks
+/// (`check_at = step`): once per agent step, at the top of the next
+/// iteration, i.e. after the last event of a step (the next record starts a
+/// turn, or is a user message, or the session ends); not after a step that
+/// finished the run ([`finishes`]). An event is checked (or not) once that
+/// is known: when a record starting a step comes (checked), or the next
+/// mapped event before one (not), or the session ends (checked).
+#[derive(Clone)]
+struct V1Rule {
+    th: Thresholds,
+    mapper: Mapper,
+    /// The last events (the window and a margin).
+    events: Vec<V1Event>,
+    /// Events dropped from the front of `events` (ids stay stable).
+    dropped: usize,
+    last_nudged: Option<usize>,
+    users: u32,
+    /// With the nudge rule, strikes are counted per nudge: a nudge opens a
+    /// group (strike 1), a stop right after it is strike 2; a stop that no
+    /// nudge announced is reported twice at its event (strikes 1 and 2) so
+    /// that warn:1 stops there, as OpenHands does.
+    group: u32,
+    nudged: bool,
+    /// Per step: the last mapped event, not yet known to end a step.
+    waiting: Option<(usize, Mapped)>,
+}
+
+impl TextRule for V1Rule {
+    fn visit(&mut self, at: At<'_>, text: Option<&str>, found: &mut Found<'_>) {
+        let e = at.event;
+        if e.starts_turn || matches!(e.record, Record::User { .. }) {
+            // The waiting event ended a step: it is checked now.
+            self.finish(found);
+        }
+        let Some(m) = self.mapper.map(e, text) else {
+            return;
         };
-        for ((i, m), check) in mapped.into_iter().zip(checks) {
-            if matches!(m, Mapped::User(_)) {
-                users += 1;
-            }
-            events.push(to_v1(&m));
-            // Only the window matters; keep the history short.
-            if events.len() > 4 * self.th.scan.max(64) {
-                let n = events.len() - self.th.scan;
-                events.drain(..n);
-                dropped += n;
-            }
-            if !check {
-                continue;
-            }
-            if self.th.nudge {
-                if let Some(at) = action_error_nudge(&events, &self.th) {
-                    if last_nudged != Some(dropped + at) {
-                        last_nudged = Some(dropped + at);
-                        group += 1;
-                        nudged = true;
-                        found.push(
-                            i,
-                            "action_error_nudge",
-                            group,
-                            format!(
-                                "the same action got an error {} times in a row",
-                                self.th.action_error
-                            ),
-                        );
-                        if found.full() {
-                            break;
-                        }
-                        // The nudge is an event of the conversation, and the
-                        // stuck check is skipped at this point.
-                        events.push(V1Event::EnvironmentMessage("nudge".into()));
-                        continue;
+        if !self.th.per_step {
+            self.event(at.i, m, true, found);
+            return;
+        }
+        // The waiting event is followed by another in its step.
+        if let Some((j, w)) = self.waiting.take() {
+            self.event(j, w, false, found);
+        }
+        self.waiting = Some((at.i, m));
+    }
+
+    fn finish(&mut self, found: &mut Found<'_>) {
+        if let Some((j, w)) = self.waiting.take() {
+            let check = !finishes(&w);
+            self.event(j, w, check, found);
+        }
+    }
+
+    fn held_from(&self) -> Option<usize> {
+        self.waiting.as_ref().map(|w| w.0)
+    }
+}
+
+impl V1Rule {
+    /// Mapped event `m` of record `i`, checked after if `check`.
+    fn event(&mut self, i: usize, m: Mapped, check: bool, found: &mut Found<'_>) {
+        if matches!(m, Mapped::User(_)) {
+            self.users += 1;
+        }
+        self.events.push(to_v1(&m));
+        // Only the window matters; keep the history short.
+        if self.events.len() > 4 * self.th.scan.max(64) {
+            let n = self.events.len() - self.th.scan;
+            self.events.drain(..n);
+            self.dropped += n;
+        }
+        if !check {
+            return;
+        }
+        if self.th.nudge {
+            if let Some(at) = action_error_nudge(&self.events, &self.th) {
+                if self.last_nudged != Some(self.dropped + at) {
+                    self.last_nudged = Some(self.dropped + at);
+                    self.group += 1;
+                    self.nudged = true;
+                    found.push(
+                        i,
+                        "action_error_nudge",
+                        self.group,
+                        format!(
+                            "the same action got an error {} times in a row",
+                            self.th.action_error
+                        ),
+                    );
+                    if found.full() {
+                        return;
                     }
-                }
-            }
-            if let Some(kind) = is_stuck_v1(&events, &self.th) {
-                let prompt = if self.th.nudge {
-                    if !nudged {
-                        group += 1;
-                        found.push(i, kind, group, kind.to_string());
-                        if found.full() {
-                            break;
-                        }
-                    }
-                    nudged = false;
-                    group
-                } else {
-                    users.saturating_sub(1)
-                };
-                found.push(i, kind, prompt, kind.to_string());
-                if self.th.nudge {
-                    // Going on after a stop starts a new group.
-                    group += 1;
-                }
-                if found.full() {
-                    break;
+                    // The nudge is an event of the conversation, and the
+                    // stuck check is skipped at this point.
+                    self.events
+                        .push(V1Event::EnvironmentMessage("nudge".into()));
+                    return;
                 }
             }
         }
-        found.into_vec()
+        if let Some(kind) = is_stuck_v1(&self.events, &self.th) {
+            let prompt = if self.th.nudge {
+                if !self.nudged {
+                    self.group += 1;
+                    found.push(i, kind, self.group, kind.to_string());
+                    if found.full() {
+                        return;
+                    }
+                }
+                self.nudged = false;
+                self.group
+            } else {
+                self.users.saturating_sub(1)
+            };
+            found.push(i, kind, prompt, kind.to_string());
+            if self.th.nudge {
+                // Going on after a stop starts a new group.
+                self.group += 1;
+            }
+        }
     }
 }

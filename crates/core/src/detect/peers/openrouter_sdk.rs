@@ -20,13 +20,13 @@
 //! observe, steer and block warn. After a stop nothing more is fed in that
 //! prompt (the run halts).
 
-use super::common::{each_record, Found};
+use super::common::{each_text, last_contents, At, Found, TextRule, TextStream};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
-use crate::event::{Record, Session};
+use crate::event::Record;
 use crate::util::js::{is_js_space, stringify_sorted, utf16};
 use std::collections::HashMap;
 
@@ -337,7 +337,7 @@ fn normalize_text(text: &str) -> String {
 }
 
 /// `DoomLoopMonitor`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Monitor {
     s: DoomLoopSettings,
     /// Per tool: canonical call, streak, round of the last record.
@@ -432,22 +432,6 @@ impl Monitor {
     }
 }
 
-/// For each record index: is it the last `content` record of its model turn?
-/// The turn's text is then the `content` records of that turn, joined.
-fn turn_texts(s: &Session) -> HashMap<usize, String> {
-    let mut last: HashMap<u32, usize> = HashMap::new();
-    let mut text: HashMap<u32, String> = HashMap::new();
-    for (i, e) in s.events.iter().enumerate() {
-        if let Record::Content { text: t } = &e.record {
-            last.insert(e.turn, i);
-            text.entry(e.turn).or_default().push_str(t);
-        }
-    }
-    last.into_iter()
-        .map(|(turn, i)| (i, text.remove(&turn).unwrap_or_default()))
-        .collect()
-}
-
 struct DoomLoopCheck {
     s: DoomLoopSettings,
 }
@@ -462,59 +446,83 @@ impl Check for DoomLoopCheck {
 
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let s = &session.session;
-        let texts = session.shared("openrouter-sdk.texts", turn_texts);
-        let mut m = Monitor::new(self.s);
-        // This prompt: the strongest action reported, strikes reported, stopped.
-        let mut reported: Option<Action> = None;
-        let mut strikes = 0u32;
-        let mut stopped = false;
-        each_record(s, None, |at, found: &mut Found| {
-            let prompt = at.prompts.saturating_sub(1);
-            if at.new_prompt {
-                reported = None;
-                strikes = 0;
-                stopped = false;
+        // Each model turn's text, at its last `content` record.
+        let texts = session.shared("openrouter-sdk.texts", |s| last_contents(s, false));
+        each_text(s, None, &texts, &mut self.rule())
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(TextStream::boxed(self.rule(), false))
+    }
+}
+
+impl DoomLoopCheck {
+    fn rule(&self) -> DoomRule {
+        DoomRule {
+            m: Monitor::new(self.s),
+            reported: None,
+            strikes: 0,
+            stopped: false,
+        }
+    }
+}
+
+/// The monitor over a session's records, and what was reported in the
+/// prompt (the strongest action, the strikes, whether it stopped).
+#[derive(Clone)]
+struct DoomRule {
+    m: Monitor,
+    reported: Option<Action>,
+    strikes: u32,
+    stopped: bool,
+}
+
+impl TextRule for DoomRule {
+    fn visit(&mut self, at: At<'_>, text: Option<&str>, found: &mut Found<'_>) {
+        let prompt = at.prompts.saturating_sub(1);
+        if at.new_prompt {
+            self.reported = None;
+            self.strikes = 0;
+            self.stopped = false;
+        }
+        if self.stopped {
+            return;
+        }
+        let verdict = match &at.event.record {
+            Record::ToolCall { name, args, .. } => {
+                let r = self.m.record_tool_call(
+                    name,
+                    &serde_json::Value::Object((**args).clone()),
+                    at.event.turn,
+                );
+                // A duplicate in its round shares the first one's decision.
+                r.verdict
+                    .filter(|_| !r.duplicate_in_round)
+                    .map(|v| (v, name.as_str()))
             }
-            if stopped {
-                return;
+            Record::Content { .. } => match text {
+                Some(t) => self.m.record_assistant_text(t).map(|v| (v, "text")),
+                None => None,
+            },
+            _ => None,
+        };
+        let Some((v, what)) = verdict else {
+            return;
+        };
+        if self.reported.is_some_and(|r| v.action <= r) {
+            return;
+        }
+        self.reported = Some(v.action);
+        let detail = format!("{}: {what} ({} in a row)", v.action.word(), v.streak);
+        if v.action == Action::Stop {
+            // The stop is strike 4 of its prompt whatever came before.
+            while self.strikes < 4 {
+                found.push(at.i, v.detector, prompt, detail.clone());
+                self.strikes += 1;
             }
-            let verdict = match &at.event.record {
-                Record::ToolCall { name, args, .. } => {
-                    let r = m.record_tool_call(
-                        name,
-                        &serde_json::Value::Object((**args).clone()),
-                        at.event.turn,
-                    );
-                    // A duplicate in its round shares the first one's decision.
-                    r.verdict
-                        .filter(|_| !r.duplicate_in_round)
-                        .map(|v| (v, name.as_str()))
-                }
-                Record::Content { .. } => match texts.get(&at.i) {
-                    Some(t) => m.record_assistant_text(t).map(|v| (v, "text")),
-                    None => None,
-                },
-                _ => None,
-            };
-            let Some((v, what)) = verdict else {
-                return;
-            };
-            if reported.is_some_and(|r| v.action <= r) {
-                return;
-            }
-            reported = Some(v.action);
-            let detail = format!("{}: {what} ({} in a row)", v.action.word(), v.streak);
-            if v.action == Action::Stop {
-                // The stop is strike 4 of its prompt whatever came before.
-                while strikes < 4 {
-                    found.push(at.i, v.detector, prompt, detail.clone());
-                    strikes += 1;
-                }
-                stopped = true;
-            } else {
-                found.push(at.i, v.detector, prompt, detail);
-                strikes += 1;
-            }
-        })
+            self.stopped = true;
+        } else {
+            found.push(at.i, v.detector, prompt, detail);
+            self.strikes += 1;
+        }
     }
 }

@@ -237,3 +237,81 @@ fn legacy_argument_digests_are_shared_by_configurations() {
         assert!(shared.holds("blade.args_md5"), "{profile}");
     }
 }
+
+/// The `n` identical turns of a session, then `tail`.
+fn turns_then(n: usize, tail: Vec<Record>) -> Arc<Session> {
+    let s = session(&vec![("read", json!({"p": 1}), "x"); n], "");
+    let mut recs: Vec<Record> = s.events.iter().map(|e| e.record.clone()).collect();
+    recs.extend(tail);
+    super::records(recs)
+}
+
+/// A model turn is decided at its segment's last record, known to be the
+/// last only when the next record starts a segment (or the session ends):
+/// fed live, Blade's detection is held until then, at that last record.
+#[test]
+fn a_live_turn_is_decided_when_the_next_segment_or_the_end_comes() {
+    for profile in ["blade-legacy", "blade-stationarity"] {
+        // The legacy service warns at the 3rd identical turn, stationarity
+        // nudges at the 8th.
+        let n = if profile == "blade-legacy" { 3 } else { 8 };
+        let cfg = DetectorConfig::resolve(None, Some(profile), &[]).unwrap();
+        let check = &cfg.checks().unwrap()[0];
+        for tail in [
+            vec![],
+            vec![Record::Turn],
+            vec![Record::User {
+                text: "next".into(),
+                prompt_id: None,
+            }],
+            // Text after the result, in the same segment: the turn's last
+            // record moves there.
+            vec![Record::Content { text: "x".into() }],
+        ] {
+            let extends = matches!(tail.first(), Some(Record::Content { .. }));
+            let s = turns_then(n, tail.clone());
+            let want = run_checks(&cfg.checks().unwrap(), &Prepared::new(s.clone()), None);
+            assert_eq!(want.len(), 1, "{profile} {tail:?}");
+            let (at_feed, fin) = super::fed_at(check.as_ref(), &s);
+            match at_feed.as_slice() {
+                [] => {
+                    // The session ends mid-segment: its end decides.
+                    assert_eq!(crate::detect::merge(vec![fin]), want);
+                    assert_eq!(want[0].event as usize, s.events.len(), "{profile}");
+                }
+                [(fed_at, d)] => {
+                    assert!(!extends, "{profile}");
+                    assert_eq!(
+                        *fed_at,
+                        s.events.len(),
+                        "{profile}: released by the next segment"
+                    );
+                    assert_eq!(d.event as usize, s.events.len() - 1, "{profile}");
+                    assert_eq!(crate::detect::merge(vec![vec![d.clone()]]), want);
+                    assert!(fin.is_empty());
+                }
+                more => panic!("{profile}: {more:?}"),
+            }
+        }
+    }
+    // Every turn decided as its segment closes gives what the replay gives.
+    let s = turns_then(
+        20,
+        vec![
+            Record::User {
+                text: "again".into(),
+                prompt_id: None,
+            },
+            Record::Content { text: "ok".into() },
+        ],
+    );
+    let cfgs: Vec<(&str, Vec<(String, crate::detect::ParamValue)>)> = [
+        "blade-legacy",
+        "blade-legacy-service-default",
+        "blade-stationarity",
+    ]
+    .into_iter()
+    .map(|p| (p, vec![]))
+    .collect();
+    assert!(super::stream_equals_run(&s, &cfgs) > 5);
+}

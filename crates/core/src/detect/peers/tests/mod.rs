@@ -64,3 +64,33 @@ fn stream_equals_run(
     }
     fired
 }
+
+/// A check's stream fed `s` record by record: each detection with the
+/// record (1-based) whose feed pushed it, then those pushed at the end.
+fn fed_at(
+    check: &dyn crate::detect::Check,
+    s: &crate::event::Session,
+) -> (
+    Vec<(usize, crate::detect::Detection)>,
+    Vec<crate::detect::Detection>,
+) {
+    let mut st = check.stream().expect("a stream");
+    let mut at_feed = Vec::new();
+    for i in 0..s.events.len() {
+        let mut out = Vec::new();
+        st.feed(s, i, &mut out);
+        at_feed.extend(out.into_iter().map(|d| (i + 1, d)));
+    }
+    let mut fin = Vec::new();
+    st.finish(s, &mut fin);
+    (at_feed, fin)
+}
+
+/// A session of `records`.
+fn records(recs: Vec<crate::event::Record>) -> std::sync::Arc<crate::event::Session> {
+    let recs = recs
+        .into_iter()
+        .map(|r| (r, crate::event::Origin::default()))
+        .collect();
+    std::sync::Arc::new(crate::event::Session::from_records("s".into(), recs))
+}

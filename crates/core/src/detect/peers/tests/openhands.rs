@@ -456,3 +456,138 @@ fn v1_scenarios() {
         Some("repeating_action_observation_pattern")
     );
 }
+
+// The family fed live.
+
+use crate::detect::{run_checks, DetectorConfig, Prepared};
+use crate::event::Record;
+
+fn oh_user() -> Record {
+    Record::User {
+        text: "go".into(),
+        prompt_id: None,
+    }
+}
+
+/// A user record, then `n` steps of the same shell call and output, then `tail`.
+fn same_steps_then(n: usize, tail: Vec<Record>) -> std::sync::Arc<crate::event::Session> {
+    let mut r = vec![oh_user()];
+    for _ in 0..n {
+        r.extend([
+            Record::Turn,
+            Record::ToolCall {
+                name: "bash".into(),
+                args: Box::new(super::obj(json!({"command": "ls"}))),
+                id: None,
+            },
+            Record::ToolResult {
+                id: None,
+                name: None,
+                output: Some("same".into()),
+                error: None,
+            },
+        ]);
+    }
+    r.extend(tail);
+    super::records(r)
+}
+
+/// `profile` on `s` fed live: the detections pushed while feeding (with the
+/// record that pushed them) and at the end; they equal the replay's.
+fn fed(
+    profile: &str,
+    s: &crate::event::Session,
+) -> (Vec<(usize, u32)>, Vec<u32>, Vec<crate::detect::Detection>) {
+    let cfg = DetectorConfig::resolve(None, Some(profile), &[]).unwrap();
+    let checks = cfg.checks().unwrap();
+    let want = run_checks(
+        &checks,
+        &Prepared::new(std::sync::Arc::new(s.clone())),
+        None,
+    );
+    let (at_feed, fin) = super::fed_at(checks[0].as_ref(), s);
+    let mut all: Vec<_> = at_feed.iter().map(|x| x.1.clone()).collect();
+    all.extend(fin.iter().cloned());
+    assert_eq!(crate::detect::merge(vec![all]), want, "{profile}");
+    (
+        at_feed.iter().map(|(at, d)| (*at, d.event)).collect(),
+        fin.iter().map(|d| d.event).collect(),
+        want,
+    )
+}
+
+/// The V1 SDK checks once per agent step, after its last event: fed live,
+/// the check of the step's last event waits for the record that starts the
+/// next step (a turn or a user message), and the session's end checks the
+/// step still open.
+#[test]
+fn v1_checks_a_step_when_the_next_starts_or_the_session_ends() {
+    for profile in ["openhands-v1", "openhands-v1-2026-08"] {
+        // The 4th same step: the repeated action and observation, at its result.
+        let s = same_steps_then(4, vec![]);
+        let (at_feed, fin, want) = fed(profile, &s);
+        assert!(
+            !want.is_empty() && want.iter().all(|d| d.event == 13),
+            "{profile} {want:?}"
+        );
+        assert!(at_feed.is_empty(), "{profile}: the step is open");
+        assert!(fin.iter().all(|e| *e == 13), "{profile}: the end checks it");
+        for next in [Record::Turn, oh_user()] {
+            let s = same_steps_then(4, vec![next.clone()]);
+            let (at_feed, fin, want) = fed(profile, &s);
+            assert!(!want.is_empty());
+            assert!(
+                at_feed.iter().all(|x| *x == (14, 13)),
+                "{profile} {next:?}: {at_feed:?}"
+            );
+            assert_eq!(at_feed.len(), want.len());
+            assert!(fin.is_empty());
+        }
+    }
+}
+
+/// V0 checks after every event, but an agent message is the last `content`
+/// record of a turn without calls: it is mapped (and checked) once the turn
+/// has ended. Three equal messages are a monologue.
+#[test]
+fn v0_maps_a_turns_message_when_the_turn_ends() {
+    let turns = |tail: Vec<Record>| {
+        let mut r = vec![oh_user()];
+        for _ in 0..3 {
+            r.extend([
+                Record::Turn,
+                Record::Content {
+                    text: "I will wait.".into(),
+                },
+            ]);
+        }
+        r.extend(tail);
+        super::records(r)
+    };
+    let (at_feed, fin, want) = fed("openhands-v0", &turns(vec![]));
+    assert_eq!(
+        want.iter().map(|d| d.kind).collect::<Vec<_>>(),
+        ["monologue"]
+    );
+    assert!(at_feed.is_empty());
+    assert_eq!(fin, [7]);
+    let (at_feed, fin, _) = fed("openhands-v0", &turns(vec![Record::Turn]));
+    assert_eq!(at_feed, [(8, 7)]);
+    assert!(fin.is_empty());
+    // A user record settles what came before it (the check after the user
+    // message, still a monologue, is pushed there too).
+    let (at_feed, fin, _) = fed("openhands-v0", &turns(vec![oh_user()]));
+    assert_eq!(at_feed, [(8, 7), (8, 8)]);
+    assert!(fin.is_empty());
+    // More text in the turn: its message is the text joined, no monologue.
+    let (at_feed, fin, want) = fed(
+        "openhands-v0",
+        &turns(vec![
+            Record::Content {
+                text: " Still.".into(),
+            },
+            Record::Turn,
+        ]),
+    );
+    assert!(want.is_empty() && at_feed.is_empty() && fin.is_empty());
+}

@@ -374,3 +374,96 @@ fn session_chanted_text_stops_at_once() {
     assert_eq!(d.len(), 4);
     assert!(d.iter().all(|x| x.0 == "text-repetition" && x.1 == 3));
 }
+
+fn chant(part: &str) -> Record {
+    Record::Content {
+        text: format!("{} ", [part; 5].join(" ")),
+    }
+}
+
+/// A turn's text is recorded at its last `content` record, known to be the
+/// last when the turn ends: fed live, its verdict is held until a record of
+/// the next turn, a `user` record (what comes before it is settled there),
+/// or the session's end; a call of the same turn after the text waits
+/// behind it.
+#[test]
+fn a_live_turn_text_is_decided_when_the_turn_ends() {
+    let cfg = DetectorConfig::resolve(None, Some("openrouter-sdk"), &[]).unwrap();
+    let check = &cfg.checks().unwrap()[0];
+    // Records 1-4: user, turn, two chanted halves (the verdict at 4).
+    let head = || {
+        vec![
+            user(),
+            Record::Turn,
+            chant("I am stuck."),
+            chant("I am stuck."),
+        ]
+    };
+    for (tail, released_at) in [
+        (vec![], None),
+        (vec![Record::Turn], Some(5)),
+        (vec![result(), Record::Turn], Some(6)),
+        (vec![user()], Some(5)),
+        (vec![user(), Record::Turn, chant("other")], Some(5)),
+    ] {
+        let mut r = head();
+        r.extend(tail.clone());
+        let s = super::records(r);
+        let want = run_checks(&cfg.checks().unwrap(), &Prepared::new(s.clone()), None);
+        assert_eq!(want.len(), 4, "{tail:?}");
+        assert!(want.iter().all(|d| d.event == 4));
+        let (at_feed, fin) = super::fed_at(check.as_ref(), &s);
+        match released_at {
+            None => {
+                assert!(at_feed.is_empty(), "{tail:?}");
+                assert_eq!(crate::detect::merge(vec![fin]), want, "the end releases it");
+            }
+            Some(n) => {
+                assert!(
+                    at_feed.iter().all(|(at, _)| *at == n),
+                    "{tail:?} {at_feed:?}"
+                );
+                let pushed = at_feed.into_iter().map(|x| x.1).collect();
+                assert_eq!(crate::detect::merge(vec![pushed]), want, "{tail:?}");
+                assert!(fin.is_empty(), "{tail:?}: pushed once");
+            }
+        }
+    }
+    // More text in the same turn moves the verdict: nothing is pushed at
+    // the first part; a call after the text waits for the turn to end.
+    let mut r = head();
+    r.extend([call("search", json!({"q": "x"})), chant("I am stuck.")]);
+    let s = super::records(r);
+    let (at_feed, fin) = super::fed_at(check.as_ref(), &s);
+    assert!(at_feed.is_empty(), "{at_feed:?}");
+    assert!(
+        !fin.is_empty() && fin.iter().all(|d| d.event == 6),
+        "{fin:?}"
+    );
+}
+
+/// Turns numbered implicitly: after a result, the next model record starts
+/// a turn, so the text before it is decided at the result.
+#[test]
+fn an_implicit_turn_text_is_decided_at_the_result_after_it() {
+    let cfg = DetectorConfig::resolve(None, Some("openrouter-sdk"), &[]).unwrap();
+    let check = &cfg.checks().unwrap()[0];
+    let s = super::records(vec![
+        user(),
+        chant("I am stuck."),
+        chant("I am stuck."),
+        call("search", json!({"q": "x"})),
+        result(),
+        chant("Done."),
+    ]);
+    let (at_feed, fin) = super::fed_at(check.as_ref(), &s);
+    assert!(!at_feed.is_empty());
+    assert!(
+        at_feed.iter().all(|(at, d)| *at == 5 && d.event == 3),
+        "{at_feed:?}"
+    );
+    let mut all: Vec<_> = at_feed.into_iter().map(|x| x.1).collect();
+    all.extend(fin);
+    let want = run_checks(&cfg.checks().unwrap(), &Prepared::new(s.clone()), None);
+    assert_eq!(crate::detect::merge(vec![all]), want);
+}
