@@ -152,6 +152,9 @@ fn the_detector_says_which_profiles_are_incremental() {
         "deepeval",
         "hermes",
         "hermes-interactive",
+        "qwen",
+        "qwen-all",
+        "qwen-all-2026-08",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
     }
