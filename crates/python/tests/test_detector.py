@@ -122,4 +122,6 @@ def test_the_detector_says_whether_it_is_incremental():
     assert looptune.Detector("looptune-default").incremental
     assert looptune.Detector("kilo").incremental
     assert looptune.Detector("crush").incremental
+    assert looptune.Detector("qwen-all").incremental
+    assert looptune.Detector("openclaw-2026-05").incremental
     assert not looptune.Detector("blade-legacy").incremental

@@ -337,7 +337,8 @@ class Detector:
         """Whether a record costs amortised O(1): the family's checks keep
         their state between records (``max-turns``, ``roo``, ``cline``,
         ``opencode``, ``kilo``, ``crush``, ``kimi``, ``goose``, ``deepeval``,
-        ``hermes``, the ``gemini`` and ``looptune`` families so far). Other
+        ``hermes``, ``qwen``, ``openclaw``, the ``gemini`` and ``looptune``
+        families so far). Other
         families replay the session so far at every record (same hits, cost
         growing with the session)."""
         return self._inner.incremental
