@@ -1,8 +1,13 @@
 """The live Detector from Python (issue 44): 100,000 canonical records fed one
-by one to looptune.Detector(PROFILE) for each PROFILE given, the same session
-as benches/detector.rs. Run after `maturin develop --release -m
+by one to looptune.Detector(PROFILE) for each PROFILE given (default: one
+profile of each family fed incrementally), the same session as
+benches/detector.rs. Run after `maturin develop --release -m
 crates/python/Cargo.toml`: python benches/detector.py max-turns cline roo"""
 import time, looptune, sys
+# One profile of each family a Detector feeds incrementally.
+PROFILES = ["max-turns", "cline", "roo", "gemini-latest", "opencode", "kilo",
+            "crush", "kimi", "goose", "deepeval", "hermes", "qwen", "qwen-all",
+            "openclaw", "openclaw-2026-05", "looptune-default"]
 n = 100_000
 lines = ['{"type":"user","text":"fix the build","session":"b"}']
 k = 0
@@ -14,7 +19,7 @@ while len(lines) < n:
     elif m == 1: lines.append('{"type":"tool_call","name":"read_file","args":{"path":"src/f%d.rs"},"id":"c%d","session":"b"}' % (f, k))
     elif m == 2: lines.append('{"type":"tool_result","name":"read_file","id":"c%d","output":"fn f%d() {}","session":"b"}' % (k, f))
     else: lines.append('{"type":"content","text":"Reading file %d now.","session":"b"}' % f)
-for p in sys.argv[1:]:
+for p in sys.argv[1:] or PROFILES:
     d = looptune.Detector(p)
     t = time.perf_counter(); hits = 0
     for l in lines:

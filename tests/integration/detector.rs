@@ -152,6 +152,12 @@ fn the_detector_says_which_profiles_are_incremental() {
         "deepeval",
         "hermes",
         "hermes-interactive",
+        "qwen",
+        "qwen-all",
+        "qwen-all-2026-08",
+        "openclaw",
+        "openclaw-2026-05",
+        "openclaw-off-2026-05",
         // The families whose detections settle with later records: their
         // streams hold a detection until it is decided.
         "blade-legacy",
@@ -163,6 +169,12 @@ fn the_detector_says_which_profiles_are_incremental() {
         "openrouter-sdk",
     ] {
         assert!(inc.contains(&p), "{p} is not incremental: {inc:?}");
+    }
+    // And every other profile: a family added without streams fails here.
+    for f in families() {
+        for p in f.profiles() {
+            assert!(inc.contains(&p.name), "{} is not incremental", p.name);
+        }
     }
 }
 
@@ -251,4 +263,44 @@ fn a_detection_after_a_pending_judge_check_waits_for_its_strike() {
     let (files, fired) = check_configs(d.path(), vec!["gemini-latest".into()], vec![cfg]);
     // The judge at the turn (strike 1), the fifth call (strike 2).
     assert_eq!((files, fired), (1, 2));
+}
+
+/// OpenClaw's post-compaction guard reads `session` records in the middle
+/// of a session (a compaction raises `meta.compactions`), which no fixture
+/// or conformance session has: fed record by record, incrementally, the
+/// guard aborts where a replay does (one that changes the model too, which
+/// rebuilds the streams over the records so far).
+#[test]
+fn a_compaction_fed_record_by_record_equals_replay() {
+    let call = |n: usize| {
+        format!(r#"{{"type":"tool_call","name":"read","args":{{"path":"a"}},"id":"c{n}"}}"#)
+    };
+    let result = |n: usize| format!(r#"{{"type":"tool_result","id":"c{n}","output":"same"}}"#);
+    let mut lines = vec![
+        r#"{"type":"session","agent":"openclaw","model":"m1"}"#.to_string(),
+        r#"{"type":"user","text":"go"}"#.into(),
+    ];
+    for n in 0..3 {
+        lines.extend([r#"{"type":"turn"}"#.into(), call(n), result(n)]);
+    }
+    lines.push(r#"{"type":"session","meta":{"compactions":1}}"#.into());
+    for n in 3..6 {
+        lines.extend([r#"{"type":"turn"}"#.into(), call(n), result(n)]);
+    }
+    lines.push(r#"{"type":"user","text":"again"}"#.into());
+    lines.push(r#"{"type":"session","model":"m2","meta":{"compactions":2}}"#.into());
+    for n in 6..11 {
+        lines.extend([r#"{"type":"turn"}"#.into(), call(n), result(n)]);
+    }
+    let d = tempfile::tempdir().unwrap();
+    util::write(d.path(), "compacted.jsonl", &(lines.join("\n") + "\n"));
+    let names = vec!["openclaw-2026-05", "openclaw-off-2026-05", "qwen-all"];
+    for p in &names {
+        let cfg = DetectorConfig::resolve(None, Some(p), &[]).unwrap();
+        assert!(Detector::new(cfg).unwrap().incremental(), "{p}");
+    }
+    let (files, fired) = check_folder(d.path(), names);
+    // Each guard aborts its run at the third outcome after its compaction;
+    // qwen-all stops the fifth identical call of each prompt.
+    assert_eq!((files, fired), (1, 6));
 }

@@ -115,13 +115,14 @@ def test_a_detector_follows_one_session():
 
 
 def test_the_detector_says_whether_it_is_incremental():
-    # Families converted to streams keep their state between records; the
-    # others replay the session so far (same hits, cost growing with it).
+    # Every family's checks keep their state between records.
     assert looptune.Detector("max-turns").incremental
     assert looptune.Detector("roo").incremental
     assert looptune.Detector("looptune-default").incremental
     assert looptune.Detector("kilo").incremental
     assert looptune.Detector("crush").incremental
+    assert looptune.Detector("qwen-all").incremental
+    assert looptune.Detector("openclaw-2026-05").incremental
     # Families whose detections settle with later records hold them.
     assert looptune.Detector("blade-legacy").incremental
     assert looptune.Detector("openhands-v1").incremental

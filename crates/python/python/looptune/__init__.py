@@ -337,10 +337,10 @@ class Detector:
         """Whether a record costs amortised O(1): the family's checks keep
         their state between records (``max-turns``, ``roo``, ``cline``,
         ``opencode``, ``kilo``, ``crush``, ``kimi``, ``goose``, ``deepeval``,
-        ``hermes``, ``blade``, ``openhands``, ``openrouter-sdk``, the
-        ``gemini`` and ``looptune`` families so far). Other
-        families replay the session so far at every record (same hits, cost
-        growing with the session)."""
+        ``hermes``, ``qwen``, ``openclaw``, ``blade``, ``openhands``,
+        ``openrouter-sdk``, the ``gemini`` and ``looptune`` families: every
+        family). A configuration that is not would replay the session so
+        far at every record (same hits, cost growing with the session)."""
         return self._inner.incremental
 
     @property

@@ -45,6 +45,11 @@ impl<'s> Found<'s> {
         self.full = self.limit.is_some_and(|n| self.out.len() >= n);
     }
 
+    /// The session read (records up to the one being read, when fed live).
+    pub(crate) fn session(&self) -> &'s Session {
+        self.session
+    }
+
     /// Whether the last detection filled the limit: the check stops here.
     pub(crate) fn full(&self) -> bool {
         self.full

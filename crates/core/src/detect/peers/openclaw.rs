@@ -31,10 +31,10 @@
 //! compaction is a `session` record after the first that raises
 //! `meta.compactions`.
 
-use super::common::{each_record, Unanswered};
+use super::common::{each_rule, At, Found, RecordRule, RecordStream, Unanswered};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -850,117 +850,148 @@ impl Check for OpenClawCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        each_rule(&session.session, limit, &mut self.rule())
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(RecordStream::boxed(self.rule()))
+    }
+}
+
+impl OpenClawCheck {
+    fn rule(&self) -> OpenClawRule {
+        OpenClawRule {
+            s: self.s.clone(),
+            state: LoopState::default(),
+            pending: Unanswered::default(),
+            guard: PostCompactionGuard::default(),
+            compactions: 0.0,
+            aborted: None,
+        }
+    }
+}
+
+/// The hook over canonical records, one at a time. The history keeps its
+/// last `history_size` calls, the warning buckets their last 256 keys, the
+/// guard its window; the calls awaiting an outcome are kept however old,
+/// for the whole session (a result answers the oldest call that matches
+/// it, so one never answered decides which later call a result ends).
+struct OpenClawRule {
+    s: OpenClawSettings,
+    state: LoopState,
+    /// Calls awaiting their outcome; None for a refused call.
+    pending: Unanswered<Option<PendingCall>>,
+    guard: PostCompactionGuard,
+    /// The largest `meta.compactions` seen.
+    compactions: f64,
+    /// The run the guard aborted: nothing more of it runs.
+    aborted: Option<u32>,
+}
+
+impl RecordRule for OpenClawRule {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
         let s = &self.s;
-        let mut state = LoopState::default();
-        // Calls awaiting their outcome: tool, arguments, call id; None for a refused call.
-        let mut pending: Unanswered<Option<PendingCall>> = Unanswered::default();
-        let mut guard = PostCompactionGuard::default();
-        let mut compactions = 0.0;
-        // The run the guard aborted: nothing more of it runs.
-        let mut aborted = None;
-        each_record(&session.session, limit, |at, found| {
-            let run = at.prompts;
-            let prompt = at.prompts.saturating_sub(1);
-            if at.new_prompt {
-                // A new run builds a new guard.
-                guard = PostCompactionGuard::default();
+        let run = at.prompts;
+        let prompt = at.prompts.saturating_sub(1);
+        if at.new_prompt {
+            // A new run builds a new guard.
+            self.guard = PostCompactionGuard::default();
+        }
+        if self.aborted == Some(run) {
+            return;
+        }
+        match &at.event.record {
+            r @ Record::Session { .. }
+                if compaction(at.i, r, &mut self.compactions) && s.post_compaction_guard =>
+            {
+                self.guard.arm(s.post_compaction_window);
             }
-            if aborted == Some(run) {
-                return;
-            }
-            match &at.event.record {
-                r @ Record::Session { .. }
-                    if compaction(at.i, r, &mut compactions) && s.post_compaction_guard =>
-                {
-                    guard.arm(s.post_compaction_window);
-                }
-                Record::ToolCall { name, args, id } => {
-                    let tool = normalize_tool_name(name);
-                    if !s.loop_detection {
-                        pending.push(
-                            id.as_deref(),
-                            name,
-                            Some((tool, (**args).clone(), id.clone())),
-                        );
-                        return;
-                    }
-                    match state.detect(s, run, &tool, args) {
-                        Verdict::Critical { detector, count } => {
-                            found.push(
-                                at.i,
-                                detector,
-                                prompt,
-                                format!("block (critical): {tool} ({count} calls)"),
-                            );
-                            pending.push(id.as_deref(), name, None);
-                            return;
-                        }
-                        Verdict::Warning {
-                            detector,
-                            count,
-                            key,
-                        } => {
-                            if state.should_emit_warning(s, &key, count) && s.report_warnings {
-                                found.push(
-                                    at.i,
-                                    detector,
-                                    prompt,
-                                    format!("warning (logged): {tool} ({count} calls)"),
-                                );
-                            }
-                        }
-                        Verdict::NotStuck => {}
-                    }
-                    state.record_call(s, run, &tool, args, id.as_deref());
-                    pending.push(
+            Record::ToolCall { name, args, id } => {
+                let tool = normalize_tool_name(name);
+                if !s.loop_detection {
+                    self.pending.push(
                         id.as_deref(),
                         name,
                         Some((tool, (**args).clone(), id.clone())),
                     );
+                    return;
                 }
-                Record::ToolResult {
-                    id,
-                    name,
-                    output,
-                    error,
-                } => {
-                    let Some(Some((tool, args, call_id))) =
-                        pending.answer(id.as_deref(), name.as_deref())
-                    else {
-                        return;
-                    };
-                    let text = output.as_deref().unwrap_or("");
-                    let outcome = if *error == Some(true) {
-                        Outcome::Error(text)
-                    } else {
-                        Outcome::Result {
-                            text,
-                            details: None,
-                        }
-                    };
-                    if s.loop_detection {
-                        state.record_outcome(s, run, &tool, &args, call_id.as_deref(), &outcome);
-                    }
-                    if !s.post_compaction_guard {
-                        return;
-                    }
-                    // The hook's outcome observation: the same hashes as the history's.
-                    let Some(result) = hash_outcome(&tool, &args, &outcome).0 else {
-                        return;
-                    };
-                    let o = (tool.clone(), hash_tool_call(&tool, &args), result);
-                    if let Some(n) = guard.observe(s.post_compaction_window, o) {
+                match self.state.detect(s, run, &tool, args) {
+                    Verdict::Critical { detector, count } => {
                         found.push(
                             at.i,
-                            "compaction_loop_persisted",
+                            detector,
                             prompt,
-                            format!("abort (critical): {tool} repeated {n} times with identical arguments and results after compaction"),
+                            format!("block (critical): {tool} ({count} calls)"),
                         );
-                        aborted = Some(run);
+                        self.pending.push(id.as_deref(), name, None);
+                        return;
                     }
+                    Verdict::Warning {
+                        detector,
+                        count,
+                        key,
+                    } => {
+                        if self.state.should_emit_warning(s, &key, count) && s.report_warnings {
+                            found.push(
+                                at.i,
+                                detector,
+                                prompt,
+                                format!("warning (logged): {tool} ({count} calls)"),
+                            );
+                        }
+                    }
+                    Verdict::NotStuck => {}
                 }
-                _ => {}
+                self.state.record_call(s, run, &tool, args, id.as_deref());
+                self.pending.push(
+                    id.as_deref(),
+                    name,
+                    Some((tool, (**args).clone(), id.clone())),
+                );
             }
-        })
+            Record::ToolResult {
+                id,
+                name,
+                output,
+                error,
+            } => {
+                let Some(Some((tool, args, call_id))) =
+                    self.pending.answer(id.as_deref(), name.as_deref())
+                else {
+                    return;
+                };
+                let text = output.as_deref().unwrap_or("");
+                let outcome = if *error == Some(true) {
+                    Outcome::Error(text)
+                } else {
+                    Outcome::Result {
+                        text,
+                        details: None,
+                    }
+                };
+                if s.loop_detection {
+                    self.state
+                        .record_outcome(s, run, &tool, &args, call_id.as_deref(), &outcome);
+                }
+                if !s.post_compaction_guard {
+                    return;
+                }
+                // The hook's outcome observation: the same hashes as the history's.
+                let Some(result) = hash_outcome(&tool, &args, &outcome).0 else {
+                    return;
+                };
+                let o = (tool.clone(), hash_tool_call(&tool, &args), result);
+                if let Some(n) = self.guard.observe(s.post_compaction_window, o) {
+                    found.push(
+                        at.i,
+                        "compaction_loop_persisted",
+                        prompt,
+                        format!("abort (critical): {tool} repeated {n} times with identical arguments and results after compaction"),
+                    );
+                    self.aborted = Some(run);
+                }
+            }
+            _ => {}
+        }
     }
 }

@@ -21,11 +21,11 @@
 //! file ports case by case; [`Qwen`] drives it over canonical sessions as
 //! `docs/detector-mappings.md` (section `qwen`) describes.
 
-use super::common::{each_record, Unanswered};
+use super::common::{each_rule, At, Found, RecordRule, RecordStream, Unanswered};
 use crate::detect::gemini::markdown::{count_fences, has_blockquote, has_heading, has_table};
 use crate::detect::{
-    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, POLICY,
-    POLICY_SPEC,
+    Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
+    POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
@@ -1285,72 +1285,106 @@ impl Check for QwenCheck {
     }
 
     fn run(&self, session: &Prepared, limit: Option<usize>) -> Vec<Detection> {
+        let keys = session.shared("qwen.repeat_keys", RepeatKeys::of);
+        each_rule(&session.session, limit, &mut self.rule(Some(keys)))
+    }
+    fn stream(&self) -> Option<Box<dyn Stream>> {
+        Some(RecordStream::boxed(self.rule(None)))
+    }
+}
+
+impl QwenCheck {
+    /// The service over canonical records; `keys`, the session's repeat
+    /// keys made once for every configuration (none when fed live: each
+    /// call's key is written as it comes).
+    fn rule(&self, keys: Option<Arc<RepeatKeys>>) -> QwenRule {
         let mut svc = QwenService::new(self.settings.clone());
-        svc.keys = Some(session.shared("qwen.repeat_keys", RepeatKeys::of));
-        let mut calls: Unanswered<(&String, &Map<String, Value>)> = Unanswered::default();
-        // A model response is streaming: its Finished comes before the next
-        // turn, user message or tool result.
-        let mut streaming = false;
-        each_record(&session.session, limit, |at, found| {
-            let e = at.event;
-            if at.new_prompt {
-                svc.reset();
-                calls = Unanswered::default();
-                streaming = false;
+        svc.keys = keys;
+        QwenRule {
+            svc,
+            calls: Unanswered::default(),
+            streaming: false,
+        }
+    }
+}
+
+/// The service driven by canonical records, one at a time. Its state is one
+/// prompt's (`reset` at each): the service's, plus the prompt's calls not
+/// yet answered, each by its record's index (a result reads the call's name
+/// and arguments there).
+struct QwenRule {
+    svc: QwenService,
+    calls: Unanswered<usize>,
+    /// A model response is streaming: its Finished comes before the next
+    /// turn, user message or tool result.
+    streaming: bool,
+}
+
+impl RecordRule for QwenRule {
+    fn visit(&mut self, at: At<'_>, found: &mut Found<'_>) {
+        let session = found.session();
+        let e = at.event;
+        let svc = &mut self.svc;
+        if at.new_prompt {
+            svc.reset();
+            self.calls = Unanswered::default();
+            self.streaming = false;
+        }
+        let ends_stream =
+            e.starts_turn || matches!(e.record, Record::User { .. } | Record::ToolResult { .. });
+        if self.streaming && ends_stream {
+            svc.client_check(QwenEvent::Finished);
+            self.streaming = false;
+        }
+        // Sticky: nothing reaches the service until the next prompt's reset.
+        if svc.loop_detected() {
+            return;
+        }
+        let mut answered = None;
+        match &e.record {
+            Record::ToolCall { name, args, id } => {
+                self.streaming = true;
+                self.calls.push(id.as_deref(), name, at.i);
+                svc.client_check(QwenEvent::ToolCall { name, args });
             }
-            let ends_stream = e.starts_turn
-                || matches!(e.record, Record::User { .. } | Record::ToolResult { .. });
-            if streaming && ends_stream {
-                svc.client_check(QwenEvent::Finished);
-                streaming = false;
+            Record::Content { text } => {
+                self.streaming = true;
+                svc.client_check(QwenEvent::Content(text));
             }
-            // Sticky: nothing reaches the service until the next prompt's reset.
-            if svc.loop_detected() {
-                return;
+            Record::Thought { text } => {
+                self.streaming = true;
+                let (subject, description) = parse_thought(text);
+                svc.client_check(QwenEvent::Thought {
+                    subject: &subject,
+                    description: &description,
+                });
             }
-            let mut answered = None;
-            match &e.record {
-                Record::ToolCall { name, args, id } => {
-                    streaming = true;
-                    calls.push(id.as_deref(), name, (name, &**args));
-                    svc.client_check(QwenEvent::ToolCall { name, args });
+            Record::ToolResult {
+                id,
+                name,
+                output,
+                error,
+            } => {
+                let call = self.calls.answer(id.as_deref(), name.as_deref());
+                if let Some(Record::ToolCall { name, args, .. }) =
+                    call.map(|j| &session.events[j].record)
+                {
+                    let fp = fingerprint(output.as_deref(), *error);
+                    svc.record_tool_result(name, args, &fp);
+                    answered = Some(name);
                 }
-                Record::Content { text } => {
-                    streaming = true;
-                    svc.client_check(QwenEvent::Content(text));
-                }
-                Record::Thought { text } => {
-                    streaming = true;
-                    let (subject, description) = parse_thought(text);
-                    svc.client_check(QwenEvent::Thought {
-                        subject: &subject,
-                        description: &description,
-                    });
-                }
-                Record::ToolResult {
-                    id,
-                    name,
-                    output,
-                    error,
-                } => {
-                    if let Some((n, args)) = calls.answer(id.as_deref(), name.as_deref()) {
-                        let fp = fingerprint(output.as_deref(), *error);
-                        svc.record_tool_result(n, args, &fp);
-                        answered = Some(n);
-                    }
-                }
-                _ => {}
             }
-            if svc.loop_detected() {
-                let k = svc.last_loop_type().expect("set with the flag");
-                let detail = match (&e.record, answered) {
-                    (Record::ToolCall { name, .. }, _) => format!("{k}: {name}"),
-                    (_, Some(call)) => format!("{k}: result of {call}"),
-                    _ => k.to_string(),
-                };
-                found.push(at.i, k, at.prompts, detail);
-            }
-        })
+            _ => {}
+        }
+        if svc.loop_detected() {
+            let k = svc.last_loop_type().expect("set with the flag");
+            let detail = match (&e.record, answered) {
+                (Record::ToolCall { name, .. }, _) => format!("{k}: {name}"),
+                (_, Some(call)) => format!("{k}: result of {call}"),
+                _ => k.to_string(),
+            };
+            found.push(at.i, k, at.prompts, detail);
+        }
     }
 }
 

@@ -53,14 +53,24 @@ fn stream_equals_run(
     s: &std::sync::Arc<crate::event::Session>,
     cfgs: &[(&str, Vec<(String, crate::detect::ParamValue)>)],
 ) -> usize {
-    let mut fired = 0;
+    stream_equals_run_kinds(s, cfgs).values().sum()
+}
+
+/// [`stream_equals_run`], with how many detections of each kind fired.
+fn stream_equals_run_kinds(
+    s: &std::sync::Arc<crate::event::Session>,
+    cfgs: &[(&str, Vec<(String, crate::detect::ParamValue)>)],
+) -> std::collections::BTreeMap<&'static str, usize> {
+    let mut fired = std::collections::BTreeMap::new();
     for (profile, sets) in cfgs {
         let cfg = crate::detect::DetectorConfig::resolve(None, Some(profile), sets).unwrap();
         let checks = cfg.checks().unwrap();
         let want =
             crate::detect::run_checks(&checks, &crate::detect::Prepared::new(s.clone()), None);
         assert_eq!(streamed(&checks, s), want, "{profile} {sets:?}");
-        fired += want.len();
+        for d in want {
+            *fired.entry(d.kind).or_default() += 1;
+        }
     }
     fired
 }

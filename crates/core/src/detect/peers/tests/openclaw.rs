@@ -941,3 +941,88 @@ fn session_guard_window_is_a_parameter() {
         vec![("compaction_loop_persisted", 10)]
     );
 }
+
+/// Fed record by record (the live Detector's stream), the hook fires what a
+/// replay fires: blocks, logged warnings, the guard's abort, per run and
+/// per session. The calls awaiting an outcome are kept for the whole
+/// session: a call of the first prompt never answered takes the next result
+/// of its name in the second (the oldest unanswered), so the call made just
+/// before that result keeps no outcome there.
+#[test]
+fn a_live_feed_fires_what_a_replay_fires() {
+    use crate::detect::ParamValue;
+    let named = |name: &str, output: &str, error: bool| Record::ToolResult {
+        id: None,
+        name: Some(name.into()),
+        output: Some(output.into()),
+        error: error.then_some(true),
+    };
+    let mut r = vec![user(), call("grep", json!({"q": "never answered"}))];
+    for i in 0..14 {
+        r.push(call("read", json!({"path": "a"})));
+        r.push(named("read", "same", false));
+        if i % 4 == 3 {
+            r.push(call("process", json!({"action": "poll"})));
+            r.push(named("process", "running", false));
+        }
+    }
+    r.push(compacted(1));
+    r.push(user());
+    for i in 0..12 {
+        let other = if i % 2 == 0 { "a" } else { "b" };
+        r.push(call("grep", json!({"q": "x"})));
+        r.push(named("grep", "hits", false));
+        r.push(call(other, json!({})));
+        r.push(named(other, "same", false));
+        if i == 5 {
+            r.push(compacted(2));
+        }
+    }
+    // The guard aborts the run at the third; the records after it are the run's.
+    r.push(compacted(3));
+    for _ in 0..4 {
+        r.push(call("read", json!({"path": "b"})));
+        r.push(named("read", "same", false));
+    }
+    r.push(user());
+    for _ in 0..3 {
+        r.push(call("nope", json!({})));
+        r.push(named("nope", "Unknown tool: nope", true));
+    }
+    // Results that name nothing answer the oldest call waiting.
+    for _ in 0..12 {
+        r.push(call("process", json!({"action": "log"})));
+        r.push(result("no output yet", false));
+    }
+    let s = Arc::new(Session::from_records(
+        "s".into(),
+        r.into_iter().map(|x| (x, Origin::default())).collect(),
+    ));
+    let mut cfgs = Vec::new();
+    for profile in ["openclaw", "openclaw-2026-05", "openclaw-off-2026-05"] {
+        for scope in ["run", "session"] {
+            for (warn, crit) in [(2, 3), (3, 5), (10, 20)] {
+                cfgs.push((
+                    profile,
+                    vec![
+                        ("scope".to_string(), ParamValue::word(scope)),
+                        ("warning_threshold".to_string(), ParamValue::Int(warn)),
+                        ("critical_threshold".to_string(), ParamValue::Int(crit)),
+                        ("unknown_tool_threshold".to_string(), ParamValue::Int(2)),
+                        ("history_size".to_string(), ParamValue::Int(crit + 2)),
+                        ("report_warnings".to_string(), ParamValue::Bool(true)),
+                    ],
+                ));
+            }
+        }
+    }
+    let kinds = super::stream_equals_run_kinds(&s, &cfgs);
+    let want = [
+        "compaction_loop_persisted",
+        "generic_repeat",
+        "known_poll_no_progress",
+        "ping_pong",
+        "unknown_tool_repeat",
+    ];
+    assert_eq!(kinds.keys().copied().collect::<Vec<_>>(), want);
+}

@@ -2119,3 +2119,96 @@ fn driver_2026_08_profile_changes_only_the_pr_settings() {
         ["content_max_history", "periodic_check", "reasoning_content"]
     );
 }
+
+/// Fed record by record (the live Detector's stream: no shared repeat keys,
+/// each call's key written as it comes; a result reads its call at the
+/// call's record), the service fires what a replay fires, every rule, across
+/// prompts (two of them share a prompt id, so the second goes on the first's
+/// state): result-aware stateful streaks, results answering by id, by name
+/// and nothing, thoughts and chanting.
+#[test]
+fn a_live_feed_fires_what_a_replay_fires() {
+    use crate::detect::ParamValue;
+    let mut r = Vec::new();
+    let mut n = 0;
+    let mut call_answered = |r: &mut Vec<Value>, name: &str, args: Value, output: &str| {
+        n += 1;
+        let id = format!("c{n}");
+        r.push(json!({"type": "tool_call", "name": name, "args": args, "id": id}));
+        r.push(json!({"type": "tool_result", "id": "nobody", "output": "x"}));
+        r.push(json!({"type": "tool_result", "id": id, "output": output}));
+    };
+    for p in 0..9 {
+        let id = if p == 8 { 7 } else { p };
+        r.push(json!({"type": "user", "text": "go", "prompt_id": format!("p{id}")}));
+        for i in 0..10 {
+            r.push(json!({"type": "turn"}));
+            match p {
+                // A stateful read whose board changes, then stays.
+                0 => {
+                    let board = if i < 3 {
+                        format!("board {i}")
+                    } else {
+                        "same".into()
+                    };
+                    call_answered(&mut r, "task_list", json!({}), &board);
+                }
+                1 => r.push(json!({"type": "thought", "text": "**Plan** read it again"})),
+                2 => r.push(json!({"type": "content", "text": "I will try again now. "})),
+                // Read-like calls after one that is not.
+                3 => {
+                    let name = if i == 0 { "edit" } else { "read_file" };
+                    call_answered(&mut r, name, json!({"p": i}), "r");
+                }
+                4 => call_answered(&mut r, "grep", json!({"q": i}), "none"),
+                // Alternating calls, each result answered by name.
+                5 => {
+                    let name = if i % 2 == 0 { "glob" } else { "edit" };
+                    r.push(call(name, json!({"p": 1})));
+                    r.push(json!({"type": "tool_result", "name": name, "output": "r"}));
+                }
+                6 => {
+                    r.push(call("run_shell_command", json!({"command": "git status"})));
+                    r.push(out("clean"));
+                }
+                _ => call_answered(&mut r, "edit", json!({"p": i % 4}), "ok"),
+            }
+        }
+    }
+    let s = session(r).session.clone();
+    let mut cfgs = Vec::new();
+    for profile in ["qwen", "qwen-all", "qwen-all-2026-08"] {
+        for (calls, dup, thoughts, chant) in [(5, 6, 3, 10), (3, 2, 2, 3), (9, 4, 9, 2)] {
+            cfgs.push((
+                profile,
+                vec![
+                    ("tool_call_threshold".to_string(), ParamValue::Int(calls)),
+                    (
+                        "global_duplicate_threshold".to_string(),
+                        ParamValue::Int(dup),
+                    ),
+                    ("thought_threshold".to_string(), ParamValue::Int(thoughts)),
+                    ("content_loop_threshold".to_string(), ParamValue::Int(chant)),
+                    ("content_chunk_size".to_string(), ParamValue::Int(20)),
+                    ("shell_stagnation_threshold".to_string(), ParamValue::Int(4)),
+                    ("max_tool_calls_per_turn".to_string(), ParamValue::Int(12)),
+                    ("read_threshold".to_string(), ParamValue::Int(5)),
+                    ("stagnation_threshold".to_string(), ParamValue::Int(8)),
+                ],
+            ));
+        }
+    }
+    let kinds = super::stream_equals_run_kinds(&s, &cfgs);
+    let want = [
+        kind::STAGNATION,
+        kind::ALTERNATING,
+        kind::CHANTING,
+        kind::CONSECUTIVE,
+        kind::GLOBAL,
+        kind::READ,
+        kind::THOUGHTS,
+        kind::SHELL,
+        kind::CAP,
+    ];
+    assert_eq!(kinds.keys().copied().collect::<Vec<_>>(), want);
+}
