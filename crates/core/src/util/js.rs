@@ -72,6 +72,12 @@ pub fn stringify_sorted(value: &Value) -> String {
     out
 }
 
+/// [`stringify_sorted`] of an object, appended to `out` (no copy of the
+/// object into a `Value` first).
+pub fn push_sorted_object(out: &mut String, map: &Map<String, Value>) {
+    write_object(out, map, KeyOrder::Sorted);
+}
+
 #[derive(Clone, Copy)]
 enum KeyOrder {
     /// Integer-like keys ascending, then insertion order.

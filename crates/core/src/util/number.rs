@@ -25,12 +25,15 @@ pub fn push_fixed(out: &mut String, x: f64) {
     }
 }
 
-/// Lowercase hex (digests, ids derived from them).
+/// Lowercase hex (digests, ids derived from them). By table: `{:02x}`
+/// through the formatter was a quarter of Crush's live cost (a digest a
+/// step).
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
+    for &b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
     }
     s
 }
@@ -38,6 +41,14 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_the_formatters() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let by_format: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex(&bytes), by_format);
+        assert_eq!(hex(&[]), "");
+    }
 
     #[test]
     fn fixed_precision() {

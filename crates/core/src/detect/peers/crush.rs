@@ -21,7 +21,7 @@ use crate::detect::{
 use crate::error::Result;
 use crate::event::{Event, Record, Session};
 use sha2::{Digest, Sha256};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 const SRC: &str =
     "charmbracelet/crush internal/agent/loop_detection.go @af86738e0d (PR #2214), StopWhen in internal/agent/agent.go";
@@ -103,12 +103,7 @@ pub fn step_signature(calls: &[StepCall]) -> Option<String> {
             h.update([0u8]);
         }
     }
-    Some(
-        h.finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>(),
-    )
+    Some(crate::util::number::hex(&h.finalize()))
 }
 
 /// `hasRepeatedToolCalls` over the signatures of a run's steps: the signature
@@ -121,7 +116,8 @@ pub fn has_repeated_tool_calls(
     if steps.len() < window {
         return None;
     }
-    let mut counts: HashMap<&str, usize> = HashMap::new();
+    // Fx: the keys are digests, and the map is made at every step.
+    let mut counts: rustc_hash::FxHashMap<&str, usize> = Default::default();
     for sig in steps[steps.len() - window..].iter().flatten() {
         let n = counts.entry(sig.as_str()).or_insert(0);
         *n += 1;

@@ -265,12 +265,16 @@ fn update_plan_shape(value: &Map<String, Value>) -> Value {
 
 /// `hashToolCall` (the digest's input: equal texts, equal digests).
 pub fn hash_tool_call(tool: &str, args: &Map<String, Value>) -> String {
-    let normalized = if tool == "update_plan" {
-        update_plan_shape(args)
+    let mut out = String::with_capacity(tool.len() + 64);
+    out.push_str(tool);
+    out.push(':');
+    if tool == "update_plan" {
+        out.push_str(&stringify_sorted(&update_plan_shape(args)));
     } else {
-        Value::Object(args.clone())
-    };
-    format!("{tool}:{}", stringify_sorted(&normalized))
+        // The arguments as they are: written, not copied into a Value.
+        crate::util::js::push_sorted_object(&mut out, args);
+    }
+    out
 }
 
 /// `isKnownPollToolCall`.
