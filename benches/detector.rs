@@ -1,24 +1,32 @@
 //! The live Detector (issue 44): one session of 100,000 canonical records
 //! fed record by record, for every profile fed incrementally; prints
 //! records/s. `cargo bench --bench detector` (`LOOPTUNE_BENCH_RECORDS`
-//! changes the length, `LOOPTUNE_BENCH_PROFILES=a,b` times those alone).
+//! changes the length, `LOOPTUNE_BENCH_PROFILES=a,b` times those alone,
+//! `LOOPTUNE_BENCH_UNANSWERED=1` feeds the worst case below).
 //! A profile not incremental would replay the session so far at every
 //! record (quadratic): it is listed, not timed.
+
+// The allocator `looptune watch`, `looptune guard` and the Python module
+// ship with: what a fed record costs in them.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use looptune::detect::DetectorConfig;
 use looptune::watch::{incremental_profiles, Detector};
 use std::time::Instant;
 
-/// A session of `n` records: turns of a call, a result and some text, with
-/// a run of identical calls every so often (so rules fire). A result's id
-/// is not its call's (each line numbers its own): calls stay unanswered for
+/// A session of `n` records: turns of a call, its result and some text,
+/// with a run of eight identical calls every fifty turns (so rules fire). With
+/// `unanswered`, a result's id is not its call's: calls stay waiting for
 /// the whole session, the worst case of the rules that match results to
-/// calls.
-fn session(n: usize) -> Vec<String> {
+/// calls (no agent writes that; a crashed tool might leave a few).
+fn session(n: usize, unanswered: bool) -> Vec<String> {
     let mut lines = vec![r#"{"type":"user","text":"fix the build","session":"b"}"#.to_string()];
     let mut k = 0usize;
     while lines.len() < n {
-        k += 1;
+        if lines.len() % 4 == 0 {
+            k += 1;
+        }
         let file = if k % 50 < 8 { 0 } else { k % 997 };
         let line = match lines.len() % 4 {
             0 => r#"{"type":"turn","session":"b"}"#.to_string(),
@@ -26,7 +34,8 @@ fn session(n: usize) -> Vec<String> {
                 r#"{{"type":"tool_call","name":"read_file","args":{{"path":"src/f{file}.rs"}},"id":"c{k}","session":"b"}}"#
             ),
             2 => format!(
-                r#"{{"type":"tool_result","name":"read_file","id":"c{k}","output":"fn f{file}() {{}}","session":"b"}}"#
+                r#"{{"type":"tool_result","name":"read_file","id":"{}{k}","output":"fn f{file}() {{}}","session":"b"}}"#,
+                if unanswered { "r" } else { "c" }
             ),
             _ => format!(r#"{{"type":"content","text":"Reading file {file} now.","session":"b"}}"#),
         };
@@ -40,7 +49,8 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
-    let lines = session(n);
+    let unanswered = std::env::var("LOOPTUNE_BENCH_UNANSWERED").is_ok_and(|v| v == "1");
+    let lines = session(n, unanswered);
     let inc = incremental_profiles();
     let only = std::env::var("LOOPTUNE_BENCH_PROFILES").ok();
     let chosen = |p: &str| only.as_deref().is_none_or(|o| o.split(',').any(|q| q == p));
