@@ -7,14 +7,15 @@ import time, looptune, sys
 # One profile of each family a Detector feeds incrementally.
 PROFILES = ["max-turns", "cline", "roo", "gemini-latest", "opencode", "kilo",
             "crush", "kimi", "goose", "deepeval", "hermes", "qwen", "qwen-all",
-            "openclaw", "openclaw-2026-05", "looptune-default"]
+            "openclaw", "openclaw-2026-05", "blade-legacy", "openhands-v1",
+            "openrouter-sdk", "looptune-default"]
 n = 100_000
 lines = ['{"type":"user","text":"fix the build","session":"b"}']
 k = 0
 while len(lines) < n:
-    k += 1
-    f = 0 if k % 50 < 8 else k % 997
     m = len(lines) % 4
+    if m == 0: k += 1  # one call a turn; eight identical ones every fifty turns
+    f = 0 if k % 50 < 8 else k % 997
     if m == 0: lines.append('{"type":"turn","session":"b"}')
     elif m == 1: lines.append('{"type":"tool_call","name":"read_file","args":{"path":"src/f%d.rs"},"id":"c%d","session":"b"}' % (f, k))
     elif m == 2: lines.append('{"type":"tool_result","name":"read_file","id":"c%d","output":"fn f%d() {}","session":"b"}' % (k, f))

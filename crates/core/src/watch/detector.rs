@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::event::{Growing, Session};
 use crate::input::canonical::parse_record;
 use crate::replay::{Plan, ReplayOptions};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::sync::Arc;
 
 /// The session id of records that name none (as the canonical reader
@@ -59,7 +59,7 @@ struct Fed {
     /// as [`merge`](crate::detect::merge) numbers them over the whole session.
     prompt: u32,
     strike: u32,
-    seen: HashSet<Key>,
+    seen: FxHashSet<Key>,
     /// The session's model and mode as last seen: a stream may read them
     /// (the Gemini preview rule, Blade's plan mode), and a replay reads the
     /// latest, so a change rebuilds.
