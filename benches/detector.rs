@@ -56,21 +56,22 @@ fn main() {
     let chosen = |p: &str| only.as_deref().is_none_or(|o| o.split(',').any(|q| q == p));
     for p in inc.iter().filter(|p| chosen(p)) {
         let cfg = DetectorConfig::resolve(None, Some(p), &[]).expect("stock profile");
-        let mut best = f64::MAX;
+        let (mut best, mut best_cpu) = (f64::MAX, f64::MAX);
         let mut hits = 0;
         for _ in 0..3 {
             let mut det = Detector::new(cfg.clone()).expect("builds");
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), cpu_seconds());
             hits = 0;
             for l in &lines {
                 hits += det.feed_line(l).expect("parses").len();
             }
             best = best.min(t.elapsed().as_secs_f64());
+            best_cpu = best_cpu.min(cpu_seconds() - c);
         }
         println!(
-            "{p:24} {n} records fed in {:.3} s: {:.2} M records/s ({hits} hits)",
-            best,
-            n as f64 / best / 1e6
+            "{p:24} {n} records fed in {best:.3} s: {:.2} M records/s, {:.2} M a CPU second ({hits} hits)",
+            n as f64 / best / 1e6,
+            n as f64 / best_cpu / 1e6
         );
     }
     let all: Vec<&str> = looptune::detect::families()
@@ -84,4 +85,21 @@ fn main() {
             all.join(" ")
         );
     }
+}
+
+/// This thread's CPU time: on a shared host the wall clock also counts the
+/// time other processes held the core, so both rates are printed.
+fn cpu_seconds() -> f64 {
+    #[cfg(unix)]
+    {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0 {
+            return t.tv_sec as f64 + t.tv_nsec as f64 / 1e9;
+        }
+    }
+    f64::NAN
 }
