@@ -711,7 +711,15 @@ pub(crate) fn py_eq(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| py_eq(v, w)))
+            if x.len() != y.len() {
+                return false;
+            }
+            // Keys in the same order (the usual case: one tool's calls) are
+            // paired without a lookup; otherwise each is looked up.
+            if x.keys().zip(y.keys()).all(|(k, j)| k == j) {
+                return x.values().zip(y.values()).all(|(v, w)| py_eq(v, w));
+            }
+            x.iter().all(|(k, v)| y.get(k).is_some_and(|w| py_eq(v, w)))
         }
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Bool(_) | Value::Number(_), Value::Bool(_) | Value::Number(_)) => {
@@ -770,7 +778,50 @@ mod tests {
         }
     }
 
+    /// `py_eq` as written: every key of one object looked up in the other.
+    fn py_eq_looked_up(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq_looked_up(p, q))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len()
+                    && x.iter()
+                        .all(|(k, v)| y.get(k).is_some_and(|w| py_eq_looked_up(v, w)))
+            }
+            _ => py_eq(a, b),
+        }
+    }
+
+    /// Small JSON values whose objects share keys in any order.
+    fn small_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(json!(null)),
+            Just(json!(1)),
+            Just(json!(1.0)),
+            Just(json!(true)),
+            Just(json!("a")),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                proptest::collection::vec((0..4u8, inner), 0..4).prop_map(|kv| {
+                    Value::Object(kv.into_iter().map(|(k, v)| (format!("k{k}"), v)).collect())
+                }),
+            ]
+        })
+    }
+
     proptest::proptest! {
+        /// Objects paired key by key when their keys come in one order
+        /// compare as when every key is looked up.
+        #[test]
+        fn py_eq_pairs_as_it_looks_up(a in small_value(), b in small_value(), same in proptest::bool::ANY) {
+            let b = if same { a.clone() } else { b };
+            proptest::prop_assert_eq!(py_eq(&a, &b), py_eq_looked_up(&a, &b));
+        }
+
         /// The indexed calls answer as the scan does, whatever mix of ids,
         /// names, repeats and unmatched results.
         #[test]
