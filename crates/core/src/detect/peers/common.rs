@@ -729,6 +729,38 @@ pub(crate) fn py_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// A string as `serde_json::to_string` writes it (`"` and `\` escaped, control
+/// characters as `\b \t \n \f \r` or `\u00XX`, the rest as is),
+/// appended with no string of its own.
+pub(crate) fn push_json_str(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\t' => "\\t",
+            b'\r' => "\\r",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            use std::fmt::Write as _;
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
 /// A number as Python holds it: exact integers stay integers.
 #[derive(Debug, PartialEq)]
 enum PyNum {
