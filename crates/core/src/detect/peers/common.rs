@@ -610,6 +610,14 @@ impl<T> Unanswered<T> {
         self.calls.insert(k, (id, name, value));
     }
 
+    /// Forget every call (as a new one would, its room kept).
+    pub(crate) fn clear(&mut self) {
+        self.calls.clear();
+        self.next = 0;
+        self.by_id.clear();
+        self.by_name.clear();
+    }
+
     /// The calls not yet answered, oldest first.
     pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
         self.calls.values().map(|c| &c.2)
@@ -965,5 +973,30 @@ mod tests {
         assert_eq!(u.answer(None, None), Some(2));
         assert_eq!(u.answer(Some("c"), None), Some(3));
         assert_eq!(u.answer(None, None), None);
+    }
+
+    /// Cleared, the calls waiting are forgotten as a new one's would be.
+    #[test]
+    fn cleared_calls_are_forgotten() {
+        let mut u = Unanswered::default();
+        u.push(Some("a"), "x", 1);
+        u.push(None, "x", 2);
+        u.push(Some("b"), "y", 3);
+        u.answer(None, Some("x"));
+        u.clear();
+        assert_eq!(u.values().count(), 0);
+        for (id, name) in [
+            (Some("a"), None),
+            (None, Some("x")),
+            (Some("b"), None),
+            (None, None),
+        ] {
+            assert_eq!(u.answer(id, name), None);
+        }
+        u.push(Some("a"), "x", 4);
+        u.push(None, "x", 5);
+        assert_eq!(u.answer(None, Some("x")), Some(4));
+        assert_eq!(u.answer(Some("a"), None), None);
+        assert_eq!(u.answer(None, None), Some(5));
     }
 }
