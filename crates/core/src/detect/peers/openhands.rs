@@ -1031,8 +1031,9 @@ pub fn is_stuck_v1(events: &[V1Event], th: &Thresholds) -> Option<&'static str> 
         .max(th.action_error + usize::from(th.nudge));
     let is_obs =
         |e: &V1Event| matches!(e, V1Event::Observation { .. } | V1Event::AgentError { .. });
-    let mut acts: Vec<&V1Event> = Vec::new();
-    let mut obs: Vec<&V1Event> = Vec::new();
+    // Sized once: growing them one event at a time was most of the check.
+    let mut acts: Vec<&V1Event> = Vec::with_capacity(max_needed);
+    let mut obs: Vec<&V1Event> = Vec::with_capacity(max_needed);
     for e in ev.iter().rev() {
         if matches!(e, V1Event::Action { .. }) && acts.len() < max_needed {
             acts.push(e);
@@ -1082,8 +1083,8 @@ pub fn is_stuck_v1(events: &[V1Event], th: &Thresholds) -> Option<&'static str> 
     }
     let n = th.alternating_pattern;
     if ev.len() >= n {
-        let mut a: Vec<&V1Event> = Vec::new();
-        let mut o: Vec<&V1Event> = Vec::new();
+        let mut a: Vec<&V1Event> = Vec::with_capacity(n);
+        let mut o: Vec<&V1Event> = Vec::with_capacity(n);
         for e in ev.iter().rev() {
             if matches!(e, V1Event::Action { .. }) && a.len() < n {
                 a.push(e);
@@ -1129,7 +1130,8 @@ pub fn action_error_nudge(events: &[V1Event], th: &Thresholds) -> Option<usize> 
         from = start + u + 1;
     }
     let need = th.action_error + 1;
-    let (mut acts, mut obs): (Vec<&V1Event>, Vec<(usize, &V1Event)>) = (Vec::new(), Vec::new());
+    let (mut acts, mut obs): (Vec<&V1Event>, Vec<(usize, &V1Event)>) =
+        (Vec::with_capacity(need), Vec::with_capacity(need));
     for (i, e) in events[from..].iter().enumerate().rev() {
         if matches!(e, V1Event::Action { .. }) && acts.len() < need {
             acts.push(e);
