@@ -15,7 +15,7 @@ use crate::util::js::{
 };
 use md5::{Digest, Md5};
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 const SRC_LEGACY: &str =
     "echoVic/blade-code src/agent/LoopDetectionService.ts @b52d9f2bec (blob b61d966797), driven as src/agent/Agent.ts (blob ed8e7819f8)";
@@ -431,6 +431,19 @@ struct LegacyRun {
     snapshots: Vec<[u8; 16]>,
     warnings: u32,
     interval: i64,
+    /// Room to count the distinct snapshots of a window in, kept.
+    scratch: Vec<[u8; 16]>,
+}
+
+/// How many distinct digests `recent` holds (`new Set(recent).size`): a
+/// sorted copy deduplicated, in room kept from turn to turn (a hash set a
+/// turn cost a sixth of the check).
+pub(crate) fn distinct(recent: &[[u8; 16]], scratch: &mut Vec<[u8; 16]>) -> usize {
+    scratch.clear();
+    scratch.extend_from_slice(recent);
+    scratch.sort_unstable();
+    scratch.dedup();
+    scratch.len()
 }
 
 fn md5(s: &str) -> [u8; 16] {
@@ -527,8 +540,8 @@ impl LegacyConfig {
             let (c, ratio) = self.content_window(n);
             if r.snapshots.len() >= c {
                 let recent = &r.snapshots[r.snapshots.len() - c..];
-                let distinct: HashSet<&[u8; 16]> = recent.iter().collect();
-                if (distinct.len() as f64) < (recent.len() as f64) * ratio {
+                let distinct = distinct(recent, &mut r.scratch);
+                if (distinct as f64) < (recent.len() as f64) * ratio {
                     return Some(("content", "检测到重复内容模式".to_string()));
                 }
             }
@@ -664,6 +677,7 @@ impl TurnRule for LegacyRule {
                 snapshots: Vec::new(),
                 warnings: 0,
                 interval: cfg.llm_interval,
+                scratch: Vec::new(),
             });
         }
         let run = self.r.as_mut().expect("a run starts at n = 1");

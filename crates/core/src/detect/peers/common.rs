@@ -610,6 +610,14 @@ impl<T> Unanswered<T> {
         self.calls.insert(k, (id, name, value));
     }
 
+    /// Forget every call (as a new one would, its room kept).
+    pub(crate) fn clear(&mut self) {
+        self.calls.clear();
+        self.next = 0;
+        self.by_id.clear();
+        self.by_name.clear();
+    }
+
     /// The calls not yet answered, oldest first.
     pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
         self.calls.values().map(|c| &c.2)
@@ -711,7 +719,15 @@ pub(crate) fn py_eq(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| py_eq(v, w)))
+            if x.len() != y.len() {
+                return false;
+            }
+            // Keys in the same order (the usual case: one tool's calls) are
+            // paired without a lookup; otherwise each is looked up.
+            if x.keys().zip(y.keys()).all(|(k, j)| k == j) {
+                return x.values().zip(y.values()).all(|(v, w)| py_eq(v, w));
+            }
+            x.iter().all(|(k, v)| y.get(k).is_some_and(|w| py_eq(v, w)))
         }
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Bool(_) | Value::Number(_), Value::Bool(_) | Value::Number(_)) => {
@@ -719,6 +735,38 @@ pub(crate) fn py_eq(a: &Value, b: &Value) -> bool {
         }
         _ => false,
     }
+}
+
+/// A string as `serde_json::to_string` writes it (`"` and `\` escaped, control
+/// characters as `\b \t \n \f \r` or `\u00XX`, the rest as is),
+/// appended with no string of its own.
+pub(crate) fn push_json_str(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\t' => "\\t",
+            b'\r' => "\\r",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            use std::fmt::Write as _;
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// A number as Python holds it: exact integers stay integers.
@@ -770,7 +818,50 @@ mod tests {
         }
     }
 
+    /// `py_eq` as written: every key of one object looked up in the other.
+    fn py_eq_looked_up(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq_looked_up(p, q))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len()
+                    && x.iter()
+                        .all(|(k, v)| y.get(k).is_some_and(|w| py_eq_looked_up(v, w)))
+            }
+            _ => py_eq(a, b),
+        }
+    }
+
+    /// Small JSON values whose objects share keys in any order.
+    fn small_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(json!(null)),
+            Just(json!(1)),
+            Just(json!(1.0)),
+            Just(json!(true)),
+            Just(json!("a")),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                proptest::collection::vec((0..4u8, inner), 0..4).prop_map(|kv| {
+                    Value::Object(kv.into_iter().map(|(k, v)| (format!("k{k}"), v)).collect())
+                }),
+            ]
+        })
+    }
+
     proptest::proptest! {
+        /// Objects paired key by key when their keys come in one order
+        /// compare as when every key is looked up.
+        #[test]
+        fn py_eq_pairs_as_it_looks_up(a in small_value(), b in small_value(), same in proptest::bool::ANY) {
+            let b = if same { a.clone() } else { b };
+            proptest::prop_assert_eq!(py_eq(&a, &b), py_eq_looked_up(&a, &b));
+        }
+
         /// The indexed calls answer as the scan does, whatever mix of ids,
         /// names, repeats and unmatched results.
         #[test]
@@ -882,5 +973,30 @@ mod tests {
         assert_eq!(u.answer(None, None), Some(2));
         assert_eq!(u.answer(Some("c"), None), Some(3));
         assert_eq!(u.answer(None, None), None);
+    }
+
+    /// Cleared, the calls waiting are forgotten as a new one's would be.
+    #[test]
+    fn cleared_calls_are_forgotten() {
+        let mut u = Unanswered::default();
+        u.push(Some("a"), "x", 1);
+        u.push(None, "x", 2);
+        u.push(Some("b"), "y", 3);
+        u.answer(None, Some("x"));
+        u.clear();
+        assert_eq!(u.values().count(), 0);
+        for (id, name) in [
+            (Some("a"), None),
+            (None, Some("x")),
+            (Some("b"), None),
+            (None, None),
+        ] {
+            assert_eq!(u.answer(id, name), None);
+        }
+        u.push(Some("a"), "x", 4);
+        u.push(None, "x", 5);
+        assert_eq!(u.answer(None, Some("x")), Some(4));
+        assert_eq!(u.answer(Some("a"), None), None);
+        assert_eq!(u.answer(None, None), Some(5));
     }
 }

@@ -116,9 +116,24 @@ pub fn has_repeated_tool_calls(
     if steps.len() < window {
         return None;
     }
+    let steps = &steps[steps.len() - window..];
+    if window <= SCAN_WINDOW {
+        // A short window is counted in place: no map made at every step.
+        for (j, sig) in steps.iter().enumerate() {
+            let Some(sig) = sig else { continue };
+            let n = steps[..=j]
+                .iter()
+                .filter(|s| s.as_ref() == Some(sig))
+                .count();
+            if n > max_repeats {
+                return Some(sig);
+            }
+        }
+        return None;
+    }
     // Fx: the keys are digests, and the map is made at every step.
     let mut counts: rustc_hash::FxHashMap<&str, usize> = Default::default();
-    for sig in steps[steps.len() - window..].iter().flatten() {
+    for sig in steps.iter().flatten() {
         let n = counts.entry(sig.as_str()).or_insert(0);
         *n += 1;
         if *n > max_repeats {
@@ -127,6 +142,10 @@ pub fn has_repeated_tool_calls(
     }
     None
 }
+
+/// The longest window [`has_repeated_tool_calls`] counts by scanning (the
+/// scan is quadratic in it; a map costs more below this).
+const SCAN_WINDOW: usize = 32;
 
 /// The arguments as the tool call's `Input` text: compact JSON in the file's
 /// key order (what the provider streamed, up to whitespace).
@@ -210,7 +229,7 @@ impl Cutter {
             return;
         }
         let calls = std::mem::take(&mut self.calls);
-        self.pending = Unanswered::default();
+        self.pending.clear();
         if self.user {
             out.push(Step::NewRun);
         }

@@ -20,16 +20,17 @@
 //! cap, or thresholds crossed the other way round) is reported twice at its
 //! event, so it stops at once as the original does.
 
-use super::common::{each_rule, At, Found, RecordRule, RecordStream, Unanswered};
+use super::common::{each_rule, push_json_str, At, Found, RecordRule, RecordStream, Unanswered};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
     POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::Record;
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 const SRC: &str = "NousResearch/hermes-agent agent/tool_guardrails.py @06c25ac90b";
@@ -321,17 +322,18 @@ pub fn canonical(v: &Value) -> String {
 }
 
 fn write_canonical_map(out: &mut String, m: &Map<String, Value>) {
-    let mut keys: Vec<&String> = m.keys().collect();
+    // Keys with their values (no lookup of each key after the sort).
+    let mut entries: Vec<(&String, &Value)> = m.iter().collect();
     // Python sorts str keys by code point: UTF-8 byte order is the same.
-    keys.sort();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
     out.push('{');
-    for (i, k) in keys.into_iter().enumerate() {
+    for (i, (k, v)) in entries.into_iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&serde_json::to_string(k).unwrap_or_default());
+        push_json_str(out, k);
         out.push(':');
-        write_canonical(out, &m[k]);
+        write_canonical(out, v);
     }
     out.push('}');
 }
@@ -348,7 +350,7 @@ fn write_canonical(out: &mut String, v: &Value) {
                 let _ = write!(out, "{:?}", n.as_f64().unwrap_or(f64::NAN));
             }
         }
-        Value::String(s) => out.push_str(&serde_json::to_string(s).unwrap_or_default()),
+        Value::String(s) => push_json_str(out, s),
         Value::Array(a) => {
             out.push('[');
             for (i, x) in a.iter().enumerate() {
@@ -501,10 +503,10 @@ pub fn is_repeatable(tool: &str) -> bool {
 pub struct Controller<'c> {
     /// Borrowed over a whole session; owned by a live stream.
     s: Cow<'c, HermesSettings>,
-    exact_failure: HashMap<Signature, u32>,
-    same_tool_failure: HashMap<String, u32>,
-    progress_since_failure: HashMap<Signature, bool>,
-    no_progress: HashMap<Signature, (String, u32)>,
+    exact_failure: FxHashMap<Signature, u32>,
+    same_tool_failure: FxHashMap<String, u32>,
+    progress_since_failure: FxHashMap<Signature, bool>,
+    no_progress: FxHashMap<Signature, (String, u32)>,
     /// The turn's first block or halt.
     pub halt: Option<Decision>,
     streak: Option<(Signature, String)>,
@@ -529,10 +531,10 @@ impl<'c> Controller<'c> {
     fn with(s: Cow<'c, HermesSettings>) -> Controller<'c> {
         Controller {
             s,
-            exact_failure: HashMap::new(),
-            same_tool_failure: HashMap::new(),
-            progress_since_failure: HashMap::new(),
-            no_progress: HashMap::new(),
+            exact_failure: FxHashMap::default(),
+            same_tool_failure: FxHashMap::default(),
+            progress_since_failure: FxHashMap::default(),
+            no_progress: FxHashMap::default(),
             halt: None,
             streak: None,
             streak_count: 0,
@@ -575,8 +577,18 @@ impl<'c> Controller<'c> {
     }
 
     /// `before_call`.
+    #[cfg(test)] // the ported tests' entry point; the rule signs a call once
     pub fn before_call(&mut self, tool: &str, args: &Map<String, Value>) -> Decision {
-        let sig = signature(tool, args);
+        self.before_call_signed(tool, args, &signature(tool, args))
+    }
+
+    /// [`Controller::before_call`] given the call's signature.
+    fn before_call_signed(
+        &mut self,
+        tool: &str,
+        args: &Map<String, Value>,
+        sig: &Signature,
+    ) -> Decision {
         if let Some(block) = self.check_loop_cap(tool, args) {
             return block;
         }
@@ -585,19 +597,19 @@ impl<'c> Controller<'c> {
         }
         let exact = if self
             .progress_since_failure
-            .get(&sig)
+            .get(sig)
             .copied()
             .unwrap_or(false)
         {
             0
         } else {
-            self.exact_failure.get(&sig).copied().unwrap_or(0)
+            self.exact_failure.get(sig).copied().unwrap_or(0)
         };
         if exact >= self.s.exact_failure_block_after {
             return self.decide(Action::Block, "repeated_exact_failure_block", exact);
         }
         if self.is_idempotent(tool) {
-            if let Some((_, n)) = self.no_progress.get(&sig) {
+            if let Some((_, n)) = self.no_progress.get(sig) {
                 let n = *n;
                 if n >= self.s.no_progress_block_after {
                     return self.decide(Action::Block, "idempotent_no_progress_block", n);
@@ -657,6 +669,7 @@ impl<'c> Controller<'c> {
     }
 
     /// `after_call`.
+    #[cfg(test)] // the ported tests' entry point; the rule signs a call once
     pub fn after_call(
         &mut self,
         tool: &str,
@@ -664,7 +677,17 @@ impl<'c> Controller<'c> {
         result: &str,
         failed: bool,
     ) -> Decision {
-        let sig = signature(tool, args);
+        self.after_call_signed(tool, signature(tool, args), result, failed)
+    }
+
+    /// [`Controller::after_call`] given the call's signature.
+    fn after_call_signed(
+        &mut self,
+        tool: &str,
+        sig: Signature,
+        result: &str,
+        failed: bool,
+    ) -> Decision {
         let warnings = self.s.warnings_enabled;
         if failed {
             if self.progress_since_failure.remove(&sig).unwrap_or(false) {
@@ -720,13 +743,18 @@ impl<'c> Controller<'c> {
     }
 
     /// `observe_call` with a plain-string result (every canonical result is one).
+    #[cfg(test)] // the ported tests' entry point; the rule signs a call once
     pub fn observe_call(
         &mut self,
         tool: &str,
         args: &Map<String, Value>,
         result: &str,
     ) -> Observation {
-        let sig = signature(tool, args);
+        self.observe_call_signed(tool, signature(tool, args), result)
+    }
+
+    /// [`Controller::observe_call`] given the call's signature.
+    fn observe_call_signed(&mut self, tool: &str, sig: Signature, result: &str) -> Observation {
         let hash = result_key(result, tool);
         let same = self
             .streak
@@ -856,7 +884,8 @@ impl HermesCheck {
 /// prompt's (reset at each), plus the calls of the prompt not yet answered.
 struct HermesRule {
     ctl: Controller<'static>,
-    pending: Unanswered<(String, Map<String, Value>)>,
+    /// Calls awaiting a result: the tool and the call's signature (made once).
+    pending: Unanswered<(String, Signature)>,
     /// This prompt: a warning reported, the turn halted.
     warned: bool,
     halted: bool,
@@ -883,7 +912,8 @@ impl RecordRule for HermesRule {
         };
         match &at.event.record {
             Record::ToolCall { name, args, id } => {
-                let d = self.ctl.before_call(name, args);
+                let sig = signature(name, args);
+                let d = self.ctl.before_call_signed(name, args, &sig);
                 if d.should_halt() {
                     stop(
                         found,
@@ -898,8 +928,7 @@ impl RecordRule for HermesRule {
                     // The tool runs: its spawns are built and committed.
                     self.ctl.commit_subagents(subagent_spawn_count(args));
                 }
-                self.pending
-                    .push(id.as_deref(), name, (name.clone(), (**args).clone()));
+                self.pending.push(id.as_deref(), name, (name.clone(), sig));
             }
             Record::ToolResult {
                 id,
@@ -907,7 +936,7 @@ impl RecordRule for HermesRule {
                 output,
                 error,
             } => {
-                let Some((tool, args)) = self.pending.answer(id.as_deref(), name.as_deref()) else {
+                let Some((tool, sig)) = self.pending.answer(id.as_deref(), name.as_deref()) else {
                     return;
                 };
                 let text = output.as_deref().unwrap_or("");
@@ -915,9 +944,12 @@ impl RecordRule for HermesRule {
                     Some(e) if self.ctl.s.failure_from_record => *e,
                     _ => classify_tool_failure(&tool, text),
                 };
-                let d = self.ctl.after_call(&tool, &args, text, failed);
-                let obs = if self.ctl.s.stall_guards {
-                    self.ctl.observe_call(&tool, &args, text)
+                let stall_guards = self.ctl.s.stall_guards;
+                // The signature goes to the last of its readers.
+                let observed = stall_guards.then(|| sig.clone());
+                let d = self.ctl.after_call_signed(&tool, sig, text, failed);
+                let obs = if let Some(sig) = observed {
+                    self.ctl.observe_call_signed(&tool, sig, text)
                 } else {
                     Observation {
                         kind: None,

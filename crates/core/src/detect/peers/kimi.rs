@@ -21,15 +21,15 @@
 //! same call, so that the stop is always the 4th strike.
 //! Mapping: docs/detector-mappings.md, "Kimi CLI".
 
-use super::common::{segments, Found};
+use super::common::{push_json_str, segments, Found};
 use crate::detect::{
     Check, Detection, Family, ParamSet, ParamSpec, ParamValue, Params, Prepared, Profile, Stream,
     POLICY, POLICY_SPEC,
 };
 use crate::error::Result;
 use crate::event::{Record, Session};
+use rustc_hash::FxHashSet;
 use serde_json::{Map, Value};
-use std::collections::HashSet;
 
 const SRC: &str = "MoonshotAI/kimi-cli src/kimi_cli/soul/toolset.py @b0e08c5fbc (PR #2466)";
 
@@ -113,6 +113,50 @@ impl Family for Kimi {
 /// Python's `json.dumps(_sort_json_value(args), ensure_ascii=False,
 /// separators=(",", ":"))`: keys sorted by code point at every depth.
 pub fn canonical_args(args: &Map<String, Value>) -> String {
+    // Written directly: no sorted copy of the arguments built first.
+    fn write(out: &mut String, v: &Value) {
+        match v {
+            Value::Object(m) => write_map(out, m),
+            Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(out, x);
+                }
+                out.push(']');
+            }
+            Value::String(s) => push_json_str(out, s),
+            // serde_json's own text of a number, a bool or null.
+            other => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{other}");
+            }
+        }
+    }
+    fn write_map(out: &mut String, m: &Map<String, Value>) {
+        let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        out.push('{');
+        for (i, (k, v)) in entries.into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_json_str(out, k);
+            out.push(':');
+            write(out, v);
+        }
+        out.push('}');
+    }
+    let mut out = String::with_capacity(32);
+    write_map(&mut out, args);
+    out
+}
+
+/// [`canonical_args`] as first written: a sorted copy serialised.
+#[cfg(test)]
+pub(crate) fn canonical_args_built(args: &Map<String, Value>) -> String {
     fn sorted(v: &Value) -> Value {
         match v {
             Value::Object(m) => {
@@ -147,11 +191,11 @@ pub fn tier(streak: u32, tiers: &[u32; 4]) -> u8 {
 /// The toolset's dedup state, usable on its own (for the original's tests).
 #[derive(Debug, Clone, Default)]
 pub struct Toolset {
-    seen: HashSet<CallKey>,
+    seen: FxHashSet<CallKey>,
     key: Option<CallKey>,
     count: u32,
     current: Vec<CallKey>,
-    tasks: HashSet<CallKey>,
+    tasks: FxHashSet<CallKey>,
     /// Call ordinal (in the whole session) where the streak in force began.
     start: u64,
     calls: u64,
@@ -177,7 +221,7 @@ impl Toolset {
             self.key = None;
             self.count = 0;
         } else {
-            self.seen.extend(previous.iter().cloned());
+            self.see(previous);
             if self.key.is_none() && self.count == 0 {
                 let start = self.calls;
                 self.advance(previous, start);
@@ -190,8 +234,18 @@ impl Toolset {
         let calls = std::mem::take(&mut self.current);
         let first = self.calls - calls.len() as u64;
         self.advance(&calls, first);
-        self.seen.extend(calls.iter().cloned());
+        self.see(&calls);
         calls
+    }
+
+    /// Add `calls` to the keys seen (copying only those not there yet:
+    /// a step's calls come again as the next step's previous calls).
+    fn see(&mut self, calls: &[CallKey]) {
+        for k in calls {
+            if !self.seen.contains(k) {
+                self.seen.insert(k.clone());
+            }
+        }
     }
 
     fn advance(&mut self, calls: &[CallKey], first: u64) {
@@ -348,11 +402,11 @@ impl KimiRule {
 
     /// Record `i` calls `key`: the tiers it reaches fire there.
     fn call(&mut self, i: usize, key: CallKey, found: &mut Found<'_>) {
-        let name = key.0.clone();
-        let args = key.1.clone();
         let Handled::Run(Some((n, t, start))) = self.ts.handle(key, &self.tiers) else {
             return;
         };
+        // The key just handled is the step's last call (no copy kept).
+        let (name, args) = self.ts.current.last().expect("handled above");
         let before = match self.reported {
             Some((st, r)) if st == start => r,
             _ => 0,

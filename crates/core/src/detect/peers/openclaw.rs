@@ -435,11 +435,82 @@ fn strip_volatile_send_ids(v: &Value) -> Value {
     }
 }
 
+#[cfg(test)] // the ported tests' entry point; the rule keeps OutcomeArgs
 /// `hashToolOutcome`: the digest's input (`None`: no hash, nothing
 /// recorded) and the unknown tool an error names.
 pub fn hash_outcome(
     tool: &str,
     args: &Map<String, Value>,
+    outcome: &Outcome,
+) -> (Option<String>, Option<String>) {
+    outcome_hash(tool, &OutcomeArgs::of(tool, args), outcome)
+}
+
+/// What `hashToolOutcome` reads of a call's arguments, taken when the call
+/// is made: the live rule keeps these, not a copy of the arguments.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OutcomeArgs {
+    /// `process` with action `poll` or `log` (a known poll): the action.
+    process_poll: Option<&'static str>,
+    /// `isVolatileSendResult`.
+    volatile_send: bool,
+}
+
+impl OutcomeArgs {
+    pub(crate) fn of(tool: &str, args: &Map<String, Value>) -> Self {
+        let process_poll = (tool == "process" && is_known_poll(tool, args)).then(|| {
+            if is_plain_str(args.get("action"), "poll") {
+                "poll"
+            } else {
+                "log"
+            }
+        });
+        OutcomeArgs {
+            process_poll,
+            volatile_send: is_volatile_send(tool, args),
+        }
+    }
+}
+
+/// [`hash_outcome`] from the arguments' [`OutcomeArgs`].
+pub(crate) fn outcome_hash(
+    tool: &str,
+    a: &OutcomeArgs,
+    outcome: &Outcome,
+) -> (Option<String>, Option<String>) {
+    if let Outcome::Result { text, details } = outcome {
+        // Every canonical result: no details, so none of the shapes below
+        // applies and the hash is the stable JSON of `{details: {}, text}`,
+        // written directly (no Value built, no keys sorted at run time).
+        if details.is_none_or(|d| d.is_empty())
+            && a.process_poll.is_none()
+            && !a.volatile_send
+            && tool != "update_plan"
+        {
+            let text = js_trim(text);
+            let mut out = String::with_capacity(text.len() + 24);
+            out.push_str("{\"details\":{},\"text\":");
+            crate::util::js::write_string(&mut out, text);
+            out.push('}');
+            return (Some(out), None);
+        }
+    }
+    // A thrown error: its message as a JSON string, written directly.
+    if let Outcome::Error(msg) = outcome {
+        let m = if msg.is_empty() { "Error" } else { msg };
+        let mut out = String::with_capacity(m.len() + 8);
+        out.push_str("error:");
+        crate::util::js::write_string(&mut out, m);
+        return (Some(out), extract_unknown_tool_name(m));
+    }
+    outcome_hash_general(tool, a, outcome)
+}
+
+/// `hashToolOutcome` as written, every shape built as a `Value` and
+/// stable-stringified ([`outcome_hash`] writes the common ones directly).
+pub(crate) fn outcome_hash_general(
+    tool: &str,
+    a: &OutcomeArgs,
     outcome: &Outcome,
 ) -> (Option<String>, Option<String>) {
     let (text, details) = match outcome {
@@ -467,8 +538,7 @@ pub fn hash_outcome(
             return (digest(v), None);
         }
     }
-    if tool == "process" && is_known_poll(tool, args) {
-        let action = args.get("action").and_then(Value::as_str).unwrap_or("");
+    if let Some(action) = a.process_poll {
         let status = field_or(&details, "status", undefined());
         let v = if action == "poll" {
             serde_json::json!({
@@ -487,7 +557,7 @@ pub fn hash_outcome(
         return (digest(v), None);
     }
     let details = Value::Object(details);
-    if is_volatile_send(tool, args) {
+    if a.volatile_send {
         return (digest(strip_volatile_send_ids(&details)), None);
     }
     let v = if tool == "update_plan" {
@@ -502,10 +572,16 @@ pub fn hash_outcome(
     (digest(v), None)
 }
 
-fn unknown_tool_streak(history: &[&CallRecord], tool: &str) -> (u32, Option<String>) {
+impl AsRef<CallRecord> for CallRecord {
+    fn as_ref(&self) -> &CallRecord {
+        self
+    }
+}
+
+fn unknown_tool_streak<R: AsRef<CallRecord>>(history: &[R], tool: &str) -> u32 {
     let mut streak = 0;
     let mut name: Option<&str> = None;
-    for r in history.iter().rev() {
+    for r in history.iter().rev().map(AsRef::as_ref) {
         let Some(u) = r.unknown_tool.as_deref().filter(|_| r.tool == tool) else {
             break;
         };
@@ -518,17 +594,17 @@ fn unknown_tool_streak(history: &[&CallRecord], tool: &str) -> (u32, Option<Stri
             Some(_) => streak += 1,
         }
     }
-    (streak, name.map(String::from))
+    streak
 }
 
-fn no_progress_streak(
-    history: &[&CallRecord],
+fn no_progress_streak<'h, R: AsRef<CallRecord>>(
+    history: &'h [R],
     tool: &str,
     args_hash: &str,
-) -> (u32, Option<String>) {
+) -> (u32, Option<&'h str>) {
     let mut streak = 0;
     let mut latest: Option<&str> = None;
-    for r in history.iter().rev() {
+    for r in history.iter().rev().map(AsRef::as_ref) {
         if r.tool != tool || r.args_hash != args_hash {
             continue;
         }
@@ -544,17 +620,21 @@ fn no_progress_streak(
             Some(_) => streak += 1,
         }
     }
-    (streak, latest.map(String::from))
+    (streak, latest)
 }
 
 /// `getPingPongStreak`: the count, the paired signature and whether both
 /// sides' results were stable.
-fn ping_pong_streak(history: &[&CallRecord], current: &str) -> (u32, Option<String>, bool) {
-    let Some(last) = history.last() else {
+fn ping_pong_streak<'h, R: AsRef<CallRecord>>(
+    history: &'h [R],
+    current: &str,
+) -> (u32, Option<&'h str>, bool) {
+    let Some(last) = history.last().map(AsRef::as_ref) else {
         return (0, None, false);
     };
     let Some(other) = history[..history.len() - 1]
         .iter()
+        .map(AsRef::as_ref)
         .rev()
         .find(|c| c.args_hash != last.args_hash)
         .map(|c| c.args_hash.as_str())
@@ -562,7 +642,7 @@ fn ping_pong_streak(history: &[&CallRecord], current: &str) -> (u32, Option<Stri
         return (0, None, false);
     };
     let mut tail = 0usize;
-    for c in history.iter().rev() {
+    for c in history.iter().rev().map(AsRef::as_ref) {
         let expected = if tail.is_multiple_of(2) {
             last.args_hash.as_str()
         } else {
@@ -579,7 +659,7 @@ fn ping_pong_streak(history: &[&CallRecord], current: &str) -> (u32, Option<Stri
     let mut first_a: Option<&str> = None;
     let mut first_b: Option<&str> = None;
     let mut evidence = true;
-    for c in &history[history.len() - tail..] {
+    for c in history[history.len() - tail..].iter().map(AsRef::as_ref) {
         let Some(h) = c.result_hash.as_deref().filter(|h| !h.is_empty()) else {
             evidence = false;
             break;
@@ -604,7 +684,87 @@ fn ping_pong_streak(history: &[&CallRecord], current: &str) -> (u32, Option<Stri
     if first_a.is_none() || first_b.is_none() {
         evidence = false;
     }
-    ((tail + 1) as u32, Some(last.args_hash.clone()), evidence)
+    ((tail + 1) as u32, Some(last.args_hash.as_str()), evidence)
+}
+
+/// The verdicts of `detectToolCallLoop` over the history it reads.
+pub(crate) fn verdict<R: AsRef<CallRecord>>(
+    s: &OpenClawSettings,
+    history: &[R],
+    tool: &str,
+    current: &str,
+    poll: bool,
+) -> Verdict {
+    let unknown = unknown_tool_streak(history, tool);
+    let (no_progress, latest) = no_progress_streak(history, tool, current);
+    let (pp_count, pp_sig, pp_evidence) = ping_pong_streak(history, current);
+    let latest = latest.unwrap_or("none");
+    if unknown >= s.unknown_tool_threshold {
+        return Verdict::Critical {
+            detector: "unknown_tool_repeat",
+            count: unknown,
+        };
+    }
+    if no_progress >= s.global_circuit_breaker_threshold {
+        return Verdict::Critical {
+            detector: "global_circuit_breaker",
+            count: no_progress,
+        };
+    }
+    if poll && s.known_poll_no_progress && no_progress >= s.critical_threshold {
+        return Verdict::Critical {
+            detector: "known_poll_no_progress",
+            count: no_progress,
+        };
+    }
+    if poll && s.known_poll_no_progress && no_progress >= s.warning_threshold {
+        return Verdict::Warning {
+            detector: "known_poll_no_progress",
+            count: no_progress,
+            key: format!("poll:{tool}:{current}:{latest}"),
+        };
+    }
+    if s.ping_pong && pp_count >= s.critical_threshold && pp_evidence {
+        return Verdict::Critical {
+            detector: "ping_pong",
+            count: pp_count,
+        };
+    }
+    if s.ping_pong && pp_count >= s.warning_threshold {
+        // The warning's key, built only for a warning.
+        let key = match pp_sig {
+            Some(p) => {
+                let mut pair = [current, p];
+                pair.sort_by_key(|a| crate::util::js::utf16(a));
+                format!("pingpong:{}|{}", pair[0], pair[1])
+            }
+            None => format!("pingpong:{tool}:{current}"),
+        };
+        return Verdict::Warning {
+            detector: "ping_pong",
+            count: pp_count,
+            key,
+        };
+    }
+    let recent = history
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|h| h.tool == tool && h.args_hash == current)
+        .count() as u32;
+    if !poll && s.generic_repeat && no_progress >= s.critical_threshold {
+        return Verdict::Critical {
+            detector: "generic_repeat",
+            count: no_progress,
+        };
+    }
+    if !poll && s.generic_repeat && recent >= s.warning_threshold {
+        return Verdict::Warning {
+            detector: "generic_repeat",
+            count: recent,
+            key: format!("generic:{tool}:{current}"),
+        };
+    }
+    Verdict::NotStuck
 }
 
 /// One session's `SessionState` as the detector and the hook keep it.
@@ -616,14 +776,8 @@ pub struct LoopState {
 }
 
 impl LoopState {
-    fn scoped(&self, s: &OpenClawSettings, run: u32) -> Vec<&CallRecord> {
-        self.history
-            .iter()
-            .filter(|r| !s.per_run || r.run == run)
-            .collect()
-    }
-
     /// `detectToolCallLoop`.
+    #[cfg(test)] // the ported tests' entry point; the rule hashes once
     pub fn detect(
         &self,
         s: &OpenClawSettings,
@@ -631,77 +785,36 @@ impl LoopState {
         tool: &str,
         args: &Map<String, Value>,
     ) -> Verdict {
-        let history = self.scoped(s, run);
         let current = hash_tool_call(tool, args);
-        let (unknown, _) = unknown_tool_streak(&history, tool);
-        let (no_progress, latest) = no_progress_streak(&history, tool, &current);
-        let poll = is_known_poll(tool, args);
-        let (pp_count, pp_sig, pp_evidence) = ping_pong_streak(&history, &current);
-        let latest = latest.unwrap_or_else(|| "none".into());
-        if unknown >= s.unknown_tool_threshold {
-            return Verdict::Critical {
-                detector: "unknown_tool_repeat",
-                count: unknown,
-            };
+        self.detect_hashed(s, run, tool, &current, is_known_poll(tool, args))
+    }
+
+    /// [`LoopState::detect`] given the call's `hashToolCall` and whether it
+    /// is a known poll.
+    fn detect_hashed(
+        &self,
+        s: &OpenClawSettings,
+        run: u32,
+        tool: &str,
+        current: &str,
+        poll: bool,
+    ) -> Verdict {
+        if !s.per_run {
+            return verdict(s, &self.history, tool, current, poll);
         }
-        if no_progress >= s.global_circuit_breaker_threshold {
-            return Verdict::Critical {
-                detector: "global_circuit_breaker",
-                count: no_progress,
-            };
-        }
-        if poll && s.known_poll_no_progress && no_progress >= s.critical_threshold {
-            return Verdict::Critical {
-                detector: "known_poll_no_progress",
-                count: no_progress,
-            };
-        }
-        if poll && s.known_poll_no_progress && no_progress >= s.warning_threshold {
-            return Verdict::Warning {
-                detector: "known_poll_no_progress",
-                count: no_progress,
-                key: format!("poll:{tool}:{current}:{latest}"),
-            };
-        }
-        let pp_key = match &pp_sig {
-            Some(p) => {
-                let mut pair = [current.as_str(), p.as_str()];
-                pair.sort_by_key(|a| crate::util::js::utf16(a));
-                format!("pingpong:{}|{}", pair[0], pair[1])
-            }
-            None => format!("pingpong:{tool}:{current}"),
-        };
-        if s.ping_pong && pp_count >= s.critical_threshold && pp_evidence {
-            return Verdict::Critical {
-                detector: "ping_pong",
-                count: pp_count,
-            };
-        }
-        if s.ping_pong && pp_count >= s.warning_threshold {
-            return Verdict::Warning {
-                detector: "ping_pong",
-                count: pp_count,
-                key: pp_key,
-            };
-        }
-        let recent = history
+        // The live rule records runs in order, so the run's calls are the
+        // history's tail: read in place, not collected (a call's cost).
+        let start = self
+            .history
             .iter()
-            .filter(|h| h.tool == tool && h.args_hash == current)
-            .count() as u32;
-        if !poll && s.generic_repeat && no_progress >= s.critical_threshold {
-            return Verdict::Critical {
-                detector: "generic_repeat",
-                count: no_progress,
-            };
+            .rposition(|r| r.run != run)
+            .map_or(0, |p| p + 1);
+        if self.history[..start].iter().all(|r| r.run != run) {
+            verdict(s, &self.history[start..], tool, current, poll)
+        } else {
+            let scoped: Vec<&CallRecord> = self.history.iter().filter(|r| r.run == run).collect();
+            verdict(s, &scoped, tool, current, poll)
         }
-        if !poll && s.generic_repeat && recent >= s.warning_threshold {
-            return Verdict::Warning {
-                detector: "generic_repeat",
-                count: recent,
-                key: format!("generic:{tool}:{current}"),
-            };
-        }
-        Verdict::NotStuck
     }
 
     /// `shouldEmitLoopWarning`.
@@ -730,6 +843,7 @@ impl LoopState {
     }
 
     /// `recordToolCall`.
+    #[cfg(test)] // the ported tests' entry point; the rule hashes once
     pub fn record_call(
         &mut self,
         s: &OpenClawSettings,
@@ -738,9 +852,21 @@ impl LoopState {
         args: &Map<String, Value>,
         call_id: Option<&str>,
     ) {
+        self.record_hashed(s, run, tool, hash_tool_call(tool, args), call_id);
+    }
+
+    /// [`LoopState::record_call`] given the call's `hashToolCall`.
+    fn record_hashed(
+        &mut self,
+        s: &OpenClawSettings,
+        run: u32,
+        tool: &str,
+        args_hash: String,
+        call_id: Option<&str>,
+    ) {
         self.history.push(CallRecord {
             tool: tool.to_string(),
-            args_hash: hash_tool_call(tool, args),
+            args_hash,
             call_id: call_id.map(String::from),
             run: if s.per_run { run } else { 0 },
             result_hash: None,
@@ -750,6 +876,7 @@ impl LoopState {
     }
 
     /// `recordToolCallOutcome`.
+    #[cfg(test)] // the ported tests' entry point; the rule hashes once
     pub fn record_outcome(
         &mut self,
         s: &OpenClawSettings,
@@ -759,11 +886,27 @@ impl LoopState {
         call_id: Option<&str>,
         outcome: &Outcome,
     ) {
-        let run = if s.per_run { run } else { 0 };
         let (Some(result_hash), unknown) = hash_outcome(tool, args, outcome) else {
             return;
         };
         let args_hash = hash_tool_call(tool, args);
+        self.record_outcome_hashed(s, run, tool, &args_hash, call_id, result_hash, unknown);
+    }
+
+    /// [`LoopState::record_outcome`] given the call's `hashToolCall` and
+    /// the outcome's hash.
+    #[allow(clippy::too_many_arguments)]
+    fn record_outcome_hashed(
+        &mut self,
+        s: &OpenClawSettings,
+        run: u32,
+        tool: &str,
+        args_hash: &str,
+        call_id: Option<&str>,
+        result_hash: String,
+        unknown: Option<String>,
+    ) {
+        let run = if s.per_run { run } else { 0 };
         let found = self.history.iter_mut().rev().find(|c| {
             c.run == run
                 && call_id.is_none_or(|id| c.call_id.as_deref() == Some(id))
@@ -778,7 +921,7 @@ impl LoopState {
             }
             None => self.history.push(CallRecord {
                 tool: tool.to_string(),
-                args_hash,
+                args_hash: args_hash.to_string(),
                 call_id: call_id.map(String::from),
                 run,
                 result_hash: Some(result_hash),
@@ -838,8 +981,15 @@ fn compaction(i: usize, r: &Record, seen: &mut f64) -> bool {
     i > 0 && more
 }
 
-/// A call awaiting its outcome: tool, arguments, call id.
-type PendingCall = (String, Map<String, Value>, Option<String>);
+/// A call awaiting its outcome: what its outcome's hash and record read of
+/// it, hashed when it is made (not its arguments copied).
+struct PendingCall {
+    tool: String,
+    /// `hashToolCall`.
+    args_hash: String,
+    call_id: Option<String>,
+    args: OutcomeArgs,
+}
 
 struct OpenClawCheck {
     s: OpenClawSettings,
@@ -911,15 +1061,21 @@ impl RecordRule for OpenClawRule {
             }
             Record::ToolCall { name, args, id } => {
                 let tool = normalize_tool_name(name);
+                let args_hash = hash_tool_call(&tool, args);
+                let outcome_args = OutcomeArgs::of(&tool, args);
+                let pending = |tool, args_hash| PendingCall {
+                    tool,
+                    args_hash,
+                    call_id: id.clone(),
+                    args: outcome_args,
+                };
                 if !s.loop_detection {
-                    self.pending.push(
-                        id.as_deref(),
-                        name,
-                        Some((tool, (**args).clone(), id.clone())),
-                    );
+                    let p = pending(tool, args_hash);
+                    self.pending.push(id.as_deref(), name, Some(p));
                     return;
                 }
-                match self.state.detect(s, run, &tool, args) {
+                let poll = is_known_poll(&tool, args);
+                match self.state.detect_hashed(s, run, &tool, &args_hash, poll) {
                     Verdict::Critical { detector, count } => {
                         found.push(
                             at.i,
@@ -946,12 +1102,10 @@ impl RecordRule for OpenClawRule {
                     }
                     Verdict::NotStuck => {}
                 }
-                self.state.record_call(s, run, &tool, args, id.as_deref());
-                self.pending.push(
-                    id.as_deref(),
-                    name,
-                    Some((tool, (**args).clone(), id.clone())),
-                );
+                self.state
+                    .record_hashed(s, run, &tool, args_hash.clone(), id.as_deref());
+                let p = pending(tool, args_hash);
+                self.pending.push(id.as_deref(), name, Some(p));
             }
             Record::ToolResult {
                 id,
@@ -959,8 +1113,12 @@ impl RecordRule for OpenClawRule {
                 output,
                 error,
             } => {
-                let Some(Some((tool, args, call_id))) =
-                    self.pending.answer(id.as_deref(), name.as_deref())
+                let Some(Some(PendingCall {
+                    tool,
+                    args_hash,
+                    call_id,
+                    args,
+                })) = self.pending.answer(id.as_deref(), name.as_deref())
                 else {
                     return;
                 };
@@ -973,18 +1131,24 @@ impl RecordRule for OpenClawRule {
                         details: None,
                     }
                 };
-                if s.loop_detection {
-                    self.state
-                        .record_outcome(s, run, &tool, &args, call_id.as_deref(), &outcome);
-                }
-                if !s.post_compaction_guard {
+                // A disarmed guard observes nothing: no hash for it.
+                let observed = s.post_compaction_guard && self.guard.remaining > 0;
+                if !s.loop_detection && !observed {
                     return;
                 }
-                // The hook's outcome observation: the same hashes as the history's.
-                let Some(result) = hash_outcome(&tool, &args, &outcome).0 else {
+                // One hash for the history and the guard's observation.
+                let (Some(result), unknown) = outcome_hash(&tool, &args, &outcome) else {
                     return;
                 };
-                let o = (tool.clone(), hash_tool_call(&tool, &args), result);
+                let o = observed.then(|| (tool.clone(), args_hash.clone(), result.clone()));
+                if s.loop_detection {
+                    let c = call_id.as_deref();
+                    self.state
+                        .record_outcome_hashed(s, run, &tool, &args_hash, c, result, unknown);
+                }
+                let Some(o) = o else {
+                    return;
+                };
                 if let Some(n) = self.guard.observe(s.post_compaction_window, o) {
                     found.push(
                         at.i,

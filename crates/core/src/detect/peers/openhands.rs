@@ -12,6 +12,7 @@ use crate::event::{Event, Record, Session};
 use serde_json::{Map, Value};
 use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 const SRC_V0: &str =
     "OpenHands/OpenHands openhands/controller/stuck.py @d6fab190bf (blob 092be02efe, last changed 17e32af6)";
@@ -168,7 +169,8 @@ impl Family for OpenHands {
 #[derive(Debug, Clone)]
 struct Call {
     name: String,
-    args: Value,
+    /// Shared by the call's event, its waiting entry and its result's event.
+    args: Arc<Value>,
     /// `Some(command)` when it became a `CmdRunAction`.
     shell: Option<String>,
 }
@@ -251,7 +253,7 @@ impl Mapper {
                 };
                 let call = Call {
                     name: name.clone(),
-                    args: Value::Object((**args).clone()),
+                    args: Arc::new(Value::Object((**args).clone())),
                     shell,
                 };
                 self.pending.push(id.as_deref(), name, call.clone());
@@ -331,7 +333,7 @@ pub enum OhEvent {
         /// Tool name.
         name: String,
         /// Arguments (`json.loads`).
-        arguments: Value,
+        arguments: Arc<Value>,
         /// Thought.
         thought: String,
     },
@@ -372,7 +374,7 @@ pub enum OhEvent {
         /// Tool name.
         name: String,
         /// Arguments.
-        arguments: Value,
+        arguments: Arc<Value>,
     },
     /// `AgentCondensationObservation`.
     Condensation {
@@ -452,8 +454,13 @@ fn dc_eq(a: &OhEvent, b: &OhEvent) -> bool {
 }
 
 /// `_eq_no_pid`: dataclass equality with the detector's two overrides.
-fn eq_no_pid(a: &OhEvent, b: &OhEvent) -> bool {
+pub(crate) fn eq_no_pid(a: &OhEvent, b: &OhEvent) -> bool {
     use OhEvent::*;
+    // An event is equal to itself (`analyze` compares the newest with
+    // itself first), but for the edit-cell rule, which needs three lines.
+    if std::ptr::eq(a, b) && !matches!(a, IPythonRunCell { .. }) {
+        return true;
+    }
     match (a, b) {
         (IPythonRunCell { code: c1, .. }, IPythonRunCell { code: c2, .. })
             if c1.contains("edit_file_by_replace(") && c2.contains("edit_file_by_replace(") =>
@@ -615,9 +622,33 @@ impl Positions {
     }
 }
 
-/// The newest `n` (or fewer) of `positions`, newest first.
-fn newest(positions: &[usize], n: usize) -> Vec<usize> {
-    positions.iter().rev().take(n).copied().collect()
+/// The newest `n` (at most [`NEWEST`], or fewer) of `positions`, newest
+/// first; on the stack (`analyze` runs at every event).
+pub(crate) fn newest(positions: &[usize], n: usize) -> Newest {
+    let mut out = Newest {
+        buf: [0; NEWEST],
+        len: 0,
+    };
+    for &p in positions.iter().rev().take(n.min(NEWEST)) {
+        out.buf[out.len] = p;
+        out.len += 1;
+    }
+    out
+}
+
+/// The most positions [`newest`] gives (`analyze` reads six at most).
+const NEWEST: usize = 6;
+
+pub(crate) struct Newest {
+    buf: [usize; NEWEST],
+    len: usize,
+}
+
+impl std::ops::Deref for Newest {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        &self.buf[..self.len]
+    }
 }
 
 /// The scenarios of `is_stuck` on an already filtered history, whose
@@ -753,27 +784,25 @@ pub fn is_stuck_v0(history: &[OhEvent], headless: bool) -> Option<StuckAnalysis>
     })
 }
 
-fn to_v0(m: &Mapped) -> OhEvent {
+/// The V0 event of a mapped event (its texts and arguments moved, not copied).
+fn to_v0(m: Mapped) -> OhEvent {
     match m {
         Mapped::User(text) => OhEvent::Message {
             source: Some(Source::User),
-            content: text.clone(),
+            content: text,
             wait_for_response: false,
         },
         Mapped::AgentMessage(text) => OhEvent::Message {
             source: Some(Source::Agent),
-            content: text.clone(),
+            content: text,
             wait_for_response: true,
         },
-        Mapped::Call { call, thought } => match &call.shell {
-            Some(command) => OhEvent::CmdRun {
-                command: command.clone(),
-                thought: thought.clone(),
-            },
+        Mapped::Call { call, thought } => match call.shell {
+            Some(command) => OhEvent::CmdRun { command, thought },
             None => OhEvent::Mcp {
-                name: call.name.clone(),
-                arguments: call.args.clone(),
-                thought: thought.clone(),
+                name: call.name,
+                arguments: call.args,
+                thought,
             },
         },
         Mapped::Result {
@@ -786,22 +815,20 @@ fn to_v0(m: &Mapped) -> OhEvent {
                 shell: Some(command),
                 ..
             }) => OhEvent::CmdOutput {
-                command: command.clone(),
-                exit_code: if *error { 1 } else { 0 },
-                content: output.clone(),
+                command,
+                exit_code: if error { 1 } else { 0 },
+                content: output,
             },
-            _ if *error => OhEvent::Error {
-                content: output.clone(),
-            },
+            _ if error => OhEvent::Error { content: output },
             Some(c) => OhEvent::McpOutput {
-                content: output.clone(),
-                name: c.name.clone(),
-                arguments: c.args.clone(),
+                content: output,
+                name: c.name,
+                arguments: c.args,
             },
             None => OhEvent::McpOutput {
-                content: output.clone(),
-                name: name.clone().unwrap_or_default(),
-                arguments: Value::Object(Map::new()),
+                content: output,
+                name: name.unwrap_or_default(),
+                arguments: Arc::new(Value::Object(Map::new())),
             },
         },
     }
@@ -864,8 +891,9 @@ impl TextRule for V0Rule {
         let Some(m) = self.mapper.map(at.event, text) else {
             return;
         };
-        let ev = to_v0(&m);
-        if matches!(m, Mapped::User(_)) {
+        let user = matches!(m, Mapped::User(_));
+        let ev = to_v0(m);
+        if user {
             self.users += 1;
             if !self.s.headless {
                 self.filtered.clear();
@@ -906,7 +934,7 @@ pub enum V1Event {
         /// `tool_name`.
         tool_name: String,
         /// The action's fields (the call's arguments).
-        args: Value,
+        args: Arc<Value>,
         /// `thought` text.
         thought: String,
     },
@@ -1003,8 +1031,9 @@ pub fn is_stuck_v1(events: &[V1Event], th: &Thresholds) -> Option<&'static str> 
         .max(th.action_error + usize::from(th.nudge));
     let is_obs =
         |e: &V1Event| matches!(e, V1Event::Observation { .. } | V1Event::AgentError { .. });
-    let mut acts: Vec<&V1Event> = Vec::new();
-    let mut obs: Vec<&V1Event> = Vec::new();
+    // Sized once: growing them one event at a time was most of the check.
+    let mut acts: Vec<&V1Event> = Vec::with_capacity(max_needed);
+    let mut obs: Vec<&V1Event> = Vec::with_capacity(max_needed);
     for e in ev.iter().rev() {
         if matches!(e, V1Event::Action { .. }) && acts.len() < max_needed {
             acts.push(e);
@@ -1054,8 +1083,8 @@ pub fn is_stuck_v1(events: &[V1Event], th: &Thresholds) -> Option<&'static str> 
     }
     let n = th.alternating_pattern;
     if ev.len() >= n {
-        let mut a: Vec<&V1Event> = Vec::new();
-        let mut o: Vec<&V1Event> = Vec::new();
+        let mut a: Vec<&V1Event> = Vec::with_capacity(n);
+        let mut o: Vec<&V1Event> = Vec::with_capacity(n);
         for e in ev.iter().rev() {
             if matches!(e, V1Event::Action { .. }) && a.len() < n {
                 a.push(e);
@@ -1101,7 +1130,8 @@ pub fn action_error_nudge(events: &[V1Event], th: &Thresholds) -> Option<usize> 
         from = start + u + 1;
     }
     let need = th.action_error + 1;
-    let (mut acts, mut obs): (Vec<&V1Event>, Vec<(usize, &V1Event)>) = (Vec::new(), Vec::new());
+    let (mut acts, mut obs): (Vec<&V1Event>, Vec<(usize, &V1Event)>) =
+        (Vec::with_capacity(need), Vec::with_capacity(need));
     for (i, e) in events[from..].iter().enumerate().rev() {
         if matches!(e, V1Event::Action { .. }) && acts.len() < need {
             acts.push(e);
@@ -1118,14 +1148,15 @@ pub fn action_error_nudge(events: &[V1Event], th: &Thresholds) -> Option<usize> 
     (action_error_streak(&acts, &o) == th.action_error).then(|| obs[0].0)
 }
 
-fn to_v1(m: &Mapped) -> V1Event {
+/// The V1 event of a mapped event (moved, not copied).
+fn to_v1(m: Mapped) -> V1Event {
     match m {
-        Mapped::User(t) => V1Event::UserMessage(t.clone()),
-        Mapped::AgentMessage(t) => V1Event::AgentMessage(t.clone()),
+        Mapped::User(t) => V1Event::UserMessage(t),
+        Mapped::AgentMessage(t) => V1Event::AgentMessage(t),
         Mapped::Call { call, thought } => V1Event::Action {
-            tool_name: call.name.clone(),
-            args: call.args.clone(),
-            thought: thought.clone(),
+            tool_name: call.name,
+            args: call.args,
+            thought,
         },
         Mapped::Result {
             call,
@@ -1133,18 +1164,12 @@ fn to_v1(m: &Mapped) -> V1Event {
             output,
             error,
         } => {
-            if *error {
-                V1Event::AgentError {
-                    error: output.clone(),
-                }
+            if error {
+                V1Event::AgentError { error: output }
             } else {
                 V1Event::Observation {
-                    tool_name: call
-                        .as_ref()
-                        .map(|c| c.name.clone())
-                        .or_else(|| name.clone())
-                        .unwrap_or_default(),
-                    content: output.clone(),
+                    tool_name: call.map(|c| c.name).or(name).unwrap_or_default(),
+                    content: output,
                 }
             }
         }
@@ -1266,7 +1291,7 @@ impl V1Rule {
         if matches!(m, Mapped::User(_)) {
             self.users += 1;
         }
-        self.events.push(to_v1(&m));
+        self.events.push(to_v1(m));
         // Only the window matters; keep the history short.
         if self.events.len() > 4 * self.th.scan.max(64) {
             let n = self.events.len() - self.th.scan;

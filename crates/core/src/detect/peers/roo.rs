@@ -8,7 +8,7 @@ use crate::detect::{
 };
 use crate::error::Result;
 use crate::event::Record;
-use crate::util::js::{stringify, stringify_sorted};
+use crate::util::js::{push_sorted_object, stringify, stringify_sorted, write_string};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -112,19 +112,43 @@ impl RooDetector {
     }
 }
 
-/// The signature of a native tool call (see [`RooDetector::check_call`]).
-fn call_signature(name: &str, args: &Map<String, Value>) -> String {
-    let params: BTreeMap<String, String> = args
-        .iter()
-        .map(|(k, v)| {
-            let s = match v {
-                Value::String(s) => s.clone(),
-                other => stringify(other),
-            };
-            (k.clone(), s)
-        })
-        .collect();
-    serialize(name, &params, Some(&Value::Object(args.clone())))
+/// The signature of a native tool call (see [`RooDetector::check_call`]):
+/// what [`serialize`] makes of it, written directly (no copies of the
+/// arguments, no maps built). Its keys in sorted order are `name`,
+/// `nativeArgs` (a non-empty object only), `params`.
+pub(crate) fn call_signature(name: &str, args: &Map<String, Value>) -> String {
+    let mut out = String::with_capacity(64 + 2 * name.len());
+    out.push_str("{\"name\":");
+    write_string(&mut out, name);
+    if !args.is_empty() {
+        out.push_str(",\"nativeArgs\":");
+        push_sorted_object(&mut out, args);
+    }
+    out.push_str(",\"params\":{");
+    let param = |out: &mut String, i: usize, k: &str, v: &Value| {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, k);
+        out.push(':');
+        match v {
+            Value::String(s) => write_string(out, s),
+            other => write_string(out, &stringify(other)),
+        }
+    };
+    if args.len() == 1 {
+        // One key: nothing to sort (most calls).
+        let (k, v) = args.iter().next().expect("one");
+        param(&mut out, 0, k, v);
+    } else {
+        let mut entries: Vec<(&String, &Value)> = args.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+        for (i, (k, v)) in entries.into_iter().enumerate() {
+            param(&mut out, i, k, v);
+        }
+    }
+    out.push_str("}}");
+    out
 }
 
 /// Each call's name and signature, by the address of its arguments.
@@ -147,7 +171,11 @@ fn signatures(s: &crate::event::Session) -> Signatures {
 
 /// safe-stable-stringify of `{name, params, nativeArgs?}`: keys sorted at
 /// every level; `nativeArgs` only when it is a non-empty object.
-fn serialize(name: &str, params: &BTreeMap<String, String>, native: Option<&Value>) -> String {
+pub(crate) fn serialize(
+    name: &str,
+    params: &BTreeMap<String, String>,
+    native: Option<&Value>,
+) -> String {
     let mut obj = Map::new();
     obj.insert("name".into(), Value::String(name.to_string()));
     obj.insert(

@@ -315,3 +315,20 @@ fn a_live_turn_is_decided_when_the_next_segment_or_the_end_comes() {
     .collect();
     assert!(super::stream_equals_run(&s, &cfgs) > 5);
 }
+
+proptest::proptest! {
+    /// The distinct snapshots of a window counted by sorting are those a
+    /// hash set holds, whatever repeats and whatever was left in the room.
+    #[test]
+    fn distinct_snapshots_are_a_sets_size(
+        recent in proptest::collection::vec(0u8..6, 0..20),
+        left in proptest::collection::vec(0u8..6, 0..5),
+    ) {
+        use crate::detect::peers::blade::distinct;
+        let digest = |b: &u8| [*b; 16];
+        let recent: Vec<[u8; 16]> = recent.iter().map(digest).collect();
+        let mut room: Vec<[u8; 16]> = left.iter().map(digest).collect();
+        let set: std::collections::HashSet<&[u8; 16]> = recent.iter().collect();
+        proptest::prop_assert_eq!(distinct(&recent, &mut room), set.len());
+    }
+}

@@ -340,3 +340,32 @@ fn a_live_step_is_judged_when_the_next_record_or_the_end_comes() {
     let s = steps_then(9, vec![Record::Content { text: "x".into() }, Record::Turn]);
     assert!(super::stream_equals_run(&s, &cfgs) > 0);
 }
+
+proptest::proptest! {
+    /// A window counted in place (up to 32 steps) or with a map gives the
+    /// signature the original's map gives: the first to go over the limit.
+    #[test]
+    fn repeats_counted_in_place_are_the_maps(
+        steps in proptest::collection::vec(proptest::option::of(0u8..4), 0..50),
+        window in 1usize..45,
+        max_repeats in 0usize..5,
+    ) {
+        let steps: Vec<Option<String>> =
+            steps.iter().map(|s| s.map(|s| format!("sig{s}"))).collect();
+        let mapped = || {
+            if steps.len() < window {
+                return None;
+            }
+            let mut counts = std::collections::HashMap::new();
+            for sig in steps[steps.len() - window..].iter().flatten() {
+                let n = counts.entry(sig.as_str()).or_insert(0);
+                *n += 1;
+                if *n > max_repeats {
+                    return Some(sig.as_str());
+                }
+            }
+            None
+        };
+        proptest::prop_assert_eq!(has_repeated_tool_calls(&steps, window, max_repeats), mapped());
+    }
+}

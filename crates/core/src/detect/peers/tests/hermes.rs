@@ -634,3 +634,13 @@ fn fed_live_equals_the_replay() {
     let cfgs = [("hermes", vec![]), ("hermes-interactive", vec![])];
     assert!(super::stream_equals_run(&s, &cfgs) > 0);
 }
+
+proptest::proptest! {
+    /// Strings are written as serde_json writes them, whatever they hold.
+    #[test]
+    fn json_strings_are_serde_jsons(s in "(\\PC|[\u{0}-\u{1f}\"\\\\\u{7f}])*") {
+        let mut out = String::from("x");
+        crate::detect::peers::common::push_json_str(&mut out, &s);
+        proptest::prop_assert_eq!(&out[1..], serde_json::to_string(&s).unwrap());
+    }
+}

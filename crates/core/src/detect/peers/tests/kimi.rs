@@ -346,3 +346,23 @@ fn fed_live_equals_the_replay() {
     }
     assert!(super::stream_equals_run(&s, &cfgs) > 0);
 }
+
+proptest::proptest! {
+    /// Canonical arguments written directly are the sorted copy serialised,
+    /// for nested objects, arrays, numbers, escapes and non-ASCII keys.
+    #[test]
+    fn canonical_args_written_are_the_built_ones(
+        kv in proptest::collection::vec((0usize..6, 0usize..8), 0..6),
+    ) {
+        use crate::detect::peers::kimi::{canonical_args, canonical_args_built};
+        let keys = ["path", "a", "\u{ff61}", "\u{1f600}", "Z\n", "10"];
+        let values = [
+            serde_json::json!("x\"y\u{1}\u{e9}"), serde_json::json!(1), serde_json::json!(2.5),
+            serde_json::json!(null), serde_json::json!(true), serde_json::json!(-1e300),
+            serde_json::json!({"b": [1, "c", {"z": 1, "y": [2.0]}], "a": {}}), serde_json::json!([]),
+        ];
+        let args: serde_json::Map<String, serde_json::Value> =
+            kv.iter().map(|(k, v)| (keys[*k].to_string(), values[*v].clone())).collect();
+        proptest::prop_assert_eq!(canonical_args(&args), canonical_args_built(&args));
+    }
+}

@@ -1026,3 +1026,73 @@ fn a_live_feed_fires_what_a_replay_fires() {
     ];
     assert_eq!(kinds.keys().copied().collect::<Vec<_>>(), want);
 }
+
+proptest::proptest! {
+    /// The live rule's outcome hash (canonical results written directly)
+    /// is `hashToolOutcome` built as a `Value` and stable-stringified, for
+    /// every shape: plain and exec results, known polls, sends, plans,
+    /// thrown errors, details or none, texts with quotes, controls, blanks.
+    #[test]
+    fn outcome_hash_is_the_general_one(
+        tool in 0usize..7,
+        text in "[ a-z\"\\\\\t\n\u{1}\u{e9}\u{1f600}]{0,12}",
+        error in proptest::bool::ANY,
+        details in proptest::option::of(0usize..3),
+    ) {
+        use crate::detect::peers::openclaw::{outcome_hash, outcome_hash_general, OutcomeArgs};
+        let (tool, a) = [
+            ("read", json!({"path": "a"})),
+            ("exec", json!({"command": "ls"})),
+            ("process", json!({"action": "poll"})),
+            ("process", json!({"action": "log"})),
+            ("message", json!({"action": "send"})),
+            ("sessions_send", json!({})),
+            ("update_plan", json!({"plan": [{"status": "done", "step": "x"}]})),
+        ][tool].clone();
+        let a = OutcomeArgs::of(tool, &args(a));
+        let d = details.map(|d| args([json!({}), json!({"status": "running"}), json!({"id": "x", "text": "y", "ts": 1})][d].clone()));
+        let outcome = if error {
+            Outcome::Error(&text)
+        } else {
+            Outcome::Result { text: &text, details: d.as_ref() }
+        };
+        proptest::prop_assert_eq!(outcome_hash(tool, &a, &outcome), outcome_hash_general(tool, &a, &outcome));
+    }
+
+    /// The verdict read from the run's tail of the history in place is the
+    /// one read from the run's calls collected, whatever order runs come in.
+    #[test]
+    fn a_run_read_in_place_is_the_run_collected(
+        calls in proptest::collection::vec((0u32..3, 0usize..2, 0usize..3, proptest::option::of(0usize..2)), 0..40),
+        run in 0u32..3,
+        tool in 0usize..2,
+        arg in 0usize..3,
+        in_order in proptest::bool::ANY,
+    ) {
+        use crate::detect::peers::openclaw::verdict;
+        let s = OpenClawSettings { warning_threshold: 3, critical_threshold: 5, history_size: 100, ..s() };
+        let mut calls = calls;
+        if in_order {
+            // As the live rule records them.
+            calls.sort_by_key(|c| c.0);
+        }
+        let tools = ["read", "grep"];
+        let mut st = LoopState::default();
+        for (i, (r, t, x, out)) in calls.iter().enumerate() {
+            let a = args(json!({"x": x}));
+            let id = format!("c{i}");
+            st.record_call(&s, *r, tools[*t], &a, Some(&id));
+            if let Some(o) = out {
+                let text = ["same", "other"][*o];
+                st.record_outcome(&s, *r, tools[*t], &a, Some(&id), &Outcome::Result { text, details: None });
+            }
+        }
+        let a = args(json!({"x": arg}));
+        let current = hash_tool_call(tools[tool], &a);
+        let scoped: Vec<_> = st.history.iter().filter(|c| c.run == run).collect();
+        proptest::prop_assert_eq!(
+            st.detect(&s, run, tools[tool], &a),
+            verdict(&s, &scoped, tools[tool], &current, false)
+        );
+    }
+}

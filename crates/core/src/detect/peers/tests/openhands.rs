@@ -405,7 +405,7 @@ fn not_stuck_context_window_error_in_non_headless() {
 fn action(name: &str) -> V1Event {
     V1Event::Action {
         tool_name: name.into(),
-        args: json!({"command": "ls"}),
+        args: json!({"command": "ls"}).into(),
         thought: String::new(),
     }
 }
@@ -590,4 +590,60 @@ fn v0_maps_a_turns_message_when_the_turn_ends() {
         ]),
     );
     assert!(want.is_empty() && at_feed.is_empty() && fin.is_empty());
+}
+
+/// An event compared with itself is equal, as compared with its copy (the
+/// shortcut `eq_no_pid` takes for the same event), but for an edit cell of
+/// fewer than three lines, which is not even equal to itself.
+#[test]
+fn an_event_equals_itself_as_it_equals_its_copy() {
+    use crate::detect::peers::openhands::eq_no_pid;
+    let events = [
+        user("a"),
+        agent("a"),
+        cmd("ls"),
+        cmd_obs("ls", "x"),
+        read("p"),
+        read_obs("x", "p"),
+        err("e"),
+        OhEvent::Mcp {
+            name: "t".into(),
+            arguments: json!({"a": [1, 1.5, {"b": null}], "c": true}).into(),
+            thought: "t".into(),
+        },
+        OhEvent::McpOutput {
+            content: "o".into(),
+            name: "t".into(),
+            arguments: json!({"a": 2.0}).into(),
+        },
+        OhEvent::IPythonRunCell {
+            code: "edit_file_by_replace(".into(),
+            thought: String::new(),
+        },
+        OhEvent::IPythonRunCell {
+            code: "edit_file_by_replace(\n1\n2".into(),
+            thought: String::new(),
+        },
+        OhEvent::Condensation {
+            content: "c".into(),
+        },
+        OhEvent::NullAction,
+        OhEvent::NullObservation,
+    ];
+    for e in &events {
+        assert_eq!(eq_no_pid(e, e), eq_no_pid(e, &e.clone()), "{e:?}");
+    }
+}
+
+/// The newest positions on the stack are the newest collected.
+#[test]
+fn newest_positions_are_the_last_reversed() {
+    use crate::detect::peers::openhands::newest;
+    let p: Vec<usize> = (0..9).map(|i| i * 3).collect();
+    for len in 0..p.len() {
+        for n in 0..=6 {
+            let old: Vec<usize> = p[..len].iter().rev().take(n).copied().collect();
+            assert_eq!(&*newest(&p[..len], n), &old[..]);
+        }
+    }
 }

@@ -194,3 +194,37 @@ fn canonical_calls_string_vs_number_differ_but_numbers_by_value() {
     assert!(d.check_call("t", &b));
     assert!(!d.check_call("t", &c));
 }
+
+proptest::proptest! {
+    /// A call's signature written directly is the one built as the original
+    /// builds it (params by key, the arguments as `nativeArgs`, every key
+    /// sorted by UTF-16 units), for any keys, values and tool names.
+    #[test]
+    fn a_call_signature_is_the_built_one(
+        name in "[a-z\"\u{e9}\u{ff61}\u{1f600}]{0,4}",
+        kv in proptest::collection::vec((0usize..6, 0usize..7), 0..5),
+    ) {
+        use crate::detect::peers::roo::{call_signature, serialize};
+        let keys = ["path", "a", "\u{ff61}", "\u{1f600}", "Z\n", "10"];
+        let values = [
+            json!("x\"y"), json!(1), json!(2.5), json!(null), json!(true),
+            json!({"b": [1, "c"], "a": {}}), json!([]),
+        ];
+        let args: serde_json::Map<String, Value> =
+            kv.iter().map(|(k, v)| (keys[*k].to_string(), values[*v].clone())).collect();
+        let params: BTreeMap<String, String> = args
+            .iter()
+            .map(|(k, v)| {
+                let s = match v {
+                    Value::String(s) => s.clone(),
+                    other => crate::util::js::stringify(other),
+                };
+                (k.clone(), s)
+            })
+            .collect();
+        proptest::prop_assert_eq!(
+            call_signature(&name, &args),
+            serialize(&name, &params, Some(&Value::Object(args.clone())))
+        );
+    }
+}
