@@ -418,16 +418,17 @@ impl ActionFeed {
         }));
     }
 
-    /// Forget the keys and calls no later action can match: those `rule`
-    /// does not hold (nor a held key's call, nor a call awaiting its
+    /// Forget the keys and calls no later action can match: those its
+    /// rules do not hold (nor a held key's call, nor a call awaiting its
     /// result). Runs once the maps have doubled past what was held after
     /// the last run, so it costs amortised O(1) a record.
-    pub fn compact(&mut self, rule: &impl ActRule) {
+    /// `held` adds what the rules reading this feed hold (as [`ActRule::held`]).
+    pub fn compact(&mut self, held: impl Fn(&mut FxHashSet<u32>, &mut FxHashSet<u32>)) {
         if self.keys.len() + self.call_count() <= 2 * self.live + 64 {
             return;
         }
         let (mut keys, mut calls) = (FxHashSet::default(), FxHashSet::default());
-        rule.held(&mut keys, &mut calls);
+        held(&mut keys, &mut calls);
         self.keys.retain(|_, k| keys.contains(k));
         self.key_call.retain(|k, _| keys.contains(k));
         calls.extend(self.keys.keys().map(|(c, _)| *c));
@@ -460,7 +461,7 @@ impl Shown for ActionFeed {
 
 /// A rule over the action stream: its state between items, the same over
 /// a whole session ([`run_acts`]) and fed one record at a time
-/// ([`ActStream`], a check's [`Check::stream`](crate::detect::Check::stream)).
+/// (its group's stream, [`Live`]: a check's [`Check::stream`](crate::detect::Check::stream)).
 pub trait ActRule: Send + 'static {
     /// Read one item (`shown`: the keys' texts; `s`: the session so far).
     fn item(&mut self, item: &Item, shown: &dyn Shown, s: &Session, out: &mut Vec<Detection>);
@@ -477,33 +478,102 @@ pub fn run_acts(mut rule: impl ActRule, acts: &Actions, s: &Session) -> Vec<Dete
     out
 }
 
-/// An [`ActRule`] fed one record at a time, with the action stream made as
-/// records come.
-pub struct ActStream<R> {
-    feed: ActionFeed,
-    rule: R,
-    items: Vec<Item>,
+/// Where a rule's live stream runs. The rules of one kind of a
+/// configuration (the action rules: repeat, cycle, window, stall; the call
+/// rules: target, ladder, same_edit, outcome) share one stream, so a record
+/// is read into actions once per sameness setting (calls once), not once per
+/// rule: the first check of the group runs it, the others' streams are idle.
+/// The group's rules are next to each other in check order and push their
+/// detections of a record in that order from the first one's stream, so the
+/// live `Detector` (which orders one event's detections by check index) and
+/// [`merge`](crate::detect::merge) order them as they would separate streams'.
+pub(crate) enum Live<T: ?Sized> {
+    /// This check's stream runs the group (its settings in check order,
+    /// this check's first).
+    Lead(Arc<[Box<T>]>),
+    /// An earlier check's stream runs this rule.
+    Follow,
 }
 
-impl<R: ActRule> ActStream<R> {
-    /// A stream of `rule` under `same`.
-    pub fn boxed(same: SameSettings, rule: R) -> Box<dyn Stream> {
-        Box::new(ActStream {
-            feed: ActionFeed::new(same),
-            rule,
-            items: Vec::new(),
-        })
+/// The [`Live`] of each check of a group, in check order: the first leads.
+pub(crate) fn lives<T: ?Sized>(group: Vec<Box<T>>) -> impl FnMut() -> Live<T> {
+    let mut lead = Some(Arc::<[Box<T>]>::from(group));
+    move || lead.take().map_or(Live::Follow, Live::Lead)
+}
+
+/// The stream of a rule its group's first check runs: it pushes nothing.
+pub(crate) struct Idle;
+
+impl Stream for Idle {
+    fn feed(&mut self, _: &Session, _: usize, _: &mut Vec<Detection>) {}
+}
+
+/// An action rule's settings, as its group's stream builds the rule.
+pub(crate) trait ActSpec: Send + Sync {
+    /// What counts as the same action.
+    fn same(&self) -> &SameSettings;
+    /// The rule before the first record.
+    fn fresh(&self) -> Box<dyn ActRule>;
+}
+
+impl Live<dyn ActSpec> {
+    /// The check's stream: its group's, or idle.
+    pub(crate) fn stream(&self) -> Box<dyn Stream> {
+        match self {
+            Live::Lead(specs) => ActGroup::boxed(specs),
+            Live::Follow => Box::new(Idle),
+        }
     }
 }
 
-impl<R: ActRule> Stream for ActStream<R> {
-    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
-        self.items.clear();
-        self.feed.record(session, i, None, &mut self.items);
-        for item in &self.items {
-            self.rule.item(item, &self.feed, session, out);
+/// A group of [`ActRule`]s fed one record at a time, with one action
+/// stream made as records come for each sameness setting among them.
+pub(crate) struct ActGroup {
+    feeds: Vec<(ActionFeed, Vec<Item>)>,
+    /// Each rule, in check order, with its feed's index.
+    rules: Vec<(usize, Box<dyn ActRule>)>,
+}
+
+impl ActGroup {
+    /// The stream of rules `specs` (in check order).
+    pub(crate) fn boxed(specs: &[Box<dyn ActSpec>]) -> Box<dyn Stream> {
+        let mut feeds: Vec<(ActionFeed, Vec<Item>)> = Vec::new();
+        let mut rules = Vec::with_capacity(specs.len());
+        for sp in specs {
+            let f = match feeds.iter().position(|(f, _)| f.s == *sp.same()) {
+                Some(f) => f,
+                None => {
+                    feeds.push((ActionFeed::new(sp.same().clone()), Vec::new()));
+                    feeds.len() - 1
+                }
+            };
+            rules.push((f, sp.fresh()));
         }
-        self.feed.compact(&self.rule);
+        Box::new(ActGroup { feeds, rules })
+    }
+}
+
+impl Stream for ActGroup {
+    fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
+        for (feed, items) in &mut self.feeds {
+            items.clear();
+            feed.record(session, i, None, items);
+        }
+        // Rule by rule, as separate streams fed in check order push them.
+        for (f, rule) in &mut self.rules {
+            let (feed, items) = &self.feeds[*f];
+            for item in items {
+                rule.item(item, feed, session, out);
+            }
+        }
+        let rules = &self.rules;
+        for (n, (feed, _)) in self.feeds.iter_mut().enumerate() {
+            feed.compact(|keys, calls| {
+                for (_, r) in rules.iter().filter(|(f, _)| *f == n) {
+                    r.held(keys, calls);
+                }
+            });
+        }
     }
 }
 
@@ -582,9 +652,18 @@ mod tests {
     struct Last(Option<u32>, usize);
 
     impl ActRule for Last {
-        fn item(&mut self, item: &Item, _: &dyn Shown, _: &Session, _: &mut Vec<Detection>) {
+        fn item(&mut self, item: &Item, _: &dyn Shown, s: &Session, out: &mut Vec<Detection>) {
             if let Item::Act(a) = item {
-                self.1 += usize::from(self.0 == Some(a.key));
+                if self.0 == Some(a.key) {
+                    self.1 += 1;
+                    out.push(crate::detect::looptune::detection(
+                        s,
+                        a.at,
+                        "x",
+                        0,
+                        String::new(),
+                    ));
+                }
                 self.0 = Some(a.key);
             }
         }
@@ -605,27 +684,30 @@ mod tests {
             }
         }
         let s = session(records);
-        let mut st = ActStream {
-            feed: ActionFeed::new(SameSettings {
-                same: Same::Args,
-                normalize: false,
-                volatile: vec![],
-                result_chars: 100,
-                polling: vec![],
-            }),
-            rule: Last(None, 0),
-            items: Vec::new(),
+        let same = SameSettings {
+            same: Same::Args,
+            normalize: false,
+            volatile: vec![],
+            result_chars: 100,
+            polling: vec![],
+        };
+        let mut st = ActGroup {
+            feeds: vec![(ActionFeed::new(same), Vec::new())],
+            rules: vec![(0, Box::new(Last(None, 0)))],
         };
         let mut most = 0;
+        let mut repeats = 0;
         for i in 0..s.events.len() {
-            st.feed(&s, i, &mut Vec::new());
-            let f = &st.feed;
+            let mut out = Vec::new();
+            st.feed(&s, i, &mut out);
+            repeats += out.len();
+            let f = &st.feeds[0].0;
             let calls: usize = f.calls.values().map(|m| m.len()).sum();
             assert_eq!(calls, f.call_text.len(), "a text for every call held");
             most = most.max(f.keys.len() + calls + f.key_call.len());
         }
         // Repeats are still seen as repeats.
-        assert_eq!(st.rule.1, 500);
+        assert_eq!(repeats, 500);
         assert!(most < 300, "{most} entries held");
     }
 
@@ -1135,7 +1217,7 @@ pub fn args_id<'a>(
 
 /// A rule over a session's calls: its state between steps, the same over
 /// a whole session ([`run_calls`]) and fed one record at a time
-/// ([`CallStream`]).
+/// (its group's stream, [`Live`]).
 pub trait CallRule: Send + 'static {
     /// Whether the rule compares arguments (a sweep then hands it the
     /// session's argument texts, made once).
@@ -1167,35 +1249,62 @@ pub fn run_calls<R: CallRule>(mut rule: R, session: &Prepared) -> Vec<Detection>
     out
 }
 
-/// A [`CallRule`] fed one record at a time.
-pub struct CallStream<R> {
-    feed: CallFeed,
-    rule: R,
-    steps: Vec<CallStep>,
+/// A call rule's settings, as its group's stream builds the rule.
+pub(crate) trait CallSpec: Send + Sync {
+    /// The rule before the first record.
+    fn fresh(&self) -> Box<dyn LiveCallRule>;
 }
 
-impl<R: CallRule> CallStream<R> {
-    /// A stream of `rule`.
-    pub fn boxed(rule: R) -> Box<dyn Stream> {
-        Box::new(CallStream {
-            feed: CallFeed::default(),
-            rule,
-            steps: Vec::new(),
-        })
+/// A [`CallRule`] fed live (without the session's argument texts).
+pub(crate) trait LiveCallRule: Send {
+    /// [`CallRule::step`] with no texts made.
+    fn live_step(&mut self, step: StepRef<'_>, s: &Session, out: &mut Vec<Detection>);
+}
+
+impl<R: CallRule> LiveCallRule for R {
+    fn live_step(&mut self, step: StepRef<'_>, s: &Session, out: &mut Vec<Detection>) {
+        self.step(step, s, None, out);
     }
 }
 
-impl<R: CallRule> Stream for CallStream<R> {
+impl Live<dyn CallSpec> {
+    /// The check's stream: its group's, or idle.
+    pub(crate) fn stream(&self) -> Box<dyn Stream> {
+        match self {
+            Live::Lead(specs) => Box::new(CallGroup {
+                feed: CallFeed::default(),
+                rules: specs.iter().map(|s| s.fresh()).collect(),
+                steps: Vec::new(),
+            }),
+            Live::Follow => Box::new(Idle),
+        }
+    }
+}
+
+/// A group of [`CallRule`]s fed one record at a time, the calls and
+/// answers matched once for all of them.
+struct CallGroup {
+    feed: CallFeed,
+    /// In check order.
+    rules: Vec<Box<dyn LiveCallRule>>,
+    steps: Vec<CallStep>,
+}
+
+impl Stream for CallGroup {
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
         self.feed.record(session, i, &mut self.steps);
-        for step in self.steps.drain(..) {
-            let step = match &step {
-                CallStep::NewPrompt => StepRef::NewPrompt,
-                CallStep::Call(c) => StepRef::Call(c),
-                CallStep::Answer(c) => StepRef::Answer(c),
-            };
-            self.rule.step(step, session, None, out);
+        // Rule by rule, as separate streams fed in check order push them.
+        for rule in &mut self.rules {
+            for step in &self.steps {
+                let step = match step {
+                    CallStep::NewPrompt => StepRef::NewPrompt,
+                    CallStep::Call(c) => StepRef::Call(c),
+                    CallStep::Answer(c) => StepRef::Answer(c),
+                };
+                rule.live_step(step, session, out);
+            }
         }
+        self.steps.clear();
     }
 }
 

@@ -10,8 +10,8 @@
 //! alike). A new prompt starts afresh.
 
 use super::actions::{
-    args_id, normalize_loose, run_calls, sub_command, ArgsId, CallRule, CallStream, ChangeTools,
-    StepRef, TargetKeys,
+    args_id, normalize_loose, run_calls, sub_command, ArgsId, CallRule, CallSpec, ChangeTools,
+    Live, LiveCallRule, StepRef, TargetKeys,
 };
 use super::{staged, Stages};
 use crate::detect::prepared::CallArgs;
@@ -36,6 +36,8 @@ pub struct OutcomeSettings {
 pub struct OutcomeCheck {
     /// Its settings.
     pub s: OutcomeSettings,
+    /// Where its live stream runs (its group's first check).
+    pub(crate) live: Live<dyn CallSpec>,
 }
 
 /// What an action is keyed by: its target, else its argument text.
@@ -56,20 +58,26 @@ impl Check for OutcomeCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        run_calls(self.rule(), session)
+        run_calls(self.s.rule(), session)
     }
     fn stream(&self) -> Option<Box<dyn Stream>> {
-        Some(CallStream::boxed(self.rule()))
+        Some(self.live.stream())
     }
 }
 
-impl OutcomeCheck {
+impl OutcomeSettings {
     fn rule(&self) -> SameOutcome {
         SameOutcome {
-            s: self.s.clone(),
+            s: self.clone(),
             changes: 0,
             seen: FxHashMap::default(),
         }
+    }
+}
+
+impl CallSpec for OutcomeSettings {
+    fn fresh(&self) -> Box<dyn LiveCallRule> {
+        Box::new(self.rule())
     }
 }
 
