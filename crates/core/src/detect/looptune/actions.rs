@@ -199,15 +199,25 @@ fn drop_keys(v: &Value, drop: &[String]) -> Value {
     }
 }
 
-/// The arguments as the key compares them.
+/// The arguments as the key compares them (a live feed writes them into
+/// its buffer with `push_args_text`).
+#[cfg(test)]
 pub fn args_text(args: &Map<String, Value>, s: &SameSettings) -> String {
+    let mut out = String::new();
+    push_args_text(&mut out, args, s);
+    out
+}
+
+/// [`args_text`] appended to `out` (a live feed reuses one buffer).
+fn push_args_text(out: &mut String, args: &Map<String, Value>, s: &SameSettings) {
+    use crate::util::js::push_object;
     if s.normalize {
-        crate::util::js::stringify_object(&normalize_map(args, &s.volatile))
+        push_object(out, &normalize_map(args, &s.volatile))
     } else if s.volatile.is_empty() {
-        crate::util::js::stringify_object(args)
+        push_object(out, args)
     } else {
         match drop_keys(&Value::Object(args.clone()), &s.volatile) {
-            Value::Object(m) => crate::util::js::stringify_object(&m),
+            Value::Object(m) => push_object(out, &m),
             _ => unreachable!("an object stays an object"),
         }
     }
@@ -232,15 +242,30 @@ fn short(text: &str) -> String {
         t
     }
 }
-/// The arguments part of a call's key.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum ArgKey {
-    /// Not compared (`same = name`).
-    None,
+/// One tool's calls by their arguments: each call's number.
+#[derive(Debug, Default)]
+struct ByArgs {
+    /// Arguments not compared (`same = name`).
+    none: Option<u32>,
     /// The stringified arguments as written, by [`CallArgs`](crate::detect::prepared::CallArgs) id.
-    Raw(u32),
-    /// Rewritten (normalised, or volatile keys dropped).
-    Text(String),
+    raw: FxHashMap<u32, u32>,
+    /// Without the session's texts, the text itself (equal texts, equal
+    /// ids: the same sameness), found by `&str` (no copy but of a new one).
+    text: FxHashMap<String, u32>,
+}
+
+impl ByArgs {
+    fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        self.none = self.none.filter(|c| keep(*c));
+        self.raw.retain(|_, c| keep(*c));
+        self.text.retain(|_, c| keep(*c));
+    }
+    fn len(&self) -> usize {
+        usize::from(self.none.is_some()) + self.raw.len() + self.text.len()
+    }
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl Actions {
@@ -288,7 +313,9 @@ pub struct ActionFeed {
     prompts: Prompter,
     /// A call (name, then arguments) without its result, then with it.
     /// By name first, so a call of a known tool is found by `&str`.
-    calls: FxHashMap<String, FxHashMap<ArgKey, u32>>,
+    calls: FxHashMap<String, ByArgs>,
+    /// The text of the call being read (reused: no allocation a call).
+    text: String,
     keys: FxHashMap<(u32, Option<String>), u32>,
     /// Each key's call, and each call's text: a key shows its call (the
     /// text is made once a call, not at every record).
@@ -310,6 +337,7 @@ impl ActionFeed {
             s,
             prompts: Prompter::default(),
             calls: FxHashMap::default(),
+            text: String::new(),
             keys: FxHashMap::default(),
             key_call: FxHashMap::default(),
             call_text: FxHashMap::default(),
@@ -346,33 +374,43 @@ impl ActionFeed {
             Record::ToolCall { name, args, id } => {
                 let name = trimmed_name(name);
                 let polling = self.s.polling.iter().any(|p| p == name);
-                // The arguments' key, and the text a new call shows.
-                let (arg, text): (ArgKey, Option<&str>) = match (self.s.same, raw) {
-                    (Same::Name, _) if !polling => (ArgKey::None, None),
-                    (_, Some(raw)) if !self.rewrite => {
-                        let a = raw.ids[i];
-                        (ArgKey::Raw(a), Some(&raw.texts[a as usize]))
-                    }
-                    // Without the session's texts, the text itself (equal
-                    // texts, equal ids: the same sameness).
-                    _ => (ArgKey::Text(args_text(args, &self.s)), None),
-                };
-                let by_arg = match self.calls.get_mut(name) {
+                let by_args = match self.calls.get_mut(name) {
                     Some(m) => m,
                     None => self.calls.entry(name.to_string()).or_default(),
                 };
-                let call = match by_arg.get(&arg) {
-                    Some(&c) => c,
+                // The call's number by its arguments' key, and the text a
+                // new call shows.
+                let (found, text) = match (self.s.same, raw) {
+                    (Same::Name, _) if !polling => (by_args.none, None),
+                    (_, Some(raw)) if !self.rewrite => {
+                        let a = raw.ids[i];
+                        (by_args.raw.get(&a).copied(), Some(&*raw.texts[a as usize]))
+                    }
+                    _ => {
+                        self.text.clear();
+                        push_args_text(&mut self.text, args, &self.s);
+                        (by_args.text.get(self.text.as_str()).copied(), None)
+                    }
+                };
+                let call = match found {
+                    Some(c) => c,
                     None => {
                         let c = self.next_call;
                         self.next_call += 1;
-                        let shown = match (&arg, text) {
-                            (ArgKey::None, _) => name.to_string(),
-                            (_, Some(t)) => format!("{name} {}", short(t)),
-                            (ArgKey::Text(t), None) => format!("{name} {}", short(t)),
-                            (ArgKey::Raw(_), None) => unreachable!("raw keys come with their text"),
+                        let shown = match (self.s.same, raw) {
+                            (Same::Name, _) if !polling => {
+                                by_args.none = Some(c);
+                                name.to_string()
+                            }
+                            (_, Some(raw)) if !self.rewrite => {
+                                by_args.raw.insert(raw.ids[i], c);
+                                format!("{name} {}", short(text.unwrap_or_default()))
+                            }
+                            _ => {
+                                by_args.text.insert(self.text.clone(), c);
+                                format!("{name} {}", short(&self.text))
+                            }
                         };
-                        by_arg.insert(arg, c);
                         self.call_text.insert(c, shown);
                         c
                     }
@@ -434,7 +472,7 @@ impl ActionFeed {
         calls.extend(self.keys.keys().map(|(c, _)| *c));
         calls.extend(self.pending.values().copied());
         self.calls.retain(|_, m| {
-            m.retain(|_, c| calls.contains(c));
+            m.retain(|c| calls.contains(&c));
             !m.is_empty()
         });
         self.call_text.retain(|c, _| calls.contains(c));
@@ -585,8 +623,8 @@ pub struct Outcome {
     pub at: usize,
     /// Prompt count there.
     pub prompt: u32,
-    /// The tool's name (the result's own, else its call's).
-    pub tool: String,
+    /// The tool's name (its call's, else the result's own).
+    pub tool: Arc<str>,
     /// Whether the tool reported an error.
     pub error: bool,
 }
@@ -597,7 +635,24 @@ pub struct Outcome {
 #[derive(Default)]
 pub struct OutcomeFeed {
     prompts: Prompter,
-    calls: Unanswered<String>,
+    calls: Unanswered<Arc<str>>,
+    /// The trimmed tool names seen: a call of a known tool copies no text.
+    tools: FxHashSet<Arc<str>>,
+}
+
+impl OutcomeFeed {
+    /// `name` trimmed, shared.
+    fn tool(&mut self, name: &str) -> Arc<str> {
+        let name = trimmed_name(name);
+        match self.tools.get(name) {
+            Some(t) => t.clone(),
+            None => {
+                let t: Arc<str> = Arc::from(name);
+                self.tools.insert(t.clone());
+                t
+            }
+        }
+    }
 }
 
 impl OutcomeFeed {
@@ -608,17 +663,16 @@ impl OutcomeFeed {
         }
         match &session.events[i].record {
             Record::ToolCall { name, id, .. } => {
-                self.calls
-                    .push(id.as_deref(), name, trimmed_name(name).to_string());
+                let tool = self.tool(name);
+                self.calls.push(id.as_deref(), name, tool);
             }
             Record::ToolResult {
                 id, name, error, ..
             } => {
-                let tool = self
-                    .calls
-                    .answer(id.as_deref(), name.as_deref())
-                    .or_else(|| name.as_deref().map(|n| trimmed_name(n).to_string()))
-                    .unwrap_or_default();
+                let tool = match self.calls.answer(id.as_deref(), name.as_deref()) {
+                    Some(t) => t,
+                    None => name.as_deref().map_or_else(Arc::default, |n| self.tool(n)),
+                };
                 out.push(Some(Outcome {
                     at: i,
                     prompt: self.prompts.count(),
