@@ -149,16 +149,27 @@ static VOLATILE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `text` with its volatile values replaced by `<v>`. Hex runs shorter than
 /// 8 characters are kept (words such as `deadbeef` are rare, short ones common).
+/// By the matches alone (`find_iter`: no capture groups resolved, no copy
+/// of a match kept), as `replace_all` with a closure would replace them.
 pub fn normalize_text(text: &str) -> std::borrow::Cow<'_, str> {
-    VOLATILE.replace_all(text, |c: &regex::Captures| {
-        let m = &c[0];
-        let hex = m.trim_start_matches("0x");
-        if m.len() < 8 || (hex.len() < 8 && hex.bytes().all(|b| b.is_ascii_hexdigit())) {
-            m.to_string()
-        } else {
-            "<v>".to_string()
+    let mut out = String::new();
+    let mut done = 0;
+    for m in VOLATILE.find_iter(text) {
+        let v = m.as_str();
+        let hex = v.trim_start_matches("0x");
+        if v.len() < 8 || (hex.len() < 8 && hex.bytes().all(|b| b.is_ascii_hexdigit())) {
+            continue;
         }
-    })
+        out.push_str(&text[done..m.start()]);
+        out.push_str("<v>");
+        done = m.end();
+    }
+    if done == 0 {
+        // Nothing replaced (a replaced match is 8 bytes or more).
+        return std::borrow::Cow::Borrowed(text);
+    }
+    out.push_str(&text[done..]);
+    std::borrow::Cow::Owned(out)
 }
 
 fn normalize_value(v: &Value, drop: &[String]) -> Value {
@@ -763,6 +774,56 @@ mod tests {
         // Repeats are still seen as repeats.
         assert_eq!(repeats, 500);
         assert!(most < 300, "{most} entries held");
+    }
+
+    /// `normalize_text` as it was written first: `replace_all` with a closure.
+    fn normalize_by_replace_all(text: &str) -> String {
+        VOLATILE
+            .replace_all(text, |c: &regex::Captures| {
+                let m = &c[0];
+                let hex = m.trim_start_matches("0x");
+                if m.len() < 8 || (hex.len() < 8 && hex.bytes().all(|b| b.is_ascii_hexdigit())) {
+                    m.to_string()
+                } else {
+                    "<v>".to_string()
+                }
+            })
+            .into_owned()
+    }
+
+    #[test]
+    fn normalizing_by_matches_replaces_what_replace_all_replaced() {
+        let texts = [
+            "",
+            "plain words only",
+            "run 3f2a9c1e-1b2c-4d5e-8f90-123456789abc at 2026-11-26T15:16:49.123Z",
+            "in /tmp/build-x81/out.txt id 9f86d081884c since 1764170209 or 1764170209123",
+            "cafe add 12345 face 0x1f deadbeef-free build 2026 f123 0xdeadbeef1",
+            "9f86d081884c",
+            "x9f86d081884c 1764170209123x /var/tmp/a,b 2026-01-02 03:04 ab12cd34",
+            "fn f12() {} fn f997() {} 0x12345678 0xabcdef12 12345678ab",
+            "ÄÖ 3F2A9C1E-1B2C-4D5E-8F90-123456789ABC ü /private/var/folders/x y",
+        ];
+        for t in texts {
+            assert_eq!(normalize_text(t), normalize_by_replace_all(t), "{t:?}");
+            let twice = format!("{t} {t}\n{t}");
+            assert_eq!(normalize_text(&twice), normalize_by_replace_all(&twice));
+        }
+        let old_loose = |t: &str| {
+            let d = regex::Regex::new(r"\b\d+(?:\.\d+)?\s*(?:s|ms|sec|secs|seconds)\b").unwrap();
+            let t = normalize_by_replace_all(t);
+            let t = d.replace_all(&t, "<t>");
+            t.split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        for t in [
+            "  a\t b \n\n c  ",
+            "took 0.53s and 12 ms",
+            "",
+            "   ",
+            texts[3],
+        ] {
+            assert_eq!(normalize_loose(t), old_loose(t), "{t:?}");
+        }
     }
 
     #[test]
@@ -1371,5 +1432,13 @@ pub fn normalize_loose(text: &str) -> String {
     });
     let t = normalize_text(text);
     let t = DURATION.replace_all(&t, "<t>");
-    t.split_whitespace().collect::<Vec<_>>().join(" ")
+    // The words joined by one space, without a list of them first.
+    let mut out = String::with_capacity(t.len());
+    for w in t.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
 }

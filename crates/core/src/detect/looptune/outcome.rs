@@ -113,17 +113,17 @@ impl CallRule for SameOutcome {
             self.changes += usize::from(!call.error);
             return;
         }
-        let target = self.s.keys.target(&call.tool, args);
-        let (id, text) = args_id(raw, s, call.at);
-        let what: String = target
-            .as_deref()
-            .unwrap_or(&text)
-            .chars()
-            .take(100)
-            .collect();
-        let on = match target {
-            Some(t) => On::Target(sub_command(args).map(String::from), t),
-            None => On::Args(id),
+        // The arguments' text only for a call without a target (a live
+        // feed writes it).
+        let (on, what): (On, String) = match self.s.keys.target(&call.tool, args) {
+            Some(t) => {
+                let what = t.chars().take(100).collect();
+                (On::Target(sub_command(args).map(String::from), t), what)
+            }
+            None => {
+                let (id, text) = args_id(raw, s, call.at);
+                (On::Args(id), text.chars().take(100).collect())
+            }
         };
         let output = call.output(s);
         let head = if self.s.chars == 0 {
