@@ -64,6 +64,11 @@ pub fn stringify_object(map: &Map<String, Value>) -> String {
     out
 }
 
+/// [`stringify_object`] appended to `out` (a buffer reused between calls).
+pub fn push_object(out: &mut String, map: &Map<String, Value>) {
+    write_object(out, map, KeyOrder::V8);
+}
+
 /// JSON with object keys sorted by UTF-16 code units, recursively (the
 /// `Object.keys().sort()` / stable-stringify form some peers use).
 pub fn stringify_sorted(value: &Value) -> String {

@@ -4,7 +4,7 @@
 //! `R` and periods 2..5 the two rules together are Gemini CLI's
 //! `checkToolCallLoop` since acae7124bd (periods 1..5, one detection per call).
 
-use super::actions::{actions, run_acts, ActRule, ActStream, Item, SameSettings, Shown};
+use super::actions::{actions, run_acts, ActRule, ActSpec, Item, Live, SameSettings, Shown};
 use super::{staged, Stage, Stages};
 use crate::detect::{Check, Detection, Prepared, Stream};
 use crate::event::Session;
@@ -26,6 +26,8 @@ pub struct CycleSettings {
 pub struct CycleCheck {
     /// Its settings.
     pub s: CycleSettings,
+    /// Where its live stream runs (its group's first check).
+    pub(crate) live: Live<dyn ActSpec>,
 }
 
 /// The shortest period `k` in 2..=`max_period` whose last `k * reps` actions
@@ -50,25 +52,34 @@ impl Check for CycleCheck {
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let acts = actions(session, &self.s.same);
-        run_acts(self.rule(), &acts, &session.session)
+        run_acts(self.s.rule(), &acts, &session.session)
     }
     fn stream(&self) -> Option<Box<dyn Stream>> {
-        Some(ActStream::boxed(self.s.same.clone(), self.rule()))
+        Some(self.live.stream())
     }
 }
 
-impl CycleCheck {
+impl CycleSettings {
     fn rule(&self) -> Cycle {
-        let st = self.s.stages;
-        let cap = self.s.max_period * st.warn.max(st.stop);
+        let st = self.stages;
+        let cap = self.max_period * st.warn.max(st.stop);
         Cycle {
             stages: st,
-            max_period: self.s.max_period,
+            max_period: self.max_period,
             cap,
             h: VecDeque::with_capacity(cap.min(1024) + 1),
             run: 0,
             warned: false,
         }
+    }
+}
+
+impl ActSpec for CycleSettings {
+    fn same(&self) -> &SameSettings {
+        &self.same
+    }
+    fn fresh(&self) -> Box<dyn ActRule> {
+        Box::new(self.rule())
     }
 }
 

@@ -66,7 +66,7 @@ impl ErrorCheck {
 struct Streak {
     chars: usize,
     stages: Stages,
-    last: Option<(String, String)>,
+    last: Option<(std::sync::Arc<str>, String)>,
     count: usize,
 }
 

@@ -6,7 +6,7 @@
 //! real change is a new attempt. Other tools' failures and read-only
 //! successes between do not. A new prompt starts afresh.
 
-use super::actions::{run_calls, CallRule, CallStream, ChangeTools, StepRef};
+use super::actions::{run_calls, CallRule, CallSpec, ChangeTools, Live, LiveCallRule, StepRef};
 use super::{staged, Stages};
 use crate::detect::prepared::CallArgs;
 use crate::detect::{Check, Detection, Prepared, Stream};
@@ -26,6 +26,8 @@ pub struct LadderSettings {
 pub struct LadderCheck {
     /// Its settings.
     pub s: LadderSettings,
+    /// Where its live stream runs (its group's first check).
+    pub(crate) live: Live<dyn CallSpec>,
 }
 
 impl Check for LadderCheck {
@@ -39,20 +41,26 @@ impl Check for LadderCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        run_calls(self.rule(), session)
+        run_calls(self.s.rule(), session)
     }
     fn stream(&self) -> Option<Box<dyn Stream>> {
-        Some(CallStream::boxed(self.rule()))
+        Some(self.live.stream())
     }
 }
 
-impl LadderCheck {
+impl LadderSettings {
     fn rule(&self) -> Ladder {
         Ladder {
-            changes: self.s.changes.clone(),
-            stages: self.s.stages,
+            changes: self.changes.clone(),
+            stages: self.stages,
             failing: FxHashMap::default(),
         }
+    }
+}
+
+impl CallSpec for LadderSettings {
+    fn fresh(&self) -> Box<dyn LiveCallRule> {
+        Box::new(self.rule())
     }
 }
 

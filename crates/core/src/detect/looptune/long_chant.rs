@@ -87,7 +87,54 @@ struct Scratch {
     z: Vec<usize>,
 }
 
+/// [`suffix_repeats_z`] reading only the `z[j]` it needs: the common suffix
+/// of the text and the text cut `j` characters earlier, compared directly,
+/// at the `j`s not overlapping the last occurrence counted. Most compare
+/// one character (in prose the last character rarely repeats at a given
+/// distance), so a look costs a pass over the tail instead of its reversed
+/// copy and Z-function; on text that matches at many distances without
+/// repeating (`aaab aaab` ...), where direct comparison grows with `n x len`,
+/// it stops after `4n` comparisons and the Z-function answers, so a look stays
+/// linear.
 fn suffix_repeats_in(text: &[char], len: usize, scratch: &mut Scratch) -> (usize, usize) {
+    scan(text, len, scratch, 4 * text.len())
+}
+
+/// [`suffix_repeats_in`] with `budget` comparisons before the Z-function.
+fn scan(text: &[char], len: usize, scratch: &mut Scratch, mut budget: usize) -> (usize, usize) {
+    let n = text.len();
+    if len == 0 || n < len {
+        return (0, 0);
+    }
+    let (mut count, mut longest) = (1, n);
+    // The first distance not overlapping the suffix itself.
+    let mut j = len;
+    while j < n {
+        // z[j]: the longest common suffix of text[..n] and text[..n - j].
+        let (a, b) = (&text[..n], &text[..n - j]);
+        let mut z = 0;
+        while z < b.len() && a[n - 1 - z] == b[b.len() - 1 - z] {
+            z += 1;
+        }
+        budget = budget.saturating_sub(z + 1);
+        if budget == 0 {
+            return suffix_repeats_z(text, len, scratch);
+        }
+        if z >= len {
+            count += 1;
+            longest = longest.min(z);
+            // The next occurrence may not overlap this one.
+            j += len;
+        } else {
+            j += 1;
+        }
+    }
+    (count, if count > 1 { longest } else { 0 })
+}
+
+/// Occurrences of the text's suffix of `len` characters by the Z-function
+/// of the reversed text (every `z[j]`, in linear time).
+fn suffix_repeats_z(text: &[char], len: usize, scratch: &mut Scratch) -> (usize, usize) {
     let n = text.len();
     if len == 0 || n < len {
         return (0, 0);
@@ -218,6 +265,52 @@ mod tests {
     fn z_function_by_hand() {
         let s: Vec<char> = "aabxaab".chars().collect();
         assert_eq!(z_function(&s), vec![7, 1, 0, 0, 3, 1, 0]);
+    }
+
+    #[test]
+    fn the_direct_scan_counts_what_the_z_function_counts() {
+        // Prose, repeated passages, runs of one character and text that
+        // matches at many distances (the scan's fallback), at every length.
+        let para = "The build failed again, so I will retry the exact same command now. ";
+        let mut texts: Vec<String> = vec![
+            format!("intro {para}{para}x{para}"),
+            format!(
+                "{para}{}{para}{para}",
+                "other words between them ".repeat(3)
+            ),
+            "=".repeat(300),
+            "aaab".repeat(90),
+            "aaaaaaaaab".repeat(40) + "aaaaaaaaa",
+            "ab".repeat(150) + "abb",
+        ];
+        // A seeded mix of few letters: many partial matches.
+        let mut x: u32 = 7;
+        for _ in 0..20 {
+            texts.push(
+                (0..400)
+                    .map(|_| {
+                        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                        ['a', 'b', 'a', 'a'][(x >> 16) as usize % 4]
+                    })
+                    .collect(),
+            );
+        }
+        let mut scratch = Scratch::default();
+        for t in &texts {
+            let t: Vec<char> = t.chars().collect();
+            for end in (0..=t.len()).step_by(7) {
+                let t = &t[..end];
+                for len in [1, 2, 3, 5, 8, 13, 40, 70] {
+                    let want = suffix_repeats_z(t, len, &mut scratch);
+                    // The look's own budget, none (the Z-function at once),
+                    // one that runs out half way, and one that never does.
+                    for budget in [4 * end, 0, end / 2, usize::MAX] {
+                        let got = scan(t, len, &mut scratch, budget);
+                        assert_eq!(got, want, "{t:?} len {len} budget {budget}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -493,47 +493,63 @@ impl Family for Looptune {
         // First, as in Gemini CLI: on a tie the judge fires first.
         out.extend(crate::detect::gemini::judge_check(&p)?);
         let st = stages(&p, "repeat")?;
-        if st.on() {
-            out.push(Box::new(repeat::RepeatCheck {
-                s: repeat::RepeatSettings {
-                    same: same.clone(),
-                    stages: st,
-                    step: p.choice("repeat_scope", &[("prompt", false), ("step", true)])?,
-                },
-            }));
-        }
+        let repeat = st.on().then(|| -> Result<_> {
+            Ok(repeat::RepeatSettings {
+                same: same.clone(),
+                stages: st,
+                step: p.choice("repeat_scope", &[("prompt", false), ("step", true)])?,
+            })
+        });
+        let repeat = repeat.transpose()?;
         let period: usize = p.get("cycle_max_period")?;
         let st = stages(&p, "cycle")?;
-        if st.on() && period >= 2 {
-            out.push(Box::new(cycle::CycleCheck {
-                s: cycle::CycleSettings {
-                    same: same.clone(),
-                    stages: st,
-                    max_period: period,
-                },
-            }));
-        }
+        let cycle = (st.on() && period >= 2).then(|| cycle::CycleSettings {
+            same: same.clone(),
+            stages: st,
+            max_period: period,
+        });
         let st = stages(&p, "window")?;
-        if st.on() {
-            out.push(Box::new(window::WindowCheck {
-                s: window::WindowSettings {
-                    same: same.clone(),
-                    stages: st,
-                    size: p.get("window_size")?,
-                },
-            }));
-        }
+        let window = match st.on() {
+            true => Some(window::WindowSettings {
+                same: same.clone(),
+                stages: st,
+                size: p.get("window_size")?,
+            }),
+            false => None,
+        };
         let st = stages(&p, "stall")?;
-        if st.on() {
-            out.push(Box::new(stall::StallCheck {
-                s: stall::StallSettings {
-                    same: SameSettings {
-                        same: Same::Result,
-                        ..same.clone()
-                    },
-                    stages: st,
-                },
-            }));
+        let stall = st.on().then(|| stall::StallSettings {
+            same: SameSettings {
+                same: Same::Result,
+                ..same.clone()
+            },
+            stages: st,
+        });
+        // One live stream for the action rules (see `actions::Live`), in
+        // the order of their checks.
+        let group: Vec<Box<dyn actions::ActSpec>> = [
+            repeat
+                .clone()
+                .map(|s| Box::new(s) as Box<dyn actions::ActSpec>),
+            cycle.clone().map(|s| Box::new(s) as _),
+            window.clone().map(|s| Box::new(s) as _),
+            stall.clone().map(|s| Box::new(s) as _),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut live = actions::lives(group);
+        if let Some(s) = repeat {
+            out.push(Box::new(repeat::RepeatCheck { s, live: live() }));
+        }
+        if let Some(s) = cycle {
+            out.push(Box::new(cycle::CycleCheck { s, live: live() }));
+        }
+        if let Some(s) = window {
+            out.push(Box::new(window::WindowCheck { s, live: live() }));
+        }
+        if let Some(s) = stall {
+            out.push(Box::new(stall::StallCheck { s, live: live() }));
         }
         let st = stages(&p, "error")?;
         if st.on() {
@@ -658,39 +674,52 @@ fn issue45_checks(p: &Params, out: &mut Vec<Box<dyn Check>>) -> Result<()> {
         actions::ChangeTools::parse,
         "TOOL or TOOL:SUB",
     )?;
-    if target.on() {
-        out.push(Box::new(target::TargetCheck {
-            s: target::TargetSettings {
-                keys: keys.clone(),
-                stages: target,
-            },
-        }));
+    let target = target.on().then(|| target::TargetSettings {
+        keys: keys.clone(),
+        stages: target,
+    });
+    let ladder = ladder.on().then(|| ladder::LadderSettings {
+        changes: changes.clone(),
+        stages: ladder,
+    });
+    let same_edit = same_edit.on().then(|| same_edit::SameEditSettings {
+        changes: changes.clone(),
+        stages: same_edit,
+    });
+    let outcome = match outcome.on() {
+        true => Some(outcome::OutcomeSettings {
+            keys,
+            changes,
+            chars: p.get("outcome_chars")?,
+            stages: outcome,
+        }),
+        false => None,
+    };
+    // One live stream for the call rules (see `actions::Live`), in the
+    // order of their checks.
+    let group: Vec<Box<dyn actions::CallSpec>> = [
+        target
+            .clone()
+            .map(|s| Box::new(s) as Box<dyn actions::CallSpec>),
+        ladder.clone().map(|s| Box::new(s) as _),
+        same_edit.clone().map(|s| Box::new(s) as _),
+        outcome.clone().map(|s| Box::new(s) as _),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut live = actions::lives(group);
+    if let Some(s) = target {
+        out.push(Box::new(target::TargetCheck { s, live: live() }));
     }
-    if ladder.on() {
-        out.push(Box::new(ladder::LadderCheck {
-            s: ladder::LadderSettings {
-                changes: changes.clone(),
-                stages: ladder,
-            },
-        }));
+    if let Some(s) = ladder {
+        out.push(Box::new(ladder::LadderCheck { s, live: live() }));
     }
-    if same_edit.on() {
-        out.push(Box::new(same_edit::SameEditCheck {
-            s: same_edit::SameEditSettings {
-                changes: changes.clone(),
-                stages: same_edit,
-            },
-        }));
+    if let Some(s) = same_edit {
+        out.push(Box::new(same_edit::SameEditCheck { s, live: live() }));
     }
-    if outcome.on() {
-        out.push(Box::new(outcome::OutcomeCheck {
-            s: outcome::OutcomeSettings {
-                keys,
-                changes,
-                chars: p.get("outcome_chars")?,
-                stages: outcome,
-            },
-        }));
+    if let Some(s) = outcome {
+        out.push(Box::new(outcome::OutcomeCheck { s, live: live() }));
     }
     if opening.on() {
         out.push(Box::new(opening::OpeningCheck {

@@ -10,8 +10,8 @@
 //! alike). A new prompt starts afresh.
 
 use super::actions::{
-    args_id, normalize_loose, run_calls, sub_command, ArgsId, CallRule, CallStream, ChangeTools,
-    StepRef, TargetKeys,
+    args_id, normalize_loose, run_calls, sub_command, ArgsId, CallRule, CallSpec, ChangeTools,
+    Live, LiveCallRule, StepRef, TargetKeys,
 };
 use super::{staged, Stages};
 use crate::detect::prepared::CallArgs;
@@ -36,6 +36,8 @@ pub struct OutcomeSettings {
 pub struct OutcomeCheck {
     /// Its settings.
     pub s: OutcomeSettings,
+    /// Where its live stream runs (its group's first check).
+    pub(crate) live: Live<dyn CallSpec>,
 }
 
 /// What an action is keyed by: its target, else its argument text.
@@ -56,20 +58,26 @@ impl Check for OutcomeCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        run_calls(self.rule(), session)
+        run_calls(self.s.rule(), session)
     }
     fn stream(&self) -> Option<Box<dyn Stream>> {
-        Some(CallStream::boxed(self.rule()))
+        Some(self.live.stream())
     }
 }
 
-impl OutcomeCheck {
+impl OutcomeSettings {
     fn rule(&self) -> SameOutcome {
         SameOutcome {
-            s: self.s.clone(),
+            s: self.clone(),
             changes: 0,
             seen: FxHashMap::default(),
         }
+    }
+}
+
+impl CallSpec for OutcomeSettings {
+    fn fresh(&self) -> Box<dyn LiveCallRule> {
+        Box::new(self.rule())
     }
 }
 
@@ -105,17 +113,17 @@ impl CallRule for SameOutcome {
             self.changes += usize::from(!call.error);
             return;
         }
-        let target = self.s.keys.target(&call.tool, args);
-        let (id, text) = args_id(raw, s, call.at);
-        let what: String = target
-            .as_deref()
-            .unwrap_or(&text)
-            .chars()
-            .take(100)
-            .collect();
-        let on = match target {
-            Some(t) => On::Target(sub_command(args).map(String::from), t),
-            None => On::Args(id),
+        // The arguments' text only for a call without a target (a live
+        // feed writes it).
+        let (on, what): (On, String) = match self.s.keys.target(&call.tool, args) {
+            Some(t) => {
+                let what = t.chars().take(100).collect();
+                (On::Target(sub_command(args).map(String::from), t), what)
+            }
+            None => {
+                let (id, text) = args_id(raw, s, call.at);
+                (On::Args(id), text.chars().take(100).collect())
+            }
         };
         let output = call.output(s);
         let head = if self.s.chars == 0 {

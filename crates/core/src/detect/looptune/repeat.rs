@@ -2,7 +2,7 @@
 //! and OpenCode's doom loop (per assistant step, model text between calls
 //! ending the run), by the `repeat_scope` knob.
 
-use super::actions::{actions, run_acts, ActRule, ActStream, Item, SameSettings, Shown};
+use super::actions::{actions, run_acts, ActRule, ActSpec, Item, Live, SameSettings, Shown};
 use super::{staged, Stages};
 use crate::detect::{Check, Detection, Prepared, Stream};
 use crate::event::Session;
@@ -23,6 +23,8 @@ pub struct RepeatSettings {
 pub struct RepeatCheck {
     /// Its settings.
     pub s: RepeatSettings,
+    /// Where its live stream runs (its group's first check).
+    pub(crate) live: Live<dyn ActSpec>,
 }
 
 impl Check for RepeatCheck {
@@ -37,21 +39,30 @@ impl Check for RepeatCheck {
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let acts = actions(session, &self.s.same);
-        run_acts(self.rule(), &acts, &session.session)
+        run_acts(self.s.rule(), &acts, &session.session)
     }
     fn stream(&self) -> Option<Box<dyn Stream>> {
-        Some(ActStream::boxed(self.s.same.clone(), self.rule()))
+        Some(self.live.stream())
     }
 }
 
-impl RepeatCheck {
+impl RepeatSettings {
     fn rule(&self) -> Repeat {
         Repeat {
-            stages: self.s.stages,
-            step: self.s.step,
+            stages: self.stages,
+            step: self.step,
             last: None,
             count: 0,
         }
+    }
+}
+
+impl ActSpec for RepeatSettings {
+    fn same(&self) -> &SameSettings {
+        &self.same
+    }
+    fn fresh(&self) -> Box<dyn ActRule> {
+        Box::new(self.rule())
     }
 }
 

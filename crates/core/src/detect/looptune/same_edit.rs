@@ -6,7 +6,9 @@
 //! still the same edit); a failed attempt is no edit, so a retry that
 //! finally succeeds does not count.
 
-use super::actions::{args_id, run_calls, ArgsId, CallRule, CallStream, ChangeTools, StepRef};
+use super::actions::{
+    args_id, run_calls, ArgsId, CallRule, CallSpec, ChangeTools, Live, LiveCallRule, StepRef,
+};
 use super::{staged, Stages};
 use crate::detect::prepared::CallArgs;
 use crate::detect::{Check, Detection, Prepared, Stream};
@@ -26,6 +28,8 @@ pub struct SameEditSettings {
 pub struct SameEditCheck {
     /// Its settings.
     pub s: SameEditSettings,
+    /// Where its live stream runs (its group's first check).
+    pub(crate) live: Live<dyn CallSpec>,
 }
 
 impl Check for SameEditCheck {
@@ -39,20 +43,26 @@ impl Check for SameEditCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        run_calls(self.rule(), session)
+        run_calls(self.s.rule(), session)
     }
     fn stream(&self) -> Option<Box<dyn Stream>> {
-        Some(CallStream::boxed(self.rule()))
+        Some(self.live.stream())
     }
 }
 
-impl SameEditCheck {
+impl SameEditSettings {
     fn rule(&self) -> SameEdit {
         SameEdit {
-            changes: self.s.changes.clone(),
-            stages: self.s.stages,
+            changes: self.changes.clone(),
+            stages: self.stages,
             made: FxHashMap::default(),
         }
+    }
+}
+
+impl CallSpec for SameEditSettings {
+    fn fresh(&self) -> Box<dyn LiveCallRule> {
+        Box::new(self.rule())
     }
 }
 

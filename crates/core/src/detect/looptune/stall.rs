@@ -3,7 +3,7 @@
 //! between. Polling that sees a change, a retry that gets a new answer, do
 //! not count; a status check asked again and again with the same answer does.
 
-use super::actions::{actions, run_acts, ActRule, ActStream, Item, SameSettings, Shown};
+use super::actions::{actions, run_acts, ActRule, ActSpec, Item, Live, SameSettings, Shown};
 use super::{staged, Stages};
 use crate::detect::{Check, Detection, Prepared, Stream};
 use crate::event::Session;
@@ -22,6 +22,8 @@ pub struct StallSettings {
 pub struct StallCheck {
     /// Its settings.
     pub s: StallSettings,
+    /// Where its live stream runs (its group's first check).
+    pub(crate) live: Live<dyn ActSpec>,
 }
 
 impl Check for StallCheck {
@@ -36,19 +38,28 @@ impl Check for StallCheck {
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let acts = actions(session, &self.s.same);
-        run_acts(self.rule(), &acts, &session.session)
+        run_acts(self.s.rule(), &acts, &session.session)
     }
     fn stream(&self) -> Option<Box<dyn Stream>> {
-        Some(ActStream::boxed(self.s.same.clone(), self.rule()))
+        Some(self.live.stream())
     }
 }
 
-impl StallCheck {
+impl StallSettings {
     fn rule(&self) -> Stall {
         Stall {
-            stages: self.s.stages,
+            stages: self.stages,
             last: FxHashMap::default(),
         }
+    }
+}
+
+impl ActSpec for StallSettings {
+    fn same(&self) -> &SameSettings {
+        &self.same
+    }
+    fn fresh(&self) -> Box<dyn ActRule> {
+        Box::new(self.rule())
     }
 }
 

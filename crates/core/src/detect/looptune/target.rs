@@ -6,7 +6,9 @@
 //! are different actions). A call without a target, or on another one, ends
 //! the run, as does a new prompt.
 
-use super::actions::{run_calls, sub_command, CallRule, CallStream, StepRef, TargetKeys};
+use super::actions::{
+    run_calls, sub_command, CallRule, CallSpec, Live, LiveCallRule, StepRef, TargetKeys,
+};
 use super::{staged, Stages};
 use crate::detect::prepared::CallArgs;
 use crate::detect::{Check, Detection, Prepared, Stream};
@@ -25,6 +27,8 @@ pub struct TargetSettings {
 pub struct TargetCheck {
     /// Its settings.
     pub s: TargetSettings,
+    /// Where its live stream runs (its group's first check).
+    pub(crate) live: Live<dyn CallSpec>,
 }
 
 impl Check for TargetCheck {
@@ -38,21 +42,27 @@ impl Check for TargetCheck {
         true
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
-        run_calls(self.rule(), session)
+        run_calls(self.s.rule(), session)
     }
     fn stream(&self) -> Option<Box<dyn Stream>> {
-        Some(CallStream::boxed(self.rule()))
+        Some(self.live.stream())
     }
 }
 
-impl TargetCheck {
+impl TargetSettings {
     fn rule(&self) -> Target {
         Target {
-            keys: self.s.keys.clone(),
-            stages: self.s.stages,
+            keys: self.keys.clone(),
+            stages: self.stages,
             last: None,
             count: 0,
         }
+    }
+}
+
+impl CallSpec for TargetSettings {
+    fn fresh(&self) -> Box<dyn LiveCallRule> {
+        Box::new(self.rule())
     }
 }
 

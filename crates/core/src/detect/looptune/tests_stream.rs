@@ -4,12 +4,15 @@
 //! rules no longer hold.
 
 use super::tests::{call, result, session, user};
-use crate::detect::{Detection, DetectorConfig, ParamValue, Prepared};
+use crate::detect::{merge, Detection, DetectorConfig, ParamValue, Prepared};
 use crate::event::{Record, Session};
 use serde_json::json;
 use std::sync::Arc;
 
-/// Each check's detections, by `run` and by its stream.
+/// The configuration's detections by its checks' `run`s and by their
+/// streams (each fed record by record), merged as a replay merges them: the
+/// action rules, and the call rules, of a configuration share one stream
+/// (`actions::Live`), which must push each rule's detections in check order.
 fn both(s: &Arc<Session>, profile: &str, sets: &[(&str, ParamValue)]) -> usize {
     let sets: Vec<(String, ParamValue)> = sets
         .iter()
@@ -17,21 +20,26 @@ fn both(s: &Arc<Session>, profile: &str, sets: &[(&str, ParamValue)]) -> usize {
         .collect();
     let cfg = DetectorConfig::resolve(None, Some(profile), &sets).unwrap();
     let p = Prepared::new(s.clone());
-    let mut fired = 0;
-    for c in cfg.checks().unwrap() {
-        let want = c.run(&p, None);
-        let mut stream = c
-            .stream()
-            .unwrap_or_else(|| panic!("{} has no stream", c.name()));
-        let mut got: Vec<Detection> = Vec::new();
-        for i in 0..s.events.len() {
-            stream.feed(s, i, &mut got);
-        }
-        stream.finish(s, &mut got);
-        assert_eq!(got, want, "{} under {profile} {sets:?}", c.name());
-        fired += want.len();
-    }
-    fired
+    let checks = cfg.checks().unwrap();
+    let want = merge(checks.iter().map(|c| c.run(&p, None)).collect());
+    let got = merge(
+        checks
+            .iter()
+            .map(|c| {
+                let mut stream = c
+                    .stream()
+                    .unwrap_or_else(|| panic!("{} has no stream", c.name()));
+                let mut got: Vec<Detection> = Vec::new();
+                for i in 0..s.events.len() {
+                    stream.feed(s, i, &mut got);
+                }
+                stream.finish(s, &mut got);
+                got
+            })
+            .collect(),
+    );
+    assert_eq!(got, want, "{profile} {sets:?}");
+    want.len()
 }
 
 /// A long session of every kind of loop between many distinct calls (so

@@ -2,7 +2,7 @@
 //! not (Crush's step-signature rule over single actions; it catches repeats
 //! interleaved with other calls).
 
-use super::actions::{actions, run_acts, ActRule, ActStream, Item, SameSettings, Shown};
+use super::actions::{actions, run_acts, ActRule, ActSpec, Item, Live, SameSettings, Shown};
 use super::{staged, Stages};
 use crate::detect::{Check, Detection, Prepared, Stream};
 use crate::event::Session;
@@ -24,6 +24,8 @@ pub struct WindowSettings {
 pub struct WindowCheck {
     /// Its settings.
     pub s: WindowSettings,
+    /// Where its live stream runs (its group's first check).
+    pub(crate) live: Live<dyn ActSpec>,
 }
 
 impl Check for WindowCheck {
@@ -38,21 +40,30 @@ impl Check for WindowCheck {
     }
     fn run(&self, session: &Prepared, _limit: Option<usize>) -> Vec<Detection> {
         let acts = actions(session, &self.s.same);
-        run_acts(self.rule(), &acts, &session.session)
+        run_acts(self.s.rule(), &acts, &session.session)
     }
     fn stream(&self) -> Option<Box<dyn Stream>> {
-        Some(ActStream::boxed(self.s.same.clone(), self.rule()))
+        Some(self.live.stream())
     }
 }
 
-impl WindowCheck {
+impl WindowSettings {
     fn rule(&self) -> Window {
         Window {
-            stages: self.s.stages,
-            size: self.s.size,
-            window: VecDeque::with_capacity(self.s.size.min(1024) + 1),
+            stages: self.stages,
+            size: self.size,
+            window: VecDeque::with_capacity(self.size.min(1024) + 1),
             counts: FxHashMap::default(),
         }
+    }
+}
+
+impl ActSpec for WindowSettings {
+    fn same(&self) -> &SameSettings {
+        &self.same
+    }
+    fn fresh(&self) -> Box<dyn ActRule> {
+        Box::new(self.rule())
     }
 }
 
