@@ -751,7 +751,7 @@ pub fn parse_record(
     text: &str,
     line: u32,
     first: bool,
-) -> std::result::Result<Option<(Option<Cow<'_, str>>, Event)>, RecordError> {
+) -> std::result::Result<Option<FedRecord<'_>>, RecordError> {
     let text = match first {
         true => text.strip_prefix('\u{feff}').unwrap_or(text),
         false => text,
@@ -768,6 +768,9 @@ pub fn parse_record(
     };
     Ok(Some((session, Event::new(record, origin))))
 }
+
+/// A record read alone: its session id (borrowed when it can be) and event.
+pub type FedRecord<'a> = (Option<Cow<'a, str>>, Event);
 
 /// A line's session id (borrowed when it can be), record and `src` provenance.
 type Parsed<'a> = (Option<Cow<'a, str>>, Record, Option<Place>);
