@@ -869,18 +869,8 @@ fn flat(line: &str) -> Option<Fast<'_>> {
                 }
             },
             b'0'..=b'9' => {
-                let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-                // No leading zero, no fraction or exponent: what u64 reads.
-                if digits > 1 && b[i] == b'0'
-                    || matches!(b.get(i + digits), Some(b'.' | b'e' | b'E'))
-                {
-                    return None;
-                }
-                let mut n = 0u64;
-                for &c in &b[i..i + digits] {
-                    n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-                }
-                i += digits;
+                let (n, at) = plain_u64(b, i)?;
+                i = at;
                 V::Int(n)
             }
             // Only `args` and `src` may be objects. Most arguments are one
@@ -1065,17 +1055,8 @@ fn flat_object(line: &str, i: usize) -> Option<(Box<Map<String, Value>>, usize)>
                 Value::String(v.into_owned())
             }
             b'0'..=b'9' => {
-                let digits = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
-                if digits > 1 && b[at] == b'0'
-                    || matches!(b.get(at + digits), Some(b'.' | b'e' | b'E'))
-                {
-                    return None;
-                }
-                let mut v = 0u64;
-                for &c in &b[at..at + digits] {
-                    v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-                }
-                at += digits;
+                let (v, after) = plain_u64(b, at)?;
+                at = after;
                 Value::from(v)
             }
             _ if b[at..].starts_with(b"true") => {
@@ -1103,6 +1084,21 @@ fn flat_object(line: &str, i: usize) -> Option<(Box<Map<String, Value>>, usize)>
             _ => return None,
         }
     }
+}
+
+/// The integer whose first digit is at `i` and the index after it, when it
+/// is what serde_json reads as a u64: no leading zero, no fraction or
+/// exponent, no overflow.
+fn plain_u64(b: &[u8], i: usize) -> Option<(u64, usize)> {
+    let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits > 1 && b[i] == b'0' || matches!(b.get(i + digits), Some(b'.' | b'e' | b'E')) {
+        return None;
+    }
+    let mut n = 0u64;
+    for &c in &b[i..i + digits] {
+        n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some((n, i + digits))
 }
 
 /// A JSON value at the start of `text`, read by serde_json as it would read
