@@ -102,9 +102,20 @@ pub(crate) struct At<'s> {
 pub(crate) fn each_record<'s>(
     session: &'s Session,
     limit: Option<usize>,
-    mut visit: impl FnMut(At<'s>, &mut Found<'s>),
+    visit: impl FnMut(At<'s>, &mut Found<'s>),
 ) -> Vec<Detection> {
     let mut found = Found::new(session, limit);
+    walk(session, &mut found, visit);
+    found.into_vec()
+}
+
+/// Every record in order with its prompt count, until `found` is full;
+/// true if it filled.
+fn walk<'s>(
+    session: &'s Session,
+    found: &mut Found<'s>,
+    mut visit: impl FnMut(At<'s>, &mut Found<'s>),
+) -> bool {
     let mut prompts = Prompts::default();
     for (i, event) in session.events.iter().enumerate() {
         let new_prompt = prompts.observe(&event.record);
@@ -114,12 +125,12 @@ pub(crate) fn each_record<'s>(
             prompts: prompts.count,
             new_prompt,
         };
-        visit(at, &mut found);
+        visit(at, found);
         if found.full() {
-            break;
+            return true;
         }
     }
-    found.into_vec()
+    false
 }
 
 /// A per-record rule's state, owned (it borrows nothing from the session),
@@ -254,21 +265,14 @@ pub(crate) fn each_text(
     rule: &mut impl TextRule,
 ) -> Vec<Detection> {
     let mut found = Found::new(session, limit);
-    let mut prompts = Prompts::default();
-    for (i, event) in session.events.iter().enumerate() {
-        let new_prompt = prompts.observe(&event.record);
-        let at = At {
-            i,
-            event,
-            prompts: prompts.count,
-            new_prompt,
-        };
-        rule.visit(at, texts.get(&i).map(String::as_str), &mut found);
-        if found.full() {
-            return found.into_vec();
-        }
+    let full = walk(session, &mut found, |at, found| {
+        let text = texts.get(&at.i).map(String::as_str);
+        rule.visit(at, text, found)
+    });
+    // The session ended before the limit was reached.
+    if !full {
+        rule.finish(&mut found);
     }
-    rule.finish(&mut found);
     found.into_vec()
 }
 
