@@ -83,14 +83,21 @@ fn check_configs(dir: &Path, names: Vec<String>, configs: Vec<DetectorConfig>) -
         let turns = !RENUMBERED.contains(&f.file_name().unwrap().to_str().unwrap());
         for ((name, cfg), outcome) in names.iter().zip(&configs).zip(outcomes) {
             let want = hits(outcome.detections, turns);
-            let mut det = Detector::new(cfg.clone()).unwrap();
-            let mut got = Vec::new();
-            for line in text.lines() {
-                got.extend(det.feed_line(line).unwrap());
+            // As it runs, and forgetting each record as soon as no stream
+            // may read it again (a stream that reads one it let go panics).
+            for eager in [false, true] {
+                let mut det = Detector::new(cfg.clone()).unwrap();
+                if eager {
+                    det.forget_eagerly();
+                }
+                let mut got = Vec::new();
+                for line in text.lines() {
+                    got.extend(det.feed_line(line).unwrap());
+                }
+                got.extend(det.finish());
+                let got = hits(got, turns);
+                assert_eq!(got, want, "{} under {name} (eager {eager})", f.display());
             }
-            got.extend(det.finish());
-            let got = hits(got, turns);
-            assert_eq!(got, want, "{} under {name}", f.display());
             fired += want.len();
         }
     }
@@ -303,4 +310,51 @@ fn a_compaction_fed_record_by_record_equals_replay() {
     // Each guard aborts its run at the third outcome after its compaction;
     // qwen-all stops the fifth identical call of each prompt.
     assert_eq!((files, fired), (1, 6));
+}
+
+/// A long session with `turn` records: each profile's live Detector holds
+/// its rules' windows, not the session (a few records here), unless a rule
+/// reads the session's model or mode, which a change mid-session has it
+/// read again from the start (Blade's legacy service reads plan mode, the
+/// DeepV Code preview rules the model).
+#[test]
+fn a_long_session_is_held_as_the_rules_windows() {
+    let mut lines = vec![r#"{"type":"user","text":"fix the build","session":"b"}"#.to_string()];
+    let mut k = 0usize;
+    while lines.len() < 20_000 {
+        k += lines.len().is_multiple_of(4) as usize;
+        let file = if k % 50 < 8 { 0 } else { k % 997 };
+        lines.push(match lines.len() % 4 {
+            0 => r#"{"type":"turn","session":"b"}"#.to_string(),
+            1 => format!(
+                r#"{{"type":"tool_call","name":"read_file","args":{{"path":"f{file}"}},"id":"c{k}","session":"b"}}"#
+            ),
+            2 => format!(
+                r#"{{"type":"tool_result","name":"read_file","id":"c{k}","output":"x{file}","session":"b"}}"#
+            ),
+            _ => format!(r#"{{"type":"content","text":"Reading {file}.","session":"b"}}"#),
+        });
+    }
+    let (mut bounded, mut whole) = (Vec::new(), Vec::new());
+    for p in incremental_profiles() {
+        let cfg = DetectorConfig::resolve(None, Some(p), &[]).unwrap();
+        let mut det = Detector::new(cfg).unwrap();
+        let mut most = 0;
+        for l in &lines {
+            det.feed_line(l).unwrap();
+            most = most.max(det.records_held());
+        }
+        match most {
+            0..=256 => bounded.push(p),
+            n if n == lines.len() => whole.push(p),
+            n => panic!("{p} held {n} of {} records", lines.len()),
+        }
+    }
+    assert!(
+        whole
+            .iter()
+            .all(|p| p.starts_with("blade-legacy") || p.starts_with("deepv-")),
+        "held every record: {whole:?}"
+    );
+    assert!(bounded.len() > 30, "{bounded:?}");
 }

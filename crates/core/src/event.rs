@@ -288,8 +288,14 @@ pub struct Label {
 pub struct Session {
     /// Session id.
     pub id: String,
-    /// Records, in reading order. Event numbers are indices + 1.
+    /// Records, in reading order. Event numbers are indices + 1 (plus
+    /// `first`).
     pub events: Vec<Event>,
+    /// The index in the whole session of `events[0]`: 0, except in a live
+    /// feed that has forgotten the records no rule reads again
+    /// ([`Growing::forget_before`]); code that may run live reads records
+    /// through [`Session::event`].
+    pub first: usize,
     /// Resolved metadata.
     pub meta: SessionMeta,
     /// The last inline `label` record, if any.
@@ -414,6 +420,25 @@ impl Growing {
         &self.session
     }
 
+    /// Whether the session numbers its turns by `turn` records: no later
+    /// record can renumber those before it.
+    pub fn explicit(&self) -> bool {
+        self.numbering.explicit
+    }
+
+    /// Forget the records before `k` (0-based, of the whole session), once
+    /// they are at least half of those held (or at once with `eager`): a
+    /// live feed holds what its rules may read again, not the session,
+    /// at an amortised O(1) a record.
+    pub fn forget_before(&mut self, k: usize, eager: bool) {
+        let s = &mut self.session;
+        let n = k.saturating_sub(s.first).min(s.events.len());
+        if n > 0 && (eager || (n >= 64 && 2 * n >= s.events.len())) {
+            s.events.drain(..n);
+            s.first += n;
+        }
+    }
+
     /// Add the next record. True when records before it were renumbered:
     /// the first `turn` record of a session numbered implicitly until then
     /// switches it to `turn` records, as reading the whole session would.
@@ -421,6 +446,8 @@ impl Growing {
         let s = &mut self.session;
         let mut renumbered = false;
         if !self.numbering.explicit && matches!(event.record, Record::Turn) {
+            // Records are forgotten only once numbering is explicit.
+            debug_assert_eq!(s.first, 0);
             renumbered = s.events.iter().any(|e| e.turn != 0 || e.starts_turn);
             self.numbering = Numbering::new(true);
             for e in &mut s.events {
@@ -483,12 +510,33 @@ impl Session {
         Session {
             id,
             events,
+            first: 0,
             meta,
             inline_label,
             turns: turn,
             whole_messages: false,
             usage_suffix,
         }
+    }
+
+    /// Record `i` (0-based, of the whole session). In a live feed it must
+    /// not have been forgotten: a rule reads again only what its stream
+    /// keeps ([`crate::detect::Stream::keeps_from`]).
+    #[inline]
+    pub fn event(&self, i: usize) -> &Event {
+        &self.events[i - self.first]
+    }
+
+    /// Records in the whole session so far (forgotten ones included).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.first + self.events.len()
+    }
+
+    /// Whether the session has no records.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Tokens of the `usage` records after event `event` (1-based).

@@ -137,6 +137,19 @@ pub trait Stream: Send {
     fn held_from(&self) -> Option<u32> {
         None
     }
+    /// The earliest record (0-based, of the whole session) this stream may
+    /// still read or report at, for the records fed so far: a live feed
+    /// forgets the records before the earliest of its streams'. The
+    /// default keeps every record.
+    fn keeps_from(&self) -> usize {
+        0
+    }
+    /// Whether the stream reads the session's model or mode (which a
+    /// replay reads at the session's end, so a change mid-session has a
+    /// live feed read the records again).
+    fn reads_meta(&self) -> bool {
+        false
+    }
 }
 
 /// A named set of parameter values.

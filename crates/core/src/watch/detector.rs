@@ -17,8 +17,14 @@
 //! The first `turn` record of a session numbered implicitly until then
 //! renumbers the records before it, as reading the whole session would: the
 //! streams are then rebuilt over the renumbered records (once a session),
-//! as they are when the session's model or mode changes (a rule may read
-//! them).
+//! as they are when the session's model or mode changes and a rule reads
+//! them ([`Stream::reads_meta`]).
+//!
+//! Memory: once no record can renumber those before it (the session has a
+//! `turn` record) and no rule reads the model or mode, the records before
+//! the earliest any stream may read again ([`Stream::keeps_from`]) are
+//! forgotten, so a long session holds the rules' windows, not its records.
+//! Otherwise every record is kept, for the rebuild.
 
 use super::Settle;
 use crate::detect::{Check, Detection, DetectorConfig, Stream};
@@ -44,6 +50,11 @@ pub struct Detector {
     plan: Plan,
     settle: Settle,
     incremental: bool,
+    /// Whether a stream reads the session's model or mode.
+    reads_meta: bool,
+    /// Forget records as soon as no stream reads them (tests: a stream that
+    /// reads a record it said it would not panics at once).
+    eager: bool,
     fed: Fed,
 }
 
@@ -53,6 +64,9 @@ struct Fed {
     session: Option<Growing>,
     /// Records fed (blank lines included).
     records: u32,
+    /// The record after the last that starts a step (0: none), for
+    /// [`Settle::StepEnd`].
+    step: u32,
     /// Each check's stream (incremental configurations).
     streams: Vec<Box<dyn Stream>>,
     /// The last detection's prompt and strike, to number the next strikes
@@ -78,12 +92,18 @@ impl Detector {
         let checks = config.checks()?;
         let settle = Settle::of(config.family);
         let incremental = checks.iter().all(|c| c.stream().is_some());
+        let reads_meta = checks
+            .iter()
+            .filter_map(|c| c.stream())
+            .any(|s| s.reads_meta());
         let plan = Plan::new(vec![config], &ReplayOptions { all: true })?;
         let mut d = Detector {
             checks,
             plan,
             settle,
             incremental,
+            reads_meta,
+            eager: false,
             fed: Fed::default(),
         };
         d.reset();
@@ -101,6 +121,23 @@ impl Detector {
         Ok(d)
     }
 
+    /// Forget each record as soon as no stream may read it again, not once
+    /// enough have gathered: for tests, where a stream that reads a record
+    /// it let go fails at once.
+    #[doc(hidden)]
+    pub fn forget_eagerly(&mut self) {
+        self.eager = true;
+    }
+
+    /// Records held now (of those fed since the last reset): the rules'
+    /// windows once records can be forgotten (see the module docs).
+    pub fn records_held(&self) -> usize {
+        self.fed
+            .session
+            .as_ref()
+            .map_or(0, |g| g.session().events.len())
+    }
+
     /// Whether a record costs amortised O(1) (every check of the
     /// configuration is fed incrementally) rather than a replay of the
     /// records so far.
@@ -113,7 +150,9 @@ impl Detector {
         self.fed.records
     }
 
-    /// The session so far, if a record has been fed.
+    /// The session so far, if a record has been fed: its records from
+    /// [`Session::first`] on (those before are forgotten, see the module
+    /// docs).
     pub fn session(&self) -> Option<&Session> {
         self.fed.session.as_ref().map(Growing::session)
     }
@@ -162,13 +201,18 @@ impl Detector {
             None => self.fed.session.insert(Growing::new(id.to_string())),
         };
         self.fed.records = number;
+        if super::starts_step(&event.record) {
+            self.fed.step = growing.session().len() as u32 + 1;
+        }
         let renumbered = growing.push(event);
         let meta = &growing.session().meta;
         let remodelled = (&meta.model, &meta.mode) != (&self.fed.model.0, &self.fed.model.1);
         if remodelled {
             self.fed.model = (meta.model.clone(), meta.mode.clone());
         }
-        let stepped = self.incremental && !renumbered && !remodelled;
+        // A rebuild over the records with the new model or mode finds what
+        // the streams found unless one reads them.
+        let stepped = self.incremental && !renumbered && !(remodelled && self.reads_meta);
         let found = if stepped {
             self.step()
         } else {
@@ -186,10 +230,17 @@ impl Detector {
             open.append(&mut fresh);
             fresh = open;
         }
-        let session = self.fed.session.as_ref().expect("pushed above").session();
+        let len = self
+            .fed
+            .session
+            .as_ref()
+            .expect("pushed above")
+            .session()
+            .len();
         // What may still change waits (for `finish` if the session ends).
-        let (ready, open) = self.settle.split(session, fresh);
+        let (ready, open) = self.settle.split_at(len as u32, self.fed.step, fresh);
         self.fed.open = open;
+        self.forget();
         Ok(self.hand_out(ready))
     }
 
@@ -209,12 +260,31 @@ impl Detector {
         self.hand_out(open)
     }
 
+    /// Forget the records no stream reads again, when no rebuild can need
+    /// them (see the module docs).
+    fn forget(&mut self) {
+        let Some(g) = &mut self.fed.session else {
+            return;
+        };
+        if !self.incremental || self.reads_meta || !g.explicit() {
+            return;
+        }
+        let keep = self
+            .fed
+            .streams
+            .iter()
+            .map(|s| s.keeps_from())
+            .min()
+            .unwrap_or(usize::MAX);
+        g.forget_before(keep, self.eager);
+    }
+
     /// The last record fed to every stream: what fires there and what is
     /// no longer held back, numbered.
     fn step(&mut self) -> Vec<Detection> {
         let fed = &mut self.fed;
         let session = fed.session.as_ref().expect("a record was fed").session();
-        let i = session.events.len() - 1;
+        let i = session.len() - 1;
         let mut found = Vec::new();
         for (k, s) in fed.streams.iter_mut().enumerate() {
             s.feed(session, i, &mut found);
@@ -262,6 +332,8 @@ impl Detector {
         if self.incremental {
             let mut streams = self.fresh_streams();
             let session = self.fed.session.as_ref().expect("fed").session();
+            // Records are forgotten only where no rebuild can come.
+            assert_eq!(session.first, 0, "a rebuild over forgotten records");
             let mut found = Vec::new();
             let mut held = Vec::new();
             for i in 0..session.events.len() {

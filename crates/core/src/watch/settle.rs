@@ -46,14 +46,30 @@ impl Settle {
     ) -> (Vec<Detection>, Vec<Detection>) {
         // Event numbers are 1-based: a detection at `event` is settled when
         // a later record (any, or one starting a step) has been read.
-        let bound = match self {
-            Settle::Now => return (dets, Vec::new()),
-            Settle::NextRecord => session.events.len() as u32,
+        let step = match self {
             Settle::StepEnd => session
                 .events
                 .iter()
                 .rposition(|e| starts_step(&e.record))
-                .map_or(0, |i| i as u32 + 1),
+                .map_or(0, |i| (session.first + i) as u32 + 1),
+            _ => 0,
+        };
+        self.split_at(session.len() as u32, step, dets)
+    }
+
+    /// [`Settle::split`] for a session of `len` records whose last record
+    /// that starts a step is record `step` (1-based; 0: none), as a live
+    /// feed keeps them (it may have forgotten that record).
+    pub fn split_at(
+        self,
+        len: u32,
+        step: u32,
+        dets: Vec<Detection>,
+    ) -> (Vec<Detection>, Vec<Detection>) {
+        let bound = match self {
+            Settle::Now => return (dets, Vec::new()),
+            Settle::NextRecord => len,
+            Settle::StepEnd => step,
         };
         dets.into_iter().partition(|d| d.event < bound)
     }

@@ -786,12 +786,15 @@ impl ContentStream {
 }
 
 impl Stream for ContentStream {
+    fn keeps_from(&self) -> usize {
+        usize::MAX // reads each record once, when fed
+    }
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
         // As `run_state` reads the steps: a new prompt, then the record.
         if self.prompts.observe(session, i) {
             self.st.reset();
         }
-        let e = &session.events[i];
+        let e = session.event(i);
         match &e.record {
             Record::ToolCall { .. } => self.st.reset(),
             Record::Content { text } => {

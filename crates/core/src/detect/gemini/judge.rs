@@ -189,8 +189,11 @@ impl JudgeStream {
 }
 
 impl Stream for JudgeStream {
+    fn keeps_from(&self) -> usize {
+        usize::MAX // reads each record once, when fed
+    }
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
-        let e = &session.events[i];
+        let e = session.event(i);
         if self.pending.as_ref().is_some_and(|p| p.turn != e.turn) {
             self.decide(true, out);
         }

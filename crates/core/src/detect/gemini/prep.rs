@@ -77,29 +77,30 @@ pub struct GeminiPrep {
 
 /// Gemini CLI's prompts, kept between records: it resets only when the
 /// prompt id changes; a user message without an id is always a new prompt.
-/// The id in force is read back from its `user` record (by index, so a
-/// live feed borrows nothing between records).
-#[derive(Debug, Default, Clone, Copy)]
+/// The id in force is kept (not the index of its `user` record), so a live
+/// feed need not keep that record.
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Prompter {
     count: u32,
-    user_at: Option<usize>,
+    /// The last `user` record's prompt id (`Some(None)`: it had none).
+    id: Option<Option<Box<str>>>,
 }
 
 impl Prompter {
     /// Read record `i` of `s`: true when it starts a new prompt.
     pub(crate) fn observe(&mut self, s: &Session, i: usize) -> bool {
-        let Record::User { prompt_id: pid, .. } = &s.events[i].record else {
+        let Record::User { prompt_id: pid, .. } = &s.event(i).record else {
             return false;
         };
         let same = pid.is_some()
-            && self.user_at.is_some_and(|j| match &s.events[j].record {
-                Record::User { prompt_id, .. } => prompt_id == pid,
-                _ => false,
-            });
+            && self
+                .id
+                .as_ref()
+                .is_some_and(|id| id.as_deref() == pid.as_deref());
         if !same {
             self.count += 1;
+            self.id = Some(pid.as_deref().map(Box::from));
         }
-        self.user_at = Some(i);
         !same
     }
 

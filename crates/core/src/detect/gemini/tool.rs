@@ -291,7 +291,7 @@ impl Stream for ToolStream {
         if self.prompts.observe(session, i) {
             self.rule.new_prompt();
         }
-        let e = &session.events[i];
+        let e = session.event(i);
         let Record::ToolCall { name, args, .. } = &e.record else {
             return;
         };
@@ -323,6 +323,13 @@ impl Stream for ToolStream {
         if let Some(fired) = self.rule.call(s, key, name_id, class, on) {
             out.push(fired.detection(s, i as u32 + 1, e.turn, self.prompts.count(), name, &json));
         }
+    }
+    fn keeps_from(&self) -> usize {
+        usize::MAX // reads each record once, when fed
+    }
+    fn reads_meta(&self) -> bool {
+        // The preview rule reads the model unless it is off or strict.
+        self.s.preview != PreviewRule::Off && !self.s.preview_strict
     }
 }
 

@@ -368,7 +368,7 @@ impl ActionFeed {
         raw: Option<&crate::detect::prepared::CallArgs>,
         out: &mut Vec<Item>,
     ) {
-        let e = &session.events[i];
+        let e = &session.event(i);
         if self.prompts.observe(session, i) {
             out.push(Item::NewPrompt);
         }
@@ -554,6 +554,9 @@ pub(crate) fn lives<T: ?Sized>(group: Vec<Box<T>>) -> impl FnMut() -> Live<T> {
 pub(crate) struct Idle;
 
 impl Stream for Idle {
+    fn keeps_from(&self) -> usize {
+        usize::MAX // reads each record once, when fed
+    }
     fn feed(&mut self, _: &Session, _: usize, _: &mut Vec<Detection>) {}
 }
 
@@ -603,6 +606,11 @@ impl ActGroup {
 }
 
 impl Stream for ActGroup {
+    fn keeps_from(&self) -> usize {
+        // Calls and results are read when fed; the feeds keep what later
+        // actions compare.
+        usize::MAX
+    }
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
         for (feed, items) in &mut self.feeds {
             items.clear();
@@ -672,7 +680,7 @@ impl OutcomeFeed {
         if self.prompts.observe(session, i) {
             out.push(None);
         }
-        match &session.events[i].record {
+        match &session.event(i).record {
             Record::ToolCall { name, id, .. } => {
                 let tool = self.tool(name);
                 self.calls.push(id.as_deref(), name, tool);
@@ -1176,7 +1184,7 @@ pub struct Call {
 impl Call {
     /// The call's arguments.
     pub fn args<'s>(&self, s: &'s Session) -> &'s Map<String, Value> {
-        match &s.events[self.at].record {
+        match &s.event(self.at).record {
             Record::ToolCall { args, .. } => args,
             _ => unreachable!("a call's record is a tool call"),
         }
@@ -1184,7 +1192,7 @@ impl Call {
 
     /// The call's result text ("" when it has none).
     pub fn output<'s>(&self, s: &'s Session) -> &'s str {
-        match self.answer.map(|a| &s.events[a].record) {
+        match self.answer.map(|a| &s.event(a).record) {
             Some(Record::ToolResult {
                 output: Some(o), ..
             }) => o,
@@ -1229,7 +1237,7 @@ impl CallFeed {
         if self.prompts.observe(session, i) {
             out.push(CallStep::NewPrompt);
         }
-        match &session.events[i].record {
+        match &session.event(i).record {
             Record::ToolCall { name, id, .. } => {
                 let call = Call {
                     at: i,
@@ -1321,7 +1329,7 @@ pub fn args_id<'a>(
             (ArgsId::Id(id), std::borrow::Cow::Borrowed(text))
         }
         None => {
-            let text = match &s.events[at].record {
+            let text = match &s.event(at).record {
                 Record::ToolCall { args, .. } => crate::util::js::stringify_object(args),
                 _ => unreachable!("a call's record is a tool call"),
             };
@@ -1406,6 +1414,10 @@ struct CallGroup {
 }
 
 impl Stream for CallGroup {
+    fn keeps_from(&self) -> usize {
+        // An answer reads its call's arguments.
+        self.feed.pending.oldest().map_or(usize::MAX, |c| c.at)
+    }
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
         self.feed.record(session, i, &mut self.steps);
         // Rule by rule, as separate streams fed in check order push them.

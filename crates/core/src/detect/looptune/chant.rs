@@ -101,6 +101,9 @@ impl Stream for ChantStream {
     fn held_from(&self) -> Option<u32> {
         self.content.held_from()
     }
+    fn keeps_from(&self) -> usize {
+        self.content.keeps_from()
+    }
 }
 
 impl Check for ChantCheck {

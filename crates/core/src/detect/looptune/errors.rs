@@ -81,7 +81,7 @@ impl Streak {
             (self.last, self.count) = (None, 0);
             return;
         }
-        let Record::ToolResult { output, .. } = &s.events[o.at].record else {
+        let Record::ToolResult { output, .. } = &s.event(o.at).record else {
             return;
         };
         let head: String = output
@@ -127,6 +127,9 @@ struct ErrorStream {
 }
 
 impl Stream for ErrorStream {
+    fn keeps_from(&self) -> usize {
+        usize::MAX // reads each record once, when fed
+    }
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
         self.feed.record(session, i, &mut self.buf);
         for o in self.buf.drain(..) {

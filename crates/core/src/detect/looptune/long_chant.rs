@@ -212,8 +212,7 @@ impl RecordRule for LongChant {
             self.fresh = 0;
             self.warned = false;
         }
-        let (Record::Content { text: t } | Record::Thought { text: t }) = &s.events[i].record
-        else {
+        let (Record::Content { text: t } | Record::Thought { text: t }) = &s.event(i).record else {
             return;
         };
         let (st, len, cap) = (self.stages, self.len, self.cap);

@@ -144,7 +144,7 @@ pub(crate) fn detection(
     Detection {
         kind,
         event: at as u32 + 1,
-        turn: s.events[at].turn,
+        turn: s.event(at).turn,
         prompt,
         strike: 0,
         detail,
@@ -172,6 +172,9 @@ pub(crate) fn run_records(mut rule: impl RecordRule, s: &Session) -> Vec<Detecti
 pub(crate) struct Records<R>(pub R);
 
 impl<R: RecordRule> Stream for Records<R> {
+    fn keeps_from(&self) -> usize {
+        usize::MAX // reads each record once, when fed
+    }
     fn feed(&mut self, s: &Session, i: usize, out: &mut Vec<Detection>) {
         self.0.record(s, i, out);
     }

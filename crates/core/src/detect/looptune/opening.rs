@@ -73,7 +73,7 @@ struct Opening {
 
 impl RecordRule for Opening {
     fn record(&mut self, s: &Session, i: usize, out: &mut Vec<Detection>) {
-        let e = &s.events[i];
+        let e = s.event(i);
         if self.prompts.observe(s, i) {
             self.seen.clear();
         }

@@ -224,7 +224,7 @@ fn model_turn<'a>(s: &'a Session, seg: &Segment) -> Turn<'a> {
     let mut text = String::new();
     let mut judge = None;
     let mut pending: Unanswered<usize> = Unanswered::default();
-    for e in &s.events[seg.start..seg.end] {
+    for e in &s.events[seg.start - s.first..seg.end - s.first] {
         match &e.record {
             Record::ToolCall { name, args, id } => {
                 pending.push(id.as_deref(), name, calls.len());
@@ -298,7 +298,7 @@ impl Runs {
 
     /// The segment `seg` of `s`: a model turn with calls, placed in its run.
     fn segment<'a>(&mut self, s: &'a Session, seg: &Segment) -> Option<RunTurn<'a>> {
-        if let Record::User { .. } = &s.events[seg.start].record {
+        if let Record::User { .. } = s.event(seg.start).record {
             self.in_run = false; // every command gets a new Agent
             self.user = Some(seg.start);
         }
@@ -319,7 +319,7 @@ impl Runs {
             self.started = true;
             self.in_run = true;
             self.n = 0;
-            user = self.user.take().map(|i| match &s.events[i].record {
+            user = self.user.take().map(|i| match &s.event(i).record {
                 Record::User { text, .. } => text.as_str(),
                 _ => unreachable!("a user record"),
             });
@@ -354,6 +354,10 @@ trait TurnRule: Send + 'static {
     type Shared: Default + Send;
     /// Read one model turn with calls.
     fn turn(&mut self, s: &Session, rt: &RunTurn<'_>, shared: &Self::Shared, found: &mut Found<'_>);
+    /// Whether the rule reads the session's mode.
+    fn reads_meta(&self) -> bool {
+        false
+    }
 }
 
 /// A Blade rule fed live: a model turn is decided when the record after it
@@ -392,7 +396,7 @@ impl<R: TurnRule> BladeStream<R> {
 impl<R: TurnRule> Stream for BladeStream<R> {
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
         self.fed = i + 1;
-        let seg = self.cut.feed(i, &session.events[i]);
+        let seg = self.cut.feed(i, session.event(i));
         self.segment(session, seg, out);
     }
     fn finish(&mut self, session: &Session, out: &mut Vec<Detection>) {
@@ -403,6 +407,18 @@ impl<R: TurnRule> Stream for BladeStream<R> {
         // The open segment's turn is reported at its last record, the last
         // fed so far or a later one.
         self.cut.open_at().map(|_| self.fed as u32)
+    }
+    fn keeps_from(&self) -> usize {
+        // The open segment (read whole when it closes) and the user record
+        // whose text starts the next run.
+        [self.cut.open_at(), self.runs.user]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(usize::MAX)
+    }
+    fn reads_meta(&self) -> bool {
+        self.rule.reads_meta()
     }
 }
 
@@ -652,6 +668,9 @@ struct LegacyRule {
 
 impl TurnRule for LegacyRule {
     type Shared = HashMap<usize, [u8; 16]>;
+    fn reads_meta(&self) -> bool {
+        true // plan mode
+    }
     fn turn(
         &mut self,
         s: &Session,
@@ -661,6 +680,7 @@ impl TurnRule for LegacyRule {
     ) {
         self.due.clear();
         let cfg = &self.cfg;
+        // Read at the session's end by a replay: see `reads_meta`.
         let plan = s.meta.mode.as_deref() == Some("plan");
         if rt.n == 1 {
             // A new Agent and service: messages start as [system, user].

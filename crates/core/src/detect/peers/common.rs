@@ -37,7 +37,7 @@ impl<'s> Found<'s> {
         self.out.push(Detection {
             kind,
             event: idx as u32 + 1,
-            turn: self.session.events[idx].turn,
+            turn: self.session.event(idx).turn,
             prompt,
             strike: 0,
             detail,
@@ -141,6 +141,12 @@ fn walk<'s>(
 pub(crate) trait RecordRule: Send + 'static {
     /// Read one record (earlier records are in `found`'s session).
     fn visit(&mut self, at: At<'_>, found: &mut Found<'_>);
+    /// The earliest record the rule may read again or report at (fed
+    /// live, those before may be forgotten); by default it reads the
+    /// record it is given and reports there.
+    fn keeps_from(&self) -> usize {
+        usize::MAX
+    }
 }
 
 /// [`each_record`] driving a [`RecordRule`].
@@ -153,30 +159,30 @@ pub(crate) fn each_rule(
 }
 
 /// [`Prompts`] fed one record at a time, borrowing nothing between records:
-/// which record's prompt id is in force is kept by index.
+/// the prompt id in force is kept (not its `user` record's index), so a live
+/// feed need not keep that record.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct LivePrompts {
     count: u32,
-    at: Option<usize>,
+    id: Option<Box<str>>,
 }
 
 impl LivePrompts {
     /// Read record `i` of `session`: whether it begins a prompt, and the
     /// prompts begun so far (as [`At`] gives them).
     pub(crate) fn observe(&mut self, session: &Session, i: usize) -> (bool, u32) {
-        let id = self.at.and_then(|j| match &session.events[j].record {
-            Record::User { prompt_id, .. } => prompt_id.as_deref(),
-            _ => None,
-        });
         let mut prompts = Prompts {
-            id,
+            id: self.id.as_deref(),
             count: self.count,
         };
-        let record = &session.events[i].record;
+        let record = &session.event(i).record;
         let new_prompt = prompts.observe(record);
         self.count = prompts.count;
-        if matches!(record, Record::User { .. }) {
-            self.at = Some(i);
+        if let Record::User { prompt_id, .. } = record {
+            // Unchanged when the prompt goes on (no copy).
+            if self.id.as_deref() != prompt_id.as_deref() {
+                self.id = prompt_id.as_deref().map(Box::from);
+            }
         }
         (new_prompt, self.count)
     }
@@ -205,12 +211,15 @@ impl<R: RecordRule> crate::detect::Stream for RecordStream<R> {
         let mut found = Found::new(session, None);
         let at = At {
             i,
-            event: &session.events[i],
+            event: session.event(i),
             prompts,
             new_prompt,
         };
         self.rule.visit(at, &mut found);
         out.extend(found.into_vec());
+    }
+    fn keeps_from(&self) -> usize {
+        self.rule.keeps_from()
     }
 }
 
@@ -306,7 +315,7 @@ impl LiveText {
     /// Read record `i` of `s`; the records now decided go to `ready`, in
     /// order, with their text.
     pub(crate) fn feed(&mut self, s: &Session, i: usize, ready: &mut Vec<(usize, Option<String>)>) {
-        let e = &s.events[i];
+        let e = s.event(i);
         self.explicit |= matches!(e.record, Record::Turn);
         let new_turn = self.turn != Some(e.turn);
         let ended =
@@ -353,7 +362,7 @@ impl LiveText {
     pub(crate) fn holds_user(&self, s: &Session, i: usize) -> bool {
         self.explicit
             && self.held.back() == Some(&i)
-            && matches!(s.events[i].record, Record::User { .. })
+            && matches!(s.event(i).record, Record::User { .. })
     }
 
     /// The held records, as if the turn had ended before the last (a
@@ -441,7 +450,7 @@ impl<R: TextRule> TextStream<R> {
             let (new_prompt, count) = prompts.observe(session, j);
             let at = At {
                 i: j,
-                event: &session.events[j],
+                event: session.event(j),
                 prompts: count,
                 new_prompt,
             };
@@ -528,6 +537,19 @@ impl<R: TextRule> crate::detect::Stream for TextStream<R> {
         };
         held.into_iter().flatten().min().map(|i| i as u32 + 1)
     }
+    fn keeps_from(&self) -> usize {
+        // The records held for their turn's text, and what the rule (or
+        // a copy that read them early) may still report at.
+        [
+            self.text.held_from(),
+            self.rule.held_from(),
+            self.told_held.flatten(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(usize::MAX)
+    }
 }
 
 /// Calls not yet answered, in call order, for the peers' result-matching rule:
@@ -612,6 +634,11 @@ impl<T> Unanswered<T> {
         let id = id.map(|id| index(&mut self.by_id, id, k));
         let name = index(&mut self.by_name, name, k);
         self.calls.insert(k, (id, name, value));
+    }
+
+    /// What the rule keeps of the oldest call still waiting.
+    pub(crate) fn oldest(&self) -> Option<&T> {
+        self.calls.first_key_value().map(|(_, (_, _, v))| v)
     }
 
     /// Forget every call (as a new one would, its room kept).

@@ -384,8 +384,15 @@ impl CrushStream {
 }
 
 impl Stream for CrushStream {
+    fn keeps_from(&self) -> usize {
+        // The open segment's last record: its step is reported there.
+        match self.cut.open {
+            true => self.cut.last,
+            false => usize::MAX,
+        }
+    }
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
-        self.cut.feed(i, &session.events[i], &mut self.steps);
+        self.cut.feed(i, session.event(i), &mut self.steps);
         self.judge(session, out);
     }
     fn finish(&mut self, session: &Session, out: &mut Vec<Detection>) {

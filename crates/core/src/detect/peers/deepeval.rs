@@ -646,7 +646,7 @@ impl DeepEvalStream {
         for h in self.held.drain(..) {
             let at = At {
                 i: h.i,
-                event: &session.events[h.i],
+                event: session.event(h.i),
                 prompts: h.prompts,
                 new_prompt: h.new_prompt,
             };
@@ -661,8 +661,12 @@ impl DeepEvalStream {
 }
 
 impl Stream for DeepEvalStream {
+    fn keeps_from(&self) -> usize {
+        // The turn held until it ends.
+        self.held.first().map_or(usize::MAX, |h| h.i)
+    }
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
-        let e = &session.events[i];
+        let e = session.event(i);
         if self.turn.is_some_and(|t| t != e.turn) {
             self.end_turn(session, out);
         }

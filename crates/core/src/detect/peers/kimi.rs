@@ -304,14 +304,14 @@ struct KimiCheck {
 fn steps(s: &Session) -> Vec<Option<Vec<(usize, CallKey)>>> {
     let mut out = Vec::new();
     for seg in segments(s) {
-        if matches!(s.events[seg.start].record, Record::User { .. }) {
+        if matches!(s.event(seg.start).record, Record::User { .. }) {
             out.push(None);
         }
         if !seg.model_turn {
             continue;
         }
         let calls = (seg.start..seg.end)
-            .filter_map(|i| match &s.events[i].record {
+            .filter_map(|i| match &s.event(i).record {
                 Record::ToolCall { name, args, .. } => {
                     Some((i, (name.clone(), canonical_args(args))))
                 }
@@ -451,8 +451,11 @@ struct KimiStream {
 }
 
 impl Stream for KimiStream {
+    fn keeps_from(&self) -> usize {
+        usize::MAX // reads each record once, when fed
+    }
     fn feed(&mut self, session: &Session, i: usize, out: &mut Vec<Detection>) {
-        let e = &session.events[i];
+        let e = &session.event(i);
         let user = matches!(e.record, Record::User { .. });
         if self.open && (e.starts_turn || user) {
             if self.begun {

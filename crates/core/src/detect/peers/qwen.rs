@@ -1367,7 +1367,7 @@ impl RecordRule for QwenRule {
             } => {
                 let call = self.calls.answer(id.as_deref(), name.as_deref());
                 if let Some(Record::ToolCall { name, args, .. }) =
-                    call.map(|j| &session.events[j].record)
+                    call.map(|j| &session.event(j).record)
                 {
                     let fp = fingerprint(output.as_deref(), *error);
                     svc.record_tool_result(name, args, &fp);
@@ -1384,6 +1384,15 @@ impl RecordRule for QwenRule {
                 _ => k.to_string(),
             };
             found.push(at.i, k, at.prompts, detail);
+        }
+    }
+    fn keeps_from(&self) -> usize {
+        // A result reads its call's record (calls are pushed in order);
+        // once a loop is detected nothing is read until the next prompt
+        // forgets the calls.
+        match self.svc.loop_detected() {
+            true => usize::MAX,
+            false => self.calls.oldest().copied().unwrap_or(usize::MAX),
         }
     }
 }
