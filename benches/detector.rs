@@ -57,7 +57,7 @@ fn main() {
     for p in inc.iter().filter(|p| chosen(p)) {
         let cfg = DetectorConfig::resolve(None, Some(p), &[]).expect("stock profile");
         let (mut best, mut best_cpu) = (f64::MAX, f64::MAX);
-        let mut hits = 0;
+        let (mut hits, mut held) = (0, 0);
         for _ in 0..3 {
             let mut det = Detector::new(cfg.clone()).expect("builds");
             let (t, c) = (Instant::now(), cpu_seconds());
@@ -67,9 +67,12 @@ fn main() {
             }
             best = best.min(t.elapsed().as_secs_f64());
             best_cpu = best_cpu.min(cpu_seconds() - c);
+            held = det.records_held();
         }
+        // Records held at the end: the rules' windows, or every record
+        // where a rule reads the session's model or mode.
         println!(
-            "{p:24} {n} records fed in {best:.3} s: {:.2} M records/s, {:.2} M a CPU second ({hits} hits)",
+            "{p:24} {n} records fed in {best:.3} s: {:.2} M records/s, {:.2} M a CPU second ({hits} hits, {held} records held)",
             n as f64 / best / 1e6,
             n as f64 / best_cpu / 1e6
         );

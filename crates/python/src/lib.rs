@@ -199,6 +199,13 @@ impl Detector {
         self.with_state(py, |live| live.records())
     }
 
+    /// Records held now: the rules' windows once the session has a `turn`
+    /// record (the records no rule reads again are forgotten).
+    #[getter]
+    fn records_held(&self, py: Python<'_>) -> usize {
+        self.with_state(py, |live| live.records_held())
+    }
+
     /// Feed one canonical record, as one JSON object's text (the Python
     /// wrapper serialises dicts); returns the detections that fire now, as
     /// (kind, turn, event, strike, detail) tuples.

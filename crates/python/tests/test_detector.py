@@ -127,3 +127,21 @@ def test_the_detector_says_whether_it_is_incremental():
     assert looptune.Detector("blade-legacy").incremental
     assert looptune.Detector("openhands-v1").incremental
     assert looptune.Detector("openrouter-sdk").incremental
+
+
+def test_a_long_session_is_held_as_the_rules_windows():
+    # With `turn` records nothing renumbers what came before: the records
+    # no rule reads again are forgotten.
+    det = looptune.Detector("looptune-default")
+    det.feed({"type": "user", "text": "go", "session": "s"})
+    for k in range(3000):
+        det.feed({"type": "turn", "session": "s"})
+        det.feed({"type": "tool_call", "name": "read_file", "args": {"path": f"f{k % 97}"}, "id": f"c{k}", "session": "s"})
+        det.feed({"type": "tool_result", "name": "read_file", "id": f"c{k}", "output": "x", "session": "s"})
+    assert det.records == 9001
+    assert det.records_held < 200
+    # Blade's legacy service reads plan mode: a change rereads every record.
+    blade = looptune.Detector("blade-legacy")
+    for k in range(300):
+        blade.feed({"type": "turn", "session": "s"})
+    assert blade.records_held == 300

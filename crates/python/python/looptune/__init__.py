@@ -348,6 +348,16 @@ class Detector:
         """Records fed since the last reset."""
         return self._inner.records
 
+    @property
+    def records_held(self) -> int:
+        """Records held now. Once the session has a ``turn`` record, the
+        records no rule reads again are forgotten, so a long session holds
+        the rules' windows (a few records), not the session; a rule that
+        reads the session's model or mode (``blade-legacy``'s plan mode,
+        the ``deepv-*`` preview rules) keeps every record, as does a session
+        numbered without ``turn`` records (a later one would renumber them)."""
+        return self._inner.records_held
+
     def feed(self, record: Union[Mapping[str, Any], str]) -> List[Hit]:
         """Feed one record; returns the detections that fire now."""
         text = record if isinstance(record, str) else json.dumps(record, ensure_ascii=False)
