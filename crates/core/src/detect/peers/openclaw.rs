@@ -187,7 +187,8 @@ pub struct CallRecord {
     pub tool: Arc<str>,
     /// `hashToolCall`: the tool and the stable JSON of its (normalised) arguments.
     pub args_hash: Arc<str>,
-    pub call_id: Option<String>,
+    /// Shared with the call awaiting its outcome.
+    pub call_id: Option<Arc<str>>,
     pub run: u32,
     pub result_hash: Option<Arc<str>>,
     pub unknown_tool: Option<String>,
@@ -311,17 +312,23 @@ fn update_plan_shape(value: &Map<String, Value>) -> Value {
 }
 
 /// `hashToolCall` (the digest's input: equal texts, equal digests).
+#[cfg(test)] // the ported tests' entry point; the rule writes into its buffer
 pub fn hash_tool_call(tool: &str, args: &Map<String, Value>) -> String {
     let mut out = String::with_capacity(tool.len() + 64);
+    write_tool_call(&mut out, tool, args);
+    out
+}
+
+/// [`hash_tool_call`] written at the end of `out`.
+fn write_tool_call(out: &mut String, tool: &str, args: &Map<String, Value>) {
     out.push_str(tool);
     out.push(':');
     if tool == "update_plan" {
         out.push_str(&stringify_sorted(&update_plan_shape(args)));
     } else {
         // The arguments as they are: written, not copied into a Value.
-        crate::util::js::push_sorted_object(&mut out, args);
+        crate::util::js::push_sorted_object(out, args);
     }
-    out
 }
 
 /// `isKnownPollToolCall`.
@@ -930,7 +937,7 @@ impl LoopState {
     ) {
         let args_hash = self.intern(&hash_tool_call(tool, args));
         let tool = self.intern(tool);
-        self.record_hashed(s, run, tool, args_hash, call_id);
+        self.record_hashed(s, run, tool, args_hash, call_id.map(Arc::from));
     }
 
     /// [`LoopState::record_call`] given the call's interned tool and
@@ -941,12 +948,12 @@ impl LoopState {
         run: u32,
         tool: Arc<str>,
         args_hash: Arc<str>,
-        call_id: Option<&str>,
+        call_id: Option<Arc<str>>,
     ) {
         self.calls.push(CallRecord {
             tool,
             args_hash,
-            call_id: call_id.map(String::from),
+            call_id,
             run: if s.per_run { run } else { 0 },
             result_hash: None,
             unknown_tool: None,
@@ -971,7 +978,9 @@ impl LoopState {
         let args_hash = self.intern(&hash_tool_call(tool, args));
         let tool = self.intern(tool);
         let result_hash = self.intern(&result_hash);
-        self.record_outcome_hashed(s, run, &tool, &args_hash, call_id, result_hash, unknown);
+        let call_id = call_id.map(Arc::from);
+        let c = call_id.as_ref();
+        self.record_outcome_hashed(s, run, &tool, &args_hash, c, result_hash, unknown);
     }
 
     /// [`LoopState::record_outcome`] given the call's interned tool and
@@ -983,14 +992,14 @@ impl LoopState {
         run: u32,
         tool: &Arc<str>,
         args_hash: &Arc<str>,
-        call_id: Option<&str>,
+        call_id: Option<&Arc<str>>,
         result_hash: Arc<str>,
         unknown: Option<String>,
     ) {
         let run = if s.per_run { run } else { 0 };
         let found = self.calls[self.start..].iter_mut().rev().find(|c| {
             c.run == run
-                && call_id.is_none_or(|id| c.call_id.as_deref() == Some(id))
+                && call_id.is_none_or(|id| c.call_id.as_deref() == Some(&**id))
                 && same(&c.tool, tool)
                 && same(&c.args_hash, args_hash)
                 && c.result_hash.is_none()
@@ -1003,7 +1012,7 @@ impl LoopState {
             None => self.calls.push(CallRecord {
                 tool: tool.clone(),
                 args_hash: args_hash.clone(),
-                call_id: call_id.map(String::from),
+                call_id: call_id.cloned(),
                 run,
                 result_hash: Some(result_hash),
                 unknown_tool: unknown,
@@ -1068,7 +1077,7 @@ struct PendingCall {
     tool: Arc<str>,
     /// `hashToolCall`.
     args_hash: Arc<str>,
-    call_id: Option<String>,
+    call_id: Option<Arc<str>>,
     args: OutcomeArgs,
 }
 
@@ -1101,6 +1110,7 @@ impl OpenClawCheck {
             guard: PostCompactionGuard::default(),
             compactions: 0.0,
             aborted: None,
+            buf: String::new(),
         }
     }
 }
@@ -1120,6 +1130,9 @@ struct OpenClawRule {
     compactions: f64,
     /// The run the guard aborted: nothing more of it runs.
     aborted: Option<u32>,
+    /// A call's `hashToolCall`, written here and interned (no string a
+    /// call when it is held already).
+    buf: String,
 }
 
 impl RecordRule for OpenClawRule {
@@ -1141,20 +1154,25 @@ impl RecordRule for OpenClawRule {
                 self.guard.arm(s.post_compaction_window);
             }
             Record::ToolCall { name, args, id } => {
-                let tool = self.state.intern(&normalize_tool_name(name));
-                let args_hash = self.state.intern(&hash_tool_call(&tool, args));
+                let tool = normalize_tool_name(name);
+                self.buf.clear();
+                write_tool_call(&mut self.buf, &tool, args);
                 let outcome_args = OutcomeArgs::of(&tool, args);
-                let pending = |tool, args_hash| PendingCall {
-                    tool,
-                    args_hash,
-                    call_id: id.clone(),
-                    args: outcome_args,
-                };
+                // The id is one string, for the history and the waiting call.
+                let call_id: Option<Arc<str>> = id.as_deref().map(Arc::from);
                 if !s.loop_detection {
-                    let p = pending(tool, args_hash);
+                    // No history: held for the guard alone, not interned.
+                    let p = PendingCall {
+                        tool: Arc::from(tool),
+                        args_hash: Arc::from(self.buf.as_str()),
+                        call_id,
+                        args: outcome_args,
+                    };
                     self.pending.push(id.as_deref(), name, Some(p));
                     return;
                 }
+                let tool = self.state.intern(&tool);
+                let args_hash = self.state.intern(&self.buf);
                 let poll = is_known_poll(&tool, args);
                 match self.state.detect_hashed(s, run, &tool, &args_hash, poll) {
                     Verdict::Critical { detector, count } => {
@@ -1183,9 +1201,14 @@ impl RecordRule for OpenClawRule {
                     }
                     Verdict::NotStuck => {}
                 }
-                self.state
-                    .record_hashed(s, run, tool.clone(), args_hash.clone(), id.as_deref());
-                let p = pending(tool, args_hash);
+                let (t, h, c) = (tool.clone(), args_hash.clone(), call_id.clone());
+                self.state.record_hashed(s, run, t, h, c);
+                let p = PendingCall {
+                    tool,
+                    args_hash,
+                    call_id,
+                    args: outcome_args,
+                };
                 self.pending.push(id.as_deref(), name, Some(p));
             }
             Record::ToolResult {
@@ -1223,7 +1246,7 @@ impl RecordRule for OpenClawRule {
                 };
                 let o = observed.then(|| (tool.to_string(), args_hash.to_string(), result.clone()));
                 if s.loop_detection {
-                    let c = call_id.as_deref();
+                    let c = call_id.as_ref();
                     let result = self.state.intern(&result);
                     self.state
                         .record_outcome_hashed(s, run, &tool, &args_hash, c, result, unknown);
