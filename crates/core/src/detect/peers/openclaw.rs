@@ -39,8 +39,10 @@ use crate::detect::{
 use crate::error::Result;
 use crate::event::Record;
 use crate::util::js::{is_js_space, stringify_sorted};
+use rustc_hash::FxHashSet;
 use serde_json::{Map, Value};
-use std::sync::OnceLock;
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 const SRC: &str = "openclaw/openclaw src/agents/tool-loop-detection.ts @00655306d8";
 const SRC_HOOK: &str = "openclaw/openclaw src/agents/pi-tools.before-tool-call.ts @004e82d079";
@@ -178,16 +180,59 @@ impl Default for OpenClawSettings {
     }
 }
 
-/// One `ToolCallRecord`.
+/// One `ToolCallRecord`. Its tool and hashes are interned ([`Interner`]):
+/// equal strings are one allocation, compared by address.
 #[derive(Debug, Clone)]
 pub struct CallRecord {
-    pub tool: String,
+    pub tool: Arc<str>,
     /// `hashToolCall`: the tool and the stable JSON of its (normalised) arguments.
-    pub args_hash: String,
-    pub call_id: Option<String>,
+    pub args_hash: Arc<str>,
+    /// Shared with the call awaiting its outcome.
+    pub call_id: Option<Arc<str>>,
     pub run: u32,
-    pub result_hash: Option<String>,
+    pub result_hash: Option<Arc<str>>,
     pub unknown_tool: Option<String>,
+}
+
+/// Strings held once each, so that the history's streaks, which compare a
+/// call with each of the last 30 at every call, compare addresses and not
+/// bytes (a `hashToolCall` is the tool and its whole arguments, an outcome's
+/// hash its whole output). Exact: the set never holds two equal strings, and
+/// lets one go only when nothing else holds it, so two strings held are
+/// equal if and only if they are one allocation.
+#[derive(Debug, Default)]
+struct Interner {
+    set: FxHashSet<Arc<str>>,
+    /// The set's size that sweeps it (twice what it kept at the last sweep).
+    sweep_at: usize,
+}
+
+impl Interner {
+    fn intern(&mut self, s: &str) -> Arc<str> {
+        if let Some(a) = self.set.get(s) {
+            return a.clone();
+        }
+        if self.set.len() >= self.sweep_at {
+            // The strings no call holds any more: a sweep per doubling.
+            self.set.retain(|a| Arc::strong_count(a) > 1);
+            self.sweep_at = (2 * self.set.len()).max(64);
+        }
+        let a: Arc<str> = Arc::from(s);
+        self.set.insert(a.clone());
+        a
+    }
+
+    /// `s` as held, or else a string of its own: no string held is equal
+    /// to it, so it is unequal to all of them as one must be.
+    #[cfg(test)]
+    fn lookup(&self, s: &str) -> Arc<str> {
+        self.set.get(s).cloned().unwrap_or_else(|| Arc::from(s))
+    }
+}
+
+/// Two interned strings are equal.
+fn same(a: &Arc<str>, b: &Arc<str>) -> bool {
+    Arc::ptr_eq(a, b)
 }
 
 /// A verdict of `detectToolCallLoop`.
@@ -218,12 +263,15 @@ pub enum Outcome<'a> {
 }
 
 /// `normalizeToolName`: trimmed and lower-cased.
-pub fn normalize_tool_name(name: &str) -> String {
-    let t = js_trim(name).to_lowercase();
+pub fn normalize_tool_name(name: &str) -> Cow<'_, str> {
+    let t = js_trim(name);
     if t.is_empty() {
-        "tool".into()
+        Cow::Borrowed("tool")
+    } else if t.is_ascii() && !t.bytes().any(|b| b.is_ascii_uppercase()) {
+        // Already lower case (most names): no copy.
+        Cow::Borrowed(t)
     } else {
-        t
+        Cow::Owned(t.to_lowercase())
     }
 }
 
@@ -264,17 +312,23 @@ fn update_plan_shape(value: &Map<String, Value>) -> Value {
 }
 
 /// `hashToolCall` (the digest's input: equal texts, equal digests).
+#[cfg(test)] // the ported tests' entry point; the rule writes into its buffer
 pub fn hash_tool_call(tool: &str, args: &Map<String, Value>) -> String {
     let mut out = String::with_capacity(tool.len() + 64);
+    write_tool_call(&mut out, tool, args);
+    out
+}
+
+/// [`hash_tool_call`] written at the end of `out`.
+fn write_tool_call(out: &mut String, tool: &str, args: &Map<String, Value>) {
     out.push_str(tool);
     out.push(':');
     if tool == "update_plan" {
         out.push_str(&stringify_sorted(&update_plan_shape(args)));
     } else {
         // The arguments as they are: written, not copied into a Value.
-        crate::util::js::push_sorted_object(&mut out, args);
+        crate::util::js::push_sorted_object(out, args);
     }
-    out
 }
 
 /// `isKnownPollToolCall`.
@@ -578,11 +632,11 @@ impl AsRef<CallRecord> for CallRecord {
     }
 }
 
-fn unknown_tool_streak<R: AsRef<CallRecord>>(history: &[R], tool: &str) -> u32 {
+fn unknown_tool_streak<R: AsRef<CallRecord>>(history: &[R], tool: &Arc<str>) -> u32 {
     let mut streak = 0;
     let mut name: Option<&str> = None;
     for r in history.iter().rev().map(AsRef::as_ref) {
-        let Some(u) = r.unknown_tool.as_deref().filter(|_| r.tool == tool) else {
+        let Some(u) = r.unknown_tool.as_deref().filter(|_| same(&r.tool, tool)) else {
             break;
         };
         match name {
@@ -599,16 +653,16 @@ fn unknown_tool_streak<R: AsRef<CallRecord>>(history: &[R], tool: &str) -> u32 {
 
 fn no_progress_streak<'h, R: AsRef<CallRecord>>(
     history: &'h [R],
-    tool: &str,
-    args_hash: &str,
-) -> (u32, Option<&'h str>) {
+    tool: &Arc<str>,
+    args_hash: &Arc<str>,
+) -> (u32, Option<&'h Arc<str>>) {
     let mut streak = 0;
-    let mut latest: Option<&str> = None;
+    let mut latest: Option<&Arc<str>> = None;
     for r in history.iter().rev().map(AsRef::as_ref) {
-        if r.tool != tool || r.args_hash != args_hash {
+        if !same(&r.args_hash, args_hash) || !same(&r.tool, tool) {
             continue;
         }
-        let Some(h) = r.result_hash.as_deref().filter(|h| !h.is_empty()) else {
+        let Some(h) = r.result_hash.as_ref().filter(|h| !h.is_empty()) else {
             continue;
         };
         match latest {
@@ -616,7 +670,7 @@ fn no_progress_streak<'h, R: AsRef<CallRecord>>(
                 latest = Some(h);
                 streak = 1;
             }
-            Some(l) if l != h => break,
+            Some(l) if !same(l, h) => break,
             Some(_) => streak += 1,
         }
     }
@@ -627,7 +681,7 @@ fn no_progress_streak<'h, R: AsRef<CallRecord>>(
 /// sides' results were stable.
 fn ping_pong_streak<'h, R: AsRef<CallRecord>>(
     history: &'h [R],
-    current: &str,
+    current: &Arc<str>,
 ) -> (u32, Option<&'h str>, bool) {
     let Some(last) = history.last().map(AsRef::as_ref) else {
         return (0, None, false);
@@ -636,37 +690,37 @@ fn ping_pong_streak<'h, R: AsRef<CallRecord>>(
         .iter()
         .map(AsRef::as_ref)
         .rev()
-        .find(|c| c.args_hash != last.args_hash)
-        .map(|c| c.args_hash.as_str())
+        .find(|c| !same(&c.args_hash, &last.args_hash))
+        .map(|c| &c.args_hash)
     else {
         return (0, None, false);
     };
     let mut tail = 0usize;
     for c in history.iter().rev().map(AsRef::as_ref) {
         let expected = if tail.is_multiple_of(2) {
-            last.args_hash.as_str()
+            &last.args_hash
         } else {
             other
         };
-        if c.args_hash != expected {
+        if !same(&c.args_hash, expected) {
             break;
         }
         tail += 1;
     }
-    if tail < 2 || current != other {
+    if tail < 2 || !same(current, other) {
         return (0, None, false);
     }
-    let mut first_a: Option<&str> = None;
-    let mut first_b: Option<&str> = None;
+    let mut first_a: Option<&Arc<str>> = None;
+    let mut first_b: Option<&Arc<str>> = None;
     let mut evidence = true;
     for c in history[history.len() - tail..].iter().map(AsRef::as_ref) {
-        let Some(h) = c.result_hash.as_deref().filter(|h| !h.is_empty()) else {
+        let Some(h) = c.result_hash.as_ref().filter(|h| !h.is_empty()) else {
             evidence = false;
             break;
         };
-        let slot = if c.args_hash == last.args_hash {
+        let slot = if same(&c.args_hash, &last.args_hash) {
             &mut first_a
-        } else if c.args_hash == other {
+        } else if same(&c.args_hash, other) {
             &mut first_b
         } else {
             evidence = false;
@@ -674,7 +728,7 @@ fn ping_pong_streak<'h, R: AsRef<CallRecord>>(
         };
         match slot {
             None => *slot = Some(h),
-            Some(f) if *f != h => {
+            Some(f) if !same(f, h) => {
                 evidence = false;
                 break;
             }
@@ -684,21 +738,21 @@ fn ping_pong_streak<'h, R: AsRef<CallRecord>>(
     if first_a.is_none() || first_b.is_none() {
         evidence = false;
     }
-    ((tail + 1) as u32, Some(last.args_hash.as_str()), evidence)
+    ((tail + 1) as u32, Some(&*last.args_hash), evidence)
 }
 
 /// The verdicts of `detectToolCallLoop` over the history it reads.
 pub(crate) fn verdict<R: AsRef<CallRecord>>(
     s: &OpenClawSettings,
     history: &[R],
-    tool: &str,
-    current: &str,
+    tool: &Arc<str>,
+    current: &Arc<str>,
     poll: bool,
 ) -> Verdict {
     let unknown = unknown_tool_streak(history, tool);
     let (no_progress, latest) = no_progress_streak(history, tool, current);
     let (pp_count, pp_sig, pp_evidence) = ping_pong_streak(history, current);
-    let latest = latest.unwrap_or("none");
+    let latest = latest.map_or("none", |l| &**l);
     if unknown >= s.unknown_tool_threshold {
         return Verdict::Critical {
             detector: "unknown_tool_repeat",
@@ -734,7 +788,7 @@ pub(crate) fn verdict<R: AsRef<CallRecord>>(
         // The warning's key, built only for a warning.
         let key = match pp_sig {
             Some(p) => {
-                let mut pair = [current, p];
+                let mut pair = [&**current, p];
                 pair.sort_by_key(|a| crate::util::js::utf16(a));
                 format!("pingpong:{}|{}", pair[0], pair[1])
             }
@@ -749,7 +803,7 @@ pub(crate) fn verdict<R: AsRef<CallRecord>>(
     let recent = history
         .iter()
         .map(AsRef::as_ref)
-        .filter(|h| h.tool == tool && h.args_hash == current)
+        .filter(|h| same(&h.args_hash, current) && same(&h.tool, tool))
         .count() as u32;
     if !poll && s.generic_repeat && no_progress >= s.critical_threshold {
         return Verdict::Critical {
@@ -770,12 +824,33 @@ pub(crate) fn verdict<R: AsRef<CallRecord>>(
 /// One session's `SessionState` as the detector and the hook keep it.
 #[derive(Debug, Default)]
 pub struct LoopState {
-    pub history: Vec<CallRecord>,
+    /// The history is `calls[start..]`: the calls it drops are let go in
+    /// batches ([`LoopState::trim`]), not with a move of the history each.
+    calls: Vec<CallRecord>,
+    start: usize,
     /// `toolLoopWarningBuckets`, in insertion order.
     buckets: Vec<(String, u32)>,
+    /// The history's tools and hashes.
+    strings: Interner,
 }
 
 impl LoopState {
+    /// The recorded history, oldest first.
+    pub fn history(&self) -> &[CallRecord] {
+        &self.calls[self.start..]
+    }
+
+    /// `s` interned for this history.
+    fn intern(&mut self, s: &str) -> Arc<str> {
+        self.strings.intern(s)
+    }
+
+    /// `s` as this history holds it (or unequal to all it holds).
+    #[cfg(test)]
+    pub(crate) fn interned(&self, s: &str) -> Arc<str> {
+        self.strings.lookup(s)
+    }
+
     /// `detectToolCallLoop`.
     #[cfg(test)] // the ported tests' entry point; the rule hashes once
     pub fn detect(
@@ -785,34 +860,35 @@ impl LoopState {
         tool: &str,
         args: &Map<String, Value>,
     ) -> Verdict {
-        let current = hash_tool_call(tool, args);
-        self.detect_hashed(s, run, tool, &current, is_known_poll(tool, args))
+        let current = self.interned(&hash_tool_call(tool, args));
+        let tool_held = self.interned(tool);
+        self.detect_hashed(s, run, &tool_held, &current, is_known_poll(tool, args))
     }
 
-    /// [`LoopState::detect`] given the call's `hashToolCall` and whether it
-    /// is a known poll.
+    /// [`LoopState::detect`] given the call's interned tool and
+    /// `hashToolCall` and whether it is a known poll.
     fn detect_hashed(
         &self,
         s: &OpenClawSettings,
         run: u32,
-        tool: &str,
-        current: &str,
+        tool: &Arc<str>,
+        current: &Arc<str>,
         poll: bool,
     ) -> Verdict {
+        let history = self.history();
         if !s.per_run {
-            return verdict(s, &self.history, tool, current, poll);
+            return verdict(s, history, tool, current, poll);
         }
         // The live rule records runs in order, so the run's calls are the
         // history's tail: read in place, not collected (a call's cost).
-        let start = self
-            .history
+        let start = history
             .iter()
             .rposition(|r| r.run != run)
             .map_or(0, |p| p + 1);
-        if self.history[..start].iter().all(|r| r.run != run) {
-            verdict(s, &self.history[start..], tool, current, poll)
+        if history[..start].iter().all(|r| r.run != run) {
+            verdict(s, &history[start..], tool, current, poll)
         } else {
-            let scoped: Vec<&CallRecord> = self.history.iter().filter(|r| r.run == run).collect();
+            let scoped: Vec<&CallRecord> = history.iter().filter(|r| r.run == run).collect();
             verdict(s, &scoped, tool, current, poll)
         }
     }
@@ -835,10 +911,17 @@ impl LoopState {
         true
     }
 
+    /// Keeps the last `history_size` calls.
     fn trim(&mut self, s: &OpenClawSettings) {
-        if self.history.len() > s.history_size {
-            let n = self.history.len() - s.history_size;
-            self.history.drain(..n);
+        let len = self.calls.len() - self.start;
+        if len > s.history_size {
+            self.start += len - s.history_size;
+            // The dropped calls go once they are as many as the kept ones:
+            // one move of the history per `history_size` calls.
+            if self.start >= s.history_size {
+                self.calls.drain(..self.start);
+                self.start = 0;
+            }
         }
     }
 
@@ -852,22 +935,25 @@ impl LoopState {
         args: &Map<String, Value>,
         call_id: Option<&str>,
     ) {
-        self.record_hashed(s, run, tool, hash_tool_call(tool, args), call_id);
+        let args_hash = self.intern(&hash_tool_call(tool, args));
+        let tool = self.intern(tool);
+        self.record_hashed(s, run, tool, args_hash, call_id.map(Arc::from));
     }
 
-    /// [`LoopState::record_call`] given the call's `hashToolCall`.
+    /// [`LoopState::record_call`] given the call's interned tool and
+    /// `hashToolCall`.
     fn record_hashed(
         &mut self,
         s: &OpenClawSettings,
         run: u32,
-        tool: &str,
-        args_hash: String,
-        call_id: Option<&str>,
+        tool: Arc<str>,
+        args_hash: Arc<str>,
+        call_id: Option<Arc<str>>,
     ) {
-        self.history.push(CallRecord {
-            tool: tool.to_string(),
+        self.calls.push(CallRecord {
+            tool,
             args_hash,
-            call_id: call_id.map(String::from),
+            call_id,
             run: if s.per_run { run } else { 0 },
             result_hash: None,
             unknown_tool: None,
@@ -889,29 +975,33 @@ impl LoopState {
         let (Some(result_hash), unknown) = hash_outcome(tool, args, outcome) else {
             return;
         };
-        let args_hash = hash_tool_call(tool, args);
-        self.record_outcome_hashed(s, run, tool, &args_hash, call_id, result_hash, unknown);
+        let args_hash = self.intern(&hash_tool_call(tool, args));
+        let tool = self.intern(tool);
+        let result_hash = self.intern(&result_hash);
+        let call_id = call_id.map(Arc::from);
+        let c = call_id.as_ref();
+        self.record_outcome_hashed(s, run, &tool, &args_hash, c, result_hash, unknown);
     }
 
-    /// [`LoopState::record_outcome`] given the call's `hashToolCall` and
-    /// the outcome's hash.
+    /// [`LoopState::record_outcome`] given the call's interned tool and
+    /// `hashToolCall` and the outcome's interned hash.
     #[allow(clippy::too_many_arguments)]
     fn record_outcome_hashed(
         &mut self,
         s: &OpenClawSettings,
         run: u32,
-        tool: &str,
-        args_hash: &str,
-        call_id: Option<&str>,
-        result_hash: String,
+        tool: &Arc<str>,
+        args_hash: &Arc<str>,
+        call_id: Option<&Arc<str>>,
+        result_hash: Arc<str>,
         unknown: Option<String>,
     ) {
         let run = if s.per_run { run } else { 0 };
-        let found = self.history.iter_mut().rev().find(|c| {
+        let found = self.calls[self.start..].iter_mut().rev().find(|c| {
             c.run == run
-                && call_id.is_none_or(|id| c.call_id.as_deref() == Some(id))
-                && c.tool == tool
-                && c.args_hash == args_hash
+                && call_id.is_none_or(|id| c.call_id.as_deref() == Some(&**id))
+                && same(&c.tool, tool)
+                && same(&c.args_hash, args_hash)
                 && c.result_hash.is_none()
         });
         match found {
@@ -919,10 +1009,10 @@ impl LoopState {
                 c.result_hash = Some(result_hash);
                 c.unknown_tool = unknown;
             }
-            None => self.history.push(CallRecord {
-                tool: tool.to_string(),
-                args_hash: args_hash.to_string(),
-                call_id: call_id.map(String::from),
+            None => self.calls.push(CallRecord {
+                tool: tool.clone(),
+                args_hash: args_hash.clone(),
+                call_id: call_id.cloned(),
                 run,
                 result_hash: Some(result_hash),
                 unknown_tool: unknown,
@@ -984,10 +1074,10 @@ fn compaction(i: usize, r: &Record, seen: &mut f64) -> bool {
 /// A call awaiting its outcome: what its outcome's hash and record read of
 /// it, hashed when it is made (not its arguments copied).
 struct PendingCall {
-    tool: String,
+    tool: Arc<str>,
     /// `hashToolCall`.
-    args_hash: String,
-    call_id: Option<String>,
+    args_hash: Arc<str>,
+    call_id: Option<Arc<str>>,
     args: OutcomeArgs,
 }
 
@@ -1020,6 +1110,7 @@ impl OpenClawCheck {
             guard: PostCompactionGuard::default(),
             compactions: 0.0,
             aborted: None,
+            buf: String::new(),
         }
     }
 }
@@ -1039,6 +1130,9 @@ struct OpenClawRule {
     compactions: f64,
     /// The run the guard aborted: nothing more of it runs.
     aborted: Option<u32>,
+    /// A call's `hashToolCall`, written here and interned (no string a
+    /// call when it is held already).
+    buf: String,
 }
 
 impl RecordRule for OpenClawRule {
@@ -1061,19 +1155,24 @@ impl RecordRule for OpenClawRule {
             }
             Record::ToolCall { name, args, id } => {
                 let tool = normalize_tool_name(name);
-                let args_hash = hash_tool_call(&tool, args);
+                self.buf.clear();
+                write_tool_call(&mut self.buf, &tool, args);
                 let outcome_args = OutcomeArgs::of(&tool, args);
-                let pending = |tool, args_hash| PendingCall {
-                    tool,
-                    args_hash,
-                    call_id: id.clone(),
-                    args: outcome_args,
-                };
+                // The id is one string, for the history and the waiting call.
+                let call_id: Option<Arc<str>> = id.as_deref().map(Arc::from);
                 if !s.loop_detection {
-                    let p = pending(tool, args_hash);
+                    // No history: held for the guard alone, not interned.
+                    let p = PendingCall {
+                        tool: Arc::from(tool),
+                        args_hash: Arc::from(self.buf.as_str()),
+                        call_id,
+                        args: outcome_args,
+                    };
                     self.pending.push(id.as_deref(), name, Some(p));
                     return;
                 }
+                let tool = self.state.intern(&tool);
+                let args_hash = self.state.intern(&self.buf);
                 let poll = is_known_poll(&tool, args);
                 match self.state.detect_hashed(s, run, &tool, &args_hash, poll) {
                     Verdict::Critical { detector, count } => {
@@ -1102,9 +1201,14 @@ impl RecordRule for OpenClawRule {
                     }
                     Verdict::NotStuck => {}
                 }
-                self.state
-                    .record_hashed(s, run, &tool, args_hash.clone(), id.as_deref());
-                let p = pending(tool, args_hash);
+                let (t, h, c) = (tool.clone(), args_hash.clone(), call_id.clone());
+                self.state.record_hashed(s, run, t, h, c);
+                let p = PendingCall {
+                    tool,
+                    args_hash,
+                    call_id,
+                    args: outcome_args,
+                };
                 self.pending.push(id.as_deref(), name, Some(p));
             }
             Record::ToolResult {
@@ -1140,9 +1244,10 @@ impl RecordRule for OpenClawRule {
                 let (Some(result), unknown) = outcome_hash(&tool, &args, &outcome) else {
                     return;
                 };
-                let o = observed.then(|| (tool.clone(), args_hash.clone(), result.clone()));
+                let o = observed.then(|| (tool.to_string(), args_hash.to_string(), result.clone()));
                 if s.loop_detection {
-                    let c = call_id.as_deref();
+                    let c = call_id.as_ref();
+                    let result = self.state.intern(&result);
                     self.state
                         .record_outcome_hashed(s, run, &tool, &args_hash, c, result, unknown);
                 }

@@ -95,16 +95,16 @@ fn record_tool_call_keeps_a_sliding_window() {
         &args(json!({"path": "/file.txt"})),
         Some("call-1"),
     );
-    assert_eq!(st.history.len(), 1);
-    assert_eq!(st.history[0].tool, "read");
-    assert_eq!(st.history[0].call_id.as_deref(), Some("call-1"));
+    assert_eq!(st.history().len(), 1);
+    assert_eq!(&*st.history()[0].tool, "read");
+    assert_eq!(st.history()[0].call_id.as_deref(), Some("call-1"));
     let mut st = LoopState::default();
     for i in 0..40 {
         st.record_call(&s(), 0, "tool", &args(json!({"iteration": i})), None);
     }
-    assert_eq!(st.history.len(), 30);
+    assert_eq!(st.history().len(), 30);
     assert_eq!(
-        st.history[0].args_hash,
+        &*st.history()[0].args_hash,
         hash_tool_call("tool", &args(json!({"iteration": 10})))
     );
 }
@@ -447,8 +447,8 @@ fn outcomes_attach_to_the_recorded_call_and_trim_with_it() {
             details: None,
         },
     );
-    assert_eq!(st.history.len(), 1);
-    assert!(st.history[0].result_hash.is_some());
+    assert_eq!(st.history().len(), 1);
+    assert!(st.history()[0].result_hash.is_some());
     let mut st = LoopState::default();
     for i in 0..33 {
         let p = args(json!({"action": "lookup", "path": format!("config.{i}")}));
@@ -466,8 +466,8 @@ fn outcomes_attach_to_the_recorded_call_and_trim_with_it() {
             },
         );
     }
-    assert_eq!(st.history.len(), 30);
-    assert_eq!(st.history[0].call_id.as_deref(), Some("call-3"));
+    assert_eq!(st.history().len(), 30);
+    assert_eq!(st.history()[0].call_id.as_deref(), Some("call-3"));
 }
 
 #[test]
@@ -486,10 +486,10 @@ fn does_not_attach_outcomes_to_matching_calls_from_other_runs() {
             details: None,
         },
     );
-    assert_eq!(st.history.len(), 2);
-    assert!(st.history[0].result_hash.is_none());
-    assert_eq!(st.history[1].run, 2);
-    assert!(st.history[1].result_hash.is_some());
+    assert_eq!(st.history().len(), 2);
+    assert!(st.history()[0].result_hash.is_none());
+    assert_eq!(st.history()[1].run, 2);
+    assert!(st.history()[1].result_hash.is_some());
 }
 
 #[test]
@@ -1088,11 +1088,12 @@ proptest::proptest! {
             }
         }
         let a = args(json!({"x": arg}));
-        let current = hash_tool_call(tools[tool], &a);
-        let scoped: Vec<_> = st.history.iter().filter(|c| c.run == run).collect();
+        let current = st.interned(&hash_tool_call(tools[tool], &a));
+        let tool_held = st.interned(tools[tool]);
+        let scoped: Vec<_> = st.history().iter().filter(|c| c.run == run).collect();
         proptest::prop_assert_eq!(
             st.detect(&s, run, tools[tool], &a),
-            verdict(&s, &scoped, tools[tool], &current, false)
+            verdict(&s, &scoped, &tool_held, &current, false)
         );
     }
 }
