@@ -1137,32 +1137,57 @@ fn split_entry(entry: &str) -> Option<(&str, &str)> {
 }
 
 /// Per tool, the argument keys naming a call's target, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TargetKeys(Vec<(String, String)>);
+#[derive(Clone, Default)]
+pub struct TargetKeys {
+    /// The entries as listed: the settings (what `Debug` and `==` read).
+    list: Vec<(String, String)>,
+    /// Each tool's keys in list order: a call finds its tool's by one hash
+    /// lookup, not a scan of the list.
+    by_tool: FxHashMap<String, Vec<String>>,
+}
+
+impl std::fmt::Debug for TargetKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // As the derived form of the list alone (a check's sharing key).
+        f.debug_tuple("TargetKeys").field(&self.list).finish()
+    }
+}
+
+impl PartialEq for TargetKeys {
+    fn eq(&self, other: &Self) -> bool {
+        self.list == other.list
+    }
+}
+
+impl Eq for TargetKeys {}
 
 impl TargetKeys {
     /// From `TOOL:KEY` entries; the first entry that is not one is returned
     /// as the error.
     pub fn parse(entries: &[String]) -> std::result::Result<TargetKeys, BadEntry> {
-        entries
+        let list: Vec<(String, String)> = entries
             .iter()
             .map(|e| {
                 split_entry(e)
                     .map(|(t, k)| (t.to_string(), k.to_string()))
                     .ok_or_else(|| BadEntry(e.clone()))
             })
-            .collect::<std::result::Result<_, _>>()
-            .map(TargetKeys)
+            .collect::<std::result::Result<_, _>>()?;
+        let mut by_tool: FxHashMap<String, Vec<String>> = FxHashMap::default();
+        for (t, k) in &list {
+            by_tool.entry(t.clone()).or_default().push(k.clone());
+        }
+        Ok(TargetKeys { list, by_tool })
     }
 
     /// What the call acts on: the first listed key of its tool present with
     /// a string value; a Codex patch (`*** Update File: PATH` lines) gives
     /// the files it touches.
     pub fn target(&self, tool: &str, args: &Map<String, Value>) -> Option<String> {
-        self.0
+        self.by_tool
+            .get(tool)?
             .iter()
-            .filter(|(t, _)| t == tool)
-            .find_map(|(_, k)| match args.get(k) {
+            .find_map(|k| match args.get(k) {
                 Some(Value::String(s)) if !s.trim().is_empty() => {
                     Some(patch_files(s).unwrap_or_else(|| s.trim().to_string()))
                 }
@@ -1271,13 +1296,34 @@ pub fn shell_writes(cmd: &str) -> bool {
 }
 
 /// Which calls change something, from `TOOL`, `TOOL:SUB` and `TOOL:writes`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ChangeTools(Vec<(String, Option<String>)>);
+#[derive(Clone, Default)]
+pub struct ChangeTools {
+    /// The entries as listed: the settings (what `Debug` and `==` read).
+    list: Vec<(String, Option<String>)>,
+    /// Each tool's sub-commands in list order: a call finds its tool's by
+    /// one hash lookup, not a scan of the list.
+    by_tool: FxHashMap<String, Vec<Option<String>>>,
+}
+
+impl std::fmt::Debug for ChangeTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // As the derived form of the list alone (a check's sharing key).
+        f.debug_tuple("ChangeTools").field(&self.list).finish()
+    }
+}
+
+impl PartialEq for ChangeTools {
+    fn eq(&self, other: &Self) -> bool {
+        self.list == other.list
+    }
+}
+
+impl Eq for ChangeTools {}
 
 impl ChangeTools {
     /// From the list's entries (a plain tool name, or `TOOL:SUB`).
     pub fn parse(entries: &[String]) -> std::result::Result<ChangeTools, BadEntry> {
-        entries
+        let list: Vec<(String, Option<String>)> = entries
             .iter()
             .map(|e| {
                 if !e.contains(':') {
@@ -1291,19 +1337,22 @@ impl ChangeTools {
                     .map(|(t, s)| (t.to_string(), Some(s.to_string())))
                     .ok_or_else(|| BadEntry(e.clone()))
             })
-            .collect::<std::result::Result<_, _>>()
-            .map(ChangeTools)
+            .collect::<std::result::Result<_, _>>()?;
+        let mut by_tool: FxHashMap<String, Vec<Option<String>>> = FxHashMap::default();
+        for (t, sub) in &list {
+            by_tool.entry(t.clone()).or_default().push(sub.clone());
+        }
+        Ok(ChangeTools { list, by_tool })
     }
 
     /// Whether this call, if it succeeds, changes something.
     pub fn changes(&self, tool: &str, args: &Map<String, Value>) -> bool {
-        self.0.iter().any(|(t, sub)| {
-            t == tool
-                && match sub.as_deref() {
-                    None => true,
-                    Some("writes") => shell_command(args).is_some_and(|c| shell_writes(&c)),
-                    Some(s) => sub_command(args) == Some(s),
-                }
+        self.by_tool.get(tool).is_some_and(|subs| {
+            subs.iter().any(|sub| match sub.as_deref() {
+                None => true,
+                Some("writes") => shell_command(args).is_some_and(|c| shell_writes(&c)),
+                Some(s) => sub_command(args) == Some(s),
+            })
         })
     }
 }
