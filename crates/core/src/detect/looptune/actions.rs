@@ -1375,8 +1375,8 @@ pub struct Call {
     pub at: usize,
     /// Prompt count at the call.
     pub prompt: u32,
-    /// The trimmed tool name.
-    pub tool: String,
+    /// The trimmed tool name (shared: a call copies no name).
+    pub tool: Arc<str>,
     /// 0-based record index of its result, if answered.
     pub answer: Option<usize>,
     /// Prompt count at the result.
@@ -1433,6 +1433,8 @@ pub enum CallStep {
 pub struct CallFeed {
     prompts: Prompter,
     pending: Unanswered<Call>,
+    /// The trimmed tool names seen: a call of a known tool copies no text.
+    tools: FxHashSet<Arc<str>>,
 }
 
 impl CallFeed {
@@ -1443,10 +1445,19 @@ impl CallFeed {
         }
         match &session.events[i].record {
             Record::ToolCall { name, id, .. } => {
+                let tool = trimmed_name(name);
+                let tool = match self.tools.get(tool) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t: Arc<str> = Arc::from(tool);
+                        self.tools.insert(t.clone());
+                        t
+                    }
+                };
                 let call = Call {
                     at: i,
                     prompt: self.prompts.count(),
-                    tool: trimmed_name(name).to_string(),
+                    tool,
                     answer: None,
                     answer_prompt: 0,
                     error: false,
