@@ -7,11 +7,11 @@
 //! made for those.
 //!
 //! Algorithm: a rolling hash of every window of `L` characters, the windows
-//! of one hash chained from the newest back (as LZ77 compressors find
-//! earlier matches). A look follows the chain of the text's last window: the
-//! earlier ends of the same `L` characters, newest first, each verified
-//! character by character, so a hash collision costs a comparison and never
-//! an answer. Each character costs one hash update and one map insert, and a
+//! of one hash bucket chained from the newest back (as zlib finds earlier
+//! matches). A look follows the chain of the text's last window: the earlier
+//! ends of the same `L` characters, newest first, each verified character
+//! by character, so a hash collision costs a comparison and never an
+//! answer. Each character costs one hash update and one table write, and a
 //! look costs the occurrences of the last window in the tail, not the tail:
 //! prose, whose last window rarely occurred before, costs no more than its
 //! new characters. The tail is bounded to `2 x L x M` characters (what `M`
@@ -26,7 +26,6 @@ use super::{run_records, staged, RecordRule, Records, Stage, Stages};
 use crate::detect::gemini::prep::Prompter;
 use crate::detect::{Check, Detection, Prepared, Stream};
 use crate::event::{Record, Session};
-use rustc_hash::FxHashMap;
 
 /// What the rule reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,9 +71,12 @@ fn add_mod(a: u64, b: u64) -> u64 {
 }
 
 /// The prompt's streamed text (its tail) with every window of `len`
-/// characters hashed and chained to the previous window of the same hash.
-/// Positions are absolute (characters since the prompt began), so dropping
-/// the text's front moves no chain.
+/// characters hashed and chained to the previous window of the same bucket
+/// (its hash's low bits), as zlib chains its matches: a character costs a
+/// table write, not a map insert. A chain holds every window of its hash
+/// (and some of other hashes, told apart by the hashes kept). Positions are
+/// absolute (characters since the prompt began), so dropping the text's
+/// front moves no chain; a chain is followed only down to the tail's start.
 struct Index {
     len: usize,
     /// `BASE^len`: what the character leaving the window weighed.
@@ -82,11 +84,15 @@ struct Index {
     /// The hash of the last window.
     roll: u64,
     text: Vec<char>,
-    /// By character: the end of the previous window of the same hash as the
-    /// window ending there ([`NONE`] if none or no window ends there).
+    /// By character: the hash of the window ending there.
+    hashes: Vec<u64>,
+    /// By character: the end of the previous window of the same bucket as
+    /// the window ending there ([`NONE`] if none or no window ends there).
     prev: Vec<u64>,
-    /// By hash: the end of its newest window.
-    newest: FxHashMap<u64, u64>,
+    /// By bucket: the end of its newest window. Twice as many buckets as
+    /// characters held or more (it doubles as the text grows), so a chain
+    /// holds few windows of other hashes.
+    head: Vec<u64>,
     /// Characters dropped from the text's front.
     dropped: u64,
     /// The ends of the occurrences the last look counted.
@@ -104,8 +110,9 @@ impl Index {
             pow,
             roll: 0,
             text: Vec::new(),
+            hashes: Vec::new(),
             prev: Vec::new(),
-            newest: FxHashMap::default(),
+            head: vec![NONE; 64],
             dropped: 0,
             counted: Vec::new(),
         }
@@ -114,8 +121,9 @@ impl Index {
     fn clear(&mut self) {
         self.roll = 0;
         self.text.clear();
+        self.hashes.clear();
         self.prev.clear();
-        self.newest.clear();
+        self.head.fill(NONE);
         self.dropped = 0;
     }
 
@@ -130,23 +138,43 @@ impl Index {
             self.roll = add_mod(self.roll, MOD - out);
         }
         let at = self.dropped + k as u64;
-        let prev = if at + 1 >= self.len as u64 {
-            self.newest.insert(self.roll, at).unwrap_or(NONE)
-        } else {
-            NONE
-        };
-        self.prev.push(prev);
+        self.hashes.push(self.roll);
+        self.prev.push(NONE);
+        if 2 * self.text.len() > self.head.len() {
+            // Rechains every window held, this one included.
+            self.grow();
+        } else if at + 1 >= self.len as u64 {
+            self.chain(k);
+        }
+    }
+
+    /// Chain the window ending at `k` (an index into `text`).
+    fn chain(&mut self, k: usize) {
+        let b = self.hashes[k] as usize & (self.head.len() - 1);
+        self.prev[k] = self.head[b];
+        self.head[b] = self.dropped + k as u64;
+    }
+
+    /// Double the buckets and chain every window held again, oldest first.
+    fn grow(&mut self) {
+        let size = (2 * self.head.len()).max(2 * self.text.len());
+        self.head.clear();
+        self.head.resize(size.next_power_of_two(), NONE);
+        for k in 0..self.text.len() {
+            self.prev[k] = NONE;
+            if self.dropped + k as u64 + 1 >= self.len as u64 {
+                self.chain(k);
+            }
+        }
     }
 
     /// Keep the last `keep` characters.
     fn keep(&mut self, keep: usize) {
         let d = self.text.len().saturating_sub(keep);
         self.text.drain(..d);
+        self.hashes.drain(..d);
         self.prev.drain(..d);
         self.dropped += d as u64;
-        let dropped = self.dropped;
-        // A hash whose newest window is gone has all its windows gone.
-        self.newest.retain(|_, at| *at >= dropped);
     }
 
     /// Occurrences that do not overlap (the suffix itself included) of the
@@ -170,10 +198,11 @@ impl Index {
             None => return 1,
         };
         let last = &self.text[n - len..];
+        let hash = self.hashes[n - 1];
         let mut at = self.prev[n - 1];
         while at != NONE && at >= lo {
             let k = (at - self.dropped) as usize;
-            if at <= bound && self.text[k + 1 - len..=k] == *last {
+            if at <= bound && self.hashes[k] == hash && self.text[k + 1 - len..=k] == *last {
                 self.counted.push(at);
                 match at.checked_sub(len as u64) {
                     Some(b) => bound = b,
@@ -437,6 +466,11 @@ mod tests {
                     index_agrees(&t, &[7, 1, 23], len, cap);
                 }
                 index_agrees(&t, &[5], len, 1 << 17);
+                // A long chunk after the front was dropped: the buckets
+                // double with positions no longer starting at 0.
+                let mut chunks = vec![1; 30];
+                chunks.push(300);
+                index_agrees(&t, &chunks, len, 2 * len);
             }
         }
     }
