@@ -152,6 +152,9 @@ static VOLATILE: LazyLock<Regex> = LazyLock::new(|| {
 /// By the matches alone (`find_iter`: no capture groups resolved, no copy
 /// of a match kept), as `replace_all` with a closure would replace them.
 pub fn normalize_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if !may_hold_volatile(text.as_bytes()) {
+        return std::borrow::Cow::Borrowed(text);
+    }
     let mut out = String::new();
     let mut done = 0;
     for m in VOLATILE.find_iter(text) {
@@ -172,18 +175,55 @@ pub fn normalize_text(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Whether `text` may hold a value [`normalize_text`] replaces: a byte scan
+/// that rules most texts out without the regex (whose search costs more
+/// than the rest of a record). On ASCII text (where `\d` is `[0-9]` and
+/// `\b` an ASCII boundary) a replaced match is 8 or more characters and is
+/// one of: a UUID or a hex id or epoch (a run of 8 or more hex digits), a
+/// hex id after `0X` (which `trim_start_matches("0x")` leaves, so 6 hex
+/// digits are enough), an ISO date (4 digits, then `-`) or a temporary
+/// path (`/tmp` or `/var`). Any other text, non-ASCII included, may.
+fn may_hold_volatile(b: &[u8]) -> bool {
+    if !b.is_ascii() {
+        return true;
+    }
+    let (mut hex, mut digits) = (0, 0);
+    for (i, &c) in b.iter().enumerate() {
+        if c.is_ascii_hexdigit() {
+            hex += 1;
+            digits = if c.is_ascii_digit() { digits + 1 } else { 0 };
+            if hex >= 8 {
+                return true;
+            }
+            continue;
+        }
+        let rest = &b[i + 1..];
+        let volatile = match c {
+            b'-' => digits >= 4,
+            b'x' | b'X' => i > 0 && b[i - 1] == b'0',
+            b'/' => rest.starts_with(b"tmp") || rest.starts_with(b"var"),
+            _ => false,
+        };
+        if volatile {
+            return true;
+        }
+        (hex, digits) = (0, 0);
+    }
+    false
+}
+
+/// Whether a number is an epoch in seconds or milliseconds (2001 .. 2286).
+fn is_epoch(n: &serde_json::Number) -> bool {
+    n.as_u64().is_some_and(|x| {
+        (1_000_000_000..10_000_000_000).contains(&x)
+            || (1_000_000_000_000..10_000_000_000_000).contains(&x)
+    })
+}
+
 fn normalize_value(v: &Value, drop: &[String]) -> Value {
     match v {
         Value::String(s) => Value::String(normalize_text(s).into_owned()),
-        Value::Number(n) => match n.as_u64() {
-            Some(x)
-                if (1_000_000_000..10_000_000_000).contains(&x)
-                    || (1_000_000_000_000..10_000_000_000_000).contains(&x) =>
-            {
-                Value::String("<v>".into())
-            }
-            _ => v.clone(),
-        },
+        Value::Number(n) if is_epoch(n) => Value::String("<v>".into()),
         Value::Array(a) => Value::Array(a.iter().map(|x| normalize_value(x, drop)).collect()),
         Value::Object(m) => Value::Object(normalize_map(m, drop)),
         _ => v.clone(),
@@ -219,10 +259,34 @@ pub fn args_text(args: &Map<String, Value>, s: &SameSettings) -> String {
     out
 }
 
+/// Whether normalising and dropping the volatile keys (as `s` says) would
+/// leave `args` as they are: no volatile key at any depth, no epoch number,
+/// no string the byte scan of [`normalize_text`] does not rule out. Most
+/// calls' arguments: they are then written as they are, not copied into a
+/// new map first.
+fn args_kept(args: &Map<String, Value>, s: &SameSettings) -> bool {
+    args.iter()
+        .all(|(k, v)| !s.volatile.iter().any(|d| d == k) && value_kept(v, s))
+}
+
+/// [`args_kept`] for any value.
+fn value_kept(v: &Value, s: &SameSettings) -> bool {
+    match v {
+        Value::String(t) => !s.normalize || !may_hold_volatile(t.as_bytes()),
+        Value::Number(n) => !s.normalize || !is_epoch(n),
+        Value::Array(a) => a.iter().all(|x| value_kept(x, s)),
+        Value::Object(m) => args_kept(m, s),
+        Value::Null | Value::Bool(_) => true,
+    }
+}
+
 /// [`args_text`] appended to `out` (a live feed reuses one buffer).
 fn push_args_text(out: &mut String, args: &Map<String, Value>, s: &SameSettings) {
     use crate::util::js::push_object;
-    if s.normalize {
+    if (s.normalize || !s.volatile.is_empty()) && args_kept(args, s) {
+        // The rewritten map would equal `args`, in the same key order.
+        push_object(out, args)
+    } else if s.normalize {
         push_object(out, &normalize_map(args, &s.volatile))
     } else if s.volatile.is_empty() {
         push_object(out, args)
@@ -817,12 +881,7 @@ mod tests {
             let twice = format!("{t} {t}\n{t}");
             assert_eq!(normalize_text(&twice), normalize_by_replace_all(&twice));
         }
-        let old_loose = |t: &str| {
-            let d = regex::Regex::new(r"\b\d+(?:\.\d+)?\s*(?:s|ms|sec|secs|seconds)\b").unwrap();
-            let t = normalize_by_replace_all(t);
-            let t = d.replace_all(&t, "<t>");
-            t.split_whitespace().collect::<Vec<_>>().join(" ")
-        };
+        let old_loose = loose_by_regexes;
         for t in [
             "  a\t b \n\n c  ",
             "took 0.53s and 12 ms",
@@ -831,6 +890,110 @@ mod tests {
             texts[3],
         ] {
             assert_eq!(normalize_loose(t), old_loose(t), "{t:?}");
+        }
+    }
+
+    /// `normalize_loose` as it was written first: both regexes, always.
+    fn loose_by_regexes(t: &str) -> String {
+        let d = regex::Regex::new(r"\b\d+(?:\.\d+)?\s*(?:s|ms|sec|secs|seconds)\b").unwrap();
+        let t = normalize_by_replace_all(t);
+        let t = d.replace_all(&t, "<t>");
+        t.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    proptest::proptest! {
+        /// The byte scans that skip the regexes skip them only where they
+        /// would replace nothing: texts made of the pieces the patterns
+        /// look for (digits, hex letters, dashes, colons, `0x`, temporary
+        /// paths, units, white space, non-ASCII digits and letters).
+        #[test]
+        fn skipping_the_regexes_changes_no_text(pieces in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "0", "1", "7", "9", "a", "f", "F", "e", "g", "x", "X", "0x", "0X", "-", ":",
+                "T", "Z", "+", " ", "  ", "\t", "\n", "\u{0B}", ".", "/", "/tmp", "/var/",
+                "/var/folders/", "/private/var/folders/", "/var/tmp/", "tmp", "s", "ms", "sec",
+                "seconds", "<", "\"", "'", ",", ";", ")", "_", "é", "\u{661}", "\u{FF11}",
+                "\u{212A}", "12345678", "1764170209", "2026-11-26", "3f2a9c1e", "deadbeef",
+                "ab12cd", "1234", "12", "T15:16", "\u{A0}",
+            ]),
+            0..24,
+        )) {
+            let t: String = pieces.concat();
+            proptest::prop_assert_eq!(normalize_text(&t), normalize_by_replace_all(&t));
+            proptest::prop_assert_eq!(normalize_loose(&t), loose_by_regexes(&t));
+        }
+    }
+
+    /// The arguments' text as it was written first: always rewritten.
+    fn args_text_rewritten(args: &Map<String, Value>, s: &SameSettings) -> String {
+        let mut out = String::new();
+        if s.normalize {
+            crate::util::js::push_object(&mut out, &normalize_map(args, &s.volatile))
+        } else if let Value::Object(m) = drop_keys(&Value::Object(args.clone()), &s.volatile) {
+            crate::util::js::push_object(&mut out, &m)
+        }
+        out
+    }
+
+    fn arg_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            proptest::sample::select(vec![
+                "src/f1.rs",
+                "/tmp/x",
+                "9f86d081884c",
+                "2026-11-26T15:16",
+                "0Xab12cd",
+                "ls -la",
+                "",
+                "é 1764170209",
+            ])
+            .prop_map(|t| Value::String(t.into())),
+            proptest::sample::select(vec![0u64, 7, 999_999_999, 1_764_170_209, 1_764_170_209_123])
+                .prop_map(Value::from),
+            Just(Value::from(-3)),
+            Just(Value::from(1.5)),
+            Just(Value::Null),
+            Just(Value::Bool(true)),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec(
+                    (
+                        proptest::sample::select(vec!["nonce", "path", "a", "1", "request_id"]),
+                        inner
+                    ),
+                    0..4,
+                )
+                .prop_map(|kv| Value::Object(
+                    kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Arguments written as they are when nothing in them would be
+        /// rewritten read as the rewritten ones, under every setting.
+        #[test]
+        fn arguments_kept_as_they_are_read_as_rewritten(
+            v in arg_value(),
+            normalize in proptest::bool::ANY,
+            drop in proptest::bool::ANY,
+        ) {
+            let args = match v {
+                Value::Object(m) => m,
+                other => [("x".to_string(), other)].into_iter().collect(),
+            };
+            let s = SameSettings {
+                same: Same::Args,
+                normalize,
+                volatile: if drop { vec!["nonce".into(), "request_id".into()] } else { vec![] },
+                result_chars: 100,
+                polling: vec![],
+            };
+            proptest::prop_assert_eq!(args_text(&args, &s), args_text_rewritten(&args, &s));
         }
     }
 
@@ -982,32 +1145,57 @@ fn split_entry(entry: &str) -> Option<(&str, &str)> {
 }
 
 /// Per tool, the argument keys naming a call's target, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TargetKeys(Vec<(String, String)>);
+#[derive(Clone, Default)]
+pub struct TargetKeys {
+    /// The entries as listed: the settings (what `Debug` and `==` read).
+    list: Vec<(String, String)>,
+    /// Each tool's keys in list order: a call finds its tool's by one hash
+    /// lookup, not a scan of the list.
+    by_tool: FxHashMap<String, Vec<String>>,
+}
+
+impl std::fmt::Debug for TargetKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // As the derived form of the list alone (a check's sharing key).
+        f.debug_tuple("TargetKeys").field(&self.list).finish()
+    }
+}
+
+impl PartialEq for TargetKeys {
+    fn eq(&self, other: &Self) -> bool {
+        self.list == other.list
+    }
+}
+
+impl Eq for TargetKeys {}
 
 impl TargetKeys {
     /// From `TOOL:KEY` entries; the first entry that is not one is returned
     /// as the error.
     pub fn parse(entries: &[String]) -> std::result::Result<TargetKeys, BadEntry> {
-        entries
+        let list: Vec<(String, String)> = entries
             .iter()
             .map(|e| {
                 split_entry(e)
                     .map(|(t, k)| (t.to_string(), k.to_string()))
                     .ok_or_else(|| BadEntry(e.clone()))
             })
-            .collect::<std::result::Result<_, _>>()
-            .map(TargetKeys)
+            .collect::<std::result::Result<_, _>>()?;
+        let mut by_tool: FxHashMap<String, Vec<String>> = FxHashMap::default();
+        for (t, k) in &list {
+            by_tool.entry(t.clone()).or_default().push(k.clone());
+        }
+        Ok(TargetKeys { list, by_tool })
     }
 
     /// What the call acts on: the first listed key of its tool present with
     /// a string value; a Codex patch (`*** Update File: PATH` lines) gives
     /// the files it touches.
     pub fn target(&self, tool: &str, args: &Map<String, Value>) -> Option<String> {
-        self.0
+        self.by_tool
+            .get(tool)?
             .iter()
-            .filter(|(t, _)| t == tool)
-            .find_map(|(_, k)| match args.get(k) {
+            .find_map(|k| match args.get(k) {
                 Some(Value::String(s)) if !s.trim().is_empty() => {
                     Some(patch_files(s).unwrap_or_else(|| s.trim().to_string()))
                 }
@@ -1116,13 +1304,34 @@ pub fn shell_writes(cmd: &str) -> bool {
 }
 
 /// Which calls change something, from `TOOL`, `TOOL:SUB` and `TOOL:writes`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ChangeTools(Vec<(String, Option<String>)>);
+#[derive(Clone, Default)]
+pub struct ChangeTools {
+    /// The entries as listed: the settings (what `Debug` and `==` read).
+    list: Vec<(String, Option<String>)>,
+    /// Each tool's sub-commands in list order: a call finds its tool's by
+    /// one hash lookup, not a scan of the list.
+    by_tool: FxHashMap<String, Vec<Option<String>>>,
+}
+
+impl std::fmt::Debug for ChangeTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // As the derived form of the list alone (a check's sharing key).
+        f.debug_tuple("ChangeTools").field(&self.list).finish()
+    }
+}
+
+impl PartialEq for ChangeTools {
+    fn eq(&self, other: &Self) -> bool {
+        self.list == other.list
+    }
+}
+
+impl Eq for ChangeTools {}
 
 impl ChangeTools {
     /// From the list's entries (a plain tool name, or `TOOL:SUB`).
     pub fn parse(entries: &[String]) -> std::result::Result<ChangeTools, BadEntry> {
-        entries
+        let list: Vec<(String, Option<String>)> = entries
             .iter()
             .map(|e| {
                 if !e.contains(':') {
@@ -1136,19 +1345,22 @@ impl ChangeTools {
                     .map(|(t, s)| (t.to_string(), Some(s.to_string())))
                     .ok_or_else(|| BadEntry(e.clone()))
             })
-            .collect::<std::result::Result<_, _>>()
-            .map(ChangeTools)
+            .collect::<std::result::Result<_, _>>()?;
+        let mut by_tool: FxHashMap<String, Vec<Option<String>>> = FxHashMap::default();
+        for (t, sub) in &list {
+            by_tool.entry(t.clone()).or_default().push(sub.clone());
+        }
+        Ok(ChangeTools { list, by_tool })
     }
 
     /// Whether this call, if it succeeds, changes something.
     pub fn changes(&self, tool: &str, args: &Map<String, Value>) -> bool {
-        self.0.iter().any(|(t, sub)| {
-            t == tool
-                && match sub.as_deref() {
-                    None => true,
-                    Some("writes") => shell_command(args).is_some_and(|c| shell_writes(&c)),
-                    Some(s) => sub_command(args) == Some(s),
-                }
+        self.by_tool.get(tool).is_some_and(|subs| {
+            subs.iter().any(|sub| match sub.as_deref() {
+                None => true,
+                Some("writes") => shell_command(args).is_some_and(|c| shell_writes(&c)),
+                Some(s) => sub_command(args) == Some(s),
+            })
         })
     }
 }
@@ -1171,8 +1383,8 @@ pub struct Call {
     pub at: usize,
     /// Prompt count at the call.
     pub prompt: u32,
-    /// The trimmed tool name.
-    pub tool: String,
+    /// The trimmed tool name (shared: a call copies no name).
+    pub tool: Arc<str>,
     /// 0-based record index of its result, if answered.
     pub answer: Option<usize>,
     /// Prompt count at the result.
@@ -1229,6 +1441,8 @@ pub enum CallStep {
 pub struct CallFeed {
     prompts: Prompter,
     pending: Unanswered<Call>,
+    /// The trimmed tool names seen: a call of a known tool copies no text.
+    tools: FxHashSet<Arc<str>>,
 }
 
 impl CallFeed {
@@ -1239,10 +1453,19 @@ impl CallFeed {
         }
         match &session.event(i).record {
             Record::ToolCall { name, id, .. } => {
+                let tool = trimmed_name(name);
+                let tool = match self.tools.get(tool) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t: Arc<str> = Arc::from(tool);
+                        self.tools.insert(t.clone());
+                        t
+                    }
+                };
                 let call = Call {
                     at: i,
                     prompt: self.prompts.count(),
-                    tool: trimmed_name(name).to_string(),
+                    tool,
                     answer: None,
                     answer_prompt: 0,
                     error: false,
@@ -1443,7 +1666,10 @@ pub fn normalize_loose(text: &str) -> String {
         Regex::new(r"\b\d+(?:\.\d+)?\s*(?:s|ms|sec|secs|seconds)\b").expect("duration pattern")
     });
     let t = normalize_text(text);
-    let t = DURATION.replace_all(&t, "<t>");
+    let t = match may_hold_duration(t.as_bytes()) {
+        true => DURATION.replace_all(&t, "<t>"),
+        false => std::borrow::Cow::Borrowed(&*t),
+    };
     // The words joined by one space, without a list of them first.
     let mut out = String::with_capacity(t.len());
     for w in t.split_whitespace() {
@@ -1453,4 +1679,30 @@ pub fn normalize_loose(text: &str) -> String {
         out.push_str(w);
     }
     out
+}
+
+/// Whether `text` may hold a duration `normalize_loose` replaces: on ASCII
+/// text (where `\d` is `[0-9]` and `\s` is `[\t\n\x0B\x0C\r ]`), a digit
+/// followed by white space or none and an `s` or `m` (every unit's first
+/// letter). Any other text, non-ASCII included, may.
+fn may_hold_duration(b: &[u8]) -> bool {
+    if !b.is_ascii() {
+        return true;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < b.len() && matches!(b[j], b' ' | b'\t'..=b'\r') {
+            j += 1;
+        }
+        if j < b.len() && matches!(b[j], b's' | b'm') {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }

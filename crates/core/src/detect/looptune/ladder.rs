@@ -69,7 +69,7 @@ impl CallSpec for LadderSettings {
 struct Ladder {
     changes: ChangeTools,
     stages: Stages,
-    failing: FxHashMap<String, usize>,
+    failing: FxHashMap<std::sync::Arc<str>, usize>,
 }
 
 impl CallRule for Ladder {
@@ -93,11 +93,11 @@ impl CallRule for Ladder {
             if self.changes.changes(&call.tool, call.args(s)) {
                 self.failing.clear();
             } else {
-                self.failing.remove(call.tool.as_str());
+                self.failing.remove(&*call.tool);
             }
             return;
         }
-        let n = match self.failing.get_mut(call.tool.as_str()) {
+        let n = match self.failing.get_mut(&*call.tool) {
             Some(n) => n,
             None => self.failing.entry(call.tool.clone()).or_insert(0),
         };

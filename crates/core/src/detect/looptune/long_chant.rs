@@ -6,19 +6,21 @@
 //! its distance rule, and a tool call between them resets it); this rule is
 //! made for those.
 //!
-//! Algorithm: the Z-function of the reversed tail of the stream. For the
-//! reversed text `r`, `z[j]` is the length of the longest common prefix of
-//! `r` and `r[j..]`, i.e. the longest common suffix of the whole text and the
-//! text cut `j` characters earlier: every earlier end of an occurrence of a
-//! long suffix, and its length, in one O(n) pass. It was chosen over a
-//! suffix automaton because the question is about the current suffix only
-//! (the automaton answers it for every substring and must be rebuilt when
-//! the window slides, which a bounded window needs), and over the prefix
-//! function because Z gives every earlier end position directly. The tail
-//! is bounded to `2 x L x M` characters (what `M` occurrences with gaps as
-//! long as themselves need), and a check runs at a text record once `L / 4`
-//! characters have arrived since the last one, so a session costs time
-//! linear in its text: O(n x 8M) at most.
+//! Algorithm: a rolling hash of every window of `L` characters, the windows
+//! of one hash bucket chained from the newest back (as zlib finds earlier
+//! matches). A look follows the chain of the text's last window: the earlier
+//! ends of the same `L` characters, newest first, each verified character
+//! by character, so a hash collision costs a comparison and never an
+//! answer. Each character costs one hash update and one table write, and a
+//! look costs the occurrences of the last window in the tail, not the tail:
+//! prose, whose last window rarely occurred before, costs no more than its
+//! new characters. The tail is bounded to `2 x L x M` characters (what `M`
+//! occurrences with gaps as long as themselves need), and a look runs at a
+//! text record once `L / 4` characters have arrived since the last one. The
+//! longest common suffix of the occurrences, which only a detection shows,
+//! is measured only for one. The Z-function of the reversed tail, which
+//! answered every look before (in a pass over the tail), is kept in the
+//! tests as the reference.
 
 use super::{run_records, staged, RecordRule, Records, Stage, Stages};
 use crate::detect::gemini::prep::Prompter;
@@ -40,118 +42,198 @@ pub struct LongChantCheck {
     pub s: LongChantSettings,
 }
 
-/// The Z-function: `z[j]` = longest common prefix of `s` and `s[j..]` (`z[0] = n`).
-#[cfg(test)]
-pub fn z_function<T: PartialEq>(s: &[T]) -> Vec<usize> {
-    let mut z = Vec::new();
-    z_into(s, &mut z);
-    z
-}
+/// The hash's modulus, the Mersenne prime 2^61 - 1: a product reduces with
+/// shifts, and no text of few letters makes windows collide as they do
+/// modulo 2^64 (Thue-Morse strings).
+const MOD: u64 = (1 << 61) - 1;
+/// The hash's base (any number below the modulus above every `char`).
+const BASE: u64 = 0x1d3a_5f27_c4b9_e681 & MOD;
+/// No earlier window of the same hash.
+const NONE: u64 = u64::MAX;
 
-/// [`z_function`] into `z` (its buffer reused: the rule looks every few
-/// records).
-fn z_into<T: PartialEq>(s: &[T], z: &mut Vec<usize>) {
-    let n = s.len();
-    z.clear();
-    z.resize(n, 0);
-    if n == 0 {
-        return;
-    }
-    z[0] = n;
-    let (mut l, mut r) = (0, 0);
-    for i in 1..n {
-        if i < r {
-            z[i] = (r - i).min(z[i - l]);
-        }
-        while i + z[i] < n && s[z[i]] == s[i + z[i]] {
-            z[i] += 1;
-        }
-        if i + z[i] > r {
-            (l, r) = (i, i + z[i]);
-        }
+fn mul_mod(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    let r = (p as u64 & MOD) + (p >> 61) as u64;
+    if r >= MOD {
+        r - MOD
+    } else {
+        r
     }
 }
 
-/// Occurrences (the suffix itself included) of the text's suffix of `len`
-/// characters that do not overlap, counted back from the end, and the
-/// longest suffix repeated that often.
-#[cfg(test)]
-pub fn suffix_repeats(text: &[char], len: usize) -> (usize, usize) {
-    suffix_repeats_in(text, len, &mut Scratch::default())
+fn add_mod(a: u64, b: u64) -> u64 {
+    let r = a + b;
+    if r >= MOD {
+        r - MOD
+    } else {
+        r
+    }
 }
 
-/// The reversed text and its Z-function, kept between looks.
-#[derive(Default)]
-struct Scratch {
-    rev: Vec<char>,
-    z: Vec<usize>,
+/// The prompt's streamed text (its tail) with every window of `len`
+/// characters hashed and chained to the previous window of the same bucket
+/// (its hash's low bits), as zlib chains its matches: a character costs a
+/// table write, not a map insert. A chain holds every window of its hash
+/// (and some of other hashes, told apart by the hashes kept). Positions are
+/// absolute (characters since the prompt began), so dropping the text's
+/// front moves no chain; a chain is followed only down to the tail's start.
+struct Index {
+    len: usize,
+    /// `BASE^len`: what the character leaving the window weighed.
+    pow: u64,
+    /// The hash of the last window.
+    roll: u64,
+    text: Vec<char>,
+    /// By character: the hash of the window ending there.
+    hashes: Vec<u64>,
+    /// By character: the end of the previous window of the same bucket as
+    /// the window ending there ([`NONE`] if none or no window ends there).
+    prev: Vec<u64>,
+    /// By bucket: the end of its newest window. Twice as many buckets as
+    /// characters held or more (it doubles as the text grows), so a chain
+    /// holds few windows of other hashes.
+    head: Vec<u64>,
+    /// Characters dropped from the text's front.
+    dropped: u64,
+    /// The ends of the occurrences the last look counted.
+    counted: Vec<u64>,
 }
 
-/// [`suffix_repeats_z`] reading only the `z[j]` it needs: the common suffix
-/// of the text and the text cut `j` characters earlier, compared directly,
-/// at the `j`s not overlapping the last occurrence counted. Most compare
-/// one character (in prose the last character rarely repeats at a given
-/// distance), so a look costs a pass over the tail instead of its reversed
-/// copy and Z-function; on text that matches at many distances without
-/// repeating (`aaab aaab` ...), where direct comparison grows with `n x len`,
-/// it stops after `4n` comparisons and the Z-function answers, so a look stays
-/// linear.
-fn suffix_repeats_in(text: &[char], len: usize, scratch: &mut Scratch) -> (usize, usize) {
-    scan(text, len, scratch, 4 * text.len())
-}
+impl Index {
+    fn new(len: usize) -> Index {
+        let mut pow = 1;
+        for _ in 0..len {
+            pow = mul_mod(pow, BASE);
+        }
+        Index {
+            len,
+            pow,
+            roll: 0,
+            text: Vec::new(),
+            hashes: Vec::new(),
+            prev: Vec::new(),
+            head: vec![NONE; 64],
+            dropped: 0,
+            counted: Vec::new(),
+        }
+    }
 
-/// [`suffix_repeats_in`] with `budget` comparisons before the Z-function.
-fn scan(text: &[char], len: usize, scratch: &mut Scratch, mut budget: usize) -> (usize, usize) {
-    let n = text.len();
-    if len == 0 || n < len {
-        return (0, 0);
+    fn clear(&mut self) {
+        self.roll = 0;
+        self.text.clear();
+        self.hashes.clear();
+        self.prev.clear();
+        self.head.fill(NONE);
+        self.dropped = 0;
     }
-    let (mut count, mut longest) = (1, n);
-    // The first distance not overlapping the suffix itself.
-    let mut j = len;
-    while j < n {
-        // z[j]: the longest common suffix of text[..n] and text[..n - j].
-        let (a, b) = (&text[..n], &text[..n - j]);
-        let mut z = 0;
-        while z < b.len() && a[n - 1 - z] == b[b.len() - 1 - z] {
-            z += 1;
-        }
-        budget = budget.saturating_sub(z + 1);
-        if budget == 0 {
-            return suffix_repeats_z(text, len, scratch);
-        }
-        if z >= len {
-            count += 1;
-            longest = longest.min(z);
-            // The next occurrence may not overlap this one.
-            j += len;
-        } else {
-            j += 1;
-        }
-    }
-    (count, if count > 1 { longest } else { 0 })
-}
 
-/// Occurrences of the text's suffix of `len` characters by the Z-function
-/// of the reversed text (every `z[j]`, in linear time).
-fn suffix_repeats_z(text: &[char], len: usize, scratch: &mut Scratch) -> (usize, usize) {
-    let n = text.len();
-    if len == 0 || n < len {
-        return (0, 0);
-    }
-    let Scratch { rev, z } = scratch;
-    rev.clear();
-    rev.extend(text.iter().rev());
-    z_into(rev, z);
-    let (mut count, mut next, mut longest) = (1, len, n);
-    for (j, &zj) in z.iter().enumerate().skip(1) {
-        if j >= next && zj >= len {
-            count += 1;
-            next = j + len;
-            longest = longest.min(zj);
+    fn push(&mut self, c: char) {
+        let k = self.text.len();
+        self.text.push(c);
+        self.roll = add_mod(mul_mod(self.roll, BASE), u64::from(c));
+        if k >= self.len {
+            // The text keeps `cap >= len` characters when it drops its
+            // front, so the leaving one is still there.
+            let out = mul_mod(u64::from(self.text[k - self.len]), self.pow);
+            self.roll = add_mod(self.roll, MOD - out);
+        }
+        let at = self.dropped + k as u64;
+        self.hashes.push(self.roll);
+        self.prev.push(NONE);
+        if 2 * self.text.len() > self.head.len() {
+            // Rechains every window held, this one included.
+            self.grow();
+        } else if at + 1 >= self.len as u64 {
+            self.chain(k);
         }
     }
-    (count, if count > 1 { longest } else { 0 })
+
+    /// Chain the window ending at `k` (an index into `text`).
+    fn chain(&mut self, k: usize) {
+        let b = self.hashes[k] as usize & (self.head.len() - 1);
+        self.prev[k] = self.head[b];
+        self.head[b] = self.dropped + k as u64;
+    }
+
+    /// Double the buckets and chain every window held again, oldest first.
+    fn grow(&mut self) {
+        let size = (2 * self.head.len()).max(2 * self.text.len());
+        self.head.clear();
+        self.head.resize(size.next_power_of_two(), NONE);
+        for k in 0..self.text.len() {
+            self.prev[k] = NONE;
+            if self.dropped + k as u64 + 1 >= self.len as u64 {
+                self.chain(k);
+            }
+        }
+    }
+
+    /// Keep the last `keep` characters.
+    fn keep(&mut self, keep: usize) {
+        let d = self.text.len().saturating_sub(keep);
+        self.text.drain(..d);
+        self.hashes.drain(..d);
+        self.prev.drain(..d);
+        self.dropped += d as u64;
+    }
+
+    /// Occurrences that do not overlap (the suffix itself included) of the
+    /// last `len` characters within the last `cap` ones, counted back from
+    /// the end (their ends kept in `counted`): what `suffix_repeats`, the
+    /// tests' Z-function reference, counts over that tail.
+    fn count(&mut self, cap: usize) -> usize {
+        let (len, n) = (self.len, self.text.len());
+        let t0 = n.saturating_sub(cap);
+        self.counted.clear();
+        if len == 0 || n - t0 < len {
+            return 0;
+        }
+        let abs = |k: usize| self.dropped + k as u64;
+        // An occurrence lies in the tail and ends `len` or more before the
+        // end (the greedy scan back from the end: the next one ends `len`
+        // or more before the last counted).
+        let lo = abs(t0 + len - 1);
+        let mut bound = match n.checked_sub(len + 1) {
+            Some(b) => abs(b),
+            None => return 1,
+        };
+        let last = &self.text[n - len..];
+        let hash = self.hashes[n - 1];
+        let mut at = self.prev[n - 1];
+        while at != NONE && at >= lo {
+            let k = (at - self.dropped) as usize;
+            if at <= bound && self.hashes[k] == hash && self.text[k + 1 - len..=k] == *last {
+                self.counted.push(at);
+                match at.checked_sub(len as u64) {
+                    Some(b) => bound = b,
+                    None => break,
+                }
+            }
+            at = self.prev[k];
+        }
+        1 + self.counted.len()
+    }
+
+    /// The longest suffix repeated as often as the last count found (0 if
+    /// it found one occurrence): the shortest common suffix of the text and
+    /// the text cut at a counted end, within the last `cap` characters.
+    fn longest(&self, cap: usize) -> usize {
+        let n = self.text.len();
+        let t0 = n.saturating_sub(cap);
+        self.counted
+            .iter()
+            .map(|&at| {
+                let k = (at - self.dropped) as usize;
+                let (a, b) = (&self.text[t0..n], &self.text[t0..=k]);
+                a.iter()
+                    .rev()
+                    .zip(b.iter().rev())
+                    .take_while(|(x, y)| x == y)
+                    .count()
+            })
+            .min()
+            .unwrap_or(0)
+    }
 }
 
 impl Check for LongChantCheck {
@@ -179,14 +261,12 @@ impl LongChantCheck {
         let most = st.warn.max(st.stop).max(1);
         LongChant {
             stages: st,
-            len,
             cap: (2 * len * most).clamp(len, 1 << 17),
             every: (len / 4).max(1),
             prompts: Prompter::default(),
-            text: Vec::new(),
+            index: Index::new(len),
             fresh: 0,
             warned: false,
-            scratch: Scratch::default(),
         }
     }
 }
@@ -195,40 +275,39 @@ impl LongChantCheck {
 /// `2 x cap` characters, what arrived since the last look.
 struct LongChant {
     stages: Stages,
-    len: usize,
     cap: usize,
     every: usize,
     prompts: Prompter,
-    text: Vec<char>,
+    index: Index,
     fresh: usize,
     warned: bool,
-    scratch: Scratch,
 }
 
 impl RecordRule for LongChant {
     fn record(&mut self, s: &Session, i: usize, out: &mut Vec<Detection>) {
         if self.prompts.observe(s, i) {
-            self.text.clear();
+            self.index.clear();
             self.fresh = 0;
             self.warned = false;
         }
         let (Record::Content { text: t } | Record::Thought { text: t }) = &s.event(i).record else {
             return;
         };
-        let (st, len, cap) = (self.stages, self.len, self.cap);
-        let text = &mut self.text;
-        let before = text.len();
-        text.extend(t.chars());
-        self.fresh += text.len() - before;
-        if text.len() > 2 * cap {
-            text.drain(..text.len() - cap);
+        let (st, cap) = (self.stages, self.cap);
+        let index = &mut self.index;
+        let before = index.text.len();
+        for c in t.chars() {
+            index.push(c);
+        }
+        self.fresh += index.text.len() - before;
+        if index.text.len() > 2 * cap {
+            index.keep(cap);
         }
         if self.fresh < self.every {
             return;
         }
         self.fresh = 0;
-        let tail = &text[text.len().saturating_sub(cap)..];
-        let (count, longest) = suffix_repeats_in(tail, len, &mut self.scratch);
+        let count = index.count(cap);
         let stage = if st.stop > 0 && count >= st.stop {
             Stage::Stop
         } else if st.warns() && count >= st.warn {
@@ -241,7 +320,9 @@ impl RecordRule for LongChant {
             return;
         };
         self.warned = true;
-        let passage: String = tail[tail.len() - len.min(60)..].iter().collect();
+        let longest = index.longest(cap);
+        let (text, len) = (&index.text, index.len);
+        let passage: String = text[text.len() - len.min(60)..].iter().collect();
         out.push(staged(
             s,
             i,
@@ -256,9 +337,58 @@ impl RecordRule for LongChant {
     }
 }
 
+/// The Z-function: `z[j]` = longest common prefix of `s` and `s[j..]` (`z[0] = n`).
+#[cfg(test)]
+pub fn z_function<T: PartialEq>(s: &[T]) -> Vec<usize> {
+    let n = s.len();
+    let mut z = vec![0; n];
+    if n == 0 {
+        return z;
+    }
+    z[0] = n;
+    let (mut l, mut r) = (0, 0);
+    for i in 1..n {
+        if i < r {
+            z[i] = (r - i).min(z[i - l]);
+        }
+        while i + z[i] < n && s[z[i]] == s[i + z[i]] {
+            z[i] += 1;
+        }
+        if i + z[i] > r {
+            (l, r) = (i, i + z[i]);
+        }
+    }
+    z
+}
+
+/// The reference: occurrences (the suffix itself included) of the text's
+/// suffix of `len` characters that do not overlap, counted back from the
+/// end, and the longest suffix repeated that often, by the Z-function of
+/// the reversed text (`z[j]`: the longest common suffix of the text and the
+/// text cut `j` characters earlier).
+#[cfg(test)]
+pub fn suffix_repeats(text: &[char], len: usize) -> (usize, usize) {
+    let n = text.len();
+    if len == 0 || n < len {
+        return (0, 0);
+    }
+    let rev: Vec<char> = text.iter().rev().copied().collect();
+    let z = z_function(&rev);
+    let (mut count, mut next, mut longest) = (1, len, n);
+    for (j, &zj) in z.iter().enumerate().skip(1) {
+        if j >= next && zj >= len {
+            count += 1;
+            next = j + len;
+            longest = longest.min(zj);
+        }
+    }
+    (count, if count > 1 { longest } else { 0 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn z_function_by_hand() {
@@ -266,10 +396,42 @@ mod tests {
         assert_eq!(z_function(&s), vec![7, 1, 0, 0, 3, 1, 0]);
     }
 
+    /// The index fed `text` in chunks of the given sizes, its front dropped
+    /// as the rule drops it, compared with the reference over the tail
+    /// after every chunk.
+    fn index_agrees(text: &[char], chunks: &[usize], len: usize, cap: usize) {
+        let mut index = Index::new(len);
+        let mut fed: Vec<char> = Vec::new();
+        let mut at = 0;
+        for &c in chunks.iter().cycle() {
+            if at >= text.len() {
+                break;
+            }
+            let end = (at + c.max(1)).min(text.len());
+            for &ch in &text[at..end] {
+                index.push(ch);
+            }
+            fed.extend_from_slice(&text[at..end]);
+            at = end;
+            if index.text.len() > 2 * cap {
+                index.keep(cap);
+            }
+            assert_eq!(index.text, fed[fed.len() - index.text.len()..]);
+            let tail = &fed[fed.len().saturating_sub(cap)..];
+            let count = index.count(cap);
+            let got = (count, if count > 1 { index.longest(cap) } else { 0 });
+            assert_eq!(
+                got,
+                suffix_repeats(tail, len),
+                "len {len} cap {cap} at {at}"
+            );
+        }
+    }
+
     #[test]
-    fn the_direct_scan_counts_what_the_z_function_counts() {
+    fn the_index_counts_what_the_z_function_counts() {
         // Prose, repeated passages, runs of one character and text that
-        // matches at many distances (the scan's fallback), at every length.
+        // matches at many distances, at several lengths and caps.
         let para = "The build failed again, so I will retry the exact same command now. ";
         let mut texts: Vec<String> = vec![
             format!("intro {para}{para}x{para}"),
@@ -281,6 +443,7 @@ mod tests {
             "aaab".repeat(90),
             "aaaaaaaaab".repeat(40) + "aaaaaaaaa",
             "ab".repeat(150) + "abb",
+            "é∑😀".repeat(60),
         ];
         // A seeded mix of few letters: many partial matches.
         let mut x: u32 = 7;
@@ -294,21 +457,32 @@ mod tests {
                     .collect(),
             );
         }
-        let mut scratch = Scratch::default();
         for t in &texts {
             let t: Vec<char> = t.chars().collect();
-            for end in (0..=t.len()).step_by(7) {
-                let t = &t[..end];
-                for len in [1, 2, 3, 5, 8, 13, 40, 70] {
-                    let want = suffix_repeats_z(t, len, &mut scratch);
-                    // The look's own budget, none (the Z-function at once),
-                    // one that runs out half way, and one that never does.
-                    for budget in [4 * end, 0, end / 2, usize::MAX] {
-                        let got = scan(t, len, &mut scratch, budget);
-                        assert_eq!(got, want, "{t:?} len {len} budget {budget}");
-                    }
+            for len in [1, 2, 3, 5, 8, 13, 40, 70] {
+                for most in [1, 2, 4] {
+                    let cap = (2 * len * most).max(len);
+                    index_agrees(&t, &[7, 1, 23], len, cap);
                 }
+                index_agrees(&t, &[5], len, 1 << 17);
+                // A long chunk after the front was dropped: the buckets
+                // double with positions no longer starting at 0.
+                let mut chunks = vec![1; 30];
+                chunks.push(300);
+                index_agrees(&t, &chunks, len, 2 * len);
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_index_agrees_with_the_z_function_on_any_text(
+            text in proptest::collection::vec(prop_oneof![Just('a'), Just('b'), Just('c'), any::<char>()], 0..300),
+            chunks in proptest::collection::vec(1usize..40, 1..8),
+            len in 1usize..30,
+            most in 1usize..5,
+        ) {
+            index_agrees(&text, &chunks, len, (2 * len * most).max(len));
         }
     }
 

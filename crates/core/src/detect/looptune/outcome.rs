@@ -88,7 +88,7 @@ impl CallSpec for OutcomeSettings {
 struct SameOutcome {
     s: OutcomeSettings,
     changes: usize,
-    seen: FxHashMap<(String, On), (String, usize, usize)>,
+    seen: FxHashMap<(std::sync::Arc<str>, On), (String, usize, usize)>,
 }
 
 impl CallRule for SameOutcome {
@@ -129,7 +129,12 @@ impl CallRule for SameOutcome {
         let head = if self.s.chars == 0 {
             normalize_loose(output)
         } else {
-            normalize_loose(&output.chars().take(self.s.chars).collect::<String>())
+            // The first `chars` characters, sliced rather than copied.
+            let end = output
+                .char_indices()
+                .nth(self.s.chars)
+                .map_or(output.len(), |(at, _)| at);
+            normalize_loose(&output[..end])
         };
         let changes = self.changes;
         let e = self

@@ -72,7 +72,7 @@ impl CallSpec for SameEditSettings {
 struct SameEdit {
     changes: ChangeTools,
     stages: Stages,
-    made: FxHashMap<(String, ArgsId), usize>,
+    made: FxHashMap<(std::sync::Arc<str>, ArgsId), usize>,
 }
 
 impl CallRule for SameEdit {

@@ -70,7 +70,7 @@ impl CallSpec for TargetSettings {
 struct Target {
     keys: TargetKeys,
     stages: Stages,
-    last: Option<(String, Option<String>, String)>,
+    last: Option<(std::sync::Arc<str>, Option<String>, String)>,
     count: usize,
 }
 

@@ -575,7 +575,40 @@ type Call<T> = (Option<Arc<str>>, Arc<str>, T);
 /// Call numbers by key. The keys are shared with `calls`, and a key already
 /// indexed is found by `&str`: a call costs no copy of a name seen before
 /// (most calls are of a few tools) and one of its id.
-type Index = FxHashMap<Arc<str>, VecDeque<u64>>;
+type Index = FxHashMap<Arc<str>, Nums>;
+
+/// The call numbers of one key, oldest first: the oldest held inline, so a
+/// key with one waiting call (an id, nearly always) allocates no deque.
+#[derive(Debug, Clone)]
+struct Nums {
+    /// The oldest (`None` only when `rest` is empty too).
+    first: Option<u64>,
+    rest: VecDeque<u64>,
+}
+
+impl Nums {
+    fn one(k: u64) -> Nums {
+        Nums {
+            first: Some(k),
+            rest: VecDeque::new(),
+        }
+    }
+    fn push_back(&mut self, k: u64) {
+        match self.first {
+            None => self.first = Some(k),
+            Some(_) => self.rest.push_back(k),
+        }
+    }
+    fn front(&self) -> Option<&u64> {
+        self.first.as_ref()
+    }
+    fn pop_front(&mut self) {
+        self.first = self.rest.pop_front();
+    }
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+}
 
 impl<T> Default for Unanswered<T> {
     fn default() -> Self {
@@ -596,7 +629,7 @@ fn index(index: &mut Index, key: &str, k: u64) -> Arc<str> {
         return held;
     }
     let held: Arc<str> = Arc::from(key);
-    index.insert(held.clone(), VecDeque::from([k]));
+    index.insert(held.clone(), Nums::one(k));
     held
 }
 
