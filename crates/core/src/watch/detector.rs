@@ -73,7 +73,11 @@ struct Fed {
     /// as [`merge`](crate::detect::merge) numbers them over the whole session.
     prompt: u32,
     strike: u32,
+    /// The detections handed out (a rebuild finds them again), down to
+    /// those at forgotten records, which no stream can find again.
     seen: FxHashSet<Key>,
+    /// Keys kept at the last pruning of `seen`.
+    seen_kept: usize,
     /// The session's model and mode as last seen: a stream may read them
     /// (the Gemini preview rule, Blade's plan mode), and a replay reads the
     /// latest, so a change rebuilds.
@@ -136,6 +140,14 @@ impl Detector {
             .session
             .as_ref()
             .map_or(0, |g| g.session().events.len())
+    }
+
+    /// Keys of the detections handed out that are still kept (to hand
+    /// each out once): those at records not yet forgotten, and as many
+    /// again at most between prunings.
+    #[doc(hidden)]
+    pub fn detections_held(&self) -> usize {
+        self.fed.seen.len()
     }
 
     /// Whether a record costs amortised O(1) (every check of the
@@ -277,6 +289,15 @@ impl Detector {
             .min()
             .unwrap_or(usize::MAX);
         g.forget_before(keep, self.eager);
+        // No rebuild comes once records are forgotten, and a stream reports
+        // only at records it keeps: the keys of detections at forgotten
+        // records are never asked for again (amortised, as the records are).
+        let first = g.session().first as u32;
+        let seen = &mut self.fed.seen;
+        if seen.len() > 2 * self.fed.seen_kept + 64 || (self.eager && !seen.is_empty()) {
+            seen.retain(|&(event, _, _)| event > first);
+            self.fed.seen_kept = seen.len();
+        }
     }
 
     /// The last record fed to every stream: what fires there and what is
