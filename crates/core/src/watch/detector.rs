@@ -23,8 +23,9 @@
 //! Memory: once no record can renumber those before it (the session has a
 //! `turn` record) and no rule reads the model or mode, the records before
 //! the earliest any stream may read again ([`Stream::keeps_from`]) are
-//! forgotten, so a long session holds the rules' windows, not its records.
-//! Otherwise every record is kept, for the rebuild.
+//! forgotten, so a long session holds the rules' windows, not its records,
+//! and the keys of the detections handed out at them go too. Otherwise
+//! every record is kept, for the rebuild.
 
 use super::Settle;
 use crate::detect::{Check, Detection, DetectorConfig, Stream};
