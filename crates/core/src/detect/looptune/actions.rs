@@ -785,6 +785,33 @@ pub fn outcomes(session: &Prepared) -> Arc<Vec<Option<Outcome>>> {
 mod tests {
     use super::*;
 
+    /// A check's sharing key is its settings' `Debug` text: the lists as
+    /// written, whatever index is built beside them.
+    #[test]
+    fn tool_lists_show_and_compare_as_their_entries() {
+        let keys = |e: &[&str]| {
+            TargetKeys::parse(&e.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+        };
+        let a = keys(&["edit:path", "write:file_path", "edit:file"]);
+        assert_eq!(
+            format!("{a:?}"),
+            r#"TargetKeys([("edit", "path"), ("write", "file_path"), ("edit", "file")])"#
+        );
+        assert_eq!(a, keys(&["edit:path", "write:file_path", "edit:file"]));
+        assert_ne!(a, keys(&["edit:file", "write:file_path", "edit:path"]));
+        let mut args = Map::new();
+        args.insert("file".into(), Value::String("b.rs".into()));
+        args.insert("path".into(), Value::String("a.rs".into()));
+        assert_eq!(a.target("edit", &args).as_deref(), Some("a.rs"));
+        let c = ChangeTools::parse(&["bash:writes".to_string(), "edit".to_string()]).unwrap();
+        assert_eq!(
+            format!("{c:?}"),
+            r#"ChangeTools([("bash", Some("writes")), ("edit", None)])"#
+        );
+        assert!(c.changes("edit", &Map::new()));
+        assert!(!c.changes("read", &Map::new()));
+    }
+
     /// Holds the last action only (as the repeat rule does).
     struct Last(Option<u32>, usize);
 
@@ -1144,30 +1171,47 @@ fn split_entry(entry: &str) -> Option<(&str, &str)> {
     (!tool.is_empty() && !rest.is_empty()).then_some((tool, rest))
 }
 
-/// Per tool, the argument keys naming a call's target, in order.
+/// `TOOL:...` entries: as listed (the settings, what `Debug` and `==`
+/// read, so a check's sharing key is the list's) and each tool's values in
+/// list order, so a call finds its tool's by one hash lookup, not a scan.
 #[derive(Clone, Default)]
-pub struct TargetKeys {
-    /// The entries as listed: the settings (what `Debug` and `==` read).
-    list: Vec<(String, String)>,
-    /// Each tool's keys in list order: a call finds its tool's by one hash
-    /// lookup, not a scan of the list.
-    by_tool: FxHashMap<String, Vec<String>>,
+struct ByTool<V> {
+    list: Vec<(String, V)>,
+    index: FxHashMap<String, Vec<V>>,
 }
 
-impl std::fmt::Debug for TargetKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // As the derived form of the list alone (a check's sharing key).
-        f.debug_tuple("TargetKeys").field(&self.list).finish()
+impl<V: Clone> ByTool<V> {
+    fn new(list: Vec<(String, V)>) -> ByTool<V> {
+        let mut index: FxHashMap<String, Vec<V>> = FxHashMap::default();
+        for (t, v) in &list {
+            index.entry(t.clone()).or_default().push(v.clone());
+        }
+        ByTool { list, index }
+    }
+
+    /// The values listed for `tool`, in order.
+    fn get(&self, tool: &str) -> Option<&[V]> {
+        self.index.get(tool).map(Vec::as_slice)
     }
 }
 
-impl PartialEq for TargetKeys {
+impl<V: std::fmt::Debug> std::fmt::Debug for ByTool<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.list.fmt(f)
+    }
+}
+
+impl<V: PartialEq> PartialEq for ByTool<V> {
     fn eq(&self, other: &Self) -> bool {
         self.list == other.list
     }
 }
 
-impl Eq for TargetKeys {}
+impl<V: Eq> Eq for ByTool<V> {}
+
+/// Per tool, the argument keys naming a call's target, in order.
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+pub struct TargetKeys(ByTool<String>);
 
 impl TargetKeys {
     /// From `TOOL:KEY` entries; the first entry that is not one is returned
@@ -1181,26 +1225,19 @@ impl TargetKeys {
                     .ok_or_else(|| BadEntry(e.clone()))
             })
             .collect::<std::result::Result<_, _>>()?;
-        let mut by_tool: FxHashMap<String, Vec<String>> = FxHashMap::default();
-        for (t, k) in &list {
-            by_tool.entry(t.clone()).or_default().push(k.clone());
-        }
-        Ok(TargetKeys { list, by_tool })
+        Ok(TargetKeys(ByTool::new(list)))
     }
 
     /// What the call acts on: the first listed key of its tool present with
     /// a string value; a Codex patch (`*** Update File: PATH` lines) gives
     /// the files it touches.
     pub fn target(&self, tool: &str, args: &Map<String, Value>) -> Option<String> {
-        self.by_tool
-            .get(tool)?
-            .iter()
-            .find_map(|k| match args.get(k) {
-                Some(Value::String(s)) if !s.trim().is_empty() => {
-                    Some(patch_files(s).unwrap_or_else(|| s.trim().to_string()))
-                }
-                _ => None,
-            })
+        self.0.get(tool)?.iter().find_map(|k| match args.get(k) {
+            Some(Value::String(s)) if !s.trim().is_empty() => {
+                Some(patch_files(s).unwrap_or_else(|| s.trim().to_string()))
+            }
+            _ => None,
+        })
     }
 }
 
@@ -1304,29 +1341,8 @@ pub fn shell_writes(cmd: &str) -> bool {
 }
 
 /// Which calls change something, from `TOOL`, `TOOL:SUB` and `TOOL:writes`.
-#[derive(Clone, Default)]
-pub struct ChangeTools {
-    /// The entries as listed: the settings (what `Debug` and `==` read).
-    list: Vec<(String, Option<String>)>,
-    /// Each tool's sub-commands in list order: a call finds its tool's by
-    /// one hash lookup, not a scan of the list.
-    by_tool: FxHashMap<String, Vec<Option<String>>>,
-}
-
-impl std::fmt::Debug for ChangeTools {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // As the derived form of the list alone (a check's sharing key).
-        f.debug_tuple("ChangeTools").field(&self.list).finish()
-    }
-}
-
-impl PartialEq for ChangeTools {
-    fn eq(&self, other: &Self) -> bool {
-        self.list == other.list
-    }
-}
-
-impl Eq for ChangeTools {}
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+pub struct ChangeTools(ByTool<Option<String>>);
 
 impl ChangeTools {
     /// From the list's entries (a plain tool name, or `TOOL:SUB`).
@@ -1346,16 +1362,12 @@ impl ChangeTools {
                     .ok_or_else(|| BadEntry(e.clone()))
             })
             .collect::<std::result::Result<_, _>>()?;
-        let mut by_tool: FxHashMap<String, Vec<Option<String>>> = FxHashMap::default();
-        for (t, sub) in &list {
-            by_tool.entry(t.clone()).or_default().push(sub.clone());
-        }
-        Ok(ChangeTools { list, by_tool })
+        Ok(ChangeTools(ByTool::new(list)))
     }
 
     /// Whether this call, if it succeeds, changes something.
     pub fn changes(&self, tool: &str, args: &Map<String, Value>) -> bool {
-        self.by_tool.get(tool).is_some_and(|subs| {
+        self.0.get(tool).is_some_and(|subs| {
             subs.iter().any(|sub| match sub.as_deref() {
                 None => true,
                 Some("writes") => shell_command(args).is_some_and(|c| shell_writes(&c)),
