@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// Session `rows`' distinct detections (by address, or by value: in a
 /// merged or loaded record equal ones may sit apart in memory), as the rows
 /// meet them, and each row's among them.
-fn session_detections(rows: &[Arc<HitBody>]) -> (Vec<&FirstDetection>, Vec<Option<u32>>) {
+fn session_detections(rows: &[HitBody]) -> (Vec<&FirstDetection>, Vec<Option<u32>>) {
     let mut distinct: Vec<&FirstDetection> = Vec::new();
     let of = rows
         .iter()
@@ -50,7 +50,7 @@ impl Serialize for AllDetections<'_> {
         use serde::ser::SerializeSeq;
         let mut seq = ser.serialize_seq(None)?;
         for s in 0..self.1 {
-            for d in session_detections(self.0.rows(s)).0 {
+            for d in session_detections(&self.0.rows(s)).0 {
                 seq.serialize_element(d)?;
             }
         }
@@ -70,7 +70,7 @@ impl Serialize for AllRows<'_> {
         let mut text = String::new();
         for s in 0..self.1 {
             let rows = self.0.rows(s);
-            let (distinct, of) = session_detections(rows);
+            let (distinct, of) = session_detections(&rows);
             text.clear();
             text.push('[');
             for (j, (h, d)) in rows.iter().zip(of).enumerate() {
@@ -505,7 +505,7 @@ impl<'de> serde::de::Visitor<'de> for Rows<'_> {
                     values[1..].copy_from_slice(&r.0[..8]);
                     hit_of(&values, self.0).map(|h| h.body)
                 })
-                .collect::<Result<Vec<Arc<HitBody>>, A::Error>>()?;
+                .collect::<Result<Vec<HitBody>, A::Error>>()?;
             self.1.push_rows(bodies);
         }
         Ok(())
@@ -536,7 +536,7 @@ impl<'de> serde::de::Visitor<'de> for Picks<'_> {
                 continue;
             }
             let rows = if cursor < self.0.sessions() as u64 {
-                self.0.rows(cursor as usize).len()
+                self.0.row_count(cursor as usize)
             } else {
                 0
             };

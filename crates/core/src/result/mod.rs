@@ -420,18 +420,17 @@ impl std::fmt::Display for PlaceRecord {
 }
 
 /// What one configuration did on one session, as scores and outputs need it.
-/// A large sweep holds millions (a 1,000-configuration grid over 10,000
-/// sessions: 6 million, most of them judge checks due), so it is small (16
-/// bytes): its session and a shared body. The configurations of a grid
-/// mostly agree on a session, so a session has a few distinct bodies and
-/// its hits share them; the body's fields read through the hit
+/// A sweep keeps its hits as [`outcomes::Outcomes`] (a few bytes a hit) and makes
+/// them one configuration at a time; a hit is its session and its body,
+/// whose detection and effect are shared with the configurations that
+/// agree on the session. The body's fields read through the hit
 /// (`hit.first`, `hit.judge_due`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(from = "FlatHit", into = "FlatHit")]
 pub struct Hit {
     /// Index of the session in [`SweepRecord::sessions`].
     pub session: u32,
-    body: Arc<HitBody>,
+    body: HitBody,
 }
 
 /// What a hit says, apart from its session: shared by the configurations
@@ -460,15 +459,12 @@ impl std::ops::Deref for Hit {
 impl Hit {
     /// A hit of session `session`.
     pub fn new(session: u32, body: HitBody) -> Hit {
-        Hit {
-            session,
-            body: Arc::new(body),
-        }
+        Hit { session, body }
     }
 
-    /// The body, to change (copied first when shared).
+    /// The body, to change.
     pub fn body_mut(&mut self) -> &mut HitBody {
-        Arc::make_mut(&mut self.body)
+        &mut self.body
     }
 }
 
@@ -570,9 +566,6 @@ pub struct SessionHits {
     by_source: Vec<((u32, u32), Arc<FirstDetection>)>,
     distinct: Vec<Arc<FirstDetection>>,
     effects: std::collections::HashSet<Arc<Effect>>,
-    /// Bodies by what they hold: their detection and effect (by address:
-    /// each is shared by value above) and their judge counts.
-    bodies: HashMap<(usize, usize, u32, u32), Arc<HitBody>>,
 }
 
 impl SessionHits {
@@ -624,25 +617,12 @@ impl SessionHits {
                 x
             }
         });
-        let addr = |p: Option<usize>| p.unwrap_or(0);
-        let key = (
-            addr(first.as_ref().map(|d| Arc::as_ptr(d) as usize)),
-            addr(effect.as_ref().map(|e| Arc::as_ptr(e) as usize)),
-            o.judge_due,
-            o.judge_no_verdict,
-        );
-        let body = self
-            .bodies
-            .entry(key)
-            .or_insert_with(|| {
-                Arc::new(HitBody {
-                    judge_due: o.judge_due,
-                    judge_no_verdict: o.judge_no_verdict,
-                    first,
-                    effect,
-                })
-            })
-            .clone();
+        let body = HitBody {
+            judge_due: o.judge_due,
+            judge_no_verdict: o.judge_no_verdict,
+            first,
+            effect,
+        };
         Some(Hit { session: 0, body })
     }
 }
@@ -1541,11 +1521,13 @@ mod tests {
             .unwrap();
     }
 
-    /// The size the doc of [`Hit`] promises: millions of them make most of
-    /// a large sweep's memory.
+    /// A hit is its session, its judge counts and two shared pointers: a
+    /// configuration's hits, or a session-long list of them, are made from
+    /// the store's 16-byte rows one configuration at a time.
     #[test]
-    fn a_hit_is_sixteen_bytes() {
-        assert_eq!(std::mem::size_of::<Hit>(), 16);
+    fn a_hit_is_thirty_two_bytes() {
+        assert_eq!(std::mem::size_of::<Hit>(), 32);
+        assert_eq!(std::mem::size_of::<HitBody>(), 24);
     }
 
     /// Briefs that agree share one detection and one effect; a detection
@@ -1591,8 +1573,13 @@ mod tests {
             d.first.clone().unwrap(),
         );
         assert!(Arc::ptr_eq(&fa, b.first.as_ref().unwrap()));
-        assert!(Arc::ptr_eq(&a.body, &b.body), "agreeing hits share a body");
-        assert!(!Arc::ptr_eq(&a.body, &d.body));
+        let effect = |h: &Hit| h.effect.clone().unwrap();
+        assert!(
+            Arc::ptr_eq(&effect(&a), &effect(&b)),
+            "agreeing hits share an effect"
+        );
+        assert_eq!(a, b);
+        assert_ne!(a, d);
         assert!(Arc::ptr_eq(&fa, &fc), "equal by value, shared");
         assert!(!Arc::ptr_eq(&fa, &fd));
         assert!(Arc::ptr_eq(

@@ -16,8 +16,7 @@
 //! order, and are distinct by value: the form `summary.json` writes, so the
 //! writer copies rows and picks as they are.
 
-use super::{ConfigOutcomes, Hit, HitBody};
-use std::collections::HashMap;
+use super::{ConfigOutcomes, Effect, FirstDetection, Hit, HitBody};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex};
 
@@ -29,21 +28,129 @@ const CHUNK: usize = 4 << 10;
 pub struct Outcomes {
     ids: Vec<String>,
     /// Each session's rows, session after session.
-    rows: Vec<Arc<HitBody>>,
-    /// Where each session's rows start in `rows`; one more than sessions.
-    start: Vec<u32>,
+    rows: RowStore,
     picks: Vec<Picks>,
     spill: Arc<SpillFile>,
-    /// Rows without a detection or an effect (a judge's counts alone), one
-    /// per value for every session: a grid that moves the judge's schedule
-    /// gives most sessions a dozen such rows, equal across sessions, which
-    /// were the largest part of a long sweep's memory on tool-heavy logs.
-    judge_only: HashMap<(u32, u32), Arc<HitBody>>,
+    /// The detections rows name (`Row::first` - 1): each session's
+    /// distinct ones, session after session.
+    firsts: Vec<Arc<FirstDetection>>,
+    /// The effects rows name (`Row::effect` - 1), likewise.
+    effects: Vec<Arc<Effect>>,
 }
 
-/// Most distinct judge-only rows shared (`Outcomes::judge_only`); past
-/// it, rows are kept as they come.
-const MAX_SHARED: usize = 1 << 16;
+/// One of a session's distinct hits, in 16 bytes: its detection and effect
+/// by number in the store's tables (0: none) and its judge counts. A
+/// 1,000-configuration grid gives a session with a loop dozens of rows (its
+/// few detections times the judge's schedules); as a shared `HitBody` each
+/// they were the largest part of a long sweep's memory (56 bytes a row).
+/// Rows of one session are equal exactly when their hits are equal by
+/// value: a session's table entries are distinct by value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Row {
+    first: u32,
+    effect: u32,
+    judge_due: u32,
+    judge_no_verdict: u32,
+}
+
+/// Sessions per block of [`RowStore`].
+const BLOCK: usize = 1024;
+
+/// Each session's rows, session after session, in blocks of [`BLOCK`]
+/// sessions, each block's vector fitted to its rows once full: one vector
+/// for all grew by doubling, holding up to twice its rows (three times
+/// while it moved), and the slack grew with the sweep.
+#[derive(Clone)]
+struct RowStore {
+    blocks: Vec<Vec<Row>>,
+    /// Where each session's rows start, counted over every block; one more
+    /// than the sessions closed.
+    start: Vec<u32>,
+}
+
+impl Default for RowStore {
+    fn default() -> RowStore {
+        RowStore {
+            blocks: Vec::new(),
+            start: vec![0],
+        }
+    }
+}
+
+impl RowStore {
+    /// Sessions closed.
+    fn sessions(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    /// Rows in all, the open session's included.
+    fn total(&self) -> usize {
+        let closed = *self.start.last().expect("one more than sessions") as usize;
+        closed + self.open().len()
+    }
+
+    /// Session `s`'s rows (a closed session).
+    fn session(&self, s: usize) -> &[Row] {
+        let (from, to) = (self.start[s], self.start[s + 1]);
+        if from == to {
+            return &[];
+        }
+        let b = s / BLOCK;
+        let base = self.start[b * BLOCK];
+        &self.blocks[b][(from - base) as usize..(to - base) as usize]
+    }
+
+    /// The rows of the session not yet closed.
+    fn open(&self) -> &[Row] {
+        let s = self.sessions();
+        let b = s / BLOCK;
+        match self.blocks.get(b) {
+            Some(block) => {
+                let base = self.start[b * BLOCK];
+                let from = self.start[s] - base;
+                &block[from as usize..]
+            }
+            None => &[],
+        }
+    }
+
+    /// Add a row to the open session.
+    fn push(&mut self, row: Row) {
+        let b = self.sessions() / BLOCK;
+        if self.blocks.len() <= b {
+            self.blocks.resize_with(b + 1, Vec::new);
+        }
+        self.blocks[b].push(row);
+    }
+
+    /// Close the open session.
+    fn close(&mut self) {
+        let total = self.total() as u32;
+        let s = self.sessions();
+        self.start.push(total);
+        if (s + 1).is_multiple_of(BLOCK) {
+            if let Some(block) = self.blocks.get_mut(s / BLOCK) {
+                block.shrink_to_fit();
+            }
+        }
+    }
+
+    /// Keep the first `n` sessions (`n` at most the sessions closed), and
+    /// drop the open session's rows.
+    fn truncate(&mut self, n: usize) {
+        self.start.truncate(n + 1);
+        let end = self.start[n];
+        let blocks = n.div_ceil(BLOCK);
+        self.blocks.truncate(blocks);
+        if blocks > 0 {
+            let base = self.start[(blocks - 1) * BLOCK];
+            // A block whose sessions have no rows may never have been made.
+            if let Some(block) = self.blocks.get_mut(blocks - 1) {
+                block.truncate((end - base) as usize);
+            }
+        }
+    }
+}
 
 /// One configuration's picks.
 #[derive(Clone, Default)]
@@ -166,11 +273,11 @@ impl Outcomes {
         let picks = vec![Picks::default(); ids.len()];
         Outcomes {
             ids,
-            rows: Vec::new(),
-            start: vec![0],
+            rows: RowStore::default(),
             picks,
             spill: Arc::default(),
-            judge_only: HashMap::new(),
+            firsts: Vec::new(),
+            effects: Vec::new(),
         }
     }
 
@@ -196,7 +303,7 @@ impl Outcomes {
 
     /// Number of sessions.
     pub fn sessions(&self) -> usize {
-        self.start.len() - 1
+        self.rows.sessions()
     }
 
     /// Number of hits of configuration `c`.
@@ -205,8 +312,38 @@ impl Outcomes {
     }
 
     /// Session `s`'s rows: its distinct hits, as configurations meet them.
-    pub fn rows(&self, s: usize) -> &[Arc<HitBody>] {
-        &self.rows[self.start[s] as usize..self.start[s + 1] as usize]
+    pub fn rows(&self, s: usize) -> Vec<HitBody> {
+        self.session_rows(s).iter().map(|r| self.body(r)).collect()
+    }
+
+    /// Number of session `s`'s rows.
+    pub fn row_count(&self, s: usize) -> usize {
+        self.session_rows(s).len()
+    }
+
+    fn session_rows(&self, s: usize) -> &[Row] {
+        self.rows.session(s)
+    }
+
+    /// The hit a row stands for.
+    fn body(&self, r: &Row) -> HitBody {
+        HitBody {
+            judge_due: r.judge_due,
+            judge_no_verdict: r.judge_no_verdict,
+            first: r
+                .first
+                .checked_sub(1)
+                .map(|i| self.firsts[i as usize].clone()),
+            effect: r
+                .effect
+                .checked_sub(1)
+                .map(|i| self.effects[i as usize].clone()),
+        }
+    }
+
+    /// The hit of session `s`'s row `k`.
+    fn body_at(&self, s: u32, k: u32) -> HitBody {
+        self.body(&self.rows.session(s as usize)[k as usize])
     }
 
     /// One past the last session any configuration has a hit on.
@@ -223,23 +360,24 @@ impl Outcomes {
             order.dedup_by_key(|i| hits[*i].0);
         }
         let s = self.sessions() as u32;
-        let from = self.rows.len();
+        let from = self.tables();
         for i in order {
             let (c, h) = &hits[i];
             let k = self.row_of(from, &h.body);
             self.pick(*c as usize, s, k)?;
         }
-        self.start.push(self.rows.len() as u32);
+        self.rows.close();
         Ok(())
     }
 
     /// Add the next session with its rows as they are (a loaded record's).
-    pub(super) fn push_rows(&mut self, rows: Vec<Arc<HitBody>>) {
-        for r in rows {
-            let r = self.shared(&r);
+    pub(super) fn push_rows(&mut self, rows: Vec<HitBody>) {
+        let from = self.tables();
+        for r in &rows {
+            let r = self.row(from, r);
             self.rows.push(r);
         }
-        self.start.push(self.rows.len() as u32);
+        self.rows.close();
     }
 
     /// Add a configuration without hits; returns its index.
@@ -254,36 +392,51 @@ impl Outcomes {
         self.ids[c] = id;
     }
 
-    /// The row of `body` among the rows from `from` on, added if new.
-    fn row_of(&mut self, from: usize, body: &Arc<HitBody>) -> u32 {
-        let mine = &self.rows[from..];
-        let k = mine
-            .iter()
-            .position(|r| Arc::ptr_eq(r, body))
-            .or_else(|| mine.iter().position(|r| **r == **body));
-        match k {
+    /// Where the next session's table entries start.
+    fn tables(&self) -> (usize, usize) {
+        (self.firsts.len(), self.effects.len())
+    }
+
+    /// The row of `body` among the open session's, added if new.
+    fn row_of(&mut self, from: (usize, usize), body: &HitBody) -> u32 {
+        let row = self.row(from, body);
+        let mine = self.rows.open();
+        match mine.iter().position(|r| *r == row) {
             Some(k) => k as u32,
             None => {
-                let body = self.shared(body);
-                self.rows.push(body);
-                (self.rows.len() - from - 1) as u32
+                let k = mine.len() as u32;
+                self.rows.push(row);
+                k
             }
         }
     }
 
-    /// `body`, or the equal judge-only row another session holds.
-    fn shared(&mut self, body: &Arc<HitBody>) -> Arc<HitBody> {
-        if body.first.is_some() || body.effect.is_some() {
-            return body.clone();
+    /// `body` as a row of the session whose table entries start at `from`:
+    /// its detection and effect found among the session's (by address, else
+    /// by value) or added.
+    fn row(&mut self, from: (usize, usize), body: &HitBody) -> Row {
+        fn number<T: PartialEq>(table: &mut Vec<Arc<T>>, from: usize, x: &Option<Arc<T>>) -> u32 {
+            let Some(x) = x else { return 0 };
+            let mine = &table[from..];
+            let k = mine
+                .iter()
+                .position(|m| Arc::ptr_eq(m, x))
+                .or_else(|| mine.iter().position(|m| **m == **x));
+            let k = match k {
+                Some(k) => from + k,
+                None => {
+                    table.push(x.clone());
+                    table.len() - 1
+                }
+            };
+            k as u32 + 1
         }
-        let key = (body.judge_due, body.judge_no_verdict);
-        if let Some(x) = self.judge_only.get(&key) {
-            return x.clone();
+        Row {
+            first: number(&mut self.firsts, from.0, &body.first),
+            effect: number(&mut self.effects, from.1, &body.effect),
+            judge_due: body.judge_due,
+            judge_no_verdict: body.judge_no_verdict,
         }
-        if self.judge_only.len() < MAX_SHARED {
-            self.judge_only.insert(key, body.clone());
-        }
-        body.clone()
     }
 
     /// Configuration `c` has row `row` on session `session` (after its last).
@@ -320,8 +473,7 @@ impl Outcomes {
     /// Call `f(session, body)` for each of configuration `c`'s hits, in
     /// session order (nothing is copied).
     pub fn each(&self, c: usize, mut f: impl FnMut(u32, &HitBody)) -> std::io::Result<()> {
-        self.read(c)?
-            .each(|s, k| f(s, &self.rows[(self.start[s as usize] + k) as usize]));
+        self.read(c)?.each(|s, k| f(s, &self.body_at(s, k)));
         Ok(())
     }
 
@@ -337,7 +489,7 @@ impl Outcomes {
         self.read(c)?.each(|s, k| {
             out.push(Hit {
                 session: s,
-                body: self.rows[(self.start[s as usize] + k) as usize].clone(),
+                body: self.body_at(s, k),
             })
         });
         Ok(out)
@@ -350,7 +502,7 @@ impl Outcomes {
             if x as usize == s {
                 found = Some(Hit {
                     session: x,
-                    body: self.rows[(self.start[s] + k) as usize].clone(),
+                    body: self.body_at(x, k),
                 });
             }
         });
@@ -363,7 +515,7 @@ impl Outcomes {
         self.read(c)?.each(|s, k| {
             out[s as usize] = Some(Hit {
                 session: s,
-                body: self.rows[(self.start[s as usize] + k) as usize].clone(),
+                body: self.body_at(s, k),
             })
         });
         Ok(out)
@@ -437,11 +589,11 @@ impl Outcomes {
             }
         }
         if self.sessions() > n {
-            self.start.truncate(n + 1);
-            self.rows.truncate(self.start[n] as usize);
+            self.rows.truncate(n);
         }
-        let end = *self.start.last().expect("one more than sessions");
-        self.start.resize(n + 1, end);
+        while self.sessions() < n {
+            self.rows.close();
+        }
         Ok(())
     }
 
@@ -466,13 +618,15 @@ impl Outcomes {
                 return Ok(false);
             }
         }
+        // A session's table entries are distinct by value: rows are equal
+        // as their hits are.
         Ok((0..n).all(|s| {
-            let rows = self.rows(s);
+            let rows = self.session_rows(s);
             met[s] as usize == rows.len()
                 && rows
                     .iter()
                     .enumerate()
-                    .all(|(i, r)| rows[..i].iter().all(|x| **x != **r))
+                    .all(|(i, r)| rows[..i].iter().all(|x| x != r))
         }))
     }
 
@@ -490,11 +644,16 @@ impl Outcomes {
         let mut out = Outcomes::new(self.ids.clone());
         for &old in &old_of {
             if old != u32::MAX {
-                out.rows.extend_from_slice(self.rows(old as usize));
+                for &r in self.session_rows(old as usize) {
+                    out.rows.push(r);
+                }
             }
-            out.start.push(out.rows.len() as u32);
+            out.rows.close();
         }
-        self.rows = Vec::new();
+        self.rows = RowStore::default();
+        // Rows name table entries by number, whatever their session's place.
+        out.firsts = std::mem::take(&mut self.firsts);
+        out.effects = std::mem::take(&mut self.effects);
         let mut picks: Vec<(u32, u32)> = Vec::new();
         for c in 0..self.len() {
             picks.clear();
@@ -517,10 +676,20 @@ impl Outcomes {
     /// here of `other`'s configuration `c`.
     pub fn append(&mut self, other: &Outcomes, at: &[usize]) -> std::io::Result<()> {
         let offset = self.sessions() as u32;
-        let base = self.rows.len() as u32;
-        self.rows.extend_from_slice(&other.rows);
-        self.start
-            .extend(other.start[1..].iter().map(|&x| base + x));
+        let (firsts, effects) = (self.firsts.len() as u32, self.effects.len() as u32);
+        let moved = |n: u32, by: u32| if n == 0 { 0 } else { n + by };
+        for s in 0..other.sessions() {
+            for r in other.session_rows(s) {
+                self.rows.push(Row {
+                    first: moved(r.first, firsts),
+                    effect: moved(r.effect, effects),
+                    ..*r
+                });
+            }
+            self.rows.close();
+        }
+        self.firsts.extend_from_slice(&other.firsts);
+        self.effects.extend_from_slice(&other.effects);
         let mut picks: Vec<(u32, u32)> = Vec::new();
         for (c, &to) in at.iter().enumerate() {
             picks.clear();
@@ -572,7 +741,7 @@ impl std::fmt::Debug for Outcomes {
         f.debug_struct("Outcomes")
             .field("configurations", &self.len())
             .field("sessions", &self.sessions())
-            .field("rows", &self.rows.len())
+            .field("rows", &self.rows.total())
             .field(
                 "hits",
                 &self.picks.iter().map(|p| p.count as u64).sum::<u64>(),
@@ -597,37 +766,46 @@ mod tests {
         )
     }
 
-    /// Sessions' judge-only rows of equal value are one allocation (a
-    /// grid over the judge's schedule gave each session a dozen), read
-    /// back unchanged; rows with a detection stay each session's own.
+    /// A row is 16 bytes; a session's detections sit once in the table
+    /// however many rows name them, rows read back as the hits they were
+    /// made of, and an equal detection at another address is the same row.
     #[test]
-    fn judge_only_rows_are_shared_across_sessions() {
-        let mut o = Outcomes::new(vec!["a".into(), "b".into()]);
-        let first = Arc::new(FirstDetection {
-            turn: 1,
-            event: 2,
-            kind: "k".into(),
-            detail: "d".into(),
-            place: None,
-        });
-        let detected = |due: u32| {
+    fn rows_name_each_session_s_detections_once() {
+        assert_eq!(std::mem::size_of::<Row>(), 16);
+        let mut o = Outcomes::new(vec!["a".into(), "b".into(), "c".into()]);
+        let first = || {
+            Arc::new(FirstDetection {
+                turn: 1,
+                event: 2,
+                kind: "k".into(),
+                detail: "d".into(),
+                place: None,
+            })
+        };
+        let shared = first();
+        let detected = |due: u32, d: &Arc<FirstDetection>| {
             Hit::new(
                 0,
                 HitBody {
                     judge_due: due,
-                    first: Some(first.clone()),
+                    first: Some(d.clone()),
                     ..Default::default()
                 },
             )
         };
         for _ in 0..3 {
-            o.push_session(&[(0, hit(4)), (1, detected(4))]).unwrap();
+            o.push_session(&[
+                (0, hit(4)),
+                (1, detected(4, &shared)),
+                (2, detected(5, &first())),
+            ])
+            .unwrap();
         }
+        assert!(o.canonical().unwrap());
         o.push_rows(vec![hit(4).body, hit(5).body]);
-        let judge: Vec<&Arc<HitBody>> = (0..4).map(|s| &o.rows(s)[0]).collect();
-        assert!(judge.iter().all(|r| Arc::ptr_eq(r, judge[0])), "shared");
+        assert_eq!(o.firsts.len(), 3, "one a session");
+        assert_eq!(o.row_count(0), 3);
         assert_eq!(o.rows(3)[1].judge_due, 5);
-        assert!(!Arc::ptr_eq(&o.rows(0)[1], &o.rows(1)[1]), "own rows");
         let a: Vec<(u32, u32)> = o
             .hits(0)
             .unwrap()
@@ -635,7 +813,52 @@ mod tests {
             .map(|h| (h.session, h.judge_due))
             .collect();
         assert_eq!(a, [(0, 4), (1, 4), (2, 4)]);
-        assert!(o.hits(1).unwrap().iter().all(|h| h.first.is_some()));
+        let c = o.hits(2).unwrap();
+        assert!(c.iter().all(|h| h.first.as_deref() == Some(&*shared)));
+        assert_eq!(c[1].judge_due, 5);
+    }
+
+    /// Sessions across several blocks read back as pushed, also after
+    /// sessions without rows, a truncation inside a block and growth again.
+    #[test]
+    fn row_blocks_give_each_session_its_rows() {
+        let row = |s: usize, k: usize| Row {
+            judge_due: s as u32,
+            judge_no_verdict: k as u32,
+            ..Row::default()
+        };
+        let rows_of = |s: usize| if s % 7 == 3 { 0 } else { s % 5 + 1 };
+        let mut store = RowStore::default();
+        let n = 3 * BLOCK + 17;
+        for s in 0..n {
+            for k in 0..rows_of(s) {
+                store.push(row(s, k));
+            }
+            store.close();
+        }
+        let check = |store: &RowStore, n: usize| {
+            assert_eq!(store.sessions(), n);
+            for s in 0..n {
+                let want: Vec<Row> = (0..rows_of(s)).map(|k| row(s, k)).collect();
+                assert_eq!(store.session(s), want, "session {s}");
+            }
+            assert_eq!(store.total(), (0..n).map(rows_of).sum::<usize>());
+        };
+        check(&store, n);
+        assert_eq!(store.blocks[0].capacity(), store.blocks[0].len(), "fitted");
+        store.truncate(BLOCK + 5);
+        check(&store, BLOCK + 5);
+        for s in BLOCK + 5..n {
+            for k in 0..rows_of(s) {
+                store.push(row(s, k));
+            }
+            store.close();
+        }
+        check(&store, n);
+        let mut empty = RowStore::default();
+        (0..BLOCK + 2).for_each(|_| empty.close());
+        empty.truncate(BLOCK + 1);
+        assert_eq!((empty.sessions(), empty.total()), (BLOCK + 1, 0));
     }
 
     /// Reading the spilled hits back fails: every reader says so, none
@@ -768,11 +991,12 @@ mod tests {
         assert_eq!(o2.sessions(), 9);
         // Rows numbered out of the order configurations meet them.
         let mut odd = Outcomes::new(vec!["a".into()]);
-        odd.rows = vec![
-            Arc::new(HitBody::default()),
-            Arc::new((*hit(3).body).clone()),
-        ];
-        odd.start = vec![0, 2];
+        odd.rows.push(Row::default());
+        odd.rows.push(Row {
+            judge_due: 3,
+            ..Row::default()
+        });
+        odd.rows.close();
         odd.pick(0, 0, 1).unwrap();
         assert!(!odd.canonical().unwrap());
     }
