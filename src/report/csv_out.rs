@@ -209,7 +209,11 @@ pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> st
     // row is its configuration, the cells of its detection on its session
     // (rendered once, found among that session's few), its stop turn, and
     // the detection's place (once). Rows gather in a block written whole.
-    type Cells = (Vec<u8>, Vec<u8>);
+    // Cells kept rendered for every session were the largest part of a
+    // sweep's peak at its end (8 MB over 20,000 tool-heavy sessions): most
+    // need no quoting, so only cells whose rendering differs from their
+    // fields joined by commas are kept; the rest are written from the
+    // detection's fields again.
     let mut cells: Vec<Vec<(*const FirstDetection, Cells)>> =
         vec![Vec::new(); r.record.sessions.len()];
     let mut block: Vec<u8> = Vec::with_capacity(BLOCK + 4096);
@@ -229,13 +233,19 @@ pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> st
             let (mid, tail) = &known[at].1;
             block.extend_from_slice(&id);
             block.push(b',');
-            block.extend_from_slice(mid);
+            match mid {
+                Some(m) => block.extend_from_slice(m),
+                None => plain_mid(&mut block, r, o.session, d),
+            }
             block.push(b',');
             if let Some(t) = o.stop_turn() {
                 push_number(&mut block, t);
             }
             block.push(b',');
-            block.extend_from_slice(tail);
+            match tail {
+                Some(t) => block.extend_from_slice(t),
+                None => plain_tail(&mut block, d),
+            }
             block.push(b'\n');
             if block.len() >= BLOCK {
                 out.write_all(&block)?;
@@ -271,41 +281,98 @@ pub(crate) fn detection_rows(
     )
 }
 
-fn detection_cells(
-    r: &SweepResult,
-    session: u32,
-    d: &crate::result::FirstDetection,
-) -> (Vec<u8>, Vec<u8>) {
+/// A detection's cells either side of the stop turn, each `None` when it
+/// is its fields joined by commas as they are ([`plain_mid`], [`plain_tail`]).
+type Cells = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+fn detection_cells(r: &SweepResult, session: u32, d: &crate::result::FirstDetection) -> Cells {
     let s = &r.record.sessions[session as usize];
     let label = s.label();
     let (verd, ttd) = verdict_at(Some(d.turn), label);
-    let label_str = match label {
+    let detail: String = d.detail.chars().take(300).collect();
+    let place = d.place.as_ref();
+    let mid = csv_cells(&[
+        &safe_cell(&s.id),
+        &d.turn.to_string(),
+        &d.event.to_string(),
+        &d.kind,
+        label_str(label),
+        verd.as_str(),
+        &ttd.map(|t| t.to_string()).unwrap_or_default(),
+    ]);
+    let tail = csv_cells(&[
+        &safe_cell(&detail),
+        &safe_cell(place.map_or("", |p| p.file.as_str())),
+        &place
+            .and_then(|p| p.line)
+            .map(|l| l.to_string())
+            .unwrap_or_default(),
+        &safe_cell(place.and_then(|p| p.pointer.as_deref()).unwrap_or("")),
+    ]);
+    let (mut plain_m, mut plain_t) = (Vec::new(), Vec::new());
+    plain_mid(&mut plain_m, r, session, d);
+    plain_tail(&mut plain_t, d);
+    (
+        (mid != plain_m).then_some(mid),
+        (tail != plain_t).then_some(tail),
+    )
+}
+
+fn label_str(label: Option<crate::event::Label>) -> &'static str {
+    match label {
         Some(l) if l.is_loop => "loop",
         Some(_) => "clean",
         None => "",
-    };
-    let detail: String = d.detail.chars().take(300).collect();
+    }
+}
+
+/// The cells of [`detection_cells`]' first part as plain fields: session,
+/// turn, event, kind, label, outcome, turns-to-detection.
+fn plain_mid(out: &mut Vec<u8>, r: &SweepResult, session: u32, d: &crate::result::FirstDetection) {
+    let s = &r.record.sessions[session as usize];
+    let label = s.label();
+    let (verd, ttd) = verdict_at(Some(d.turn), label);
+    out.extend_from_slice(s.id.as_bytes());
+    out.push(b',');
+    push_number(out, d.turn);
+    out.push(b',');
+    push_number(out, d.event);
+    out.push(b',');
+    out.extend_from_slice(d.kind.as_bytes());
+    out.push(b',');
+    out.extend_from_slice(label_str(label).as_bytes());
+    out.push(b',');
+    out.extend_from_slice(verd.as_str().as_bytes());
+    out.push(b',');
+    if let Some(t) = ttd {
+        if t < 0 {
+            out.push(b'-');
+        }
+        match u32::try_from(t.unsigned_abs()) {
+            Ok(n) => push_number(out, n),
+            Err(_) => out.extend_from_slice(t.unsigned_abs().to_string().as_bytes()),
+        }
+    }
+}
+
+/// The cells of [`detection_cells`]' second part as plain fields: detail,
+/// file, line, pointer.
+fn plain_tail(out: &mut Vec<u8>, d: &crate::result::FirstDetection) {
     let place = d.place.as_ref();
-    (
-        csv_cells(&[
-            &safe_cell(&s.id),
-            &d.turn.to_string(),
-            &d.event.to_string(),
-            &d.kind,
-            label_str,
-            verd.as_str(),
-            &ttd.map(|t| t.to_string()).unwrap_or_default(),
-        ]),
-        csv_cells(&[
-            &safe_cell(&detail),
-            &safe_cell(place.map_or("", |p| p.file.as_str())),
-            &place
-                .and_then(|p| p.line)
-                .map(|l| l.to_string())
-                .unwrap_or_default(),
-            &safe_cell(place.and_then(|p| p.pointer.as_deref()).unwrap_or("")),
-        ]),
-    )
+    out.extend_from_slice(d.detail.as_bytes());
+    out.push(b',');
+    out.extend_from_slice(place.map_or("", |p| p.file.as_str()).as_bytes());
+    out.push(b',');
+    if let Some(l) = place.and_then(|p| p.line) {
+        push_number(out, l);
+    }
+    out.push(b',');
+    out.extend_from_slice(
+        place
+            .and_then(|p| p.pointer.as_deref())
+            .unwrap_or("")
+            .as_bytes(),
+    );
 }
 
 /// `n` in decimal, as `to_string` writes it, without allocating.

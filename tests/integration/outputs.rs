@@ -317,3 +317,86 @@ fn parquet_files_hold_the_csvs_rows_and_values() {
         assert_eq!(type_of(c), t, "{c}");
     }
 }
+
+/// Cells that need quoting (a session id with a comma and a quote, a
+/// detail with quotes and a comma, a file name with a comma) and cells that do not
+/// sit side by side in detections.csv: the writer keeps only the cells that
+/// differ from their plain fields and writes the others from the
+/// detection again; the CSV must read back as the Parquet file's values
+/// either way.
+#[test]
+fn detections_csv_quotes_the_cells_that_need_it_and_only_them() {
+    let d = tempfile::tempdir().unwrap();
+    let call = |session: &str, arg: &str| {
+        let rec = serde_json::json!({"session": session, "type": "tool_call", "name": "run", "args": {"cmd": arg}});
+        format!("{rec}\n")
+    };
+    let mut text = String::new();
+    for (session, arg) in [
+        ("plain-1", "ls"),
+        ("odd,\"id\"", "echo \"a,b\"\nnext"),
+        ("plain-2", "make test"),
+    ] {
+        text.push_str(&format!(
+            "{{\"session\":\"{}\",\"type\":\"user\",\"text\":\"go\"}}\n",
+            session.replace('"', "\\\"")
+        ));
+        for _ in 0..6 {
+            text.push_str(&call(session, arg));
+        }
+    }
+    crate::util::write(d.path(), "=cmd,1.jsonl", &text);
+    crate::util::write(
+        d.path(),
+        "calm.jsonl",
+        &text.replace("\"session\":\"", "\"session\":\"calm-"),
+    );
+    let grid = crate::util::write(
+        d.path(),
+        "grid.toml",
+        "family = \"gemini\"\nstock_profiles = false\n[axes]\ntool_call_threshold = [2, 3, 5]\n",
+    );
+    let out = d.path().join("out");
+    looptune()
+        .arg("sweep")
+        .arg(d.path().join("=cmd,1.jsonl"))
+        .arg(d.path().join("calm.jsonl"))
+        .args(["--quiet", "--parquet", "--grid"])
+        .arg(&grid)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let (header, csv) = csv_rows(&out.join("detections.csv"));
+    let (_, parquet, _) = parquet_rows(&out.join("detections.parquet"));
+    assert_eq!(parquet, csv);
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let sessions: std::collections::BTreeSet<&str> =
+        csv.iter().map(|r| r[col("session")].as_str()).collect();
+    assert!(
+        sessions.contains("odd,\"id\"") && sessions.contains("plain-1"),
+        "{sessions:?}"
+    );
+    let odd = csv
+        .iter()
+        .find(|r| r[col("session")] == "odd,\"id\"")
+        .unwrap();
+    assert!(odd[col("detail")].contains("\\\"a,b"), "{odd:?}");
+    assert!(odd[col("file")].ends_with("=cmd,1.jsonl"), "{odd:?}");
+    let raw = std::fs::read_to_string(out.join("detections.csv")).unwrap();
+    assert!(raw.contains("\"odd,\"\"id\"\"\""), "quoted once: {raw}");
+    let plain = csv
+        .iter()
+        .find(|r| r[col("session")].starts_with("calm-plain-1"))
+        .unwrap();
+    let line = raw.lines().find(|l| l.contains(",calm-plain-1,")).unwrap();
+    assert_eq!(
+        line.split(',').count(),
+        header.len(),
+        "no cell quoted: {line}"
+    );
+    assert_eq!(
+        plain[col("file")],
+        d.path().join("calm.jsonl").display().to_string()
+    );
+}
