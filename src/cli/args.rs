@@ -72,9 +72,10 @@ pub(super) struct LimitArgs {
     #[arg(long, value_name = "N", default_value_t = crate::input::MAX_GZIP_RATIO)]
     pub(super) max_gzip_ratio: u64,
     /// Canonical files larger than this are read in two passes of batches
-    /// (tests set it low to read small files that way).
-    #[arg(long, value_name = "BYTES", default_value_t = crate::input::STREAM_ABOVE, hide = true)]
-    pub(super) stream_above: u64,
+    /// (tests set it low to read small files that way). Default: 16 MiB,
+    /// 1 MiB for `sweep`.
+    #[arg(long, value_name = "BYTES", hide = true)]
+    pub(super) stream_above: Option<u64>,
 }
 
 impl InputArgs {
@@ -85,7 +86,10 @@ impl InputArgs {
             digests,
             max_gzip_bytes: self.limits.max_gzip_bytes,
             max_gzip_ratio: self.limits.max_gzip_ratio,
-            stream_above: self.limits.stream_above,
+            stream_above: self
+                .limits
+                .stream_above
+                .unwrap_or(crate::input::STREAM_ABOVE),
         }
     }
 }

@@ -229,7 +229,10 @@ impl SweepArgs {
                 digests: true,
                 max_gzip_bytes: self.limits.max_gzip_bytes,
                 max_gzip_ratio: self.limits.max_gzip_ratio,
-                stream_above: self.limits.stream_above,
+                stream_above: self
+                    .limits
+                    .stream_above
+                    .unwrap_or(crate::input::SWEEP_STREAM_ABOVE),
             },
             grid: self.grid.clone(),
             labels: self.ci.labels.clone(),

@@ -23,6 +23,13 @@ use std::sync::Arc;
 /// whole, one per thread, which is faster and bounded by this size.
 pub const STREAM_ABOVE: u64 = 16 << 20;
 
+/// [`STREAM_ABOVE`] for a sweep, which holds its results while it reads:
+/// files read whole, one a thread, made its peak follow the size of its
+/// files (a corpus of 12 MB files held 24 MB more than one of 6 MB files
+/// to its end), where batches hold about 4 MB whatever the files (#46;
+/// benches/README.md). The two passes cost no measurable time there.
+pub const SWEEP_STREAM_ABOVE: u64 = 1 << 20;
+
 /// Bytes of whole lines parsed at a time, per thread.
 const BATCH_PER_THREAD: usize = 8 << 20;
 

@@ -35,7 +35,7 @@ pub mod logdirs;
 #[doc(hidden)]
 pub mod synth;
 use crate::util::pool::Workers;
-pub use large::STREAM_ABOVE;
+pub use large::{STREAM_ABOVE, SWEEP_STREAM_ABOVE};
 pub use list::{InputFiles, InputList};
 
 /// How to read inputs.
