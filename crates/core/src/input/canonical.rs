@@ -87,7 +87,9 @@ pub(crate) fn parse_giving(
     lenient: bool,
     give: &mut dyn FnMut(String, Vec<Event>),
 ) -> Result<Batch> {
-    let spans: Spans = session_spans(bytes, 1, stem, usize::MAX)
+    // Checked as UTF-8 once, for both passes.
+    let text = std::str::from_utf8(bytes).ok();
+    let spans: Spans = session_spans(bytes, text, 1, stem, usize::MAX)
         .into_iter()
         .map(|(id, first, last)| (id, (first, last)))
         .collect();
@@ -96,7 +98,7 @@ pub(crate) fn parse_giving(
         first_line: 1,
         give,
     };
-    let p = parse_piece(bytes, true, stem, lenient, Some(&mut hand));
+    let p = parse_piece(bytes, text, true, stem, lenient, Some(&mut hand));
     if let Some((line, message)) = p.error {
         return Err(Error::Line {
             path: display.to_string(),
@@ -202,6 +204,7 @@ pub(crate) fn parse_batch(
     }
     let parse = |(&(a, b), &start): (&(usize, usize), &u64)| {
         let piece = &bytes[a..b];
+        let text = std::str::from_utf8(piece).ok();
         match give {
             Some((spans, give)) => {
                 // Lines numbered in the file, as the merge below does.
@@ -219,9 +222,9 @@ pub(crate) fn parse_batch(
                     first_line: start,
                     give: &mut each,
                 };
-                parse_piece(piece, first && a == 0, stem, lenient, Some(&mut hand))
+                parse_piece(piece, text, first && a == 0, stem, lenient, Some(&mut hand))
             }
-            None => parse_piece(piece, first && a == 0, stem, lenient, None),
+            None => parse_piece(piece, text, first && a == 0, stem, lenient, None),
         }
     };
     let pieces: Vec<Piece> = if ranges.len() == 1 {
@@ -292,8 +295,11 @@ fn piece_ranges(bytes: &[u8], min_piece: usize) -> Vec<(usize, usize)> {
 /// first pass over a file: it tells when each session is complete, so the
 /// second pass can hand sessions out as it goes. (A line that is not a
 /// record may still be counted: that only makes a session look longer.)
+/// `text`: `bytes` as text when the caller has checked them as UTF-8 (else
+/// each piece is checked here), so a line's id needs no check of its own.
 pub(crate) fn session_spans(
     bytes: &[u8],
+    text: Option<&str>,
     first_line: u64,
     stem: &str,
     min_piece: usize,
@@ -308,10 +314,15 @@ pub(crate) fn session_spans(
         // Consecutive lines mostly share a session: compare before hashing.
         let mut last_slot = usize::MAX;
         let piece = &bytes[a..b];
+        // Line ends are character boundaries.
+        let piece_text = match text {
+            Some(t) => Some(&t[a..b]),
+            None => std::str::from_utf8(piece).ok(),
+        };
         let mut last_line = None;
         for (n, x, y) in line_ranges(piece, first && a == 0) {
             last_line = Some((n, y));
-            let Some(sid) = line_session(&piece[x..y]) else {
+            let Some(sid) = line_session(&piece[x..y], piece_text.map(|t| &t[x..y])) else {
                 continue;
             };
             let sid = sid.as_deref().unwrap_or(stem);
@@ -395,10 +406,19 @@ fn lines_from(bytes: &[u8], last: Option<(u64, usize)>) -> u64 {
 /// whole (plain keys, `session` once and unescaped), anything else takes the
 /// full parse. On a line that is not a record the scan may name a session:
 /// that only makes the first pass of a large file think the session ends
-/// later than it does.
-fn line_session(raw: &[u8]) -> Option<Option<Cow<'_, str>>> {
-    if let Some(session) = tail_session(raw) {
-        return Some(Some(Cow::Borrowed(session)));
+/// later than it does. `text`: the line as text, when it is known to be
+/// UTF-8 (the id is then sliced from it, not checked again: a check per id
+/// was a sixth of the first pass).
+fn line_session<'a>(raw: &'a [u8], text: Option<&'a str>) -> Option<Option<Cow<'a, str>>> {
+    if let Some((a, b)) = tail_session(raw) {
+        // The quotes around the id are character boundaries.
+        let id = match text {
+            Some(t) => Some(&t[a..b]),
+            None => std::str::from_utf8(&raw[a..b]).ok(),
+        };
+        if let Some(session) = id {
+            return Some(Some(Cow::Borrowed(session)));
+        }
     }
     if let Some(session) = quick_session(raw) {
         return Some(session.map(Cow::Borrowed));
@@ -412,7 +432,8 @@ fn line_session(raw: &[u8]) -> Option<Option<Cow<'_, str>>> {
 /// top-level object, the quotes around `session` and the id are unescaped
 /// (no backslash in either, a comma or brace before), so the member is the
 /// object's last, and a repeated key's last value is the one that counts.
-fn tail_session(b: &[u8]) -> Option<&str> {
+/// The id's start and end in `b`, its bytes not checked as UTF-8.
+fn tail_session(b: &[u8]) -> Option<(usize, usize)> {
     let last = b
         .iter()
         .rposition(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n'))?;
@@ -427,7 +448,7 @@ fn tail_session(b: &[u8]) -> Option<&str> {
     {
         return None;
     }
-    std::str::from_utf8(id).ok()
+    Some((open + 1, rest.len()))
 }
 
 /// The top-level `session` of a JSON object line (`Some(None)` when it has
@@ -630,8 +651,11 @@ pub(crate) struct Handout<'a> {
     pub give: &'a mut dyn FnMut(String, Vec<Event>),
 }
 
+/// `text`: `bytes` as text when they are UTF-8 (the caller's check, which
+/// the first pass shares), else `None`.
 fn parse_piece(
     bytes: &[u8],
+    text: Option<&str>,
     first: bool,
     stem: &str,
     lenient: bool,
@@ -646,7 +670,7 @@ fn parse_piece(
     // check per line costs about four times as much (short lines, each
     // starting unaligned). When the piece is not UTF-8, each line is checked
     // on its own so the bad one gets its own error.
-    let whole = std::str::from_utf8(bytes).ok();
+    let whole = text;
     // The session of the previous line: consecutive lines mostly share it,
     // and a comparison costs less than a hash lookup.
     let mut last_slot = usize::MAX;
@@ -1443,7 +1467,7 @@ mod tests {
     /// `parse_batch` in pieces of `min_piece` bytes, giving the sessions that
     /// lie within a piece; put back together as one parse gives them.
     fn given_in_pieces(bytes: &[u8], lenient: bool, min_piece: usize) -> Result<Read> {
-        let spans: Spans = session_spans(bytes, 1, "f", min_piece)
+        let spans: Spans = session_spans(bytes, None, 1, "f", min_piece)
             .into_iter()
             .map(|(id, first, last)| (id, (first, last)))
             .collect();
@@ -1650,6 +1674,11 @@ mod tests {
             let Ok((session, _)) = parse_line(&line) else {
                 continue;
             };
+            assert_eq!(
+                line_session(line.as_bytes(), Some(&line)),
+                line_session(line.as_bytes(), None),
+                "{line}"
+            );
             match quick_session(line.as_bytes()) {
                 Some(q) => {
                     agreed += 1;
@@ -1657,7 +1686,7 @@ mod tests {
                 }
                 None => left += 1,
             }
-            if let Some(t) = tail_session(line.as_bytes()) {
+            if let Some(t) = tail_session(line.as_bytes()).map(|(a, b)| &line[a..b]) {
                 tails += 1;
                 assert_eq!(Some(t), session.as_deref(), "{line}");
             }
@@ -2292,10 +2321,10 @@ mod tests {
         for line in [r#"["content",null,"hi"]"#, r#" ["turn"]"#] {
             let e = parse_line(line).unwrap_err();
             assert!(matches!(e, RecordError::NotObject), "{line}: {e}");
-            assert_eq!(line_session(line.as_bytes()), None, "{line}");
+            assert_eq!(line_session(line.as_bytes(), None), None, "{line}");
         }
         assert_eq!(
-            line_session(br#" {"type":"turn","session":"a"}"#),
+            line_session(br#" {"type":"turn","session":"a"}"#, None),
             Some(Some(Cow::Borrowed("a")))
         );
     }
