@@ -115,7 +115,7 @@ pub(super) fn stream<T: Send>(
     let mut counted = 0u64;
     while let Some(batch) = src.batch(want)? {
         for (sid, first, last) in
-            crate::input::canonical::session_spans(&batch, at, &stem, min_piece)
+            crate::input::canonical::session_spans(&batch, None, at, &stem, min_piece)
         {
             spans.entry(sid).or_insert((first, last)).1 = last;
         }
