@@ -238,8 +238,8 @@ pub fn replay_command(req: &ReplayRequest, out: &mut dyn Write) -> Result<i32> {
         let scores: Vec<crate::score::metrics::Scores> = (0..configs.len())
             .map(|ci| {
                 let hits = hits_of(ci);
-                let view: Vec<Option<&crate::result::Hit>> =
-                    hits.iter().map(Option::as_ref).collect();
+                let view: Vec<Option<crate::result::HitView>> =
+                    hits.iter().map(|h| h.as_ref().map(|h| h.view())).collect();
                 crate::score::metrics::score_hits(&view, |i| {
                     (
                         sessions[i].turns,

@@ -226,6 +226,9 @@ pub fn write_detections_csv(r: &SweepResult, out: &mut dyn std::io::Write) -> st
             let at = match known.iter().position(|(p, _)| *p == ptr) {
                 Some(at) => at,
                 None => {
+                    // A session has one or two: room for four each (Vec's
+                    // first growth) was half this cache.
+                    known.reserve_exact(1);
                     known.push((ptr, detection_cells(r, o.session, d)));
                     known.len() - 1
                 }

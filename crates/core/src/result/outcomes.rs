@@ -16,7 +16,7 @@
 //! order, and are distinct by value: the form `summary.json` writes, so the
 //! writer copies rows and picks as they are.
 
-use super::{ConfigOutcomes, Effect, FirstDetection, Hit, HitBody};
+use super::{ConfigOutcomes, Effect, FirstDetection, Hit, HitBody, HitView};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::{Arc, Mutex};
 
@@ -341,6 +341,16 @@ impl Outcomes {
         }
     }
 
+    /// The hit a row stands for, borrowed.
+    fn view(&self, r: &Row) -> HitView<'_> {
+        HitView {
+            judge_due: r.judge_due,
+            judge_no_verdict: r.judge_no_verdict,
+            first: r.first.checked_sub(1).map(|i| &*self.firsts[i as usize]),
+            effect: r.effect.checked_sub(1).map(|i| &*self.effects[i as usize]),
+        }
+    }
+
     /// The hit of session `s`'s row `k`.
     fn body_at(&self, s: u32, k: u32) -> HitBody {
         self.body(&self.rows.session(s as usize)[k as usize])
@@ -470,11 +480,24 @@ impl Outcomes {
         Ok(Decoded { bytes })
     }
 
-    /// Call `f(session, body)` for each of configuration `c`'s hits, in
+    /// Call `f(session, hit)` for each of configuration `c`'s hits, in
     /// session order (nothing is copied).
-    pub fn each(&self, c: usize, mut f: impl FnMut(u32, &HitBody)) -> std::io::Result<()> {
-        self.read(c)?.each(|s, k| f(s, &self.body_at(s, k)));
+    pub fn each<'a>(
+        &'a self,
+        c: usize,
+        mut f: impl FnMut(u32, HitView<'a>),
+    ) -> std::io::Result<()> {
+        self.read(c)?
+            .each(|s, k| f(s, self.view(&self.rows.session(s as usize)[k as usize])));
         Ok(())
+    }
+
+    /// Configuration `c`'s hits borrowed, one entry per session (`None`:
+    /// nothing happened): what scores read.
+    pub fn views(&self, c: usize) -> std::io::Result<Vec<Option<HitView<'_>>>> {
+        let mut out = vec![None; self.sessions()];
+        self.each(c, |s, h| out[s as usize] = Some(h))?;
+        Ok(out)
     }
 
     /// `(session, row)` of each of configuration `c`'s hits, in session order.
@@ -929,6 +952,13 @@ mod tests {
             (n as usize, Some(1003))
         );
         assert!(d[4].is_none());
+        // Borrowed, the same hits.
+        for c in 0..3 {
+            let dense = o.dense(c).unwrap();
+            let seen: Vec<Option<HitView>> =
+                dense.iter().map(|h| h.as_ref().map(|h| h.view())).collect();
+            assert_eq!(o.views(c).unwrap(), seen);
+        }
     }
 
     /// Renumbered sessions keep their hits; dropped ones go.

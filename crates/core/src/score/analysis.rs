@@ -8,7 +8,7 @@
 use crate::detect::DetectorConfig;
 use crate::error::Result;
 use crate::result::{find_baseline, find_config, Baseline};
-use crate::result::{ConfigRecord, Hit, SweepRecord};
+use crate::result::{ConfigRecord, Hit, HitView, SweepRecord};
 use crate::score::metrics::{self, Objective, Scores};
 use crate::score::recommend::{self, CrossValidation, Hits, Labelled, Tally};
 use crate::score::stats;
@@ -246,9 +246,9 @@ impl SweepResult {
         members
             .iter()
             .map(|m| {
-                let view: Vec<Option<&Hit>> = m
+                let view: Vec<Option<HitView>> = m
                     .iter()
-                    .map(|&s| hits[s].as_ref().map(|h| h.borrow()))
+                    .map(|&s| hits[s].as_ref().map(|h| h.borrow().view()))
                     .collect();
                 metrics::score_hits(&view, |i| {
                     let s = &self.record.sessions[m[i]];
@@ -328,8 +328,7 @@ fn analyze_options(
     let scores: Vec<Scores> = (0..record.outcomes.len())
         .into_par_iter()
         .map(|c| {
-            let dense = record.outcomes.dense(c)?;
-            let view: Vec<Option<&Hit>> = dense.iter().map(Option::as_ref).collect();
+            let view = record.outcomes.views(c)?;
             Ok(metrics::score_hits(&view, |i| sessions[i]))
         })
         .collect::<std::io::Result<_>>()
@@ -1086,7 +1085,7 @@ fn union_row(
                 .cloned()
         })
         .collect();
-    let view: Vec<Option<&Hit>> = hits.iter().map(Option::as_ref).collect();
+    let view: Vec<Option<HitView>> = hits.iter().map(|h| h.as_ref().map(|h| h.view())).collect();
     let scores = metrics::score_hits(&view, |i| {
         let s = &r.record.sessions[i];
         (s.turns, s.label().filter(|_| !s.is_test()))

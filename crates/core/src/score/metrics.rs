@@ -5,7 +5,7 @@
 use crate::event::{Corpus, Label};
 use crate::input::labels::Labels;
 use crate::replay::Outcome;
-use crate::result::Hit;
+use crate::result::{Hit, HitView};
 use crate::score::stats;
 use std::collections::BTreeMap;
 
@@ -696,7 +696,7 @@ impl Scores {
 /// Score one configuration's outcomes (in corpus session order).
 pub fn score(outcomes: &[Outcome], corpus: &Corpus, labels: &Labels) -> Scores {
     let hits: Vec<Option<Hit>> = outcomes.iter().map(|o| Hit::from_outcome(0, o)).collect();
-    let view: Vec<Option<&Hit>> = hits.iter().map(Option::as_ref).collect();
+    let view: Vec<Option<HitView>> = hits.iter().map(|h| h.as_ref().map(|h| h.view())).collect();
     score_hits(&view, |i| {
         (
             corpus.sessions[i].turns,
@@ -709,17 +709,16 @@ pub fn score(outcomes: &[Outcome], corpus: &Corpus, labels: &Labels) -> Scores {
 /// happened); `session(i)` gives session i's turns and label. The one place
 /// scores are computed, for replays and for loaded or merged results alike.
 pub fn score_hits(
-    hits: &[Option<&Hit>],
+    hits: &[Option<HitView<'_>>],
     session: impl Fn(usize) -> (u32, Option<Label>),
 ) -> Scores {
     let mut s = Scores {
         sessions: hits.len(),
         ..Default::default()
     };
-    let none = Hit::default();
     let mut clean_turns = 0u64;
     for (i, h) in hits.iter().enumerate() {
-        let o = h.unwrap_or(&none);
+        let o = h.unwrap_or_default();
         let (turns, label) = session(i);
         let (v, ttd) = verdict_at(o.turn(), label);
         match v {
@@ -751,7 +750,7 @@ pub fn score_hits(
             }
             None => {}
         }
-        if let Some(d) = &o.first {
+        if let Some(d) = o.first {
             s.detections += 1;
             // The kind is copied once per kind, not once per detection.
             match s.kinds.get_mut(&d.kind) {
