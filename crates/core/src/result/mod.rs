@@ -735,32 +735,32 @@ impl Hit {
 
     /// Turn of the first detection.
     pub fn turn(&self) -> Option<u32> {
-        self.first.as_ref().map(|d| d.turn)
+        self.view().turn()
     }
 
     /// Turn where the policy stops the session.
     pub fn stop_turn(&self) -> Option<u32> {
-        self.effect.as_ref().and_then(|e| e.stop_turn)
+        self.view().stop_turn()
     }
 
     /// Warnings before the stop.
     pub fn warnings(&self) -> u32 {
-        self.effect.as_ref().map_or(0, |e| e.warnings)
+        self.view().warnings()
     }
 
     /// Detections nobody acted on.
     pub fn unheeded(&self) -> u32 {
-        self.effect.as_ref().map_or(0, |e| e.unheeded)
+        self.view().unheeded()
     }
 
     /// Turns after the stop.
     pub fn turns_after_stop(&self) -> u32 {
-        self.effect.as_ref().map_or(0, |e| e.turns_after_stop)
+        self.view().turns_after_stop()
     }
 
     /// Tokens after the stop.
     pub fn tokens_after_stop(&self) -> u64 {
-        self.effect.as_ref().map_or(0, |e| e.tokens_after_stop)
+        self.view().tokens_after_stop()
     }
 }
 
